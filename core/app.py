@@ -1,0 +1,90 @@
+"""The application factory: settings in, a configured ``aiohttp`` application out.
+
+Services are created here and put on the app under the keys of ``appkeys``; resources that need a
+running loop (the database check, signing keys, the outbound client, workers and the scheduler) are
+opened and closed by ``cleanup_ctx``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import logging
+from collections.abc import AsyncIterator, Iterable
+
+from aiohttp import web
+
+from patchbay.core.appkeys import CRON, DB, JOBS, OUTBOUND, PLUGIN_MANAGER, RATE_LIMITER, REGISTRY, SECRETS, SETTINGS, SIGNING_KEYS
+from patchbay.core.features import FEATURES
+from patchbay.core.http.errors import error_middleware
+from patchbay.core.http.middleware import request_id_middleware, throttle_middleware
+from patchbay.core.jobs.cron import CronRegistry
+from patchbay.core.jobs.queue import JobQueue
+from patchbay.core.jobs.worker import Worker
+from patchbay.core.outbound import Outbound
+from patchbay.core.plugins.manager import create_plugin_manager
+from patchbay.core.plugins.registry import load_registry
+from patchbay.core.ratelimit.limiter import DatabaseBackend, MemoryBackend, RateLimiter
+from patchbay.core.security.secrets import SecretBox, load_or_create_secrets
+from patchbay.core.security.signing_keys import SigningKeys
+from patchbay.core.settings import Settings
+from patchbay.core.storage.db import Database
+
+log = logging.getLogger(__name__)
+
+MAX_BODY_BYTES = 64 * 1024 * 1024
+
+
+def create_app(settings: Settings, *, plugins: Iterable[object] = (), background: bool = True, web_routes: bool = True) -> web.Application:
+    """Build the application.
+
+    :param plugins: extra plugin objects registered beside the installed ones (tests, embedding).
+    :param background: run job workers (``settings.workers`` concurrent jobs) and, when
+        ``settings.scheduler``, the periodic scheduler inside this process.
+    """
+    app = web.Application(middlewares=[request_id_middleware, error_middleware, throttle_middleware], client_max_size=MAX_BODY_BYTES)
+    app[SETTINGS] = settings
+    app[PLUGIN_MANAGER] = create_plugin_manager(plugins)
+    app[REGISTRY] = load_registry(app[PLUGIN_MANAGER], settings.providers)
+    db = Database(settings.resolved_database_url)
+    app[DB] = db
+    app[SECRETS] = SecretBox(load_or_create_secrets(settings.secret_key, settings.data_dir))
+    app[SIGNING_KEYS] = SigningKeys(db, app[SECRETS])
+    app[JOBS] = JobQueue(db)
+    app[CRON] = CronRegistry(app[JOBS])
+    app[RATE_LIMITER] = RateLimiter(DatabaseBackend(db) if db.is_postgres else MemoryBackend())
+    app[OUTBOUND] = Outbound(allow_insecure=settings.allow_insecure_targets)
+    app.cleanup_ctx.append(_core_resources)
+    for module_name in FEATURES:
+        importlib.import_module(module_name).setup(app)
+    if background:
+        app.cleanup_ctx.append(_background_work)
+    return app
+
+
+async def _core_resources(app: web.Application) -> AsyncIterator[None]:
+    await app[OUTBOUND].start()
+    await app[SIGNING_KEYS].ensure()
+    yield
+    await app[OUTBOUND].close()
+    await app[DB].close()
+
+
+async def _background_work(app: web.Application) -> AsyncIterator[None]:
+    settings = app[SETTINGS]
+    stop = asyncio.Event()
+    tasks = []
+    worker = None
+    if settings.workers > 0:
+        worker = Worker(app, app[JOBS], concurrency=settings.workers)
+        tasks.append(asyncio.create_task(worker.run(), name="patchbay-worker"))
+    if settings.scheduler:
+        tasks.append(asyncio.create_task(app[CRON].run_scheduler(stop), name="patchbay-scheduler"))
+    yield
+    stop.set()
+    if worker is not None:
+        worker.stop()
+    for task in tasks:
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.wait_for(task, timeout=10)

@@ -1,0 +1,35 @@
+"""Every typed key of the application's and the request's state, declared once."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pluggy
+from aiohttp import web
+
+from patchbay.core.jobs.cron import CronRegistry
+from patchbay.core.jobs.queue import JobQueue
+from patchbay.core.outbound import Outbound
+from patchbay.core.plugins.registry import Registry
+from patchbay.core.ratelimit.limiter import RateLimiter
+from patchbay.core.security.secrets import SecretBox
+from patchbay.core.security.signing_keys import SigningKeys
+from patchbay.core.settings import Settings
+from patchbay.core.storage.db import Database
+
+if TYPE_CHECKING:
+    from patchbay.core.security.auth import Principal
+
+SETTINGS = web.AppKey("settings", Settings)
+DB = web.AppKey("db", Database)
+PLUGIN_MANAGER = web.AppKey("plugin_manager", pluggy.PluginManager)
+REGISTRY = web.AppKey("registry", Registry)
+SECRETS = web.AppKey("secrets", SecretBox)
+SIGNING_KEYS = web.AppKey("signing_keys", SigningKeys)
+JOBS = web.AppKey("jobs", JobQueue)
+CRON = web.AppKey("cron", CronRegistry)
+RATE_LIMITER = web.AppKey("rate_limiter", RateLimiter)
+OUTBOUND = web.AppKey("outbound", Outbound)
+
+PRINCIPAL = web.RequestKey("principal", object)  # Principal | None once authenticated
+REQUEST_ID = web.RequestKey("request_id", str)

@@ -1,0 +1,49 @@
+"""``GET /api/cron/<name>``: runs a periodic job now, for an external scheduler (4.22).
+
+Open with ``Authorization: Bearer <PATCHBAY_CRON_SECRET>``; with no secret configured these routes
+answer 401. The job itself is registered by its feature (``CronRegistry.add``).
+"""
+
+from __future__ import annotations
+
+import hmac
+
+from aiohttp import web
+
+from patchbay.core.appkeys import CRON, SETTINGS
+from patchbay.core.http.errors import not_found, unauthorized
+
+#: The periodic jobs of spec 4.22.
+CRON_JOB_NAMES = (
+    "token-refresh",
+    "retry-failed-syncs",
+    "resume-imports",
+    "renew-webhook-subscriptions",
+    "poll-triggers",
+    "run-schedules",
+    "connection-health",
+    "data-sync",
+)
+
+
+def _authorized(request: web.Request) -> bool:
+    secret = request.app[SETTINGS].cron_secret
+    header = request.headers.get("Authorization", "")
+    return bool(secret) and header.startswith("Bearer ") and hmac.compare_digest(header[7:].strip(), secret)
+
+
+async def run_cron_job(request: web.Request) -> web.Response:
+    """Run the named periodic job now and answer its summary."""
+    if not _authorized(request):
+        raise unauthorized()
+    name = request.path.rsplit("/", 1)[1]
+    job = request.app[CRON].jobs.get(name)
+    if job is None:
+        raise not_found(f"Cron job not found: {name}")
+    summary = await job.run(request.app)
+    return web.json_response({"job": name, "ok": True, "result": summary or {}})
+
+
+def setup(app: web.Application) -> None:
+    for name in CRON_JOB_NAMES:
+        app.router.add_get(f"/api/cron/{name}", run_cron_job)

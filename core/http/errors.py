@@ -1,0 +1,89 @@
+"""Errors of the HTTP layer and the middleware that gives every error its documented shape.
+
+The connect API answers ``{"statusCode": int, "message": str}`` (contract section 4) and never a
+stack trace. Features whose errors have another shape (the identity provider's
+``{error, error_description}``) register a formatter for their path prefix in ``ERROR_FORMATTERS``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+
+from aiohttp import web
+
+from patchbay.core.appkeys import REQUEST_ID
+
+log = logging.getLogger(__name__)
+
+
+class ApiError(web.HTTPException):
+    """Raise to answer ``status`` with ``message`` in the error envelope."""
+
+    def __init__(self, status: int, message: str, *, headers: dict[str, str] | None = None) -> None:
+        self.status_code = status
+        super().__init__(headers=headers, reason=None, text=message)
+        self.message = message
+
+
+def bad_request(message: str) -> ApiError:
+    return ApiError(400, message)
+
+
+def not_found(message: str = "Not Found") -> ApiError:
+    return ApiError(404, message)
+
+
+def unauthorized() -> ApiError:
+    return ApiError(401, "Unauthorized")
+
+
+def forbidden(message: str = "Forbidden") -> ApiError:
+    return ApiError(403, message)
+
+
+def conflict(message: str) -> ApiError:
+    return ApiError(409, message)
+
+
+def plan_limit(resource: str) -> ApiError:
+    return ApiError(403, f"Plan limit exceeded for {resource}")
+
+
+Formatter = Callable[[int, str, web.Request], web.Response]
+
+
+def connect_api_error(status: int, message: str, _request: web.Request) -> web.Response:
+    return web.json_response({"statusCode": status, "message": message}, status=status)
+
+
+ERROR_FORMATTERS: list[tuple[str, Formatter]] = []
+
+
+def error_response(request: web.Request, status: int, message: str, headers=None) -> web.Response:
+    formatter = next((fmt for prefix, fmt in ERROR_FORMATTERS if request.path.startswith(prefix)), connect_api_error)
+    response = formatter(status, message, request)
+    for name, value in (headers or {}).items():
+        if name.lower() not in ("content-type", "content-length"):
+            response.headers[name] = value
+    return response
+
+
+@web.middleware
+async def error_middleware(request: web.Request, handler) -> web.StreamResponse:
+    try:
+        return await handler(request)
+    except ApiError as error:
+        return error_response(request, error.status_code, error.message, error.headers)
+    except web.HTTPException as error:
+        if error.status_code < 400:
+            raise
+        return error_response(request, error.status_code, error.reason, error.headers)
+    except json.JSONDecodeError:
+        return error_response(request, 400, "Malformed JSON body")
+    except web.HTTPException:
+        raise
+    except Exception:
+        log.exception("unhandled error in %s %s (request %s)", request.method, request.path, request.get(REQUEST_ID))
+        return error_response(request, 500, "Internal Server Error")

@@ -1,0 +1,71 @@
+"""Request ids, structured access logs and the connect API's request throttle."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+
+from aiohttp import web
+from aiohttp.abc import AbstractAccessLogger
+
+from patchbay.core.appkeys import RATE_LIMITER, REQUEST_ID, SETTINGS
+from patchbay.core.http.errors import ApiError
+from patchbay.core.ratelimit.limiter import parse_limit
+from patchbay.core.security.auth import authenticate
+from patchbay.core.security.secrets import random_token
+
+_REQUEST_ID_OK = re.compile(r"^[A-Za-z0-9._:-]{1,100}$")
+
+#: Paths under the connect API's throttle. The identity provider has its own limits, and inbound
+#: webhooks are never throttled (a provider's burst must be stored, not refused).
+THROTTLED_PREFIXES = ("/connect/v1/", "/api/", "/leads", "/crm/", "/byoa/", "/accounts", "/auth/")
+UNTHROTTLED_PREFIXES = ("/api/v1/oidc/", "/api/cron/")
+
+
+@web.middleware
+async def request_id_middleware(request: web.Request, handler) -> web.StreamResponse:
+    incoming = request.headers.get("X-Request-Id", "")
+    request[REQUEST_ID] = incoming if _REQUEST_ID_OK.match(incoming) else random_token(12)
+    response = await handler(request)
+    response.headers["X-Request-Id"] = request[REQUEST_ID]
+    return response
+
+
+@web.middleware
+async def throttle_middleware(request: web.Request, handler) -> web.StreamResponse:
+    path = request.path
+    if not path.startswith(THROTTLED_PREFIXES) or path.startswith(UNTHROTTLED_PREFIXES):
+        return await handler(request)
+    item = parse_limit(request.app[SETTINGS].rate_limits["connect_api"])
+    if item is None:
+        return await handler(request)
+    principal = await authenticate(request)
+    key = f"connect:ws:{principal.workspace_id}" if principal and principal.workspace_id else f"connect:ip:{request.remote}"
+    decision = await request.app[RATE_LIMITER].hit(key, item)
+    if not decision.allowed:
+        raise ApiError(429, "ThrottlerException: Too Many Requests", headers={"Retry-After": str(decision.retry_after)})
+    return await handler(request)
+
+
+class JsonAccessLogger(AbstractAccessLogger):
+    """One JSON line per request: method, path, status, duration, request id, remote."""
+
+    def log(self, request: web.BaseRequest, response: web.StreamResponse, duration: float) -> None:
+        if not self.logger.isEnabledFor(logging.INFO):
+            return
+        record = {
+            "ts": round(time.time(), 3),
+            "request_id": request.get(REQUEST_ID),
+            "method": request.method,
+            "path": request.path,
+            "status": response.status,
+            "duration_ms": round(duration * 1000, 2),
+            "remote": request.remote,
+        }
+        self.logger.info(json.dumps(record))
+
+    @property
+    def enabled(self) -> bool:
+        return self.logger.isEnabledFor(logging.INFO)

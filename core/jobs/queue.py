@@ -1,0 +1,226 @@
+"""A durable job queue in the database.
+
+A job is enqueued in the same session (so the same transaction) as the change that causes it; when
+that transaction commits, this process's workers wake at once and other processes' workers find it on
+their next poll. Workers claim jobs in batches (``FOR UPDATE SKIP LOCKED`` on PostgreSQL; SQLite's
+single writer makes the claiming UPDATE atomic), each with a lease that the worker extends while the
+job runs, so a job whose worker died is claimed again when its lease runs out. A handler that raises
+is retried with exponential backoff until ``max_attempts``; :class:`RetryLater` asks for a given delay
+and :class:`PermanentFailure` stops at once. A handler must be idempotent: after a crash it may run
+again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+from typing import Any
+
+import attrs
+from sqlalchemy import and_, event, or_, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session
+
+from patchbay.core.jobs.models import Job
+from patchbay.core.storage.db import Database
+from patchbay.core.timeutil import new_id, utcnow
+
+log = logging.getLogger(__name__)
+
+LEASE_SECONDS = 60
+_NOTIFY_KEY = "patchbay.jobs.wake"
+
+
+class RetryLater(Exception):
+    """Retry the job after ``delay`` seconds (counts as an attempt)."""
+
+    def __init__(self, delay: float, message: str = "") -> None:
+        super().__init__(message or f"retry in {delay}s")
+        self.delay = delay
+
+
+class PermanentFailure(Exception):
+    """Fail the job now, without further attempts."""
+
+
+@attrs.define
+class JobContext:
+    app: Any
+    job_id: str
+    kind: str
+    payload: dict[str, Any]
+    attempt: int
+    max_attempts: int
+    workspace_id: str | None
+
+    @property
+    def is_last_attempt(self) -> bool:
+        return self.attempt >= self.max_attempts
+
+
+Handler = Callable[[JobContext], Awaitable[Any]]
+
+
+@attrs.frozen
+class JobKind:
+    handler: Handler
+    max_attempts: int = 5
+    backoff_base: float = 1.0
+    backoff_cap: float = 300.0
+
+    def delay(self, attempt: int) -> float:
+        return min(self.backoff_cap, self.backoff_base * 2 ** max(0, attempt - 1))
+
+
+@event.listens_for(Session, "after_commit")
+def _wake_after_commit(session: Session) -> None:
+    wake = session.info.pop(_NOTIFY_KEY, None)
+    if wake is not None:
+        wake.set()
+
+
+@event.listens_for(Session, "after_rollback")
+def _forget_after_rollback(session: Session) -> None:
+    session.info.pop(_NOTIFY_KEY, None)
+
+
+class JobQueue:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.kinds: dict[str, JobKind] = {}
+        self.wake = asyncio.Event()
+        self._insert = postgresql.insert if db.is_postgres else sqlite.insert
+
+    def register(self, kind: str, handler: Handler, *, max_attempts: int = 5, backoff_base: float = 1.0, backoff_cap: float = 300.0) -> None:
+        if kind in self.kinds:
+            raise ValueError(f"job kind {kind!r} is already registered")
+        self.kinds[kind] = JobKind(handler, max_attempts, backoff_base, backoff_cap)
+
+    # -- enqueueing -------------------------------------------------------------------------------
+
+    def enqueue(
+        self,
+        session: AsyncSession,
+        kind: str,
+        payload: dict[str, Any] | None = None,
+        *,
+        delay: float = 0,
+        workspace_id: str | None = None,
+        dedupe_key: str | None = None,
+    ) -> Job:
+        """Add a job to ``session``; it is durable when the session's transaction commits."""
+        spec = self._spec(kind)
+        job = Job(
+            id=new_id(),
+            kind=kind,
+            payload=payload or {},
+            run_at=utcnow() + timedelta(seconds=delay),
+            max_attempts=spec.max_attempts,
+            workspace_id=workspace_id,
+            dedupe_key=dedupe_key,
+        )
+        session.add(job)
+        session.info[_NOTIFY_KEY] = self.wake
+        return job
+
+    async def enqueue_many(self, session: AsyncSession, kind: str, payloads: list[dict[str, Any]], *, workspace_id: str | None = None) -> None:
+        """Add many jobs of one kind with one INSERT (hot paths)."""
+        if not payloads:
+            return
+        spec = self._spec(kind)
+        now = utcnow()
+        rows = [
+            {"id": new_id(), "kind": kind, "payload": payload, "status": "queued", "run_at": now, "attempts": 0,
+             "max_attempts": spec.max_attempts, "workspace_id": workspace_id, "created_at": now, "updated_at": now}
+            for payload in payloads
+        ]  # fmt: skip
+        session.sync_session.info[_NOTIFY_KEY] = self.wake
+        await session.execute(Job.__table__.insert(), rows)
+
+    async def enqueue_once(self, kind: str, payload: dict[str, Any], dedupe_key: str) -> bool:
+        """Enqueue unless a job with ``dedupe_key`` exists (in any process); True if enqueued."""
+        spec = self._spec(kind)
+        now = utcnow()
+        statement = self._insert(Job).values(
+            id=new_id(), kind=kind, payload=payload, status="queued", run_at=now, attempts=0,
+            max_attempts=spec.max_attempts, dedupe_key=dedupe_key, created_at=now, updated_at=now,
+        ).on_conflict_do_nothing(index_elements=["dedupe_key"])  # fmt: skip
+        async with self.db.transaction() as session:
+            inserted = (await session.execute(statement)).rowcount > 0
+        if inserted:
+            self.wake.set()
+        return inserted
+
+    def _spec(self, kind: str) -> JobKind:
+        try:
+            return self.kinds[kind]
+        except KeyError:
+            raise ValueError(f"no handler registered for job kind {kind!r}") from None
+
+    # -- claiming and finishing ------------------------------------------------------------------
+
+    async def claim(self, worker_id: str, limit: int) -> list[Job]:
+        now = utcnow()
+        claimable = (
+            select(Job.id)
+            .where(
+                Job.kind.in_(list(self.kinds)),
+                or_(and_(Job.status == "queued", Job.run_at <= now), and_(Job.status == "running", Job.lease_until < now)),
+            )
+            .order_by(Job.run_at)
+            .limit(limit)
+            .with_for_update(skip_locked=True)
+        )
+        statement = (
+            update(Job)
+            .where(Job.id.in_(claimable.scalar_subquery()))
+            .values(status="running", attempts=Job.attempts + 1, lease_until=now + timedelta(seconds=LEASE_SECONDS), locked_by=worker_id, updated_at=now)
+            .returning(Job)
+            .execution_options(synchronize_session=False)
+        )
+        async with self.db.transaction() as session:
+            return list((await session.scalars(statement)).all())
+
+    async def extend_leases(self, worker_id: str, job_ids: list[str]) -> None:
+        if not job_ids:
+            return
+        async with self.db.transaction() as session:
+            await session.execute(
+                update(Job)
+                .where(Job.id.in_(job_ids), Job.locked_by == worker_id, Job.status == "running")
+                .values(lease_until=utcnow() + timedelta(seconds=LEASE_SECONDS))
+                .execution_options(synchronize_session=False)
+            )
+
+    async def mark_done(self, worker_id: str, job_ids: list[str]) -> None:
+        if not job_ids:
+            return
+        async with self.db.transaction() as session:
+            await session.execute(
+                update(Job)
+                .where(Job.id.in_(job_ids), Job.locked_by == worker_id)
+                .values(status="done", lease_until=None, updated_at=utcnow())
+                .execution_options(synchronize_session=False)
+            )
+
+    async def mark_failed(self, worker_id: str, job: Job, error: str, retry_in: float | None) -> None:
+        values: dict[str, Any] = {"last_error": error[:4000], "lease_until": None, "updated_at": utcnow()}
+        if retry_in is None:
+            values["status"] = "failed"
+        else:
+            values.update(status="queued", run_at=utcnow() + timedelta(seconds=retry_in))
+        async with self.db.transaction() as session:
+            await session.execute(
+                update(Job).where(Job.id == job.id, Job.locked_by == worker_id).values(**values).execution_options(synchronize_session=False)
+            )
+
+    def retry_delay(self, job: Job, error: BaseException) -> float | None:
+        """Seconds until the next attempt, or None when the job has failed for good."""
+        if isinstance(error, PermanentFailure) or job.attempts >= job.max_attempts:
+            return None
+        if isinstance(error, RetryLater):
+            return error.delay
+        return self.kinds[job.kind].delay(job.attempts)

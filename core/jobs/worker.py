@@ -1,0 +1,116 @@
+"""Workers: claim jobs, run their handlers concurrently, and record the outcome."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+from typing import Any
+
+from patchbay.core.jobs.models import Job
+from patchbay.core.jobs.queue import LEASE_SECONDS, JobContext, JobQueue, PermanentFailure
+from patchbay.core.timeutil import new_id
+
+log = logging.getLogger(__name__)
+
+POLL_SECONDS = 0.5
+DONE_FLUSH_SECONDS = 0.005
+
+
+class Worker:
+    """Runs up to ``concurrency`` jobs at once until ``stop()``. Finished jobs are marked done in
+    batches, so a burst of short jobs costs one UPDATE per batch, not one per job."""
+
+    def __init__(self, app: Any, queue: JobQueue, *, concurrency: int = 16, poll_seconds: float = POLL_SECONDS) -> None:
+        self.app = app
+        self.queue = queue
+        self.concurrency = concurrency
+        self.poll_seconds = poll_seconds
+        self.id = f"{socket.gethostname()}:{os.getpid()}:{new_id()[:8]}"
+        self._running: dict[str, asyncio.Task] = {}
+        self._done: list[str] = []
+        self._done_event = asyncio.Event()
+        self._stopping = asyncio.Event()
+
+    async def run(self) -> None:
+        flusher = asyncio.create_task(self._flush_done_loop())
+        heartbeat = asyncio.create_task(self._heartbeat_loop())
+        try:
+            while not self._stopping.is_set():
+                free = self.concurrency - len(self._running)
+                jobs: list[Job] = []
+                if free > 0:
+                    self.queue.wake.clear()
+                    try:
+                        jobs = await self.queue.claim(self.id, free)
+                    except Exception:
+                        log.exception("claiming jobs failed")
+                for job in jobs:
+                    self._running[job.id] = asyncio.create_task(self._run(job))
+                if not jobs or len(self._running) >= self.concurrency:
+                    await self._idle()
+        finally:
+            flusher.cancel()
+            heartbeat.cancel()
+            if self._running:
+                await asyncio.gather(*self._running.values(), return_exceptions=True)
+            await self._flush_done()
+
+    async def _idle(self) -> None:
+        waits = [asyncio.ensure_future(self.queue.wake.wait()), asyncio.ensure_future(self._stopping.wait())]
+        if self._running:
+            waits.append(asyncio.ensure_future(asyncio.wait(list(self._running.values()), return_when=asyncio.FIRST_COMPLETED)))
+        try:
+            await asyncio.wait(waits, timeout=self.poll_seconds, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiter in waits:
+                waiter.cancel()
+
+    def stop(self) -> None:
+        self._stopping.set()
+
+    async def _run(self, job: Job) -> None:
+        try:
+            if job.attempts > job.max_attempts:
+                await self.queue.mark_failed(self.id, job, job.last_error or "attempts exhausted", None)
+                return
+            context = JobContext(self.app, job.id, job.kind, dict(job.payload), job.attempts, job.max_attempts, job.workspace_id)
+            try:
+                await self.queue.kinds[job.kind].handler(context)
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:
+                retry_in = self.queue.retry_delay(job, error)
+                level = logging.INFO if retry_in is not None or isinstance(error, PermanentFailure) else logging.ERROR
+                log.log(level, "job %s (%s) attempt %s failed: %r", job.id, job.kind, job.attempts, error, exc_info=level >= logging.ERROR)
+                await self.queue.mark_failed(self.id, job, repr(error), retry_in)
+            else:
+                self._done.append(job.id)
+                self._done_event.set()
+        except Exception:
+            log.exception("recording the outcome of job %s failed", job.id)
+        finally:
+            self._running.pop(job.id, None)
+
+    async def _flush_done(self) -> None:
+        done, self._done = self._done, []
+        self._done_event.clear()
+        if done:
+            await self.queue.mark_done(self.id, done)
+
+    async def _flush_done_loop(self) -> None:
+        while True:
+            await self._done_event.wait()
+            await asyncio.sleep(DONE_FLUSH_SECONDS)
+            try:
+                await self._flush_done()
+            except Exception:
+                log.exception("marking jobs done failed")
+
+    async def _heartbeat_loop(self) -> None:
+        while True:
+            await asyncio.sleep(LEASE_SECONDS / 3)
+            with contextlib.suppress(Exception):
+                await self.queue.extend_leases(self.id, list(self._running))

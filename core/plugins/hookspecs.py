@@ -1,0 +1,165 @@
+"""The hook specifications: the public contract between patchbay and its plugins.
+
+Every hook is synchronous and called with keyword arguments only. Apart from
+``register_providers``, each hook receives a ``register`` callable and registers objects with it;
+the core looks those objects up by key (usually a provider name) when it needs them, so no hook is
+broadcast to every plugin on a request. Methods of registered objects may be coroutines; the core
+awaits them. Registering two objects under one key is an error that names both plugins.
+
+Implement a hook with ``from patchbay import hookimpl``. Provider packs live in the entry-point group
+``patchbay.providers``, every other plugin in ``patchbay.plugins``.
+"""
+
+from __future__ import annotations
+
+import pluggy
+
+PROJECT = "patchbay"
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+# ---------------------------------------------------------------------------------------------
+# Provider packs
+# ---------------------------------------------------------------------------------------------
+
+
+@hookspec
+def register_providers():
+    """Return the provider definitions of this pack.
+
+    :return: an iterable of :class:`patchbay.Provider`. Names are unique across every installed
+        pack; a duplicate, or a definition that fails ``Provider.validate``, stops start-up with an
+        error naming the pack.
+    """
+
+
+@hookspec
+def register_auth(register):
+    """Register custom authentication behaviour for providers whose OAuth or credential handling
+    differs from what their definition says.
+
+    :param register: ``register(provider_name, handler)``. The handler subclasses
+        ``patchbay.core.connections.auth.ProviderAuth`` and overrides what differs:
+        ``authorization_params`` (extra query parameters of the authorization URL),
+        ``exchange_code`` and ``refresh`` (coroutines returning a token set),
+        ``inject`` (the headers and query parameters that carry a credential on a proxied call),
+        ``revoke`` (a coroutine revoking a credential at the provider on disconnect) and
+        ``check`` (a coroutine proving a credential works).
+    """
+
+
+@hookspec
+def register_proxy(register):
+    """Register a proxy customisation for a provider.
+
+    :param register: ``register(provider_name, customizer)``. The customizer's ``prepare(call)``
+        may rewrite the outgoing call (URL, headers, body) before it is sent; its
+        ``retry_after(response)`` may return the seconds to wait when the provider signals a rate
+        limit in a way its definition's ``retry_headers`` cannot describe.
+    """
+
+
+@hookspec
+def register_webhooks(register):
+    """Register how a provider's inbound webhooks are verified, attributed and read.
+
+    :param register: ``register(provider_name, handler)``. The handler provides
+        ``handshake(query, verify_token)`` returning the text to echo or ``None`` (refused);
+        ``verify(headers, body, secret)`` returning whether the raw body is authentic;
+        ``routing_keys(payload)`` returning ``(metadata_key, value)`` pairs that identify the
+        connection (workspace) the event belongs to; and ``events(payload)`` returning the
+        provider events (type, data) that the payload carries.
+    """
+
+
+@hookspec
+def register_actions(register):
+    """Register the actions a provider offers to flows and to standalone execution.
+
+    :param register: ``register(provider_name, action)``; ``action`` is a
+        :class:`patchbay.Action` whose ``run(client, inputs)`` coroutine calls the provider through
+        the connection client handed to it and returns a JSON-serialisable result.
+    """
+
+
+@hookspec
+def register_triggers(register):
+    """Register the triggers a provider offers to flows.
+
+    :param register: ``register(provider_name, trigger)``; ``trigger`` is a
+        :class:`patchbay.Trigger`. A webhook trigger names the inbound event types it matches; a
+        poll trigger's ``poll(client, config, cursor)`` coroutine returns ``(items, next_cursor)``.
+    """
+
+
+@hookspec
+def register_record_sources(register):
+    """Register how provider records are ingested by the data-sync job.
+
+    :param register: ``register(provider_name, source)``; ``source`` is a
+        :class:`patchbay.RecordSource` whose ``fetch(client, cursor)`` coroutine returns
+        ``(records, next_cursor)`` for its ``resource_type``.
+    """
+
+
+@hookspec
+def register_crm_mappers(register):
+    """Register a provider's mapping onto the unified CRM model (contacts, companies, deals).
+
+    :param register: ``register(provider_name, mapper)``; the mapper's ``list(client, resource,
+        limit, cursor)`` and ``get(client, resource, id)`` coroutines read the provider through the
+        connection client and return unified records.
+    """
+
+
+# ---------------------------------------------------------------------------------------------
+# Other plugins
+# ---------------------------------------------------------------------------------------------
+
+
+@hookspec
+def register_alert_channels(register):
+    """Register a channel that delivers flow alerts.
+
+    :param register: ``register(channel_name, channel)``; ``channel.send(alert, target, context)``
+        is a coroutine that delivers one alert (the fields of spec 6.1) to one target and raises on
+        failure so the job queue retries it.
+    """
+
+
+@hookspec
+def register_crm_destinations(register):
+    """Register a CRM destination that leads are pushed to.
+
+    :param register: ``register(provider_name, destination)``; ``destination.push(client, lead)``
+        is a coroutine that creates or updates the lead in the CRM and returns the CRM's record id;
+        ``destination.test(client)`` proves the connection works.
+    """
+
+
+@hookspec
+def register_payment_providers(register):
+    """Register the payment provider behind billing.
+
+    :param register: ``register(name, provider)``; the provider creates checkout and portal
+        sessions, cancels and resumes subscriptions, and verifies and reads its webhook events.
+    """
+
+
+@hookspec
+def register_federated_login(register):
+    """Register a federated login protocol for the identity provider's ``idp`` hint.
+
+    :param register: ``register(protocol_name, protocol)``; the protocol builds the upstream
+        authorization URL and completes the callback, returning the upstream user's claims.
+    """
+
+
+@hookspec
+def register_step_types(register):
+    """Register a flow step type beyond the built-in ones.
+
+    :param register: ``register(type_name, step)``; ``step.run(context, config)`` is a coroutine
+        receiving the rendered step configuration and returning the step's output.
+    """

@@ -1,0 +1,155 @@
+"""The declarative definition of a provider.
+
+A provider is data: where its OAuth endpoints are, where its API lives, how a credential is injected
+into a proxied request, which headers tell when to retry. Packs return these from
+``register_providers``; behaviour that data cannot express comes from hook implementations keyed by
+the provider's ``name`` (see ``hookspecs``).
+
+URL and credential templates use ``{placeholder}`` fields:
+
+- in URLs (``api_base_url``, ``authorization_url``, ``token_url``, ...): the connection parameters
+  named in ``connection_params`` (``https://{subdomain}.zendesk.com/api/v2``);
+- in ``credential_headers`` and ``credential_query``: the credential fields ``access_token``,
+  ``api_key``, ``api_secret``, ``username``, ``password`` and ``basic`` (base64 of
+  ``username:password``), plus the connection parameters.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import Mapping
+from typing import Literal
+
+import attrs
+
+AuthMode = Literal["api_key", "basic", "oauth2", "oauth2_cc", "none"]
+AUTH_MODES: tuple[str, ...] = ("api_key", "basic", "oauth2", "oauth2_cc", "none")
+
+#: Grouping labels a definition may use; ``category`` is the primary one.
+CATEGORIES: frozenset[str] = frozenset(
+    {
+        "accounting", "ads", "analytics", "ats", "banking", "cms", "communication", "crm", "design",
+        "dev-tools", "e-commerce", "erp", "gaming", "hr", "iam", "invoicing", "knowledge-base",
+        "legal", "marketing", "other", "payment", "productivity", "search", "social", "sports",
+        "storage", "support", "surveys", "ticketing", "video",
+    }
+)
+
+#: Everything a provider can be said to do. ``oauth`` goes with the OAuth auth modes,
+#: ``webhook_receive`` with ``webhooks=True``.
+CAPABILITIES: frozenset[str] = frozenset(
+    {"oauth", "proxy", "webhook_receive", "lead_sync", "actions", "triggers", "unified_crm", "records"}
+)
+
+CREDENTIAL_FIELDS: frozenset[str] = frozenset(
+    {"access_token", "api_key", "api_secret", "username", "password", "basic"}
+)
+
+_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+
+
+class DefinitionError(ValueError):
+    """A provider definition is inconsistent; the message names the provider and the field."""
+
+
+def template_fields(template: str) -> set[str]:
+    """The ``{placeholder}`` names used in a template string."""
+    return {field for _, field, _, _ in string.Formatter().parse(template) if field}
+
+
+def _frozen_mapping(value: Mapping[str, str] | None) -> Mapping[str, str]:
+    return dict(value or {})
+
+
+@attrs.frozen(kw_only=True)
+class RetryHeaders:
+    """Response headers that tell when a rate-limited call may be tried again."""
+
+    retry_after: str | None = None
+    reset_at: str | None = None
+    remaining: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class Provider:
+    """One third-party provider. Only ``name``, ``display_name``, ``category``, ``auth_mode`` and
+    ``api_base_url`` are required; the rest have defaults that fit most APIs."""
+
+    name: str
+    display_name: str
+    category: str
+    auth_mode: AuthMode
+    api_base_url: str
+    categories: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    authorization_url: str | None = None
+    token_url: str | None = None
+    revocation_url: str | None = None
+    scopes: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    scope_separator: str = " "
+    authorization_params: Mapping[str, str] = attrs.field(factory=dict, converter=_frozen_mapping)
+    pkce: bool = False
+    token_auth_method: Literal["client_secret_post", "client_secret_basic"] = "client_secret_post"
+    refreshes: bool = True
+    credential_headers: Mapping[str, str] = attrs.field(factory=dict, converter=_frozen_mapping)
+    credential_query: Mapping[str, str] = attrs.field(factory=dict, converter=_frozen_mapping)
+    connection_params: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    connection_param_defaults: Mapping[str, str] = attrs.field(factory=dict, converter=_frozen_mapping)
+    health_check: str | None = None
+    retry_headers: RetryHeaders = attrs.field(factory=RetryHeaders)
+    webhooks: bool = False
+    capabilities: tuple[str, ...] = attrs.field(default=("proxy",), converter=tuple)
+    is_available: bool = True
+    docs_url: str | None = None
+
+    @property
+    def requires_oauth(self) -> bool:
+        """True when the provider connects through the OAuth login flow."""
+        return self.auth_mode == "oauth2"
+
+    @property
+    def all_categories(self) -> tuple[str, ...]:
+        return (self.category, *[c for c in self.categories if c != self.category])
+
+    def validate(self) -> None:
+        """Raise :class:`DefinitionError` when the definition contradicts itself."""
+        problems = list(self._problems())
+        if problems:
+            raise DefinitionError(f"provider {self.name!r}: " + "; ".join(problems))
+
+    def _problems(self):
+        if not _NAME.match(self.name):
+            yield "name must be lowercase letters, digits, '.', '_' or '-'"
+        if self.auth_mode not in AUTH_MODES:
+            yield f"auth_mode {self.auth_mode!r} is not one of {', '.join(AUTH_MODES)}"
+        for category in self.all_categories:
+            if category not in CATEGORIES:
+                yield f"unknown category {category!r}"
+        unknown = set(self.capabilities) - CAPABILITIES
+        if unknown:
+            yield f"unknown capabilities {sorted(unknown)}"
+        if ("oauth" in self.capabilities) != (self.auth_mode == "oauth2"):
+            yield "capability 'oauth' goes with auth_mode 'oauth2' and only with it"
+        if ("webhook_receive" in self.capabilities) != self.webhooks:
+            yield "capability 'webhook_receive' goes with webhooks=True and only with it"
+        if self.auth_mode == "oauth2" and not (self.authorization_url and self.token_url):
+            yield "auth_mode 'oauth2' needs authorization_url and token_url"
+        if self.auth_mode == "oauth2_cc" and not self.token_url:
+            yield "auth_mode 'oauth2_cc' needs token_url"
+        params = set(self.connection_params)
+        for field in ("api_base_url", "authorization_url", "token_url", "revocation_url"):
+            url = getattr(self, field)
+            if url is None:
+                continue
+            if not url.startswith("https://") and not url.startswith("{"):
+                yield f"{field} must be an https URL"
+            missing = template_fields(url) - params
+            if missing:
+                yield f"{field} uses {sorted(missing)}, not declared in connection_params"
+        for where in (self.credential_headers, self.credential_query):
+            for template in where.values():
+                missing = template_fields(template) - params - CREDENTIAL_FIELDS
+                if missing:
+                    yield f"credential template uses unknown fields {sorted(missing)}"
+        if self.health_check and not re.match(r"^(GET|POST|HEAD) /", self.health_check):
+            yield "health_check must read 'GET /path' (or POST, HEAD)"

@@ -1,0 +1,139 @@
+"""Who is calling: the connect API's credentials (contract section 4) turned into a :class:`Principal`.
+
+A request carries either ``x-api-key`` (a key of one workspace with a set of permissions) or an
+access token of our own identity provider in ``Authorization`` (with or without ``Bearer ``): its
+signature is checked against our signing keys, then issuer, expiry and token type; the tenant is
+its ``organization_id`` and the permissions its ``permissions``. Handlers declare what they need with
+:func:`requires`; nothing else reads credentials.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal
+
+import attrs
+from aiohttp import web
+from sqlalchemy import update
+
+from patchbay.core.appkeys import DB, PRINCIPAL, SECRETS, SETTINGS, SIGNING_KEYS
+from patchbay.core.http.errors import forbidden, unauthorized
+from patchbay.core.security.api_keys import find_api_key
+from patchbay.core.security.models import ApiKey
+from patchbay.core.security.signing_keys import InvalidToken
+from patchbay.core.timeutil import utcnow
+
+
+@attrs.frozen
+class Principal:
+    kind: Literal["api_key", "access_token"]
+    workspace_id: str | None
+    permissions: frozenset[str]
+    subject: str | None = None  # user id, or client id for client_credentials
+    client_id: str | None = None
+    claims: dict[str, Any] = attrs.field(factory=dict)
+
+    def can(self, permission: str) -> bool:
+        return permission in self.permissions
+
+
+def _bearer(value: str) -> str:
+    scheme, _, rest = value.partition(" ")
+    return rest.strip() if scheme.lower() == "bearer" and rest else value.strip()
+
+
+async def verify_access_token(app: web.Application, token: str) -> dict[str, Any]:
+    """Claims of a valid access token of this identity provider; raises ``InvalidToken``."""
+    claims = await app[SIGNING_KEYS].verify(token)
+    if claims.get("iss") != app[SETTINGS].resolved_issuer:
+        raise InvalidToken("wrong issuer")
+    if not isinstance(claims.get("exp"), int | float) or claims["exp"] <= time.time():
+        raise InvalidToken("expired")
+    if claims.get("token_type") != "access_token":
+        raise InvalidToken("not an access token")
+    return claims
+
+
+async def _from_api_key(app: web.Application, key: str) -> Principal | None:
+    async with app[DB].session() as session:
+        record = await find_api_key(session, app[SECRETS], key)
+        if record is None:
+            return None
+        if record.last_used_at is None or (utcnow() - record.last_used_at).total_seconds() > 60:
+            await session.execute(update(ApiKey).where(ApiKey.id == record.id).values(last_used_at=utcnow()))
+            await session.commit()
+    return Principal("api_key", record.workspace_id, frozenset(record.permissions), subject=record.id)
+
+
+async def _from_token(app: web.Application, token: str) -> Principal | None:
+    try:
+        claims = await verify_access_token(app, token)
+    except InvalidToken:
+        return None
+    permissions = claims.get("permissions") or []
+    return Principal(
+        "access_token",
+        claims.get("organization_id"),
+        frozenset(p for p in permissions if isinstance(p, str)),
+        subject=claims.get("sub"),
+        client_id=claims.get("client_id") or claims.get("aud"),
+        claims=claims,
+    )
+
+
+async def authenticate(request: web.Request) -> Principal | None:
+    """The caller's principal, or None when the request carries no valid credential (cached)."""
+    if PRINCIPAL in request:
+        return request[PRINCIPAL]  # type: ignore[return-value]
+    principal = None
+    api_key = request.headers.get("x-api-key")
+    authorization = request.headers.get("Authorization")
+    if api_key:
+        principal = await _from_api_key(request.app, api_key.strip())
+    elif authorization:
+        principal = await _from_token(request.app, _bearer(authorization))
+    request[PRINCIPAL] = principal
+    return principal
+
+
+async def require_principal(request: web.Request, *permissions: str) -> Principal:
+    """The authenticated workspace principal holding every one of ``permissions``; 401 or 403."""
+    principal = await authenticate(request)
+    if principal is None or principal.workspace_id is None:
+        raise unauthorized()
+    missing = [p for p in permissions if not principal.can(p)]
+    if missing:
+        raise forbidden(f"Missing permission: {', '.join(missing)}")
+    return principal
+
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def requires(*permissions: str) -> Callable[[Handler], Handler]:
+    """Decorate a handler: the caller must be authenticated and hold ``permissions``.
+
+    The principal is then ``request[PRINCIPAL]``; the permissions are published in /openapi.json.
+    """
+
+    def decorate(handler: Handler) -> Handler:
+        @functools.wraps(handler)
+        async def wrapper(request: web.Request) -> web.StreamResponse:
+            await require_principal(request, *permissions)
+            return await handler(request)
+
+        wrapper.patchbay_permissions = permissions  # type: ignore[attr-defined]
+        wrapper.patchbay_authenticated = True  # type: ignore[attr-defined]
+        return wrapper
+
+    return decorate
+
+
+def principal_of(request: web.Request) -> Principal:
+    """The principal of a handler decorated with :func:`requires`."""
+    principal = request.get(PRINCIPAL)
+    if principal is None:
+        raise unauthorized()
+    return principal  # type: ignore[return-value]

@@ -1,0 +1,36 @@
+"""Stored credentials of the platform itself: API keys and signing keys."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from patchbay.core.storage.base import Base, IdMixin, TenantScoped, TimestampMixin
+
+
+class ApiKey(IdMixin, TimestampMixin, TenantScoped, Base):
+    """An ``x-api-key`` credential of one workspace; only its digest and display prefix are kept."""
+
+    __tablename__ = "api_keys"
+
+    name: Mapped[str] = mapped_column(String(200))
+    prefix: Mapped[str] = mapped_column(String(20))
+    key_digest: Mapped[str] = mapped_column(String(64), unique=True)
+    permissions: Mapped[list[Any]] = mapped_column(default=list)
+    last_used_at: Mapped[datetime | None]
+    revoked_at: Mapped[datetime | None]
+
+
+class SigningKey(TimestampMixin, Base):
+    """An RSA key of the identity provider. ``status`` is current (signs), previous (still in the
+    JWKS so its tokens verify) or retired."""
+
+    __tablename__ = "signing_keys"
+
+    kid: Mapped[str] = mapped_column(String(64), primary_key=True)
+    private_key: Mapped[str] = mapped_column(Text)
+    public_jwk: Mapped[dict[str, Any]]
+    status: Mapped[str] = mapped_column(String(10), index=True)

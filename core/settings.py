@@ -1,0 +1,243 @@
+"""Settings: every value is an environment variable, a ``patchbay serve`` flag and a key of the TOML
+file named by ``PATCHBAY_CONFIG``; a flag beats the environment, which beats the file, which beats
+the default (contract section 2).
+
+Top-level settings are ``PATCHBAY_<NAME>`` and a top-level TOML key; a section's settings are
+``PATCHBAY_<SECTION>_<NAME>`` and a key of the TOML table ``[<section>]``. The free-form tables
+``[providers.<name>]``, ``[federation.<name>]`` and ``[plans.<plan>]`` come only from the file.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, get_args, get_origin
+
+import attrs
+import limits
+
+ENV_PREFIX = "PATCHBAY_"
+
+RATE_LIMIT_DEFAULTS = {
+    "oidc_token": "20/minute",
+    "oidc_authorize": "30/minute",
+    "oidc_introspect": "60/minute",
+    "oidc_revoke": "20/minute",
+    "oidc_userinfo": "60/minute",
+    "oidc_register": "5/minute",
+    "connect_api": "1000/minute",
+}
+
+
+class SettingsError(ValueError):
+    """A setting has a bad value; the message names the setting and where it came from."""
+
+
+def _rate_limit(value: str) -> str:
+    if value != "off":
+        limits.parse(value)
+    return value
+
+
+@attrs.define(kw_only=True)
+class SmtpSettings:
+    host: str | None = None
+    port: int = 25
+    username: str | None = None
+    password: str | None = None
+    sender: str = "patchbay@localhost"
+    starttls: bool = False
+    use_tls: bool = False
+
+
+@attrs.define(kw_only=True)
+class BrandingSettings:
+    name: str = "patchbay"
+    logo_url: str | None = None
+    primary_color: str = "#3b5bdb"
+    background_color: str = "#f8f9fa"
+
+
+@attrs.define(kw_only=True)
+class StripeSettings:
+    secret_key: str | None = None
+    webhook_secret: str | None = None
+    api_base: str = "https://api.stripe.com"
+    webhook_tolerance_seconds: int = 300
+    price_starter: str | None = None
+    price_professional: str | None = None
+    price_enterprise: str | None = None
+
+
+@attrs.define(kw_only=True)
+class ComplianceSettings:
+    privacy_policy_url: str | None = None
+    privacy_policy_text: str | None = None
+    meta_app_secret: str | None = None
+
+
+SECTIONS = {"smtp": SmtpSettings, "branding": BrandingSettings, "stripe": StripeSettings, "compliance": ComplianceSettings}
+FREE_TABLES = ("providers", "federation", "plans", "rate_limits")
+
+
+@attrs.define(kw_only=True)
+class Settings:
+    data_dir: Path = Path("./patchbay-data")
+    database_url: str | None = None
+    secret_key: list[str] = attrs.field(factory=list)
+    base_url: str = "http://127.0.0.1:8080"
+    issuer: str | None = None
+    cron_secret: str | None = None
+    scheduler: bool = True
+    allow_insecure_targets: bool = False
+    host: str = "127.0.0.1"
+    port: int = 8080
+    workers: int = 16
+    log_level: str = "INFO"
+    smtp: SmtpSettings = attrs.field(factory=SmtpSettings)
+    branding: BrandingSettings = attrs.field(factory=BrandingSettings)
+    stripe: StripeSettings = attrs.field(factory=StripeSettings)
+    compliance: ComplianceSettings = attrs.field(factory=ComplianceSettings)
+    providers: dict[str, dict[str, Any]] = attrs.field(factory=dict)
+    federation: dict[str, dict[str, Any]] = attrs.field(factory=dict)
+    plans: dict[str, dict[str, Any]] = attrs.field(factory=dict)
+    rate_limits: dict[str, str] = attrs.field(factory=lambda: dict(RATE_LIMIT_DEFAULTS))
+
+    @property
+    def resolved_database_url(self) -> str:
+        return self.database_url or f"sqlite+aiosqlite:///{self.data_dir.resolve() / 'patchbay.db'}"
+
+    @property
+    def resolved_issuer(self) -> str:
+        return (self.issuer or self.base_url).rstrip("/")
+
+    @property
+    def public_base_url(self) -> str:
+        return self.base_url.rstrip("/")
+
+
+def _convert(name: str, value: Any, kind: Any) -> Any:
+    """Turn a raw value (a string from the environment or a flag, or a TOML value) into ``kind``."""
+    origin = get_origin(kind)
+    if origin is not None and type(None) in get_args(kind):
+        (kind,) = [arg for arg in get_args(kind) if arg is not type(None)]
+        if value is None:
+            return None
+    try:
+        if kind is bool:
+            if isinstance(value, bool):
+                return value
+            text = str(value).strip().lower()
+            if text in {"1", "true", "yes", "on"}:
+                return True
+            if text in {"0", "false", "no", "off"}:
+                return False
+            raise ValueError("expected true or false")
+        if kind is int:
+            if isinstance(value, bool):
+                raise ValueError("expected a whole number")
+            return int(value)
+        if kind is Path:
+            return Path(value)
+        if get_origin(kind) is list:
+            items = value if isinstance(value, list) else str(value).split(",")
+            return [str(item).strip() for item in items if str(item).strip()]
+        if kind is str:
+            if not isinstance(value, str | int | float):
+                raise ValueError("expected a string")
+            return str(value)
+    except ValueError as error:
+        raise SettingsError(f"{name}: {value!r} is not valid ({error})") from None
+    return value
+
+
+def _field_types(cls: type) -> dict[str, Any]:
+    import typing
+
+    hints = typing.get_type_hints(cls)
+    return {field.name: hints[field.name] for field in attrs.fields(cls)}
+
+
+def load_settings(flags: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None) -> Settings:
+    """Load and validate settings; raise :class:`SettingsError` with a clear message."""
+    environ = os.environ if environ is None else environ
+    flags = {key: value for key, value in (flags or {}).items() if value is not None}
+    file_values: dict[str, Any] = {}
+    config_path = flags.pop("config", None) or environ.get(f"{ENV_PREFIX}CONFIG")
+    if config_path:
+        try:
+            file_values = tomllib.loads(Path(config_path).read_text())
+        except OSError as error:
+            raise SettingsError(f"PATCHBAY_CONFIG: cannot read {config_path}: {error.strerror}") from None
+        except tomllib.TOMLDecodeError as error:
+            raise SettingsError(f"PATCHBAY_CONFIG: {config_path} is not valid TOML: {error}") from None
+
+    top_types = _field_types(Settings)
+    known = set(top_types)
+    unknown = set(file_values) - known
+    if unknown:
+        raise SettingsError(f"PATCHBAY_CONFIG: unknown setting(s) {', '.join(sorted(unknown))}")
+
+    values: dict[str, Any] = {}
+    for name, kind in top_types.items():
+        if name in SECTIONS:
+            values[name] = _load_section(name, SECTIONS[name], file_values.get(name, {}), environ)
+            continue
+        if name in FREE_TABLES:
+            table = file_values.get(name, {})
+            if not isinstance(table, dict):
+                raise SettingsError(f"[{name}] must be a table")
+            values[name] = table
+            continue
+        env_name = f"{ENV_PREFIX}{name.upper()}"
+        for source, raw in ((f"--{name.replace('_', '-')}", flags.get(name)), (env_name, environ.get(env_name)), (f"{name} (config file)", file_values.get(name))):
+            if raw is not None:
+                values[name] = _convert(source, raw, kind)
+                break
+
+    rate_limits = dict(RATE_LIMIT_DEFAULTS)
+    for key, value in values.pop("rate_limits").items():
+        if key not in RATE_LIMIT_DEFAULTS:
+            raise SettingsError(f"[rate_limits]: unknown limit {key!r}; known: {', '.join(RATE_LIMIT_DEFAULTS)}")
+        try:
+            rate_limits[key] = _rate_limit(str(value))
+        except ValueError:
+            raise SettingsError(f"[rate_limits] {key}: {value!r} is not 'N/second|minute|hour' or 'off'") from None
+    settings = Settings(**values, rate_limits=rate_limits)
+    _validate(settings)
+    return settings
+
+
+def _load_section(section: str, cls: type, table: Any, environ: Mapping[str, str]) -> Any:
+    if not isinstance(table, dict):
+        raise SettingsError(f"[{section}] must be a table")
+    types = _field_types(cls)
+    unknown = set(table) - set(types)
+    if unknown:
+        raise SettingsError(f"[{section}]: unknown key(s) {', '.join(sorted(unknown))}")
+    values = {}
+    for name, kind in types.items():
+        env_name = f"{ENV_PREFIX}{section.upper()}_{name.upper()}"
+        if env_name in environ:
+            values[name] = _convert(env_name, environ[env_name], kind)
+        elif name in table:
+            values[name] = _convert(f"[{section}] {name}", table[name], kind)
+    return cls(**values)
+
+
+def _validate(settings: Settings) -> None:
+    for name in ("base_url", "issuer"):
+        url = getattr(settings, name)
+        if url is not None and not url.startswith(("http://", "https://")):
+            raise SettingsError(f"PATCHBAY_{name.upper()}: {url!r} must start with http:// or https://")
+    url = settings.resolved_database_url
+    if not url.startswith(("sqlite+aiosqlite://", "postgresql+asyncpg://")):
+        raise SettingsError(f"PATCHBAY_DATABASE_URL: {url!r} must start with sqlite+aiosqlite:// or postgresql+asyncpg://")
+    if not 0 < settings.port < 65536:
+        raise SettingsError(f"PATCHBAY_PORT: {settings.port} is not a TCP port")
+    if settings.workers < 0:
+        raise SettingsError("PATCHBAY_WORKERS: must be 0 or more")
+    if settings.log_level.upper() not in {"DEBUG", "INFO", "WARNING", "ERROR"}:
+        raise SettingsError(f"PATCHBAY_LOG_LEVEL: {settings.log_level!r} is not DEBUG, INFO, WARNING or ERROR")

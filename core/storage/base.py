@@ -1,0 +1,103 @@
+"""The declarative base, column types shared by every model, and tenant scoping.
+
+Tenant scoping lives here, in one place: a session opened for a workspace
+(``Database.session(tenant=...)``) adds ``workspace_id = <tenant>`` to every ORM query of a
+:class:`TenantScoped` model, loads included, and stamps the tenant on every new row; writing a row of
+another tenant raises. A handler cannot forget the filter because it never writes it.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import JSON, DateTime, ForeignKey, MetaData, String, event
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.orm import DeclarativeBase, Mapped, ORMExecuteState, Session, declared_attr, mapped_column, with_loader_criteria
+from sqlalchemy.types import TypeDecorator
+
+from patchbay.core.timeutil import new_id, utcnow
+
+NAMING = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+JsonType = JSON().with_variant(JSONB(), "postgresql")
+
+
+class UtcDateTime(TypeDecorator):
+    """A timestamp stored in UTC and always read back timezone-aware (SQLite keeps no zone)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime; use patchbay.core.timeutil.utcnow()")
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+    type_annotation_map = {datetime: UtcDateTime(), dict[str, Any]: JsonType, list[Any]: JsonType}
+
+
+class IdMixin:
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+
+
+class TimestampMixin:
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+
+class TenantScoped:
+    """Rows that belong to one workspace. Queries through a tenant session see only that tenant's."""
+
+    @declared_attr
+    def workspace_id(cls) -> Mapped[str]:
+        return mapped_column(String(36), ForeignKey("workspaces.id", ondelete="CASCADE"), index=True)
+
+
+class CrossTenantWrite(RuntimeError):
+    """A tenant session tried to write a row of another workspace."""
+
+
+TENANT_KEY = "tenant_id"
+
+
+@event.listens_for(Session, "do_orm_execute")
+def _scope_queries_to_tenant(state: ORMExecuteState) -> None:
+    tenant = state.session.info.get(TENANT_KEY)
+    if tenant is None:
+        return
+    if state.is_select or state.is_update or state.is_delete:
+        state.statement = state.statement.options(
+            with_loader_criteria(TenantScoped, lambda cls: cls.workspace_id == tenant, include_aliases=True, track_closure_variables=False)
+        )
+
+
+@event.listens_for(Session, "before_flush")
+def _stamp_tenant_on_writes(session: Session, flush_context, instances) -> None:
+    tenant = session.info.get(TENANT_KEY)
+    if tenant is None:
+        return
+    for obj in list(session.new) + list(session.dirty) + list(session.deleted):
+        if not isinstance(obj, TenantScoped):
+            continue
+        if obj.workspace_id is None and obj in session.new:
+            obj.workspace_id = tenant
+        elif obj.workspace_id != tenant:
+            raise CrossTenantWrite(f"{type(obj).__name__} of another workspace")

@@ -1,0 +1,67 @@
+"""The database: one async engine for SQLite (aiosqlite) or PostgreSQL (asyncpg), and sessions.
+
+SQLite runs in WAL mode with foreign keys on and a busy timeout, so a web process, its workers and
+the CLI can share one file. On PostgreSQL many processes share the database.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+
+from sqlalchemy import event
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+
+from patchbay.core.storage.base import TENANT_KEY
+
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+
+def _sqlite_pragmas(dbapi_connection, _record) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.close()
+
+
+def create_engine(url: str, **kwargs) -> AsyncEngine:
+    if url.startswith("sqlite"):
+        engine = create_async_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}, **kwargs)
+        event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
+        return engine
+    return create_async_engine(url, pool_size=10, max_overflow=20, pool_pre_ping=True, **kwargs)
+
+
+class Database:
+    """The engine and a session factory. ``session(tenant=...)`` scopes every ORM query to one
+    workspace (see ``storage.base``); ``session()`` without a tenant is for system work (jobs, CLI)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.engine = create_engine(url)
+        self._sessions = async_sessionmaker(self.engine, expire_on_commit=False)
+
+    @property
+    def dialect(self) -> str:
+        return self.engine.dialect.name
+
+    @property
+    def is_postgres(self) -> bool:
+        return self.dialect == "postgresql"
+
+    def session(self, *, tenant: str | None = None) -> AsyncSession:
+        session = self._sessions()
+        if tenant is not None:
+            session.info[TENANT_KEY] = tenant
+        return session
+
+    @contextlib.asynccontextmanager
+    async def transaction(self, *, tenant: str | None = None) -> AsyncIterator[AsyncSession]:
+        """A session in a transaction that commits on success and rolls back on error."""
+        async with self.session(tenant=tenant) as session, session.begin():
+            yield session
+
+    async def close(self) -> None:
+        await self.engine.dispose()

@@ -1,0 +1,25 @@
+"""Helpers for tests of patchbay and of provider packs: an authenticated workspace, an access token."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from patchbay.core.appkeys import DB, SECRETS, SETTINGS, SIGNING_KEYS
+from patchbay.core.security.api_keys import create_api_key
+from patchbay.core.workspaces.service import create_workspace
+
+
+async def create_workspace_with_key(app, *, name: str = "Acme", plan: str = "free", permissions=None) -> dict[str, Any]:
+    """A workspace and an API key for it: ``{"workspace_id", "api_key", "headers"}``."""
+    async with app[DB].transaction() as session:
+        workspace, _ = await create_workspace(session, name=name, plan=plan)
+        issued = await create_api_key(session, app[SECRETS], workspace_id=workspace.id, name="test", permissions=permissions)
+    return {"workspace_id": workspace.id, "api_key": issued.key, "headers": {"x-api-key": issued.key}}
+
+
+async def sign_access_token(app, claims: dict[str, Any], *, lifetime: int = 3600) -> str:
+    """An access token of this service's identity provider, as the connect API accepts it."""
+    now = int(time.time())
+    body = {"iss": app[SETTINGS].resolved_issuer, "iat": now, "exp": now + lifetime, "token_type": "access_token", **claims}
+    return await app[SIGNING_KEYS].sign(body)

@@ -1,0 +1,11 @@
+"""patchbay's public facade for plugin authors.
+
+Everything a provider pack or plugin needs is importable from here; the rest of the package is
+internal and may change between releases.
+"""
+
+from patchbay.core.plugins.hookspecs import hookimpl
+from patchbay.core.plugins.provider import CAPABILITIES, CATEGORIES, Provider, RetryHeaders
+from patchbay.core.plugins.types import Action, RecordSource, Trigger
+
+__all__ = ["Action", "CAPABILITIES", "CATEGORIES", "Provider", "RecordSource", "RetryHeaders", "Trigger", "hookimpl"]

@@ -1,0 +1,144 @@
+"""Shared fixtures: migrated databases (SQLite always; PostgreSQL when PATCHBAY_TEST_DATABASE_URL
+names a server), settings, the application and an authenticated workspace.
+
+Each test gets its own database: SQLite as a copy of a file migrated once per session, PostgreSQL as
+``CREATE DATABASE ... TEMPLATE`` of a database migrated once per session, so tests never share rows
+and several test runs (or developers) can share one server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import pytest
+
+from patchbay.core.app import create_app
+from patchbay.core.settings import load_settings
+from patchbay.core.storage.db import Database
+from patchbay.core.storage.migrate import upgrade
+from patchbay.core.testing import create_workspace_with_key
+
+PG_ENV = "PATCHBAY_TEST_DATABASE_URL"
+TEST_SECRET = "test-secret-key-0123456789"
+
+
+def _admin_dsn(url: str) -> str:
+    return url.replace("postgresql+asyncpg://", "postgresql://", 1)
+
+
+def _with_database(url: str, name: str) -> str:
+    base, _, _ = url.rpartition("/")
+    return f"{base}/{name}"
+
+
+async def _migrate(url: str) -> None:
+    db = Database(url)
+    try:
+        await upgrade(db)
+    finally:
+        await db.close()
+
+
+async def _pg_execute(url: str, *statements: str) -> None:
+    connection = await asyncpg.connect(_admin_dsn(url))
+    try:
+        for statement in statements:
+            await connection.execute(statement)
+    finally:
+        await connection.close()
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("template") / "template.db"
+    asyncio.run(_migrate(f"sqlite+aiosqlite:///{path}"))
+    return path
+
+
+@pytest.fixture(scope="session")
+def pg_template():
+    url = os.environ.get(PG_ENV)
+    if not url:
+        yield None
+        return
+    name = f"pbtpl_{os.getpid()}_{uuid.uuid4().hex[:6]}"
+    asyncio.run(_pg_execute(url, f'CREATE DATABASE "{name}"'))
+    asyncio.run(_migrate(_with_database(url, name)))
+    yield name
+    asyncio.run(_pg_execute(url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+@pytest.fixture
+def sqlite_url(tmp_path, sqlite_template) -> str:
+    path = tmp_path / "patchbay.db"
+    shutil.copy(sqlite_template, path)
+    return f"sqlite+aiosqlite:///{path}"
+
+
+@pytest.fixture
+def pg_url(pg_template):
+    """A fresh, migrated PostgreSQL database; skips when PATCHBAY_TEST_DATABASE_URL is unset."""
+    url = os.environ.get(PG_ENV)
+    if not url or pg_template is None:
+        pytest.skip(f"PostgreSQL tests need {PG_ENV}")
+    name = f"pbt_{uuid.uuid4().hex[:12]}"
+    for attempt in range(5):  # the template may be briefly in use by another session
+        try:
+            asyncio.run(_pg_execute(url, f'CREATE DATABASE "{name}" TEMPLATE "{pg_template}"'))
+            break
+        except asyncpg.ObjectInUseError:
+            time.sleep(0.2 * (attempt + 1))
+    yield _with_database(url, name)
+    asyncio.run(_pg_execute(url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request) -> str:
+    """Runs the test once on SQLite and once on PostgreSQL."""
+    return request.getfixturevalue("sqlite_url" if request.param == "sqlite" else "pg_url")
+
+
+@pytest.fixture
+def make_settings(tmp_path, sqlite_url):
+    """``make_settings(**overrides)`` -> Settings on this test's SQLite database by default.
+
+    Overrides use the names of ``Settings`` (``database_url=``, ``providers={...}``, ...)."""
+
+    def make(**overrides: Any):
+        environ = {"PATCHBAY_SECRET_KEY": TEST_SECRET, "PATCHBAY_DATA_DIR": str(tmp_path / "data"),
+                   "PATCHBAY_DATABASE_URL": sqlite_url, "PATCHBAY_SCHEDULER": "false", "PATCHBAY_ALLOW_INSECURE_TARGETS": "true"}  # fmt: skip
+        settings = load_settings({}, environ)
+        for key, value in overrides.items():
+            setattr(settings, key, value)
+        return settings
+
+    return make
+
+
+@pytest.fixture
+def make_app(make_settings):
+    """``make_app(plugins=(), background=False, **setting_overrides)`` -> a configured app."""
+
+    def make(*, plugins=(), background: bool = False, **overrides: Any):
+        return create_app(make_settings(**overrides), plugins=plugins, background=background)
+
+    return make
+
+
+@pytest.fixture
+async def client(aiohttp_client, make_app):
+    """A test client of the app on SQLite, with no background workers."""
+    return await aiohttp_client(make_app())
+
+
+@pytest.fixture
+async def workspace(client) -> dict[str, Any]:
+    """A workspace of ``client``'s app with an all-permission API key."""
+    return await create_workspace_with_key(client.server.app)
