@@ -37,6 +37,7 @@ class SigningKeys:
         self._public = KeySet([])
         self._jwks: dict[str, Any] = {"keys": []}
         self._loaded_at = 0.0
+        self._forced_reload_at = 0.0
 
     async def ensure(self) -> None:
         """Create the first key if there is none, then load."""
@@ -104,8 +105,9 @@ class SigningKeys:
         try:
             return self._decode(token)
         except InvalidToken:
-            if time.monotonic() - self._loaded_at < 1:
+            if time.monotonic() - self._forced_reload_at < 1:  # forged kids must not hammer the database
                 raise
+            self._forced_reload_at = time.monotonic()
             await self.load()  # a key rotated by another process
             return self._decode(token)
 

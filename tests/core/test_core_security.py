@@ -1,0 +1,91 @@
+"""Secrets at rest, API keys, signing keys and the connect API's credentials."""
+
+import pytest
+from sqlalchemy import text
+
+from patchbay.core.appkeys import DB, SECRETS, SIGNING_KEYS
+from patchbay.core.security.secrets import DecryptionError, SecretBox
+from patchbay.core.security.signing_keys import InvalidToken, SigningKeys
+from patchbay.core.storage.db import Database
+from patchbay.core.testing import create_workspace_with_key, sign_access_token
+
+
+def test_secret_box_round_trip_and_rotation():
+    old = SecretBox(["old-secret"])
+    token = old.encrypt("hunter2")
+    assert "hunter2" not in token
+    rotated = SecretBox(["new-secret", "old-secret"])
+    assert rotated.decrypt(token) == "hunter2"
+    assert SecretBox(["new-secret"]).decrypt(rotated.rotate(token)) == "hunter2"
+    with pytest.raises(DecryptionError):
+        SecretBox(["new-secret"]).decrypt(token)
+    assert old.digest("value") in rotated.digests("value")
+
+
+async def test_api_key_is_stored_only_as_digest(client):
+    app = client.server.app
+    created = await create_workspace_with_key(app)
+    async with app[DB].engine.connect() as connection:
+        rows = (await connection.execute(text("SELECT prefix, key_digest FROM api_keys"))).all()
+    assert len(rows) == 1
+    prefix, digest = rows[0]
+    assert created["api_key"] not in (prefix, digest) and created["api_key"].startswith(prefix)
+    assert digest == app[SECRETS].digest(created["api_key"])
+
+
+async def test_private_signing_key_is_encrypted_at_rest(client):
+    app = client.server.app
+    async with app[DB].engine.connect() as connection:
+        private = (await connection.execute(text("SELECT private_key FROM signing_keys WHERE status = 'current'"))).scalar_one()
+    assert "PRIVATE KEY" not in private
+    assert "PRIVATE KEY" in app[SECRETS].decrypt(private)
+
+
+async def test_permissions_of_an_api_key_are_enforced(client):
+    app = client.server.app
+    limited = await create_workspace_with_key(app, permissions=["flows.view"])
+    response = await client.get("/connect/v1/providers", headers=limited["headers"])
+    assert response.status == 200  # listing providers needs only authentication
+    from patchbay.core.security.auth import require_principal
+    from aiohttp.test_utils import make_mocked_request
+
+    request = make_mocked_request("GET", "/", headers=limited["headers"], app=app)
+    assert (await require_principal(request, "flows.view")).workspace_id == limited["workspace_id"]
+    with pytest.raises(Exception) as raised:
+        await require_principal(request, "flows.write")
+    assert raised.value.status_code == 403
+
+
+async def test_token_from_another_issuer_or_of_another_type_is_refused(client, workspace):
+    app = client.server.app
+    claims = {"sub": "u", "organization_id": workspace["workspace_id"]}
+    for extra in ({"iss": "https://evil.example"}, {"token_type": "id_token"}):
+        token = await sign_access_token(app, {**claims, **extra})
+        assert (await client.get("/connect/v1/providers", headers={"Authorization": f"Bearer {token}"})).status == 401
+
+
+async def test_rotation_keeps_previous_key_verifying(database_url):
+    db = Database(database_url)
+    try:
+        keys = SigningKeys(db, SecretBox(["s"]))
+        await keys.ensure()
+        first_kid = keys.current_kid
+        old_token = await keys.sign({"sub": "a"})
+        await keys.rotate()
+        assert keys.current_kid != first_kid
+        assert {k["kid"] for k in (await keys.jwks())["keys"]} == {first_kid, keys.current_kid}
+        assert (await keys.verify(old_token))["sub"] == "a"
+        await keys.rotate()  # the first key retires: its tokens no longer verify
+        assert first_kid not in {k["kid"] for k in (await keys.jwks())["keys"]}
+        with pytest.raises(InvalidToken):
+            await keys.verify(old_token)
+    finally:
+        await db.close()
+
+
+async def test_another_process_rotation_is_picked_up_on_unknown_kid(client):
+    app = client.server.app
+    other = SigningKeys(app[DB], app[SECRETS])  # stands for `patchbay keys rotate` elsewhere
+    await other.rotate()
+    token = await other.sign({"sub": "x"})
+    assert (await app[SIGNING_KEYS].verify(token))["sub"] == "x"

@@ -1,0 +1,92 @@
+"""Storage on SQLite and PostgreSQL: tenant scoping in one place, migrations equal to the models,
+SQLite's pragmas."""
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from sqlalchemy import func, select, text
+
+from patchbay.core.security.models import ApiKey
+from patchbay.core.storage.base import CrossTenantWrite
+from patchbay.core.storage.db import Database
+from patchbay.core.storage.models import metadata
+from patchbay.core.workspaces.models import Workspace
+
+
+@pytest.fixture
+async def db(database_url):
+    database = Database(database_url)
+    yield database
+    await database.close()
+
+
+async def make_workspaces(db, *names):
+    async with db.transaction() as session:
+        rows = [Workspace(name=name, slug=name.lower()) for name in names]
+        session.add_all(rows)
+    return [row.id for row in rows]
+
+
+async def test_tenant_session_sees_only_its_rows_and_stamps_new_ones(db):
+    first, second = await make_workspaces(db, "One", "Two")
+    async with db.transaction(tenant=first) as session:
+        session.add(ApiKey(name="mine", prefix="pb_1", key_digest="d1", permissions=[]))
+    async with db.transaction(tenant=second) as session:
+        session.add(ApiKey(name="theirs", prefix="pb_2", key_digest="d2", permissions=[]))
+    async with db.session() as system:
+        theirs_id = await system.scalar(select(ApiKey.id).where(ApiKey.name == "theirs"))
+    async with db.session(tenant=first) as session:
+        keys = (await session.scalars(select(ApiKey))).all()
+        assert [(k.name, k.workspace_id) for k in keys] == [("mine", first)]
+        assert await session.get(ApiKey, theirs_id) is None
+        assert await session.scalar(select(func.count()).select_from(ApiKey)) == 1
+    async with db.session() as session:  # a system session sees everything
+        assert await session.scalar(select(func.count()).select_from(ApiKey)) == 2
+
+
+async def test_tenant_session_cannot_write_another_tenants_row(db):
+    first, second = await make_workspaces(db, "One", "Two")
+    with pytest.raises(CrossTenantWrite):
+        async with db.transaction(tenant=first) as session:
+            session.add(ApiKey(workspace_id=second, name="sneaky", prefix="pb_3", key_digest="d3", permissions=[]))
+    async with db.session() as session:
+        assert await session.scalar(select(func.count()).select_from(ApiKey)) == 0
+
+
+async def test_bulk_update_and_delete_are_scoped(db):
+    from sqlalchemy import delete, update
+
+    first, second = await make_workspaces(db, "One", "Two")
+    async with db.transaction() as session:
+        session.add_all([ApiKey(workspace_id=w, name="k", prefix="pb", key_digest=f"d{w}", permissions=[]) for w in (first, second)])
+    async with db.transaction(tenant=first) as session:
+        await session.execute(update(ApiKey).values(name="renamed"))
+        await session.execute(delete(ApiKey).where(ApiKey.name == "k"))
+    async with db.session() as session:
+        names = dict((await session.execute(select(ApiKey.workspace_id, ApiKey.name))).all())
+    assert names == {first: "renamed", second: "k"}
+
+
+async def test_migrations_match_the_models(db):
+    async with db.engine.connect() as connection:
+        diff = await connection.run_sync(lambda sync: compare_metadata(MigrationContext.configure(sync), metadata))
+    significant = [entry for entry in diff if not _is_fts_shadow(entry)]
+    assert significant == []
+
+
+def _is_fts_shadow(entry) -> bool:
+    """Full-text search tables (SQLite FTS5 virtual tables and their shadows) live outside the models."""
+    if isinstance(entry, tuple) and entry and entry[0] == "remove_table":
+        return "fts" in entry[1].name
+    return False
+
+
+async def test_sqlite_pragmas(sqlite_url):
+    db = Database(sqlite_url)
+    try:
+        async with db.engine.connect() as connection:
+            assert (await connection.execute(text("PRAGMA journal_mode"))).scalar() == "wal"
+            assert (await connection.execute(text("PRAGMA foreign_keys"))).scalar() == 1
+            assert (await connection.execute(text("PRAGMA busy_timeout"))).scalar() == 30000
+    finally:
+        await db.close()
