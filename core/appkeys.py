@@ -18,6 +18,7 @@ from patchbay.core.settings import Settings
 from patchbay.core.storage.db import Database
 
 if TYPE_CHECKING:
+    from patchbay.core.billing.limits import PlanLimits
     from patchbay.core.security.auth import Principal
 
 SETTINGS = web.AppKey("settings", Settings)
@@ -30,6 +31,7 @@ JOBS = web.AppKey("jobs", JobQueue)
 CRON = web.AppKey("cron", CronRegistry)
 RATE_LIMITER = web.AppKey("rate_limiter", RateLimiter)
 OUTBOUND = web.AppKey("outbound", Outbound)
+LIMITS = web.AppKey("limits", "PlanLimits")  # patchbay.core.billing.limits
 
 PRINCIPAL = web.RequestKey("principal", object)  # Principal | None once authenticated
 REQUEST_ID = web.RequestKey("request_id", str)

@@ -5,5 +5,6 @@ FEATURES: tuple[str, ...] = (
     "patchbay.core.http.root",
     "patchbay.core.http.providers",
     "patchbay.core.http.cron",
+    "patchbay.core.billing.routes",
     "patchbay.core.http.openapi",
 )

@@ -1,0 +1,189 @@
+"""Plan limits and monthly usage metering: the one service every route calls (spec 8A).
+
+Use from any feature, inside the transaction that makes the change::
+
+    from patchbay.core.billing.limits import enforce_limit, record_usage
+
+    await enforce_limit(session, workspace_id, "template_clones")      # 403 when over the plan
+    ... create the clone ...
+    await record_usage(session, workspace_id, "template_clones")       # count it this month
+
+``enforce_limit`` raises ``core.http.errors.plan_limit(resource)``, i.e. 403
+``Plan limit exceeded for <resource>``, when ``current + adding`` would go over the workspace plan's
+limit. Resources (``RESOURCES``):
+
+- monthly, metered by ``record_usage`` (one row per workspace, metric and UTC month, upserted):
+  ``template_clones`` (Free 3, Starter 10, Professional and Enterprise unlimited: spec 8A),
+  ``action_executions``;
+- totals counted now by the owning feature: ``active_triggers``, ``table_rows``, ``providers``
+  (connected providers). The owner registers a counter in its ``setup(app)``, so this module never
+  imports another feature's models::
+
+      from patchbay.core.billing.limits import register_counter
+
+      async def count_rows(session, workspace_id: str) -> int: ...
+      register_counter(app, "table_rows", count_rows)
+
+  A total resource without a registered counter counts as 0 (nothing to limit yet).
+
+Limits per plan come from ``DEFAULT_LIMITS`` overridden by the settings tables ``[plans.<plan>]``
+(``template_clones = 5``; ``"unlimited"`` or ``-1`` for no limit); an unknown plan or resource there
+stops the start with a message naming it. ``enforce_limit`` and ``record_usage`` take only a session:
+the limits of the app the session belongs to are found through the session's engine (each app has
+its own ``Database``), and defaults apply to a session of an app without the billing feature.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Awaitable, Callable, Mapping
+from datetime import datetime
+from typing import Any
+
+from aiohttp import web
+from sqlalchemy import select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from patchbay.core.appkeys import DB, LIMITS, SETTINGS
+from patchbay.core.billing.models import UsageCounter
+from patchbay.core.http.errors import plan_limit
+from patchbay.core.settings import SettingsError
+from patchbay.core.timeutil import new_id, utcnow
+from patchbay.core.workspaces.models import PLANS, Workspace
+
+MONTHLY_RESOURCES = ("template_clones", "action_executions")
+TOTAL_RESOURCES = ("active_triggers", "table_rows", "providers")
+RESOURCES = MONTHLY_RESOURCES + TOTAL_RESOURCES
+
+#: ``None`` means unlimited. Only template clones are fixed by the spec (8A); the rest are ours.
+DEFAULT_LIMITS: dict[str, dict[str, int | None]] = {
+    "free": {"template_clones": 3, "action_executions": 1_000, "active_triggers": 5, "table_rows": 1_000, "providers": 3},
+    "starter": {"template_clones": 10, "action_executions": 10_000, "active_triggers": 25, "table_rows": 10_000, "providers": 10},
+    "professional": {"template_clones": None, "action_executions": 100_000, "active_triggers": 100, "table_rows": 100_000, "providers": 50},
+    "enterprise": {"template_clones": None, "action_executions": None, "active_triggers": None, "table_rows": None, "providers": None},
+}
+
+Counter = Callable[[AsyncSession, str], Awaitable[int]]
+
+
+def current_period(now: datetime | None = None) -> str:
+    """The metering period of ``now`` (UTC): ``YYYY-MM``."""
+    return (now or utcnow()).strftime("%Y-%m")
+
+
+def _limit_value(where: str, value: Any) -> int | None:
+    if value is None or value == "unlimited" or value == -1:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise SettingsError(f"{where}: {value!r} is not a whole number, -1 or \"unlimited\"")
+    return value
+
+
+def resolve_limits(overrides: Mapping[str, Mapping[str, Any]] | None) -> dict[str, dict[str, int | None]]:
+    """``DEFAULT_LIMITS`` with the ``[plans.<plan>]`` tables applied; SettingsError on unknown keys."""
+    table = {plan: dict(values) for plan, values in DEFAULT_LIMITS.items()}
+    for plan, values in (overrides or {}).items():
+        if plan not in PLANS:
+            raise SettingsError(f"[plans.{plan}]: unknown plan; known: {', '.join(PLANS)}")
+        if not isinstance(values, Mapping):
+            raise SettingsError(f"[plans.{plan}] must be a table")
+        for resource, value in values.items():
+            if resource not in RESOURCES:
+                raise SettingsError(f"[plans.{plan}]: unknown limit {resource!r}; known: {', '.join(RESOURCES)}")
+            table[plan][resource] = _limit_value(f"[plans.{plan}] {resource}", value)
+    return table
+
+
+class PlanLimits:
+    """The limits of every plan and the counters of total resources, for one app."""
+
+    def __init__(self, limits: dict[str, dict[str, int | None]] | None = None) -> None:
+        self.limits = limits or resolve_limits(None)
+        self.counters: dict[str, Counter] = {}
+
+    def limit(self, plan: str, resource: str) -> int | None:
+        if resource not in RESOURCES:
+            raise ValueError(f"unknown plan resource {resource!r}")
+        return self.limits.get(plan, self.limits["free"])[resource]
+
+    def register_counter(self, resource: str, counter: Counter) -> None:
+        if resource not in TOTAL_RESOURCES:
+            raise ValueError(f"{resource!r} is not a counted resource; one of {', '.join(TOTAL_RESOURCES)}")
+        self.counters[resource] = counter
+
+    async def current(self, session: AsyncSession, workspace_id: str, resource: str) -> int:
+        """This month's usage of a monthly resource, or the current total of a counted one."""
+        if resource in MONTHLY_RESOURCES:
+            return await monthly_usage(session, workspace_id, resource)
+        counter = self.counters.get(resource)
+        return int(await counter(session, workspace_id)) if counter is not None else 0
+
+
+# The limits of each app, found from a session through its engine (see the module docstring).
+_BY_ENGINE: weakref.WeakKeyDictionary[Any, PlanLimits] = weakref.WeakKeyDictionary()
+_DEFAULT = PlanLimits()
+
+
+def limits_of(app: web.Application) -> PlanLimits:
+    """The app's :class:`PlanLimits`, created on first use (any feature's ``setup`` may come first)."""
+    if LIMITS not in app:
+        limits = PlanLimits(resolve_limits(app[SETTINGS].plans))
+        app[LIMITS] = limits
+        _BY_ENGINE[app[DB].engine.sync_engine] = limits
+    return app[LIMITS]
+
+
+def register_counter(app_or_limits: web.Application | PlanLimits, resource: str, counter: Counter) -> None:
+    """Register ``async counter(session, workspace_id) -> int`` counting a total resource now."""
+    limits = app_or_limits if isinstance(app_or_limits, PlanLimits) else limits_of(app_or_limits)
+    limits.register_counter(resource, counter)
+
+
+def _limits_for_session(session: AsyncSession) -> PlanLimits:
+    bind = session.bind
+    engine = getattr(bind, "sync_engine", None)
+    return _BY_ENGINE.get(engine, _DEFAULT) if engine is not None else _DEFAULT
+
+
+async def workspace_plan(session: AsyncSession, workspace_id: str) -> str:
+    plan = await session.scalar(select(Workspace.plan).where(Workspace.id == workspace_id))
+    return plan or "free"
+
+
+async def enforce_limit(session: AsyncSession, workspace_id: str, resource: str, *, adding: int = 1) -> None:
+    """Raise 403 ``Plan limit exceeded for <resource>`` when adding ``adding`` would go over the
+    workspace plan's limit of ``resource``."""
+    limits = _limits_for_session(session)
+    limit = limits.limit(await workspace_plan(session, workspace_id), resource)
+    if limit is None:
+        return
+    if await limits.current(session, workspace_id, resource) + adding > limit:
+        raise plan_limit(resource)
+
+
+async def monthly_usage(session: AsyncSession, workspace_id: str, metric: str, period: str | None = None) -> int:
+    value = await session.scalar(
+        select(UsageCounter.count).where(UsageCounter.workspace_id == workspace_id, UsageCounter.metric == metric, UsageCounter.period == (period or current_period()))
+    )
+    return int(value or 0)
+
+
+async def record_usage(session: AsyncSession, workspace_id: str, metric: str, amount: int = 1) -> None:
+    """Add ``amount`` to this month's counter of ``metric`` (one row per workspace, metric, month)."""
+    now = utcnow()
+    insert = pg_insert if session.bind.dialect.name == "postgresql" else sqlite_insert
+    table = UsageCounter.__table__
+    statement = insert(table).values(id=new_id(), workspace_id=workspace_id, metric=metric, period=current_period(now), count=amount, created_at=now, updated_at=now)
+    statement = statement.on_conflict_do_update(
+        index_elements=[table.c.workspace_id, table.c.metric, table.c.period],
+        set_={"count": table.c.count + statement.excluded.count, "updated_at": statement.excluded.updated_at},
+    )
+    await session.execute(statement)
+
+
+async def consume(session: AsyncSession, workspace_id: str, resource: str, amount: int = 1) -> None:
+    """``enforce_limit`` then ``record_usage`` of a monthly resource, in the caller's transaction."""
+    await enforce_limit(session, workspace_id, resource, adding=amount)
+    await record_usage(session, workspace_id, resource, amount)

@@ -1,0 +1,92 @@
+"""The limits service: every resource reached and refused with the exact message, monthly metering
+(one row per workspace, metric and month), configured limits and registered counters."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import select
+
+from patchbay.core.appkeys import DB
+from patchbay.core.billing.limits import DEFAULT_LIMITS, RESOURCES, enforce_limit, monthly_usage, record_usage, register_counter, resolve_limits
+from patchbay.core.billing.models import UsageCounter
+from patchbay.core.http.errors import ApiError
+from patchbay.core.settings import SettingsError
+from patchbay.core.testing import create_workspace_with_key
+
+
+async def _refusal(app, workspace_id, resource, adding=1):
+    async with app[DB].transaction(tenant=workspace_id) as session:
+        try:
+            await enforce_limit(session, workspace_id, resource, adding=adding)
+        except ApiError as error:
+            return error.status_code, error.message
+    return None
+
+
+def test_template_clones_follow_spec_8a():
+    assert DEFAULT_LIMITS["free"]["template_clones"] == 3
+    assert DEFAULT_LIMITS["starter"]["template_clones"] == 10
+    assert DEFAULT_LIMITS["professional"]["template_clones"] is None
+    assert DEFAULT_LIMITS["enterprise"]["template_clones"] is None
+
+
+@pytest.mark.parametrize("resource", ["template_clones", "action_executions"])
+async def test_monthly_limit_reached_and_refused(make_app, resource, database_url):
+    app = make_app(database_url=database_url, plans={"free": {"action_executions": 4}})
+    ws = (await create_workspace_with_key(app))["workspace_id"]
+    limit = 3 if resource == "template_clones" else 4
+    for _ in range(limit):
+        assert await _refusal(app, ws, resource) is None
+        async with app[DB].transaction(tenant=ws) as session:
+            await record_usage(session, ws, resource)
+    assert await _refusal(app, ws, resource) == (403, f"Plan limit exceeded for {resource}")
+    async with app[DB].transaction(tenant=ws) as session:
+        rows = (await session.scalars(select(UsageCounter).where(UsageCounter.metric == resource))).all()
+        assert [row.count for row in rows] == [limit]
+        assert await monthly_usage(session, ws, resource) == limit
+    await app[DB].close()
+
+
+@pytest.mark.parametrize("resource", ["active_triggers", "table_rows", "providers"])
+async def test_counted_limit_reached_and_refused(make_app, resource):
+    app = make_app(plans={"starter": {resource: 2}})
+    ws = (await create_workspace_with_key(app, plan="starter"))["workspace_id"]
+    current = {"n": 0}
+    seen = []
+
+    async def counter(session, workspace_id):
+        seen.append(workspace_id)
+        return current["n"]
+
+    register_counter(app, resource, counter)
+    assert await _refusal(app, ws, resource, adding=2) is None
+    current["n"] = 1
+    assert await _refusal(app, ws, resource) is None
+    assert await _refusal(app, ws, resource, adding=2) == (403, f"Plan limit exceeded for {resource}")
+    current["n"] = 2
+    assert await _refusal(app, ws, resource) == (403, f"Plan limit exceeded for {resource}")
+    assert set(seen) == {ws}
+    await app[DB].close()
+
+
+async def test_unlimited_plans_and_other_workspaces_unaffected(make_app):
+    app = make_app()
+    pro = (await create_workspace_with_key(app, plan="professional"))["workspace_id"]
+    free = (await create_workspace_with_key(app, name="Other"))["workspace_id"]
+    async with app[DB].transaction(tenant=pro) as session:
+        await record_usage(session, pro, "template_clones", 50)
+    assert await _refusal(app, pro, "template_clones") is None
+    assert await _refusal(app, free, "template_clones") is None
+    await app[DB].close()
+
+
+def test_plan_settings_validated():
+    assert resolve_limits({"free": {"providers": "unlimited", "table_rows": 7}})["free"]["providers"] is None
+    assert resolve_limits({"free": {"table_rows": 7}})["free"]["table_rows"] == 7
+    with pytest.raises(SettingsError, match="gold"):
+        resolve_limits({"gold": {}})
+    with pytest.raises(SettingsError, match="seats"):
+        resolve_limits({"free": {"seats": 1}})
+    with pytest.raises(SettingsError, match="table_rows"):
+        resolve_limits({"free": {"table_rows": "many"}})
+    assert set(RESOURCES) == set(DEFAULT_LIMITS["free"])
