@@ -6,8 +6,11 @@ their next poll. Workers claim jobs in batches (``FOR UPDATE SKIP LOCKED`` on Po
 single writer makes the claiming UPDATE atomic), each with a lease that the worker extends while the
 job runs, so a job whose worker died is claimed again when its lease runs out. A handler that raises
 is retried with exponential backoff until ``max_attempts``; :class:`RetryLater` asks for a given delay
-and :class:`PermanentFailure` stops at once. A handler must be idempotent: after a crash it may run
-again.
+and :class:`PermanentFailure` stops at once.
+
+Delivery is at least once: after a crash a handler may run again, so it must be idempotent. A kind
+registered with ``transactional=True`` gets ``context.session``, a transaction that also marks the job
+done, so its database effects happen exactly once (a worker that lost its lease rolls back).
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ class JobContext:
     attempt: int
     max_attempts: int
     workspace_id: str | None
+    session: AsyncSession | None = None
 
     @property
     def is_last_attempt(self) -> bool:
@@ -70,6 +74,7 @@ class JobKind:
     max_attempts: int = 5
     backoff_base: float = 1.0
     backoff_cap: float = 300.0
+    transactional: bool = False
 
     def delay(self, attempt: int) -> float:
         return min(self.backoff_cap, self.backoff_base * 2 ** max(0, attempt - 1))
@@ -87,17 +92,31 @@ def _forget_after_rollback(session: Session) -> None:
     session.info.pop(_NOTIFY_KEY, None)
 
 
+class LostLease(Exception):
+    """Another worker claimed the job after this worker's lease ran out."""
+
+
 class JobQueue:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, *, lease_seconds: float = LEASE_SECONDS) -> None:
         self.db = db
+        self.lease_seconds = lease_seconds
         self.kinds: dict[str, JobKind] = {}
         self.wake = asyncio.Event()
         self._insert = postgresql.insert if db.is_postgres else sqlite.insert
 
-    def register(self, kind: str, handler: Handler, *, max_attempts: int = 5, backoff_base: float = 1.0, backoff_cap: float = 300.0) -> None:
+    def register(
+        self,
+        kind: str,
+        handler: Handler,
+        *,
+        max_attempts: int = 5,
+        backoff_base: float = 1.0,
+        backoff_cap: float = 300.0,
+        transactional: bool = False,
+    ) -> None:
         if kind in self.kinds:
             raise ValueError(f"job kind {kind!r} is already registered")
-        self.kinds[kind] = JobKind(handler, max_attempts, backoff_base, backoff_cap)
+        self.kinds[kind] = JobKind(handler, max_attempts, backoff_base, backoff_cap, transactional)
 
     # -- enqueueing -------------------------------------------------------------------------------
 
@@ -177,7 +196,7 @@ class JobQueue:
         statement = (
             update(Job)
             .where(Job.id.in_(claimable.scalar_subquery()))
-            .values(status="running", attempts=Job.attempts + 1, lease_until=now + timedelta(seconds=LEASE_SECONDS), locked_by=worker_id, updated_at=now)
+            .values(status="running", attempts=Job.attempts + 1, lease_until=now + timedelta(seconds=self.lease_seconds), locked_by=worker_id, updated_at=now)
             .returning(Job)
             .execution_options(synchronize_session=False)
         )
@@ -191,7 +210,7 @@ class JobQueue:
             await session.execute(
                 update(Job)
                 .where(Job.id.in_(job_ids), Job.locked_by == worker_id, Job.status == "running")
-                .values(lease_until=utcnow() + timedelta(seconds=LEASE_SECONDS))
+                .values(lease_until=utcnow() + timedelta(seconds=self.lease_seconds))
                 .execution_options(synchronize_session=False)
             )
 
@@ -205,6 +224,18 @@ class JobQueue:
                 .values(status="done", lease_until=None, updated_at=utcnow())
                 .execution_options(synchronize_session=False)
             )
+
+    async def mark_done_in(self, session: AsyncSession, worker_id: str, job_id: str) -> None:
+        """Mark a job done inside ``session``'s transaction; raise :class:`LostLease` if this worker
+        no longer holds it."""
+        result = await session.execute(
+            update(Job)
+            .where(Job.id == job_id, Job.locked_by == worker_id, Job.status == "running")
+            .values(status="done", lease_until=None, updated_at=utcnow())
+            .execution_options(synchronize_session=False)
+        )
+        if result.rowcount != 1:
+            raise LostLease(job_id)
 
     async def mark_failed(self, worker_id: str, job: Job, error: str, retry_in: float | None) -> None:
         values: dict[str, Any] = {"last_error": error[:4000], "lease_until": None, "updated_at": utcnow()}

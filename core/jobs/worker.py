@@ -10,7 +10,7 @@ import socket
 from typing import Any
 
 from patchbay.core.jobs.models import Job
-from patchbay.core.jobs.queue import LEASE_SECONDS, JobContext, JobQueue, PermanentFailure
+from patchbay.core.jobs.queue import JobContext, JobQueue, LostLease, PermanentFailure
 from patchbay.core.timeutil import new_id
 
 log = logging.getLogger(__name__)
@@ -76,11 +76,20 @@ class Worker:
             if job.attempts > job.max_attempts:
                 await self.queue.mark_failed(self.id, job, job.last_error or "attempts exhausted", None)
                 return
+            kind = self.queue.kinds[job.kind]
             context = JobContext(self.app, job.id, job.kind, dict(job.payload), job.attempts, job.max_attempts, job.workspace_id)
             try:
-                await self.queue.kinds[job.kind].handler(context)
+                if kind.transactional:
+                    async with self.queue.db.transaction() as session:
+                        context.session = session
+                        await kind.handler(context)
+                        await self.queue.mark_done_in(session, self.id, job.id)
+                    return
+                await kind.handler(context)
             except asyncio.CancelledError:
                 raise
+            except LostLease:
+                log.warning("job %s was claimed by another worker; its work here was rolled back", job.id)
             except Exception as error:
                 retry_in = self.queue.retry_delay(job, error)
                 level = logging.INFO if retry_in is not None or isinstance(error, PermanentFailure) else logging.ERROR
@@ -111,6 +120,6 @@ class Worker:
 
     async def _heartbeat_loop(self) -> None:
         while True:
-            await asyncio.sleep(LEASE_SECONDS / 3)
+            await asyncio.sleep(self.queue.lease_seconds / 3)
             with contextlib.suppress(Exception):
                 await self.queue.extend_leases(self.id, list(self._running))

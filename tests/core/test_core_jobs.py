@@ -1,0 +1,202 @@
+"""The durable job queue on SQLite and PostgreSQL, its workers and the periodic scheduler."""
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from sqlalchemy import func, select, text
+
+from patchbay.core.jobs.cron import CronJob, CronRegistry
+from patchbay.core.jobs.models import Job
+from patchbay.core.jobs.queue import JobQueue, PermanentFailure, RetryLater
+from patchbay.core.jobs.worker import Worker
+from patchbay.core.storage.db import Database
+
+
+@pytest.fixture
+async def db(database_url):
+    database = Database(database_url)
+    yield database
+    await database.close()
+
+
+async def run_until(worker: Worker, condition, timeout: float = 10.0) -> None:
+    task = asyncio.create_task(worker.run())
+    deadline = time.monotonic() + timeout
+    try:
+        while not await condition():
+            assert time.monotonic() < deadline, "condition not reached in time"
+            await asyncio.sleep(0.02)
+    finally:
+        worker.stop()
+        await task
+
+
+async def statuses(db) -> dict[str, str]:
+    async with db.session() as session:
+        return dict((await session.execute(select(Job.kind, Job.status))).all())
+
+
+async def test_job_is_enqueued_with_the_transaction_and_run(db):
+    queue = JobQueue(db)
+    seen = []
+
+    async def handler(ctx):
+        seen.append(ctx.payload["n"])
+
+    queue.register("note", handler)
+    with pytest.raises(RuntimeError):
+        async with db.transaction() as session:
+            queue.enqueue(session, "note", {"n": 1})
+            raise RuntimeError("the change failed")
+    async with db.transaction() as session:
+        queue.enqueue(session, "note", {"n": 2})
+    await run_until(Worker(None, queue), lambda: _done(db, 1))
+    assert seen == [2]
+    assert await statuses(db) == {"note": "done"}
+
+
+async def _done(db, count: int) -> bool:
+    async with db.session() as session:
+        return await session.scalar(select(func.count()).select_from(Job).where(Job.status == "done")) >= count
+
+
+async def test_failures_retry_with_backoff_then_fail(db):
+    queue = JobQueue(db)
+    attempts = []
+
+    async def flaky(ctx):
+        attempts.append(ctx.attempt)
+        if ctx.attempt < 3:
+            raise ValueError("not yet")
+
+    async def hopeless(ctx):
+        raise ValueError("never")
+
+    async def refused(ctx):
+        raise PermanentFailure("bad input")
+
+    queue.register("flaky", flaky, backoff_base=0.01)
+    queue.register("hopeless", hopeless, max_attempts=2, backoff_base=0.01)
+    queue.register("refused", refused)
+    async with db.transaction() as session:
+        for kind in ("flaky", "hopeless", "refused"):
+            queue.enqueue(session, kind)
+
+    async def settled():
+        return set((await statuses(db)).values()) <= {"done", "failed"}
+
+    await run_until(Worker(None, queue, poll_seconds=0.01), settled)
+    assert attempts == [1, 2, 3]
+    assert await statuses(db) == {"flaky": "done", "hopeless": "failed", "refused": "failed"}
+    async with db.session() as session:
+        job = await session.scalar(select(Job).where(Job.kind == "hopeless"))
+    assert job.attempts == 2 and "never" in job.last_error
+
+
+async def test_retry_later_delays_the_next_attempt(db):
+    queue = JobQueue(db)
+    times = []
+
+    async def handler(ctx):
+        times.append(time.monotonic())
+        if ctx.attempt == 1:
+            raise RetryLater(0.5)
+
+    queue.register("later", handler)
+    async with db.transaction() as session:
+        queue.enqueue(session, "later")
+    await run_until(Worker(None, queue, poll_seconds=0.05), lambda: _done(db, 1))
+    assert len(times) == 2 and times[1] - times[0] >= 0.45
+
+
+async def test_expired_lease_is_claimed_again(db):
+    queue = JobQueue(db, lease_seconds=0.3)
+    queue.register("work", lambda ctx: asyncio.sleep(0))
+    async with db.transaction() as session:
+        queue.enqueue(session, "work")
+    [claimed] = await queue.claim("dead-worker", 10)
+    assert await queue.claim("other", 10) == []  # leased
+    await asyncio.sleep(0.4)
+    [again] = await queue.claim("other", 10)
+    assert again.id == claimed.id and again.attempts == 2
+
+
+async def test_cron_tick_is_enqueued_once_across_schedulers(db):
+    runs = []
+
+    async def job(app):
+        runs.append(app)
+
+    registries = []
+    for _ in range(2):  # two processes' schedulers on one database
+        registry = CronRegistry(JobQueue(db))
+        registry.add(CronJob("token-refresh", 60, job))
+        registries.append(registry)
+    now = time.time()
+    assert await registries[0].tick(now) == ["token-refresh"]
+    assert await registries[1].tick(now) == []
+    assert await registries[1].tick(now + 60) == ["token-refresh"]
+    async with db.session() as session:
+        assert await session.scalar(select(func.count()).select_from(Job)) == 2
+
+
+WORKER_SCRIPT = Path(__file__).with_name("jobs_worker_process.py")
+
+
+def _start_worker(url: str) -> subprocess.Popen:
+    process = subprocess.Popen([sys.executable, str(WORKER_SCRIPT), url, "2"], stdout=subprocess.PIPE, text=True, cwd=WORKER_SCRIPT.parent)
+    assert process.stdout.readline().strip() == "ready"
+    return process
+
+
+async def test_two_worker_processes_do_each_job_once_and_recover_a_killed_workers_job(pg_url):
+    db = Database(pg_url)
+    queue = JobQueue(db)
+    queue.register("effect", lambda ctx: None)
+    queue.register("slow", lambda ctx: None)
+    try:
+        async with db.transaction() as session:
+            await session.execute(text("CREATE TABLE job_effects (job_id text, pid int)"))
+            queue.enqueue(session, "slow")
+        async with db.transaction() as session:
+            await queue.enqueue_many(session, "effect", [{"n": n} for n in range(1000)])
+        workers = [_start_worker(pg_url), _start_worker(pg_url)]
+        try:
+            victim = None
+            deadline = time.monotonic() + 30
+            while victim is None:
+                assert time.monotonic() < deadline
+                async with db.session() as session:
+                    pid = await session.scalar(text("SELECT pid FROM job_effects WHERE job_id = 'started:1'"))
+                victim = next((w for w in workers if w.pid == pid), None)
+                await asyncio.sleep(0.05)
+            victim.send_signal(signal.SIGKILL)
+            victim.wait()
+            survivor = next(w for w in workers if w is not victim)
+            while True:
+                assert time.monotonic() < deadline + 30, "jobs did not finish"
+                async with db.session() as session:
+                    pending = await session.scalar(select(func.count()).select_from(Job).where(Job.status != "done"))
+                if pending == 0:
+                    break
+                await asyncio.sleep(0.1)
+            async with db.session() as session:
+                effects = (await session.execute(text("SELECT job_id, count(*) FROM job_effects WHERE job_id NOT LIKE 'started:%' GROUP BY job_id"))).all()
+                restarted_by = await session.scalar(text("SELECT pid FROM job_effects WHERE job_id = 'started:2'"))
+                effect_jobs = await session.scalar(select(func.count()).select_from(Job).where(Job.kind == "effect"))
+            assert effect_jobs == 1000
+            assert len(effects) == 1000 and all(count == 1 for _, count in effects)
+            assert restarted_by == survivor.pid
+        finally:
+            for process in workers:
+                if process.poll() is None:
+                    process.send_signal(signal.SIGTERM)
+                    process.wait(timeout=20)
+    finally:
+        await db.close()
