@@ -6,5 +6,6 @@ FEATURES: tuple[str, ...] = (
     "patchbay.core.http.providers",
     "patchbay.core.http.cron",
     "patchbay.core.billing.routes",
+    "patchbay.core.approvals.routes",
     "patchbay.core.http.openapi",
 )

@@ -121,17 +121,28 @@ class PlanLimits:
         return int(await counter(session, workspace_id)) if counter is not None else 0
 
 
-# The limits of each app, found from a session through its engine (see the module docstring).
-_BY_ENGINE: weakref.WeakKeyDictionary[Any, PlanLimits] = weakref.WeakKeyDictionary()
+# The app a session belongs to, found through the session's engine (see the module docstring).
+_APPS: weakref.WeakKeyDictionary[Any, weakref.ReferenceType[web.Application]] = weakref.WeakKeyDictionary()
 _DEFAULT = PlanLimits()
+
+
+def attach_app(app: web.Application) -> None:
+    """Let services that are handed only a session find ``app`` (its limits, secrets, registry)."""
+    _APPS[app[DB].engine.sync_engine] = weakref.ref(app)
+
+
+def app_of(session: AsyncSession) -> web.Application | None:
+    """The application whose database ``session`` was opened on (None outside an app)."""
+    engine = getattr(session.bind, "sync_engine", None)
+    ref = _APPS.get(engine) if engine is not None else None
+    return ref() if ref is not None else None
 
 
 def limits_of(app: web.Application) -> PlanLimits:
     """The app's :class:`PlanLimits`, created on first use (any feature's ``setup`` may come first)."""
     if LIMITS not in app:
-        limits = PlanLimits(resolve_limits(app[SETTINGS].plans))
-        app[LIMITS] = limits
-        _BY_ENGINE[app[DB].engine.sync_engine] = limits
+        app[LIMITS] = PlanLimits(resolve_limits(app[SETTINGS].plans))
+        attach_app(app)
     return app[LIMITS]
 
 
@@ -142,9 +153,8 @@ def register_counter(app_or_limits: web.Application | PlanLimits, resource: str,
 
 
 def _limits_for_session(session: AsyncSession) -> PlanLimits:
-    bind = session.bind
-    engine = getattr(bind, "sync_engine", None)
-    return _BY_ENGINE.get(engine, _DEFAULT) if engine is not None else _DEFAULT
+    app = app_of(session)
+    return limits_of(app) if app is not None else _DEFAULT
 
 
 async def workspace_plan(session: AsyncSession, workspace_id: str) -> str:

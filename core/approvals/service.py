@@ -1,0 +1,209 @@
+"""Approval of integration connects (spec 4.17).
+
+The connections feature calls :func:`gate_connect` from its connect routes before making a
+connection; when the workspace's policy requires approval for the provider (by name or by one of its
+categories) and the caller is not an approver, a pending request is stored (the submitted
+credentials encrypted) and its id returned instead of connecting. An approver's
+:func:`approve` then makes the connection through
+``patchbay.core.connections.service.connect_with_api_key``; :func:`deny` refuses it. Every decision
+records who decided and when.
+
+Who approves: a principal holding ``approvals.write`` that is either an organization-level
+credential (an API key, a client_credentials token: no user membership) or a member user whose role
+is in the policy's ``approver_roles`` (default ``["admin"]``) or whose id is in
+``approver_user_ids``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aiohttp import web
+from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from patchbay.core.appkeys import DB, REGISTRY, SECRETS
+from patchbay.core.approvals.models import ApprovalPolicy, ApprovalRequest
+from patchbay.core.billing.limits import app_of
+from patchbay.core.http.errors import ApiError, conflict, forbidden, not_found
+from patchbay.core.security.auth import Principal
+from patchbay.core.timeutil import utcnow
+from patchbay.core.workspaces.models import ROLES, Membership
+
+
+class ApprovalError(ValueError):
+    pass
+
+
+# ---------------------------------------------------------------------------------------------
+# Policy
+# ---------------------------------------------------------------------------------------------
+
+
+async def get_policy(session: AsyncSession, workspace_id: str) -> ApprovalPolicy | None:
+    return await session.scalar(select(ApprovalPolicy).where(ApprovalPolicy.workspace_id == workspace_id))
+
+
+async def update_policy(session: AsyncSession, workspace_id: str, changes: dict[str, Any], *, by: str | None) -> ApprovalPolicy:
+    """Apply ``changes`` (keys: enabled, providers, categories, approver_roles, approver_user_ids)."""
+    policy = await get_policy(session, workspace_id)
+    if policy is None:
+        policy = ApprovalPolicy(workspace_id=workspace_id, enabled=False, providers=[], categories=[], approver_roles=["admin"], approver_user_ids=[])
+        session.add(policy)
+    for role in changes.get("approver_roles") or []:
+        if role not in ROLES:
+            raise ApprovalError(f"approverRoles: {role!r} is not one of {', '.join(ROLES)}")
+    for key, value in changes.items():
+        setattr(policy, key, value)
+    policy.updated_by = by
+    await session.flush()
+    return policy
+
+
+def _requires_approval(app: web.Application | None, policy: ApprovalPolicy, provider: str) -> bool:
+    if provider in (policy.providers or []):
+        return True
+    definition = app[REGISTRY].provider(provider) if app is not None else None
+    categories = set(definition.all_categories) if definition is not None else set()
+    return bool(categories & set(policy.categories or []))
+
+
+async def is_approver(session: AsyncSession, policy: ApprovalPolicy | None, workspace_id: str, principal: Principal) -> bool:
+    if not principal.can("approvals.write"):
+        return False
+    roles = policy.approver_roles if policy is not None else ["admin"]
+    user_ids = policy.approver_user_ids if policy is not None else []
+    if principal.kind != "access_token" or not principal.subject:
+        return True
+    if principal.subject in (user_ids or []):
+        return True
+    role = await session.scalar(select(Membership.role).where(Membership.workspace_id == workspace_id, Membership.user_id == principal.subject))
+    if role is None:
+        # not a member user: a client_credentials token of the organization
+        return principal.subject == principal.client_id
+    return role in (roles or [])
+
+
+# ---------------------------------------------------------------------------------------------
+# Gate
+# ---------------------------------------------------------------------------------------------
+
+
+async def gate_connect(session: AsyncSession, *, workspace_id: str, provider: str, principal: Principal, payload: dict[str, Any] | None) -> str | None:
+    """The id of a new pending approval request when this connect needs approval, else None.
+
+    :param payload: the connect body, ``{credentials: {...}, metadata?: {...}}`` for API-key
+        connects; without ``credentials`` (an OAuth connect) approval lets the requester start the
+        OAuth flow again: an approved OAuth request of the same requester and provider is consumed
+        here and None returned.
+    """
+    policy = await get_policy(session, workspace_id)
+    if policy is None or not policy.enabled:
+        return None
+    app = app_of(session)
+    if not _requires_approval(app, policy, provider):
+        return None
+    if await is_approver(session, policy, workspace_id, principal):
+        return None
+    payload = payload or {}
+    credentials = payload.get("credentials")
+    if not credentials:
+        approved = await session.scalar(
+            select(ApprovalRequest).where(
+                ApprovalRequest.workspace_id == workspace_id,
+                ApprovalRequest.provider == provider,
+                ApprovalRequest.kind == "oauth",
+                ApprovalRequest.status == "approved",
+                ApprovalRequest.requested_by == principal.subject,
+            ).limit(1)
+        )
+        if approved is not None:
+            approved.status = "completed"
+            await session.flush()
+            return None
+    if credentials and app is None:
+        raise RuntimeError("gate_connect needs a session of a patchbay app to encrypt credentials")
+    metadata = payload.get("metadata") if isinstance(payload.get("metadata"), dict) else {}
+    request = ApprovalRequest(
+        workspace_id=workspace_id,
+        provider=provider,
+        kind="api_key" if credentials else "oauth",
+        status="pending",
+        requested_by=principal.subject,
+        requested_by_kind=principal.kind,
+        credentials=app[SECRETS].encrypt(json.dumps(credentials)) if credentials else None,
+        meta=metadata,
+        reason=payload.get("reason") if isinstance(payload.get("reason"), str) else None,
+    )
+    session.add(request)
+    await session.flush()
+    return request.id
+
+
+# ---------------------------------------------------------------------------------------------
+# Decisions
+# ---------------------------------------------------------------------------------------------
+
+
+async def _load_for_decision(app: web.Application, workspace_id: str, request_id: str, principal: Principal) -> ApprovalRequest:
+    async with app[DB].transaction(tenant=workspace_id) as session:
+        request = await session.get(ApprovalRequest, request_id)
+        if request is None:
+            raise not_found("Approval request not found")
+        if not await is_approver(session, await get_policy(session, workspace_id), workspace_id, principal):
+            raise forbidden("Only an approver of this organization can decide approval requests")
+        claimed = await session.execute(
+            update(ApprovalRequest).where(ApprovalRequest.id == request_id, ApprovalRequest.status == "pending").values(status="approving", updated_at=utcnow())
+        )
+        if claimed.rowcount != 1:
+            raise conflict(f"Approval request is already {request.status}")
+        return request
+
+
+async def _finish(app: web.Application, workspace_id: str, request_id: str, principal: Principal, **values: Any) -> ApprovalRequest:
+    async with app[DB].transaction(tenant=workspace_id) as session:
+        request = await session.get(ApprovalRequest, request_id)
+        for key, value in values.items():
+            setattr(request, key, value)
+        if values.get("status") != "pending":
+            request.decided_by = principal.subject
+            request.decided_by_kind = principal.kind
+            request.decided_at = utcnow()
+            request.credentials = None
+        await session.flush()
+        return request
+
+
+async def approve(app: web.Application, *, workspace_id: str, request_id: str, principal: Principal, note: str | None = None) -> ApprovalRequest:
+    """Approve a pending request: an API-key request is connected now (through the connections
+    service); on failure the request stays pending and the error is raised."""
+    request = await _load_for_decision(app, workspace_id, request_id, principal)
+    connection_id = None
+    if request.kind == "api_key":
+        try:
+            credentials = json.loads(app[SECRETS].decrypt(request.credentials or "null")) or {}
+            connection_id = await _connect(app, workspace_id=workspace_id, provider=request.provider, credentials=credentials, metadata=dict(request.meta or {}))
+        except BaseException:
+            await _finish(app, workspace_id, request_id, principal, status="pending")
+            raise
+    return await _finish(app, workspace_id, request_id, principal, status="approved", connection_id=connection_id, decision_note=note)
+
+
+async def deny(app: web.Application, *, workspace_id: str, request_id: str, principal: Principal, note: str | None = None) -> ApprovalRequest:
+    await _load_for_decision(app, workspace_id, request_id, principal)
+    return await _finish(app, workspace_id, request_id, principal, status="denied", decision_note=note)
+
+
+async def _connect(app: web.Application, *, workspace_id: str, provider: str, credentials: dict[str, Any], metadata: dict[str, Any]) -> str | None:
+    try:
+        from patchbay.core.connections import service as connections
+    except ImportError:
+        connections = None
+    connect = getattr(connections, "connect_with_api_key", None)
+    if connect is None:
+        raise ApiError(501, "Connections service is not available")
+    result = await connect(app, workspace_id=workspace_id, provider_name=provider, credentials=credentials, metadata=metadata)
+    if isinstance(result, dict):
+        return result.get("id") or result.get("connectionId")
+    return getattr(result, "id", None)
