@@ -56,10 +56,11 @@ def check_target(url: str, *, allow_insecure: bool) -> str:
     if host == "localhost" or host.endswith(".localhost"):
         raise UnsafeTarget(f"{url!r} points at a private address")
     try:
-        if not is_public_address(host):
-            raise UnsafeTarget(f"{url!r} points at a private address")
+        public = is_public_address(host)
     except ValueError:
-        pass  # a name: checked by the resolver when connecting
+        return url  # a name: the resolver checks its addresses when connecting
+    if not public:
+        raise UnsafeTarget(f"{url!r} points at a private address")
     return url
 
 
