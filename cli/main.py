@@ -13,8 +13,6 @@ from patchbay.cli import admin, db_commands
 from patchbay.cli.runtime import settings_from
 from patchbay.core.app import create_app
 from patchbay.core.http.middleware import JsonAccessLogger
-from patchbay.core.storage.migrate import upgrade
-from patchbay.core.storage.db import Database
 
 
 @click.group()
@@ -45,8 +43,6 @@ def serve(**flags) -> None:
     settings = settings_from(flags)
     _logging(settings.log_level)
     first_start = not settings.database_url and not (settings.data_dir / "patchbay.db").exists()
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
-    asyncio.run(_migrate(settings.resolved_database_url))
     app = create_app(settings)
     base = settings.public_base_url
 
@@ -65,14 +61,6 @@ def serve(**flags) -> None:
     web.run_app(app, host=settings.host, port=settings.port, access_log_class=JsonAccessLogger, print=None)
 
 
-async def _migrate(url: str) -> None:
-    db = Database(url)
-    try:
-        await upgrade(db)
-    finally:
-        await db.close()
-
-
 @cli.command()
 @click.option("--workers", type=int, help="Jobs run at once [16].")
 @click.option("--scheduler/--no-scheduler", default=False, help="Also schedule the periodic jobs.")
@@ -85,7 +73,6 @@ def worker(**flags) -> None:
 
 
 async def _run_worker(settings) -> None:
-    await _migrate(settings.resolved_database_url)
     runner = web.AppRunner(create_app(settings))
     await runner.setup()
     stop = asyncio.Event()

@@ -30,18 +30,20 @@ from patchbay.core.security.secrets import SecretBox, load_or_create_secrets
 from patchbay.core.security.signing_keys import SigningKeys
 from patchbay.core.settings import Settings
 from patchbay.core.storage.db import Database
+from patchbay.core.storage.migrate import upgrade
 
 log = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 64 * 1024 * 1024
 
 
-def create_app(settings: Settings, *, plugins: Iterable[object] = (), background: bool = True, web_routes: bool = True) -> web.Application:
+def create_app(settings: Settings, *, plugins: Iterable[object] = (), background: bool = True, migrate: bool = True) -> web.Application:
     """Build the application.
 
     :param plugins: extra plugin objects registered beside the installed ones (tests, embedding).
     :param background: run job workers (``settings.workers`` concurrent jobs) and, when
         ``settings.scheduler``, the periodic scheduler inside this process.
+    :param migrate: bring the database schema up to date at start (SQLite's folder is created).
     """
     app = web.Application(middlewares=[request_id_middleware, error_middleware, throttle_middleware], client_max_size=MAX_BODY_BYTES)
     app[SETTINGS] = settings
@@ -55,7 +57,7 @@ def create_app(settings: Settings, *, plugins: Iterable[object] = (), background
     app[CRON] = CronRegistry(app[JOBS])
     app[RATE_LIMITER] = RateLimiter(DatabaseBackend(db) if db.is_postgres else MemoryBackend())
     app[OUTBOUND] = Outbound(allow_insecure=settings.allow_insecure_targets)
-    app.cleanup_ctx.append(_core_resources)
+    app.cleanup_ctx.append(_core_resources(migrate=migrate))
     for module_name in FEATURES:
         importlib.import_module(module_name).setup(app)
     if background:
@@ -63,12 +65,24 @@ def create_app(settings: Settings, *, plugins: Iterable[object] = (), background
     return app
 
 
-async def _core_resources(app: web.Application) -> AsyncIterator[None]:
-    await app[OUTBOUND].start()
-    await app[SIGNING_KEYS].ensure()
-    yield
-    await app[OUTBOUND].close()
-    await app[DB].close()
+async def _migrate(app: web.Application) -> None:
+    db = app[DB]
+    if not db.is_postgres:
+        app[SETTINGS].data_dir.mkdir(parents=True, exist_ok=True)
+    await upgrade(db)
+
+
+def _core_resources(*, migrate: bool):
+    async def core_resources(app: web.Application) -> AsyncIterator[None]:
+        if migrate:
+            await _migrate(app)
+        await app[OUTBOUND].start()
+        await app[SIGNING_KEYS].ensure()
+        yield
+        await app[OUTBOUND].close()
+        await app[DB].close()
+
+    return core_resources
 
 
 async def _background_work(app: web.Application) -> AsyncIterator[None]:

@@ -127,7 +127,7 @@ def make_app(make_settings):
     """``make_app(plugins=(), background=False, **setting_overrides)`` -> a configured app."""
 
     def make(*, plugins=(), background: bool = False, **overrides: Any):
-        return create_app(make_settings(**overrides), plugins=plugins, background=background)
+        return create_app(make_settings(**overrides), plugins=plugins, background=background, migrate=False)
 
     return make
 
