@@ -1,0 +1,1 @@
+"""Account-scoped tables: a typed column schema, rows upserted by external key, CSV in and out (4.13)."""

@@ -1,0 +1,317 @@
+"""Tables and rows: the operations behind the HTTP routes and the flow steps ``table.upsert`` and
+``table.lookup``.
+
+Every function takes a session and the workspace explicitly (and filters by it), so it is correct in a
+tenant session and in a system session alike. Errors are ``ApiError``s (404 for an unknown table or
+row, 400 naming the column for a value that does not fit the schema).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+from collections.abc import AsyncIterator
+from typing import Any
+
+from sqlalchemy import and_, delete, func, select, text
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from patchbay.core.http.errors import bad_request, conflict, not_found
+from patchbay.core.tables.models import DataTable, TableRow
+from patchbay.core.tables.schema import Schema, ValueRejected, coerce, validate_columns
+from patchbay.core.tables.search import matches, search_text_of
+from patchbay.core.timeutil import iso, utcnow
+
+_SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,99}$")
+MAX_KEY_LENGTH = 255
+
+
+@contextlib.asynccontextmanager
+async def savepoint(session: AsyncSession) -> AsyncIterator[None]:
+    """Flush the block's changes so an ``IntegrityError`` surfaces here. On PostgreSQL a SAVEPOINT
+    keeps the transaction usable after one; SQLite's driver turns a SAVEPOINT opened before the
+    first write into a commit of its own, so there the callers' pre-checks do the work and a lost
+    race fails the request instead (SQLite has a single writer, such races are rare)."""
+    if session.bind.dialect.name == "postgresql":
+        async with session.begin_nested():
+            yield
+    else:
+        yield
+        await session.flush()
+
+
+# ---------------------------------------------------------------------------------------------
+# JSON shapes
+# ---------------------------------------------------------------------------------------------
+
+
+def table_json(table: DataTable, row_count: int | None = None) -> dict[str, Any]:
+    body = {
+        "id": table.id,
+        "name": table.name,
+        "slug": table.slug,
+        "description": table.description,
+        "columns": list(table.columns or []),
+        "createdAt": iso(table.created_at),
+        "updatedAt": iso(table.updated_at),
+    }
+    if row_count is not None:
+        body["rowCount"] = row_count
+    return body
+
+
+def row_json(row: TableRow) -> dict[str, Any]:
+    return {
+        "id": row.id,
+        "tableId": row.table_id,
+        "external_key": row.external_key,
+        "data": row.data,
+        "createdAt": iso(row.created_at),
+        "updatedAt": iso(row.updated_at),
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Tables
+# ---------------------------------------------------------------------------------------------
+
+
+def slugify(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:100] or "table"
+
+
+async def get_table(session: AsyncSession, workspace_id: str, slug: str) -> DataTable:
+    table = await session.scalar(select(DataTable).where(DataTable.workspace_id == workspace_id, DataTable.slug == slug))
+    if table is None:
+        raise not_found(f"Table not found: {slug}")
+    return table
+
+
+async def row_counts(session: AsyncSession, table_ids: list[str]) -> dict[str, int]:
+    if not table_ids:
+        return {}
+    result = await session.execute(select(TableRow.table_id, func.count()).where(TableRow.table_id.in_(table_ids)).group_by(TableRow.table_id))
+    return {table_id: count for table_id, count in result.all()}
+
+
+async def count_workspace_rows(session: AsyncSession, workspace_id: str) -> int:
+    """The account's total row count, the plan resource ``table_rows`` (8A)."""
+    return int(await session.scalar(select(func.count()).select_from(TableRow).where(TableRow.workspace_id == workspace_id)) or 0)
+
+
+async def create_table(session: AsyncSession, *, workspace_id: str, name: str, slug: str | None, columns: Any, description: str | None = None) -> DataTable:
+    if not isinstance(name, str) or not name.strip():
+        raise bad_request("Validation failed: 'name' is required")
+    slug = slug if slug is not None else slugify(name)
+    if not isinstance(slug, str) or not _SLUG.match(slug):
+        raise bad_request("Validation failed: 'slug' must be lower-case letters, digits, '-' or '_'")
+    table = DataTable(workspace_id=workspace_id, name=name.strip()[:200], slug=slug, description=description, columns=validate_columns(columns or []))
+    if await session.scalar(select(DataTable.id).where(DataTable.workspace_id == workspace_id, DataTable.slug == slug)):
+        raise conflict(f"A table with slug '{slug}' already exists")
+    try:
+        async with savepoint(session):
+            session.add(table)
+    except IntegrityError:
+        raise conflict(f"A table with slug '{slug}' already exists") from None
+    return table
+
+
+async def update_table(session: AsyncSession, table: DataTable, changes: dict[str, Any]) -> DataTable:
+    """Rename, describe or change the schema. Columns may be added, removed or retyped; existing
+    rows keep their data (a removed column's values stay in the rows but are no longer written)."""
+    if "name" in changes:
+        if not isinstance(changes["name"], str) or not changes["name"].strip():
+            raise bad_request("Validation failed: 'name' must be a non-empty string")
+        table.name = changes["name"].strip()[:200]
+    if "description" in changes:
+        if changes["description"] is not None and not isinstance(changes["description"], str):
+            raise bad_request("Validation failed: 'description' must be a string")
+        table.description = changes["description"]
+    if "columns" in changes:
+        table.columns = validate_columns(changes["columns"])
+    if "slug" in changes and changes["slug"] != table.slug:
+        slug = changes["slug"]
+        if not isinstance(slug, str) or not _SLUG.match(slug):
+            raise bad_request("Validation failed: 'slug' must be lower-case letters, digits, '-' or '_'")
+        if await session.scalar(select(DataTable.id).where(DataTable.workspace_id == table.workspace_id, DataTable.slug == slug)):
+            raise conflict(f"A table with slug '{slug}' already exists")
+        table.slug = slug
+    table.updated_at = utcnow()
+    try:
+        async with savepoint(session):
+            await session.flush()
+    except IntegrityError:
+        raise conflict(f"A table with slug '{table.slug}' already exists") from None
+    return table
+
+
+async def delete_table(session: AsyncSession, table: DataTable) -> None:
+    # rows first, with one statement: the FTS triggers see every deleted row on SQLite
+    await session.execute(delete(TableRow).where(TableRow.table_id == table.id))
+    await session.delete(table)
+
+
+# ---------------------------------------------------------------------------------------------
+# Rows
+# ---------------------------------------------------------------------------------------------
+
+
+def checked(table: DataTable, data: Any) -> dict[str, Any]:
+    try:
+        return Schema(table.columns or []).check(data)
+    except ValueRejected as error:
+        raise bad_request(f"Validation failed: {error}") from None
+
+
+def _key(external_key: Any) -> str | None:
+    if external_key is None:
+        return None
+    if isinstance(external_key, int | float) and not isinstance(external_key, bool):
+        external_key = str(external_key)
+    if not isinstance(external_key, str) or not external_key or len(external_key) > MAX_KEY_LENGTH:
+        raise bad_request(f"Validation failed: 'external_key' must be a string of 1 to {MAX_KEY_LENGTH} characters")
+    return external_key
+
+
+async def enforce_row_cap(session: AsyncSession, workspace_id: str, adding: int) -> None:
+    """403 ``Plan limit exceeded for table_rows`` when ``adding`` rows would pass the plan's cap."""
+    from patchbay.core.billing.limits import enforce_limit
+
+    await enforce_limit(session, workspace_id, "table_rows", adding=adding)
+
+
+async def create_row(session: AsyncSession, table: DataTable, data: Any, external_key: Any = None) -> TableRow:
+    values = checked(table, data)
+    key = _key(external_key)
+    if key is not None and await _row_by_key(session, table, key) is not None:
+        raise conflict(f"A row with external_key '{key}' already exists")
+    await enforce_row_cap(session, table.workspace_id, 1)
+    row = TableRow(workspace_id=table.workspace_id, table_id=table.id, external_key=key, data=values, search_text=search_text_of(values.values()))
+    try:
+        async with savepoint(session):
+            session.add(row)
+    except IntegrityError:
+        raise conflict(f"A row with external_key '{key}' already exists") from None
+    return row
+
+
+def _merge(row: TableRow, values: dict[str, Any]) -> None:
+    merged = {**(row.data or {}), **values}
+    row.data = merged
+    row.search_text = search_text_of(merged.values())
+    row.updated_at = utcnow()
+
+
+async def _row_by_key(session: AsyncSession, table: DataTable, key: str) -> TableRow | None:
+    statement = select(TableRow).where(TableRow.table_id == table.id, TableRow.external_key == key)
+    if session.bind.dialect.name == "postgresql":
+        statement = statement.with_for_update()
+    return await session.scalar(statement)
+
+
+async def upsert(session: AsyncSession, table: DataTable, data: Any, external_key: Any) -> tuple[TableRow, bool]:
+    """Create the row of ``external_key`` or merge ``data`` into it: ``(row, created)``."""
+    key = _key(external_key)
+    if key is None:
+        raise bad_request("Validation failed: 'external_key' is required")
+    values = checked(table, data)
+    row = await _row_by_key(session, table, key)
+    if row is None:
+        await enforce_row_cap(session, table.workspace_id, 1)
+        row = TableRow(workspace_id=table.workspace_id, table_id=table.id, external_key=key, data=values, search_text=search_text_of(values.values()))
+        try:
+            async with savepoint(session):
+                session.add(row)
+            return row, True
+        except IntegrityError:  # a concurrent upsert created it first: merge into theirs
+            row = await _row_by_key(session, table, key)
+            if row is None:
+                raise
+    _merge(row, values)
+    await session.flush()
+    return row, False
+
+
+async def upsert_row(session: AsyncSession, *, workspace_id: str, table_slug: str, external_key: Any, data: Any) -> dict[str, Any]:
+    """The flow step ``table.upsert``: the row (as the API shows it) after the upsert."""
+    table = await get_table(session, workspace_id, table_slug)
+    row, _ = await upsert(session, table, data, external_key)
+    return row_json(row)
+
+
+async def get_row(session: AsyncSession, table: DataTable, row_id: str) -> TableRow:
+    row = await session.scalar(select(TableRow).where(TableRow.id == row_id, TableRow.table_id == table.id, TableRow.workspace_id == table.workspace_id))
+    if row is None:
+        raise not_found(f"Row not found: {row_id}")
+    return row
+
+
+async def update_row(session: AsyncSession, table: DataTable, row_id: str, data: Any) -> TableRow:
+    row = await get_row(session, table, row_id)
+    _merge(row, checked(table, data))
+    await session.flush()
+    return row
+
+
+async def delete_row(session: AsyncSession, table: DataTable, row_id: str) -> None:
+    row = await get_row(session, table, row_id)
+    await session.delete(row)
+
+
+async def list_rows(session: AsyncSession, table: DataTable, *, page: int, limit: int, search: str | None = None) -> tuple[list[TableRow], int]:
+    conditions = [TableRow.table_id == table.id, TableRow.workspace_id == table.workspace_id]
+    if search:
+        condition = matches(session.bind.dialect.name, TableRow.__table__, search)
+        if condition is not None:
+            conditions.append(condition)
+    where = and_(*conditions)
+    total = int(await session.scalar(select(func.count()).select_from(TableRow).where(where)) or 0)
+    rows = await session.scalars(select(TableRow).where(where).order_by(TableRow.created_at, TableRow.id).offset((page - 1) * limit).limit(limit))
+    return list(rows), total
+
+
+async def find_row(session: AsyncSession, table: DataTable, column: str, value: Any) -> TableRow | None:
+    """The most recently updated row whose ``column`` equals ``value`` (converted to the column's
+    type), or None. ``column`` may also be ``id`` or ``external_key``."""
+    statement = select(TableRow).where(TableRow.table_id == table.id, TableRow.workspace_id == table.workspace_id)
+    if column in ("id", "external_key"):
+        if value is None:
+            return None
+        statement = statement.where(getattr(TableRow, column) == str(value))
+    else:
+        schema = Schema(table.columns or [])
+        kind = schema.types.get(column)
+        if schema.strict and kind is None:
+            raise bad_request(f"Validation failed: Unknown column '{column}'")
+        try:
+            typed = coerce(column, kind or "json", value)
+        except ValueRejected:
+            return None  # nothing of that column's type can equal it
+        if typed is None:
+            return None
+        statement = statement.where(_data_equals(session.bind.dialect.name, column, typed))
+    statement = statement.order_by(TableRow.updated_at.desc(), TableRow.id.desc()).limit(1)
+    return await session.scalar(statement)
+
+
+def _data_equals(dialect: str, column: str, value: Any):
+    if dialect == "postgresql":
+        return text("(table_rows.data -> :lookup_column) = CAST(:lookup_value AS jsonb)").bindparams(
+            lookup_column=column, lookup_value=json.dumps(value)
+        )
+    if isinstance(value, bool):
+        value = int(value)
+    elif isinstance(value, dict | list):
+        return text("json(json_extract(table_rows.data, :lookup_path)) = json(:lookup_value)").bindparams(
+            lookup_path=f'$."{column}"', lookup_value=json.dumps(value)
+        )
+    return text("json_extract(table_rows.data, :lookup_path) = :lookup_value").bindparams(lookup_path=f'$."{column}"', lookup_value=value)
+
+
+async def lookup_row(session: AsyncSession, *, workspace_id: str, table_slug: str, column: str, value: Any) -> dict[str, Any] | None:
+    """The flow step ``table.lookup``: the most recently updated matching row, or None."""
+    table = await get_table(session, workspace_id, table_slug)
+    row = await find_row(session, table, column, value)
+    return row_json(row) if row is not None else None
