@@ -7,5 +7,7 @@ FEATURES: tuple[str, ...] = (
     "patchbay.core.http.cron",
     "patchbay.core.billing.routes",
     "patchbay.core.approvals.routes",
+    "patchbay.core.workspaces.routes",
     "patchbay.core.http.openapi",
+    "patchbay.core.jobs.maintenance",
 )

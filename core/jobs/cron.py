@@ -32,6 +32,7 @@ class CronRegistry:
     def __init__(self, queue: JobQueue) -> None:
         self.queue = queue
         self.jobs: dict[str, CronJob] = {}
+        self._last_tick: dict[str, int] = {}
 
     def add(self, job: CronJob) -> None:
         if job.name in self.jobs:
@@ -49,8 +50,11 @@ class CronRegistry:
         enqueued = []
         for job in self.jobs.values():
             tick = int(now // job.interval_seconds)
+            if self._last_tick.get(job.name) == tick:
+                continue  # this process already offered this tick
             if await self.queue.enqueue_once(f"cron:{job.name}", {"tick": tick}, f"cron:{job.name}:{tick}"):
                 enqueued.append(job.name)
+            self._last_tick[job.name] = tick
         return enqueued
 
     async def run_scheduler(self, stop: asyncio.Event, every: float = 1.0) -> None:

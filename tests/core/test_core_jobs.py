@@ -200,3 +200,26 @@ async def test_two_worker_processes_do_each_job_once_and_recover_a_killed_worker
                     process.wait(timeout=20)
     finally:
         await db.close()
+
+
+async def test_maintenance_purges_old_finished_jobs_only(make_app, aiohttp_client):
+    from datetime import timedelta
+
+    from sqlalchemy import update
+
+    from patchbay.core.appkeys import DB, JOBS
+    from patchbay.core.jobs.maintenance import purge
+    from patchbay.core.timeutil import utcnow
+
+    app = make_app()
+    await aiohttp_client(app)
+    queue = app[JOBS]
+    queue.register("old", lambda ctx: None)
+    async with app[DB].transaction() as session:
+        kept, old, pending = (queue.enqueue(session, "old") for _ in range(3))
+    async with app[DB].transaction() as session:
+        await session.execute(update(Job).where(Job.id.in_([kept.id, old.id])).values(status="done"))
+        await session.execute(update(Job).where(Job.id.in_([old.id, pending.id])).values(updated_at=utcnow() - timedelta(days=8)))
+    assert (await purge(app))["jobsPurged"] == 1
+    async with app[DB].session() as session:
+        assert set(await session.scalars(select(Job.id))) == {kept.id, pending.id}
