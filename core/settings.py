@@ -78,7 +78,39 @@ class ComplianceSettings:
     meta_app_secret: str | None = None
 
 
-SECTIONS = {"smtp": SmtpSettings, "branding": BrandingSettings, "stripe": StripeSettings, "compliance": ComplianceSettings}
+@attrs.define(kw_only=True)
+class AdminSettings:
+    #: the operator's credential for /accounts and server-to-server workspace creation
+    #: (``x-api-key`` or ``Authorization: Bearer``); unset: those routes answer 401
+    api_key: str | None = None
+
+
+@attrs.define(kw_only=True)
+class WorkspacesSettings:
+    #: where invite emails and shareable links point; ``{token}``, ``{workspace_id}``, ``{base_url}``
+    invite_url: str = "{base_url}/connect/v1/workspaces/invite/validate/{token}"
+    link_url: str = "{base_url}/connect/v1/workspaces/join/link/{workspace_id}?token={token}"
+    invite_ttl_hours: int = 168
+
+
+@attrs.define(kw_only=True)
+class WebhooksSettings:
+    """Inbound ingestion and outbound forwarding (docs/webhooks.md)."""
+
+    max_retries: int = 3
+    retry_base_ms: int = 1000
+    retry_cap_ms: int = 15000
+    retry_after_cap_seconds: int = 3600
+    long_tail_schedule: list[str] = attrs.field(factory=lambda: ["300", "1800", "7200", "18000", "36000"])
+    disable_after_minutes: int = 4320
+    secret_overlap_hours: int = 24
+    attempt_timeout_seconds: int = 15
+    ingest_batch_ms: int = 2
+    ingest_batch_size: int = 1000
+    crm_sync_max_attempts: int = 5
+
+
+SECTIONS = {"smtp": SmtpSettings, "branding": BrandingSettings, "stripe": StripeSettings, "compliance": ComplianceSettings, "admin": AdminSettings, "workspaces": WorkspacesSettings, "webhooks": WebhooksSettings}
 FREE_TABLES = ("providers", "federation", "plans", "rate_limits")
 
 
@@ -100,6 +132,9 @@ class Settings:
     branding: BrandingSettings = attrs.field(factory=BrandingSettings)
     stripe: StripeSettings = attrs.field(factory=StripeSettings)
     compliance: ComplianceSettings = attrs.field(factory=ComplianceSettings)
+    admin: AdminSettings = attrs.field(factory=AdminSettings)
+    workspaces: WorkspacesSettings = attrs.field(factory=WorkspacesSettings)
+    webhooks: WebhooksSettings = attrs.field(factory=WebhooksSettings)
     providers: dict[str, dict[str, Any]] = attrs.field(factory=dict)
     federation: dict[str, dict[str, Any]] = attrs.field(factory=dict)
     plans: dict[str, dict[str, Any]] = attrs.field(factory=dict)

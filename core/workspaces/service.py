@@ -1,14 +1,19 @@
-"""Creating and finding workspaces and their members (used by the CLI and the HTTP layer)."""
+"""Creating and finding workspaces and their members (used by the CLI and the HTTP layer), and the
+ways in: single-use expiring invites, join requests, shareable links. Tokens are random, shown once
+and stored as keyed digests (``SecretBox.digest``)."""
 
 from __future__ import annotations
 
 import re
+from datetime import datetime, timedelta
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from patchbay.core.security.secrets import random_token
-from patchbay.core.workspaces.models import PLANS, ROLES, Membership, Workspace
+from patchbay.core.security.secrets import SecretBox, random_token
+from patchbay.core.timeutil import utcnow
+from patchbay.core.users.models import User
+from patchbay.core.workspaces.models import PLANS, ROLES, Invite, JoinRequest, Membership, ShareableLink, Workspace
 
 
 class WorkspaceError(ValueError):
@@ -56,3 +61,163 @@ async def add_member(session: AsyncSession, *, workspace_id: str, user_id: str, 
         membership.role = role
     await session.flush()
     return membership
+
+
+async def memberships_of(session: AsyncSession, user_id: str) -> list[tuple[Workspace, str]]:
+    """The workspaces ``user_id`` belongs to, with the role, oldest membership first."""
+    rows = await session.execute(
+        select(Workspace, Membership.role).join(Membership, Membership.workspace_id == Workspace.id).where(Membership.user_id == user_id).order_by(Membership.created_at, Workspace.id)
+    )
+    return [(workspace, role) for workspace, role in rows.all()]
+
+
+def _check_role(role: str) -> None:
+    if role not in ROLES:
+        raise WorkspaceError(f"role must be one of {', '.join(ROLES)}")
+
+
+class TokenRefused(WorkspaceError):
+    """An invite or link token that is unknown (``reason`` not_found), expired, used or revoked."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+# ---------------------------------------------------------------------------------------------
+# Invites
+# ---------------------------------------------------------------------------------------------
+
+
+async def create_invite(session: AsyncSession, box: SecretBox, *, workspace_id: str, email: str, role: str, ttl: timedelta, invited_by: str | None) -> tuple[Invite, str]:
+    """A new invite and its token (the only time the token exists in plain text)."""
+    _check_role(role)
+    email = email.strip().lower()
+    if "@" not in email or len(email) > 320:
+        raise WorkspaceError("email must be an email address")
+    token = random_token(32)
+    invite = Invite(workspace_id=workspace_id, email=email, role=role, token_digest=box.digest(token), expires_at=utcnow() + ttl, invited_by=invited_by)
+    session.add(invite)
+    await session.flush()
+    return invite, token
+
+
+def invite_state(invite: Invite, now: datetime | None = None) -> str:
+    if invite.accepted_at is not None:
+        return "used"
+    if invite.expires_at <= (now or utcnow()):
+        return "expired"
+    return "valid"
+
+
+async def find_invite(session: AsyncSession, box: SecretBox, token: str) -> Invite:
+    """The usable invite of ``token``; :class:`TokenRefused` when unknown, used or expired."""
+    invite = await session.scalar(select(Invite).where(Invite.token_digest.in_(box.digests(token))))
+    if invite is None:
+        raise TokenRefused("not_found", "Invite not found")
+    state = invite_state(invite)
+    if state == "used":
+        raise TokenRefused("used", "Invite has already been used")
+    if state == "expired":
+        raise TokenRefused("expired", "Invite has expired")
+    return invite
+
+
+async def accept_invite(session: AsyncSession, box: SecretBox, *, token: str, user: User) -> tuple[Invite, Membership]:
+    """Use the invite once: the user (whose email it was sent to) becomes a member with its role."""
+    invite = await find_invite(session, box, token)
+    if invite.email != user.email.strip().lower():
+        raise TokenRefused("wrong_user", "This invite was sent to another email address")
+    now = utcnow()
+    used = await session.execute(
+        update(Invite).where(Invite.id == invite.id, Invite.accepted_at.is_(None), Invite.expires_at > now).values(accepted_at=now, accepted_by=user.id, updated_at=now)
+    )
+    if used.rowcount != 1:  # accepted concurrently
+        raise TokenRefused("used", "Invite has already been used")
+    membership = await add_member(session, workspace_id=invite.workspace_id, user_id=user.id, role=invite.role)
+    return invite, membership
+
+
+# ---------------------------------------------------------------------------------------------
+# Join requests
+# ---------------------------------------------------------------------------------------------
+
+
+async def is_member(session: AsyncSession, workspace_id: str, user_id: str) -> bool:
+    return bool(await session.scalar(select(Membership.id).where(Membership.workspace_id == workspace_id, Membership.user_id == user_id)))
+
+
+async def request_join(session: AsyncSession, *, workspace_id: str, user_id: str, message: str | None) -> JoinRequest:
+    if await is_member(session, workspace_id, user_id):
+        raise WorkspaceError("You are already a member of this workspace")
+    pending = await session.scalar(select(JoinRequest).where(JoinRequest.workspace_id == workspace_id, JoinRequest.user_id == user_id, JoinRequest.status == "pending"))
+    if pending is not None:
+        raise WorkspaceError("A join request is already pending")
+    request = JoinRequest(workspace_id=workspace_id, user_id=user_id, message=message, status="pending")
+    session.add(request)
+    await session.flush()
+    return request
+
+
+async def decide_join_request(session: AsyncSession, *, workspace_id: str, request_id: str, approve: bool, role: str = "viewer", decided_by: str | None) -> JoinRequest | None:
+    """Approve (membership with ``role``) or deny a pending request; None when there is no such
+    request; WorkspaceError when it was already decided."""
+    _check_role(role)
+    request = await session.scalar(select(JoinRequest).where(JoinRequest.id == request_id, JoinRequest.workspace_id == workspace_id))
+    if request is None:
+        return None
+    now = utcnow()
+    status = "approved" if approve else "denied"
+    decided = await session.execute(
+        update(JoinRequest).where(JoinRequest.id == request_id, JoinRequest.status == "pending").values(status=status, role=role if approve else None, decided_by=decided_by, decided_at=now, updated_at=now)
+    )
+    if decided.rowcount != 1:
+        raise WorkspaceError(f"Join request is already {request.status}")
+    if approve:
+        await add_member(session, workspace_id=workspace_id, user_id=request.user_id, role=role)
+    await session.refresh(request)
+    return request
+
+
+# ---------------------------------------------------------------------------------------------
+# Shareable links
+# ---------------------------------------------------------------------------------------------
+
+
+async def active_link(session: AsyncSession, workspace_id: str) -> ShareableLink | None:
+    return await session.scalar(select(ShareableLink).where(ShareableLink.workspace_id == workspace_id, ShareableLink.revoked_at.is_(None)))
+
+
+async def revoke_link(session: AsyncSession, workspace_id: str) -> bool:
+    now = utcnow()
+    revoked = await session.execute(
+        update(ShareableLink).where(ShareableLink.workspace_id == workspace_id, ShareableLink.revoked_at.is_(None)).values(revoked_at=now, updated_at=now)
+    )
+    return revoked.rowcount > 0
+
+
+async def create_link(session: AsyncSession, box: SecretBox, *, workspace_id: str, role: str, ttl: timedelta | None, created_by: str | None) -> tuple[ShareableLink, str]:
+    """A new shareable link (revoking the previous one) and its token."""
+    _check_role(role)
+    await revoke_link(session, workspace_id)
+    token = random_token(24)
+    link = ShareableLink(workspace_id=workspace_id, token_digest=box.digest(token), role=role, expires_at=utcnow() + ttl if ttl else None, created_by=created_by)
+    session.add(link)
+    await session.flush()
+    return link, token
+
+
+async def join_by_link(session: AsyncSession, box: SecretBox, *, workspace_id: str, token: str, user_id: str) -> tuple[Membership, bool]:
+    """Join through the workspace's link; ``(membership, joined)``, joined False for a member."""
+    link = await session.scalar(select(ShareableLink).where(ShareableLink.token_digest.in_(box.digests(token)), ShareableLink.workspace_id == workspace_id))
+    if link is None:
+        raise TokenRefused("not_found", "Shareable link not found")
+    if link.revoked_at is not None:
+        raise TokenRefused("revoked", "Shareable link has been revoked")
+    if link.expires_at is not None and link.expires_at <= utcnow():
+        raise TokenRefused("expired", "Shareable link has expired")
+    existing = await session.scalar(select(Membership).where(Membership.workspace_id == workspace_id, Membership.user_id == user_id))
+    if existing is not None:
+        return existing, False
+    await session.execute(update(ShareableLink).where(ShareableLink.id == link.id).values(uses=ShareableLink.uses + 1, updated_at=utcnow()))
+    return await add_member(session, workspace_id=workspace_id, user_id=user_id, role=link.role), True

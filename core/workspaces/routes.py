@@ -1,0 +1,382 @@
+"""Workspaces over HTTP (spec 4.21, prefix /connect/v1/workspaces).
+
+Who may call what:
+
+- ``GET /``: any credential: a user's token lists the user's memberships, an API key (or a client's
+  token) its own workspace.
+- ``POST /``: the operator's admin API key (server-to-server; ``ownerUserId`` or ``ownerEmail``
+  makes a user its admin), or a signed-in user, who becomes its admin. Idempotent by ``externalId``.
+- ``invite/validate``, ``public/{slug}``: no credential (the token or slug is the secret / public).
+- ``invite/accept``, ``join/request``, ``join/link``: a signed-in user's access token.
+- ``/{id}/...`` administration: ``workspace.admin`` on that workspace (another one answers 404).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import attrs
+from aiohttp import web
+from sqlalchemy import func, select
+
+from patchbay.core.accounts.auth import is_operator, require_user
+from patchbay.core.appkeys import DB, JOBS, SECRETS, SETTINGS
+from patchbay.core.http.bodies import page_envelope, page_params, read_body, read_json
+from patchbay.core.http.errors import ApiError, bad_request, conflict, not_found, unauthorized
+from patchbay.core.security.auth import authenticate, principal_of, requires
+from patchbay.core.timeutil import iso
+from patchbay.core.users.models import User
+from patchbay.core.users.service import find_user_by_email
+from patchbay.core.workspaces import service
+from patchbay.core.workspaces.mail import INVITE_EMAIL_JOB, invite_url, link_url, send_invite_email
+from patchbay.core.workspaces.models import Invite, JoinRequest, Workspace
+
+routes = web.RouteTableDef()
+PREFIX = "/connect/v1/workspaces"
+
+
+def workspace_json(workspace: Workspace, role: str | None = None) -> dict[str, Any]:
+    body = {
+        "id": workspace.id,
+        "name": workspace.name,
+        "slug": workspace.slug,
+        "plan": workspace.plan,
+        "externalId": workspace.external_id,
+        "createdAt": iso(workspace.created_at),
+        "updatedAt": iso(workspace.updated_at),
+    }
+    if role is not None:
+        body["role"] = role
+    return body
+
+
+def invite_json(invite: Invite) -> dict[str, Any]:
+    return {
+        "id": invite.id,
+        "workspaceId": invite.workspace_id,
+        "email": invite.email,
+        "role": invite.role,
+        "status": "accepted" if invite.accepted_at else service.invite_state(invite),
+        "expiresAt": iso(invite.expires_at),
+        "invitedBy": invite.invited_by,
+        "acceptedAt": iso(invite.accepted_at),
+        "createdAt": iso(invite.created_at),
+    }
+
+
+def join_request_json(request: JoinRequest, user: User | None = None) -> dict[str, Any]:
+    return {
+        "id": request.id,
+        "workspaceId": request.workspace_id,
+        "userId": request.user_id,
+        "email": user.email if user else None,
+        "name": user.name if user else None,
+        "message": request.message,
+        "status": request.status,
+        "role": request.role,
+        "decidedBy": request.decided_by,
+        "decidedAt": iso(request.decided_at),
+        "createdAt": iso(request.created_at),
+    }
+
+
+def _refused(error: service.TokenRefused) -> ApiError:
+    status = {"not_found": 404, "wrong_user": 403}.get(error.reason, 410)
+    return ApiError(status, str(error))
+
+
+async def _user(session, principal) -> User:
+    user = await session.get(User, principal.subject)
+    if user is None:
+        raise unauthorized()
+    return user
+
+
+def _admin_of(request: web.Request) -> str:
+    """The workspace id of the path, which must be the caller's (``workspace.admin`` checked by
+    ``requires``); another workspace answers 404."""
+    workspace_id = request.match_info["id"]
+    if principal_of(request).workspace_id != workspace_id:
+        raise not_found("Workspace not found")
+    return workspace_id
+
+
+# ---------------------------------------------------------------------------------------------
+# Listing and creating
+# ---------------------------------------------------------------------------------------------
+
+
+@routes.get(PREFIX)
+async def list_workspaces(request: web.Request) -> web.Response:
+    """The caller's workspaces: a user's memberships, or an API key's own workspace."""
+    principal = await authenticate(request)
+    if principal is None:
+        raise unauthorized()
+    page, limit = page_params(request)
+    async with request.app[DB].session() as session:
+        if principal.kind == "access_token" and principal.subject and principal.subject != principal.client_id and await session.get(User, principal.subject):
+            items = [workspace_json(w, role) for w, role in await service.memberships_of(session, principal.subject)]
+        elif principal.workspace_id:
+            workspace = await session.get(Workspace, principal.workspace_id)
+            items = [workspace_json(workspace)] if workspace else []
+        else:
+            items = []
+    return web.json_response(page_envelope(items[(page - 1) * limit : page * limit], page, limit, len(items)))
+
+
+@attrs.define
+class CreateWorkspaceDto:
+    name: str
+    externalId: str | None = None
+    plan: str | None = None
+    ownerUserId: str | None = None
+    ownerEmail: str | None = None
+
+
+@routes.post(PREFIX)
+async def create_workspace(request: web.Request) -> web.Response:
+    """Create a workspace (server-to-server with the admin API key, or a signed-in user);
+    idempotent by externalId."""
+    operator = is_operator(request)
+    principal = None if operator else await require_user(request)
+    body = await read_body(request, CreateWorkspaceDto)
+    if body.plan and not operator:
+        raise bad_request("Validation failed: plan can only be set with the admin API key")
+    async with request.app[DB].transaction() as session:
+        owner_id = principal.subject if principal else None
+        if operator and body.ownerUserId:
+            owner_id = body.ownerUserId if await session.get(User, body.ownerUserId) else None
+            if owner_id is None:
+                raise bad_request("Validation failed: ownerUserId is not a user")
+        elif operator and body.ownerEmail:
+            owner = await find_user_by_email(session, body.ownerEmail)
+            if owner is None:
+                raise bad_request("Validation failed: ownerEmail is not a user")
+            owner_id = owner.id
+        elif principal is not None:
+            await _user(session, principal)
+        try:
+            workspace, created = await service.create_workspace(session, name=body.name, plan=body.plan or "free", external_id=body.externalId)
+        except service.WorkspaceError as error:
+            raise bad_request(f"Validation failed: {error}") from None
+        if created and owner_id:
+            await service.add_member(session, workspace_id=workspace.id, user_id=owner_id, role="admin")
+        return web.json_response({**workspace_json(workspace), "created": created}, status=201)
+
+
+# ---------------------------------------------------------------------------------------------
+# Invites
+# ---------------------------------------------------------------------------------------------
+
+
+@routes.get(PREFIX + "/invite/validate/{token}")
+async def validate_invite(request: web.Request) -> web.Response:
+    """Validate an invite token: 200 with the workspace, email and role; 404 unknown, 410 used or
+    expired."""
+    async with request.app[DB].session() as session:
+        try:
+            invite = await service.find_invite(session, request.app[SECRETS], request.match_info["token"])
+        except service.TokenRefused as error:
+            raise _refused(error) from None
+        workspace = await session.get(Workspace, invite.workspace_id)
+    return web.json_response({"valid": True, "workspace": {"id": workspace.id, "name": workspace.name, "slug": workspace.slug}, "email": invite.email, "role": invite.role, "expiresAt": iso(invite.expires_at)})
+
+
+@routes.post(PREFIX + "/invite/accept/{token}")
+async def accept_invite(request: web.Request) -> web.Response:
+    """Accept an invite as the signed-in user it was sent to (single use)."""
+    principal = await require_user(request)
+    async with request.app[DB].transaction() as session:
+        user = await _user(session, principal)
+        try:
+            invite, membership = await service.accept_invite(session, request.app[SECRETS], token=request.match_info["token"], user=user)
+        except service.TokenRefused as error:
+            raise _refused(error) from None
+        workspace = await session.get(Workspace, invite.workspace_id)
+        return web.json_response({"workspace": workspace_json(workspace, membership.role), "role": membership.role}, status=201)
+
+
+@attrs.define
+class CreateInviteDto:
+    email: str
+    role: str = "viewer"
+    expiresInHours: int | None = None
+
+
+@routes.post(PREFIX + "/{id}/invite")
+@requires("workspace.admin")
+async def create_invite(request: web.Request) -> web.Response:
+    """Invite an email address (``{email, role?, expiresInHours?}``); the invite is emailed."""
+    workspace_id = _admin_of(request)
+    body = await read_body(request, CreateInviteDto)
+    settings = request.app[SETTINGS]
+    hours = body.expiresInHours or settings.workspaces.invite_ttl_hours
+    if not 0 < hours <= 24 * 90:
+        raise bad_request("Validation failed: expiresInHours must be between 1 and 2160")
+    async with request.app[DB].transaction(tenant=workspace_id) as session:
+        try:
+            invite, token = await service.create_invite(
+                session, request.app[SECRETS], workspace_id=workspace_id, email=body.email, role=body.role, ttl=timedelta(hours=hours), invited_by=principal_of(request).subject
+            )
+        except service.WorkspaceError as error:
+            raise bad_request(f"Validation failed: {error}") from None
+        request.app[JOBS].enqueue(session, INVITE_EMAIL_JOB, {"invite_id": invite.id, "token": request.app[SECRETS].encrypt(token)}, workspace_id=workspace_id)
+        return web.json_response({**invite_json(invite), "inviteUrl": invite_url(settings, token=token, workspace_id=workspace_id)}, status=201)
+
+
+# ---------------------------------------------------------------------------------------------
+# Public information and joining
+# ---------------------------------------------------------------------------------------------
+
+
+@routes.get(PREFIX + "/public/{slug}")
+async def public_info(request: web.Request) -> web.Response:
+    """Public information of a workspace by slug (no credential)."""
+    async with request.app[DB].session() as session:
+        workspace = await session.scalar(select(Workspace).where(Workspace.slug == request.match_info["slug"]))
+        if workspace is None:
+            raise not_found("Workspace not found")
+        members = await session.scalar(select(func.count()).select_from(service.Membership).where(service.Membership.workspace_id == workspace.id))
+    return web.json_response({"id": workspace.id, "name": workspace.name, "slug": workspace.slug, "memberCount": members or 0, "createdAt": iso(workspace.created_at)})
+
+
+@attrs.define
+class RequestJoinDto:
+    workspaceId: str | None = None
+    slug: str | None = None
+    message: str | None = None
+
+
+@routes.post(PREFIX + "/join/request")
+async def request_join(request: web.Request) -> web.Response:
+    """Ask to join a workspace (``{workspaceId | slug, message?}``) as the signed-in user."""
+    principal = await require_user(request)
+    body = await read_body(request, RequestJoinDto)
+    if not body.workspaceId and not body.slug:
+        raise bad_request("Validation failed: workspaceId or slug is required")
+    async with request.app[DB].transaction() as session:
+        await _user(session, principal)
+        query = select(Workspace).where(Workspace.id == body.workspaceId) if body.workspaceId else select(Workspace).where(Workspace.slug == body.slug)
+        workspace = await session.scalar(query)
+        if workspace is None:
+            raise not_found("Workspace not found")
+        try:
+            join = await service.request_join(session, workspace_id=workspace.id, user_id=principal.subject, message=body.message)
+        except service.WorkspaceError as error:
+            raise conflict(str(error)) from None
+        return web.json_response(join_request_json(join), status=201)
+
+
+@routes.post(PREFIX + "/join/link/{workspaceId}")
+async def join_by_link(request: web.Request) -> web.Response:
+    """Join through a shareable link as the signed-in user; the token in ``{token}`` or ``?token=``."""
+    principal = await require_user(request)
+    token = request.query.get("token")
+    if not token and (await request.read()).strip():
+        body = await read_json(request)
+        token = body.get("token") if isinstance(body, dict) else None
+    if not token or not isinstance(token, str):
+        raise bad_request("Validation failed: token is required")
+    workspace_id = request.match_info["workspaceId"]
+    async with request.app[DB].transaction() as session:
+        await _user(session, principal)
+        try:
+            membership, joined = await service.join_by_link(session, request.app[SECRETS], workspace_id=workspace_id, token=token, user_id=principal.subject)
+        except service.TokenRefused as error:
+            raise _refused(error) from None
+        workspace = await session.get(Workspace, workspace_id)
+        return web.json_response({"workspace": workspace_json(workspace, membership.role), "role": membership.role, "joined": joined}, status=201)
+
+
+# ---------------------------------------------------------------------------------------------
+# Administration: join requests and the shareable link
+# ---------------------------------------------------------------------------------------------
+
+
+@routes.get(PREFIX + "/{id}/join-requests")
+@requires("workspace.admin")
+async def list_join_requests(request: web.Request) -> web.Response:
+    """Pending join requests of the workspace, oldest first."""
+    workspace_id = _admin_of(request)
+    page, limit = page_params(request)
+    async with request.app[DB].session(tenant=workspace_id) as session:
+        pending = select(JoinRequest).where(JoinRequest.status == "pending")
+        total = await session.scalar(select(func.count()).select_from(pending.subquery()))
+        rows = await session.execute(
+            select(JoinRequest, User).join(User, User.id == JoinRequest.user_id).where(JoinRequest.status == "pending").order_by(JoinRequest.created_at, JoinRequest.id).offset((page - 1) * limit).limit(limit)
+        )
+        return web.json_response(page_envelope([join_request_json(r, u) for r, u in rows.all()], page, limit, total or 0))
+
+
+async def _decide(request: web.Request, approve: bool) -> web.Response:
+    workspace_id = _admin_of(request)
+    role = "viewer"
+    if approve and (await request.read()).strip():
+        body = await read_json(request)
+        role = body.get("role", "viewer") if isinstance(body, dict) else "viewer"
+    async with request.app[DB].transaction(tenant=workspace_id) as session:
+        try:
+            join = await service.decide_join_request(session, workspace_id=workspace_id, request_id=request.match_info["requestId"], approve=approve, role=role, decided_by=principal_of(request).subject)
+        except service.WorkspaceError as error:
+            raise (bad_request(f"Validation failed: {error}") if "role" in str(error) else conflict(str(error))) from None
+        if join is None:
+            raise not_found("Join request not found")
+        return web.json_response(join_request_json(join, await session.get(User, join.user_id)), status=201)
+
+
+@routes.post(PREFIX + "/{id}/join-requests/{requestId}/approve")
+@requires("workspace.admin")
+async def approve_join_request(request: web.Request) -> web.Response:
+    """Approve a join request; the user becomes a member (``{role?}``, default viewer)."""
+    return await _decide(request, True)
+
+
+@routes.post(PREFIX + "/{id}/join-requests/{requestId}/deny")
+@requires("workspace.admin")
+async def deny_join_request(request: web.Request) -> web.Response:
+    """Deny a join request."""
+    return await _decide(request, False)
+
+
+@routes.post(PREFIX + "/{id}/shareable-link")
+@requires("workspace.admin")
+async def create_shareable_link(request: web.Request) -> web.Response:
+    """Generate the shareable link (``{role?, expiresInHours?}``); the previous one stops working."""
+    workspace_id = _admin_of(request)
+    body: dict[str, Any] = {}
+    if (await request.read()).strip():
+        raw = await read_json(request)
+        if not isinstance(raw, dict):
+            raise bad_request("Request body must be a JSON object")
+        body = raw
+    hours = body.get("expiresInHours")
+    if hours is not None and (not isinstance(hours, int) or isinstance(hours, bool) or hours <= 0):
+        raise bad_request("Validation failed: expiresInHours must be a positive integer")
+    async with request.app[DB].transaction(tenant=workspace_id) as session:
+        try:
+            link, token = await service.create_link(
+                session, request.app[SECRETS], workspace_id=workspace_id, role=body.get("role", "viewer"), ttl=timedelta(hours=hours) if hours else None, created_by=principal_of(request).subject
+            )
+        except service.WorkspaceError as error:
+            raise bad_request(f"Validation failed: {error}") from None
+        return web.json_response(
+            {"url": link_url(request.app[SETTINGS], token=token, workspace_id=workspace_id), "token": token, "role": link.role, "expiresAt": iso(link.expires_at), "createdAt": iso(link.created_at)},
+            status=201,
+        )
+
+
+@routes.delete(PREFIX + "/{id}/shareable-link")
+@requires("workspace.admin")
+async def revoke_shareable_link(request: web.Request) -> web.Response:
+    """Revoke the shareable link."""
+    workspace_id = _admin_of(request)
+    async with request.app[DB].transaction(tenant=workspace_id) as session:
+        if not await service.revoke_link(session, workspace_id):
+            raise not_found("No active shareable link")
+    return web.json_response({"revoked": True})
+
+
+def setup(app: web.Application) -> None:
+    app[JOBS].register(INVITE_EMAIL_JOB, send_invite_email, max_attempts=5)
+    app.router.add_routes(routes)

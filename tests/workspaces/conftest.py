@@ -1,0 +1,63 @@
+"""Fixtures of the workspaces tests: a local SMTP server (aiosmtpd) collecting messages, users with
+access tokens."""
+
+from __future__ import annotations
+
+import asyncio
+import email
+from email.message import Message
+
+import pytest
+from aiosmtpd.smtp import SMTP
+
+from patchbay.core.appkeys import DB
+from patchbay.core.testing import sign_access_token
+from patchbay.core.users.service import create_user
+
+
+class _Inbox:
+    def __init__(self) -> None:
+        self.messages: list[Message] = []
+        self.arrived = asyncio.Event()
+
+    async def handle_DATA(self, server, session, envelope):
+        self.messages.append(email.message_from_bytes(envelope.content))
+        self.arrived.set()
+        return "250 OK"
+
+    async def wait(self, count: int = 1, timeout: float = 10.0) -> list[Message]:
+        async def until() -> None:
+            while len(self.messages) < count:
+                self.arrived.clear()
+                await self.arrived.wait()
+
+        await asyncio.wait_for(until(), timeout)
+        return self.messages
+
+
+@pytest.fixture
+async def smtp_server():
+    """``(host, port, inbox)`` of an SMTP server on 127.0.0.1."""
+    inbox = _Inbox()
+    loop = asyncio.get_running_loop()
+    server = await loop.create_server(lambda: SMTP(inbox), "127.0.0.1", 0)
+    host, port = server.sockets[0].getsockname()[:2]
+    yield host, port, inbox
+    server.close()
+    await server.wait_closed()
+
+
+@pytest.fixture
+def make_user():
+    """``await make_user(app, email)`` -> ``(user_id, headers)`` of a signed-in user (no workspace)."""
+
+    async def make(app, address: str, *, organization_id: str | None = None, permissions=()):
+        async with app[DB].transaction() as session:
+            user = await create_user(session, email=address, password="correct horse battery", name="Test User")
+        claims = {"sub": user.id, "client_id": "console", "permissions": list(permissions)}
+        if organization_id:
+            claims["organization_id"] = organization_id
+        token = await sign_access_token(app, claims)
+        return user.id, {"Authorization": f"Bearer {token}"}
+
+    return make
