@@ -9,5 +9,6 @@ FEATURES: tuple[str, ...] = (
     "patchbay.core.approvals.routes",
     "patchbay.core.workspaces.routes",
     "patchbay.core.http.openapi",
+    "patchbay.core.identity.feature",
     "patchbay.core.jobs.maintenance",
 )

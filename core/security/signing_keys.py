@@ -15,13 +15,14 @@ from typing import Any
 from joserfc import jwt
 from joserfc.errors import JoseError
 from joserfc.jwk import KeySet, RSAKey
-from sqlalchemy import select, update
+from sqlalchemy import select, text, update
 
 from patchbay.core.security.models import SigningKey
 from patchbay.core.security.secrets import SecretBox, random_token
 from patchbay.core.storage.db import Database
 
 RELOAD_SECONDS = 60
+_KEY_LOCK_ID = 7_314_160
 ALGORITHM = "RS256"
 
 
@@ -42,6 +43,7 @@ class SigningKeys:
     async def ensure(self) -> None:
         """Create the first key if there is none, then load."""
         async with self._db.transaction() as session:
+            await self._serialise(session)
             exists = await session.scalar(select(SigningKey.kid).where(SigningKey.status == "current").limit(1))
             if exists is None:
                 session.add(self._new_key_row())
@@ -50,12 +52,18 @@ class SigningKeys:
     async def rotate(self) -> str:
         """Make a new current key; the old current becomes previous, the old previous retires."""
         async with self._db.transaction() as session:
+            await self._serialise(session)
             await session.execute(update(SigningKey).where(SigningKey.status == "previous").values(status="retired"))
             await session.execute(update(SigningKey).where(SigningKey.status == "current").values(status="previous"))
             row = self._new_key_row()
             session.add(row)
         await self.load()
         return row.kid
+
+    async def _serialise(self, session) -> None:
+        """Processes starting or rotating at once on PostgreSQL take turns (one current key)."""
+        if self._db.is_postgres:
+            await session.execute(text(f"SELECT pg_advisory_xact_lock({_KEY_LOCK_ID})"))
 
     def _new_key_row(self) -> SigningKey:
         kid = random_token(12)
@@ -93,11 +101,20 @@ class SigningKeys:
 
     async def sign(self, claims: dict[str, Any], *, typ: str = "JWT") -> str:
         await self._fresh()
+        return await asyncio.to_thread(self.sign_blocking, claims, typ=typ)
+
+    def sign_blocking(self, claims: dict[str, Any], *, typ: str = "JWT") -> str:
+        """Sign on the calling thread with the key loaded last: for code already running off the
+        event loop (the identity provider runs authlib's synchronous grants in a thread)."""
         key = self._current
         if key is None:
             raise RuntimeError("no signing key: run `patchbay keys rotate` or start the server once")
         header = {"alg": ALGORITHM, "kid": key.kid, "typ": typ}
-        return await asyncio.to_thread(jwt.encode, header, claims, key)
+        return jwt.encode(header, claims, key)
+
+    async def refresh(self) -> None:
+        """Reload the keys when they are older than ``RELOAD_SECONDS`` (before ``sign_blocking``)."""
+        await self._fresh()
 
     async def verify(self, token: str) -> dict[str, Any]:
         """The claims of a token signed by one of our keys (expiry and issuer are the caller's)."""

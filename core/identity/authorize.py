@@ -1,0 +1,153 @@
+"""``GET|POST /api/v1/oidc/authorize`` and the continuation shared with the login, consent and
+federation callbacks: validate (authlib), authenticate (session, prompt, max_age, id_token_hint,
+idp hint), obtain consent, then issue the code with ``iss`` (RFC 9207)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+from urllib.parse import urlencode
+
+from aiohttp import web
+from authlib.oauth2.rfc6749 import OAuth2Error
+from multidict import MultiDict
+from sqlalchemy import select
+
+from patchbay.core.appkeys import DB, REGISTRY, SETTINGS, SIGNING_KEYS
+from patchbay.core.identity.claims import UserFacts, load_user_facts, scope_list
+from patchbay.core.identity.clients import Client
+from patchbay.core.identity.http import OAUTH_SERVER, PREFIX, add_route, client_ip, load_client, new_context, oauth_error, oauth_request, rate_limit
+from patchbay.core.identity.models import Consent
+from patchbay.core.identity.server import CURRENT, apply_writes, error_redirect
+from patchbay.core.identity.session import INTERACTION_SECONDS, LoginSession, current_session, seal, start_session, unseal
+from patchbay.core.security.signing_keys import InvalidToken
+
+routes = web.RouteTableDef()
+
+
+def redirect(location: str, *, post: bool) -> web.Response:
+    """302 after a GET, 303 after a POST (so the browser does not repeat the POST)."""
+    return web.Response(status=303 if post else 302, headers={"Location": location, "Cache-Control": "no-store"})
+
+
+def error_to_client(request: web.Request, params: dict[str, Any], error: str, description: str) -> web.Response:
+    issuer = request.app[SETTINGS].resolved_issuer
+    return redirect(error_redirect(params["redirect_uri"], error, description, params.get("state"), issuer), post=request.method == "POST")
+
+
+def interaction_url(request: web.Request, page: str, params: dict[str, Any]) -> str:
+    return f"{PREFIX}/{page}?" + urlencode({"interaction": seal(request.app, "interaction", {"p": params}, INTERACTION_SECONDS)})
+
+
+def read_interaction(request: web.Request, value: str | None) -> dict[str, Any] | None:
+    data = unseal(request.app, "interaction", value)
+    return data["p"] if data else None
+
+
+async def consent_covers(request: web.Request, user_id: str, client_id: str, scope: str) -> bool:
+    async with request.app[DB].session() as session:
+        stored = await session.scalar(select(Consent.scopes).where(Consent.user_id == user_id, Consent.client_id == client_id))
+    return stored is not None and set(scope_list(scope)) <= set(stored)
+
+
+def federation_hint(request: web.Request, params: dict[str, Any]) -> str | None:
+    """The ``idp`` (or legacy ``kc_idp_hint``) when it names a configured provider; else None."""
+    name = params.get("idp") or params.get("kc_idp_hint")
+    table = request.app[SETTINGS].federation.get(name or "")
+    if not table or request.app[REGISTRY].get("federated_login", table.get("protocol", "oidc")) is None:
+        return None
+    return name
+
+
+async def proceed(request: web.Request, params: dict[str, Any], client: Client, *, session: LoginSession | None = None,
+                  fresh_login: bool = False, consented: bool = False) -> web.Response:  # fmt: skip
+    """Continue an authorization request whose client and redirect_uri are already validated."""
+    post = request.method == "POST"
+    session = session or current_session(request)
+    facts: UserFacts | None = None
+    if session is not None:
+        async with request.app[DB].session() as db_session:
+            facts = await load_user_facts(db_session, session.user_id)
+    ctx = new_context(request.app)
+    ctx.clients[client.client_id] = client
+    ctx.auth_time = session.auth_time if session else None
+    CURRENT.set(ctx)
+    server = request.app[OAUTH_SERVER]
+    oauth = oauth_request(request, MultiDict(params))
+    try:
+        grant = server.get_consent_grant(oauth, end_user=facts)
+    except OAuth2Error as error:
+        return error_to_client(request, params, error.error, error.description or error.error)
+
+    prompts = (params.get("prompt") or "").split()
+    need_login = facts is None
+    if not fresh_login and facts is not None:
+        if "login" in prompts:
+            need_login = True
+        max_age = params.get("max_age")
+        if max_age is not None:
+            try:
+                if time.time() - session.auth_time >= int(max_age):
+                    need_login = True
+            except ValueError:
+                return error_to_client(request, params, "invalid_request", "max_age must be a whole number of seconds")
+        hint = params.get("id_token_hint")
+        if hint:
+            try:
+                claims = await request.app[SIGNING_KEYS].verify(hint)
+            except InvalidToken:
+                return error_to_client(request, params, "invalid_request", "id_token_hint is not a valid ID token of this issuer")
+            if claims.get("iss") != request.app[SETTINGS].resolved_issuer:
+                return error_to_client(request, params, "invalid_request", "id_token_hint was issued by another issuer")
+            if claims.get("sub") != facts.id:
+                need_login = True
+    if need_login:
+        if "none" in prompts:
+            return error_to_client(request, params, "login_required", "the user is not signed in")
+        idp = federation_hint(request, params) if facts is None else None
+        if idp is not None:
+            from patchbay.core.identity.federation import start_federation
+
+            return await start_federation(request, params, idp)
+        return redirect(interaction_url(request, "login", params), post=post)
+
+    if not consented and ("consent" in prompts or not await consent_covers(request, facts.id, client.client_id, oauth.scope)):
+        if "none" in prompts:
+            return error_to_client(request, params, "consent_required", "the user has not consented to these scopes")
+        return redirect(interaction_url(request, "consent", params), post=post)
+
+    result = server.create_authorization_response(oauth, grant_user=facts, grant=grant)
+    await apply_writes(request.app[DB], ctx)
+    return redirect(result.location, post=post)
+
+
+async def authorize(request: web.Request) -> web.Response:
+    """Start an authorization: validate it, then send the browser to login, consent or the client."""
+    params = request.query if request.method == "GET" else await request.post()
+    headers = await rate_limit(request, "oidc_authorize", f"ip:{client_ip(request)}")
+    duplicated = sorted({key for key in params if len(params.getall(key)) > 1})
+    if "client_id" in duplicated or "redirect_uri" in duplicated:
+        return oauth_error(400, "invalid_request", "client_id and redirect_uri must be sent once", headers)
+    client = await load_client(request, params.get("client_id"))
+    if client is None:
+        return oauth_error(400, "invalid_client", "unknown or missing client_id", headers)
+    redirect_uri = params.get("redirect_uri")
+    if not redirect_uri or not client.check_redirect_uri(redirect_uri):
+        return oauth_error(400, "invalid_request", "redirect_uri is missing or not registered for this client", headers)
+    single = {key: params.get(key) for key in params}
+    if duplicated:
+        return error_to_client(request, single, "invalid_request", f"parameter(s) sent more than once: {', '.join(duplicated)}")
+    return await proceed(request, single, client)
+
+
+add_route(routes, ("GET", "POST"), f"{PREFIX}/authorize", authorize)
+
+
+async def continue_signed_in(request: web.Request, params: dict[str, Any], client: Client, user_id: str) -> web.Response:
+    """After a login (password or federated): start the session and resume the authorization."""
+    carrier = web.Response()
+    session = start_session(request, carrier, user_id)
+    response = await proceed(request, params, client, session=session, fresh_login=True)
+    for cookie in carrier.cookies.values():
+        response.cookies[cookie.key] = cookie
+    return response

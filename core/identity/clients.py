@@ -1,0 +1,277 @@
+"""Registered clients (spec 2.15): validating registration metadata, creating clients (dynamic
+registration and ``patchbay clients create``), and the read-only view authlib works with."""
+
+from __future__ import annotations
+
+import hmac
+import time
+from typing import Any
+from urllib.parse import urlsplit
+
+import attrs
+from authlib.oauth2.rfc6749 import ClientMixin
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from patchbay.core.identity.claims import SCOPES_SUPPORTED, scope_list
+from patchbay.core.identity.models import OidcClient
+from patchbay.core.security.permissions import PERMISSIONS, permissions_for_roles
+from patchbay.core.security.secrets import SecretBox, random_token
+
+GRANT_TYPES = ("authorization_code", "refresh_token", "client_credentials")
+AUTH_METHODS = ("client_secret_post", "client_secret_basic", "none")
+CONFIDENTIAL_METHODS = ("client_secret_post", "client_secret_basic")
+DEFAULT_SCOPE = "openid profile email"
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
+
+
+class ClientMetadataError(ValueError):
+    """Registration metadata is invalid (RFC 7591 ``invalid_client_metadata`` or
+    ``invalid_redirect_uri``)."""
+
+    def __init__(self, message: str, error: str = "invalid_client_metadata") -> None:
+        super().__init__(message)
+        self.error = error
+
+
+def _check_uri(uri: Any, name: str, *, redirect: bool = False) -> str:
+    error = "invalid_redirect_uri" if redirect else "invalid_client_metadata"
+    if not isinstance(uri, str) or not uri:
+        raise ClientMetadataError(f"{name} must be a URL", error)
+    parts = urlsplit(uri)
+    if parts.scheme not in ("https", "http") or not parts.hostname:
+        raise ClientMetadataError(f"{name} {uri!r} is not an absolute http(s) URL", error)
+    if parts.scheme == "http" and parts.hostname not in LOOPBACK_HOSTS:
+        raise ClientMetadataError(f"{name} {uri!r} must use https (http only for localhost)", error)
+    if redirect and parts.fragment:
+        raise ClientMetadataError(f"{name} {uri!r} must not have a fragment", error)
+    if redirect and "*" in uri:
+        raise ClientMetadataError(f"{name} {uri!r}: wildcards are not allowed", error)
+    return uri
+
+
+def _positive_int(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ClientMetadataError(f"{name} must be a positive integer (seconds)")
+    return value
+
+
+def validate_metadata(data: dict[str, Any]) -> dict[str, Any]:
+    """Registration metadata (2.15) with its defaults applied; raises :class:`ClientMetadataError`."""
+    name = data.get("client_name")
+    if not isinstance(name, str) or not name.strip():
+        raise ClientMetadataError("client_name is required")
+    uris = data.get("redirect_uris")
+    if not isinstance(uris, list) or not uris:
+        raise ClientMetadataError("redirect_uris is required: a non-empty array of URLs", "invalid_redirect_uri")
+    uris = [_check_uri(uri, "redirect_uri", redirect=True) for uri in uris]
+    grant_types = data.get("grant_types", ["authorization_code"])
+    if not isinstance(grant_types, list) or not grant_types or any(g not in GRANT_TYPES for g in grant_types):
+        raise ClientMetadataError(f"grant_types must be a non-empty subset of {', '.join(GRANT_TYPES)}")
+    method = data.get("token_endpoint_auth_method", "client_secret_post")
+    if method not in AUTH_METHODS:
+        raise ClientMetadataError(f"token_endpoint_auth_method must be one of {', '.join(AUTH_METHODS)}")
+    public = method == "none"
+    if public and "client_credentials" in grant_types:
+        raise ClientMetadataError("a public client (token_endpoint_auth_method none) cannot use client_credentials")
+    response_types = data.get("response_types", ["code"] if "authorization_code" in grant_types else [])
+    if not isinstance(response_types, list) or any(r != "code" for r in response_types):
+        raise ClientMetadataError("response_types may only contain code")
+    scope = data.get("scope", DEFAULT_SCOPE)
+    if not isinstance(scope, str) or any(s not in SCOPES_SUPPORTED for s in scope_list(scope)):
+        raise ClientMetadataError(f"scope must be space-separated values of {' '.join(SCOPES_SUPPORTED)}")
+    require_pkce = data.get("require_pkce", True)
+    rotation = data.get("refresh_token_rotation", public)
+    if not isinstance(require_pkce, bool) or not isinstance(rotation, bool):
+        raise ClientMetadataError("require_pkce and refresh_token_rotation must be booleans")
+    application = data.get("application")
+    if application is not None and (not isinstance(application, str) or not application.strip()):
+        raise ClientMetadataError("application must be a non-empty string")
+    permissions = data.get("permissions")
+    if permissions is not None and (not isinstance(permissions, list) or any(p not in PERMISSIONS for p in permissions)):
+        raise ClientMetadataError("permissions must be a list of known permission keys")
+    return {
+        "client_name": name.strip(),
+        "redirect_uris": uris,
+        "grant_types": list(dict.fromkeys(grant_types)),
+        "response_types": response_types,
+        "token_endpoint_auth_method": method,
+        "scope": " ".join(dict.fromkeys(scope_list(scope))),
+        "client_uri": _check_uri(data["client_uri"], "client_uri") if data.get("client_uri") is not None else None,
+        "logo_uri": _check_uri(data["logo_uri"], "logo_uri") if data.get("logo_uri") is not None else None,
+        "require_pkce": True if public else require_pkce,  # public clients always prove possession
+        "refresh_token_rotation": rotation,
+        "access_token_ttl": _positive_int(data.get("access_token_ttl", 3600), "access_token_ttl"),
+        "refresh_token_ttl": _positive_int(data.get("refresh_token_ttl", 86400), "refresh_token_ttl"),
+        "application": application.strip() if application else None,
+        "permissions": permissions,
+    }
+
+
+@attrs.frozen
+class IssuedClient:
+    row: OidcClient
+    client_secret: str | None  # the only time the plaintext exists
+
+    def registration_response(self) -> dict[str, Any]:
+        """The RFC 7591 answer (4.23): the secret appears here and nowhere else."""
+        row = self.row
+        body = {
+            "client_id": row.client_id,
+            "client_id_issued_at": int(row.created_at.timestamp()),
+            "client_secret_expires_at": 0,
+            "client_name": row.client_name,
+            "redirect_uris": row.redirect_uris,
+            "grant_types": row.grant_types,
+            "response_types": ["code"] if "authorization_code" in row.grant_types else [],
+            "token_endpoint_auth_method": row.token_endpoint_auth_method,
+            "scope": row.scope,
+            "client_uri": row.client_uri,
+            "logo_uri": row.logo_uri,
+            "application": row.application,
+            "require_pkce": row.require_pkce,
+            "refresh_token_rotation": row.refresh_token_rotation,
+            "access_token_ttl": row.access_token_ttl,
+            "refresh_token_ttl": row.refresh_token_ttl,
+        }
+        if self.client_secret is not None:
+            body["client_secret"] = self.client_secret
+        if row.workspace_id:
+            body["workspace_id"] = row.workspace_id
+        return body
+
+
+class ClientConflict(ValueError):
+    pass
+
+
+async def create_client(session: AsyncSession, box: SecretBox, metadata: dict[str, Any], *, workspace_id: str | None = None) -> IssuedClient:
+    """Store a client from validated metadata; the secret is returned once and kept as a digest."""
+    application = metadata["application"] or f"app-{random_token(9)}"
+    if await session.scalar(select(OidcClient.client_id).where(OidcClient.application == application)):
+        raise ClientConflict(f"application {application!r} is already registered")
+    secret = None if metadata["token_endpoint_auth_method"] == "none" else random_token(32)
+    row = OidcClient(
+        client_id=random_token(18),
+        secret_digest=box.digest(secret) if secret else None,
+        application=application,
+        workspace_id=workspace_id,
+        **{key: value for key, value in metadata.items() if key not in ("application", "response_types")},
+    )
+    session.add(row)
+    await session.flush()
+    return IssuedClient(row, secret)
+
+
+@attrs.frozen
+class Client(ClientMixin):
+    """A client as authlib sees it: a frozen copy of the row, safe to hand to a worker thread."""
+
+    client_id: str
+    secret_digests: tuple[str, ...]
+    client_name: str
+    redirect_uris: tuple[str, ...]
+    grant_types: tuple[str, ...]
+    token_endpoint_auth_method: str
+    scope: str
+    logo_uri: str | None
+    client_uri: str | None
+    require_pkce: bool
+    refresh_token_rotation: bool
+    access_token_ttl: int
+    refresh_token_ttl: int
+    workspace_id: str | None
+    permissions: tuple[str, ...] | None
+    box: SecretBox = attrs.field(eq=False, repr=False)
+
+    @classmethod
+    def from_row(cls, row: OidcClient, box: SecretBox) -> Client:
+        return cls(
+            client_id=row.client_id, secret_digests=(row.secret_digest,) if row.secret_digest else (), client_name=row.client_name,
+            redirect_uris=tuple(row.redirect_uris), grant_types=tuple(row.grant_types), token_endpoint_auth_method=row.token_endpoint_auth_method,
+            scope=row.scope, logo_uri=row.logo_uri, client_uri=row.client_uri, require_pkce=row.require_pkce,
+            refresh_token_rotation=row.refresh_token_rotation, access_token_ttl=row.access_token_ttl, refresh_token_ttl=row.refresh_token_ttl,
+            workspace_id=row.workspace_id, permissions=tuple(row.permissions) if row.permissions is not None else None, box=box,
+        )  # fmt: skip
+
+    @property
+    def is_public(self) -> bool:
+        return self.token_endpoint_auth_method == "none"
+
+    @property
+    def allowed_scopes(self) -> set[str]:
+        """The client's registered scopes; ``offline_access`` comes with the refresh_token grant."""
+        allowed = set(scope_list(self.scope))
+        if "refresh_token" in self.grant_types:
+            allowed.add("offline_access")
+        return allowed
+
+    def service_permissions(self) -> list[str]:
+        """What a client_credentials token of a workspace-bound client may do in the connect API."""
+        granted = permissions_for_roles(["admin"]) if self.permissions is None else frozenset(self.permissions)
+        return sorted(granted)
+
+    # -- authlib's ClientMixin ----------------------------------------------------------------
+
+    def get_client_id(self) -> str:
+        return self.client_id
+
+    def get_default_redirect_uri(self) -> str | None:
+        return None  # redirect_uri is required (4.23)
+
+    def get_allowed_scope(self, scope: str | None) -> str | None:
+        requested = scope_list(scope)
+        if not requested:
+            return "openid"
+        if any(item not in self.allowed_scopes for item in requested):
+            return None
+        return " ".join(dict.fromkeys(requested))
+
+    def check_redirect_uri(self, redirect_uri: str) -> bool:
+        return redirect_uri in self.redirect_uris  # exact match, no wildcards
+
+    def check_client_secret(self, client_secret: str) -> bool:
+        if not client_secret or not self.secret_digests:
+            return False
+        presented = self.box.digests(client_secret)
+        return any(hmac.compare_digest(stored, candidate) for stored in self.secret_digests for candidate in presented)
+
+    def check_endpoint_auth_method(self, method: str, endpoint: str) -> bool:
+        if self.is_public:
+            return method == "none" and endpoint == "token"
+        return method in CONFIDENTIAL_METHODS
+
+    def check_response_type(self, response_type: str) -> bool:
+        return response_type == "code" and "authorization_code" in self.grant_types
+
+    def check_grant_type(self, grant_type: str) -> bool:
+        if grant_type == "client_credentials" and self.is_public:
+            return False
+        return grant_type in self.grant_types
+
+
+class ClientCache:
+    """Clients by id for a few seconds: the token endpoint reads one on every request, and a
+    registration is never changed in place (a secret rotation takes effect within ``ttl``)."""
+
+    def __init__(self, box: SecretBox, ttl: float = 10.0) -> None:
+        self._box = box
+        self._ttl = ttl
+        self._items: dict[str, tuple[float, Client | None]] = {}
+
+    async def get(self, session_factory, client_id: str) -> Client | None:
+        now = time.monotonic()
+        hit = self._items.get(client_id)
+        if hit is not None and now - hit[0] < self._ttl:
+            return hit[1]
+        async with session_factory() as session:
+            row = await session.get(OidcClient, client_id)
+        client = Client.from_row(row, self._box) if row is not None else None
+        if client is not None:  # a miss is not remembered: the client may be registered next
+            if len(self._items) > 10_000:
+                self._items.clear()
+            self._items[client_id] = (now, client)
+        return client
+
+    def forget(self, client_id: str) -> None:
+        self._items.pop(client_id, None)

@@ -1,0 +1,15 @@
+"""The identity provider as a feature of the app (listed in ``core/features.py``)."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from patchbay.core.identity import authorize, discovery, federation, introspection, pages, platform, registration, token_endpoint, userinfo
+from patchbay.core.identity.http import setup_common
+
+
+def setup(app: web.Application) -> None:
+    setup_common(app)
+    pages.setup_templates(app)
+    for module in (discovery, token_endpoint, authorize, userinfo, introspection, registration, pages, federation, platform):
+        app.router.add_routes(module.routes)

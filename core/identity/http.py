@@ -1,0 +1,130 @@
+"""What every identity-provider endpoint shares: CORS (4.23), no-store headers, the
+``{error, error_description}`` shape (7B), the rate limits of 8B and the authlib context."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aiohttp import web
+
+from patchbay.core.appkeys import DB, RATE_LIMITER, SECRETS, SETTINGS, SIGNING_KEYS
+from patchbay.core.http.errors import ERROR_FORMATTERS, ApiError
+from patchbay.core.identity.clients import ClientCache
+from patchbay.core.identity.server import AioOAuth2Request, Context, OAuthResult, PatchbayAuthorizationServer
+from patchbay.core.ratelimit.limiter import parse_limit
+
+PREFIX = "/api/v1/oidc"
+OAUTH_SERVER = web.AppKey("oidc_server", PatchbayAuthorizationServer)
+CLIENTS = web.AppKey("oidc_clients", ClientCache)
+
+CORS_HEADERS = {
+    "Access-Control-Allow-Origin": "*",
+    "Access-Control-Allow-Methods": "GET, POST, OPTIONS",
+    "Access-Control-Allow-Headers": "Authorization, Content-Type",
+    "Access-Control-Max-Age": "86400",
+}
+NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
+#: Endpoints that are navigated to by a browser, not called by scripts: no CORS (RFC 9700 2.6).
+NO_CORS = (f"{PREFIX}/authorize", f"{PREFIX}/login", f"{PREFIX}/consent", f"{PREFIX}/signout", f"{PREFIX}/federation/")
+
+OAUTH_ERRORS = {400: "invalid_request", 401: "invalid_client", 403: "access_denied", 404: "invalid_request",
+                405: "invalid_request", 413: "invalid_request", 429: "temporarily_unavailable", 500: "server_error"}  # fmt: skip
+
+
+def oauth_error(status: int, error: str, description: str, headers: dict[str, str] | None = None) -> web.Response:
+    return web.json_response({"error": error, "error_description": description}, status=status, headers={**NO_STORE, **(headers or {})})
+
+
+def _format_error(status: int, message: str, _request: web.Request) -> web.Response:
+    """404, 405, 500 and friends under /api/v1/oidc/ in the shape of 7B."""
+    if status == 429:
+        message = "Rate limit exceeded"
+    return oauth_error(status, OAUTH_ERRORS.get(status, "server_error" if status >= 500 else "invalid_request"), message or "error")
+
+
+def wants_cors(path: str) -> bool:
+    if path.startswith("/.well-known/"):
+        return True
+    return path.startswith(PREFIX + "/") and not path.startswith(NO_CORS)
+
+
+async def _add_cors(request: web.Request, response: web.StreamResponse) -> None:
+    if wants_cors(request.path):
+        for name, value in CORS_HEADERS.items():
+            response.headers.setdefault(name, value)
+
+
+async def preflight(_request: web.Request) -> web.Response:
+    """CORS preflight of an identity-provider endpoint."""
+    return web.Response(status=204)
+
+
+def add_route(routes: web.RouteTableDef, methods: tuple[str, ...], path: str, handler) -> None:
+    """Route ``handler`` for ``methods`` at ``path`` plus its CORS preflight."""
+    for method in methods:
+        routes.route(method, path)(handler)
+    if wants_cors(path):
+        routes.route("OPTIONS", path)(preflight)
+
+
+async def rate_limit(request: web.Request, name: str, key: str) -> dict[str, str]:
+    """Count one request against ``[rate_limits] name`` for ``key``; 429 of 7B when exceeded.
+    Returns the X-RateLimit headers to put on the answer."""
+    item = parse_limit(request.app[SETTINGS].rate_limits[name])
+    if item is None:
+        return {}
+    decision = await request.app[RATE_LIMITER].hit(f"oidc:{name}:{key}", item)
+    headers = {"X-RateLimit-Limit": str(decision.limit), "X-RateLimit-Remaining": str(decision.remaining)}
+    if not decision.allowed:
+        raise ApiError(429, "Rate limit exceeded", headers={**headers, **NO_STORE, "Retry-After": str(decision.retry_after)})
+    return headers
+
+
+def client_ip(request: web.Request) -> str:
+    return request.remote or "unknown"
+
+
+def new_context(app: web.Application) -> Context:
+    return Context(issuer=app[SETTINGS].resolved_issuer, keys=app[SIGNING_KEYS], box=app[SECRETS])
+
+
+def oauth_request(request: web.Request, params) -> AioOAuth2Request:
+    uri = str(request.url.with_query(None))
+    if uri.startswith("http://") and not request.app[SETTINGS].resolved_issuer.startswith("https://"):
+        uri = "https://" + uri[len("http://"):]  # authlib refuses plain http URIs; TLS is the proxy's job
+    return AioOAuth2Request(request.method, uri, request.headers, params)
+
+
+def to_response(result: OAuthResult, *, extra_headers: dict[str, str] | None = None) -> web.Response:
+    headers = {name: value for name, value in result.headers}
+    headers.update(extra_headers or {})
+    if result.status in (301, 302, 303):
+        return web.Response(status=result.status, headers=headers)
+    body: Any = result.body
+    status = result.status
+    if isinstance(body, dict) and body.get("error") == "invalid_client":
+        status = 401  # 5B point 2, however the client authenticated
+    if isinstance(body, dict) and body.get("error") and "error_description" not in body:
+        body = {**body, "error_description": body["error"].replace("_", " ")}
+    headers.pop("Content-Type", None)
+    headers.update(NO_STORE)
+    text = json.dumps(body) if body not in ("", None) else ""
+    if status == 401 and "WWW-Authenticate" not in headers:
+        headers["WWW-Authenticate"] = 'Basic realm="patchbay"'
+    return web.Response(status=status, text=text, content_type="application/json" if text else None, headers=headers)
+
+
+def setup_common(app: web.Application) -> None:
+    settings = app[SETTINGS]
+    app[OAUTH_SERVER] = PatchbayAuthorizationServer(settings.resolved_issuer)
+    app[CLIENTS] = ClientCache(app[SECRETS])
+    if not any(prefix == PREFIX + "/" for prefix, _ in ERROR_FORMATTERS):
+        ERROR_FORMATTERS.append((PREFIX + "/", _format_error))
+    app.on_response_prepare.append(_add_cors)
+
+
+async def load_client(request: web.Request, client_id: str | None):
+    if not client_id:
+        return None
+    return await request.app[CLIENTS].get(request.app[DB].session, client_id)

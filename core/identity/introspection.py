@@ -1,0 +1,62 @@
+"""``POST /api/v1/oidc/introspect`` (RFC 7662) and ``POST /api/v1/oidc/revoke`` (RFC 7009) through
+authlib's endpoints. Only refresh tokens can be revoked; access tokens are JWTs that expire."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from patchbay.core.appkeys import DB
+
+from patchbay.core.identity.http import OAUTH_SERVER, PREFIX, add_route, client_ip, load_client, new_context, oauth_request, rate_limit, to_response
+from patchbay.core.identity.server import CURRENT, AccessView, apply_writes
+from patchbay.core.identity.token_endpoint import load_refresh, presented_client_id
+from patchbay.core.identity.userinfo import grant_revoked
+from patchbay.core.security.auth import verify_access_token
+from patchbay.core.security.signing_keys import InvalidToken
+
+routes = web.RouteTableDef()
+
+
+async def _prepare(request: web.Request, limit: str):
+    form = await request.post()
+    client_id = presented_client_id(request, form)
+    headers = await rate_limit(request, limit, f"client:{client_id}" if client_id else f"ip:{client_ip(request)}")
+    ctx = new_context(request.app)
+    client = await load_client(request, client_id)
+    if client is not None:
+        ctx.clients[client.client_id] = client
+    await load_refresh(request, ctx, form.get("token"))
+    return form, headers, ctx
+
+
+async def introspect(request: web.Request) -> web.Response:
+    """Whether a token is active, and its facts (the caller's own tokens only)."""
+    form, headers, ctx = await _prepare(request, "oidc_introspect")
+    if ctx.refresh is None and form.get("token"):
+        try:
+            claims = await verify_access_token(request.app, form["token"])
+            ctx.access = AccessView(claims, await grant_revoked(request.app, claims))
+        except InvalidToken:
+            pass
+    CURRENT.set(ctx)
+    result = request.app[OAUTH_SERVER].create_endpoint_response("introspection", oauth_request(request, form))
+    if isinstance(result.body, dict) and result.body.get("active"):
+        result.body = {key: value for key, value in result.body.items() if value is not None}
+    return to_response(result, extra_headers=headers)
+
+
+async def revoke(request: web.Request) -> web.Response:
+    """Revoke a refresh token; always 200 with an empty body for a valid client."""
+    form, headers, ctx = await _prepare(request, "oidc_revoke")
+    CURRENT.set(ctx)
+    result = request.app[OAUTH_SERVER].create_endpoint_response("revocation", oauth_request(request, form))
+    await apply_writes(request.app[DB], ctx)
+    if result.status == 200:
+        result.body = ""
+    return to_response(result, extra_headers=headers)
+
+
+
+
+add_route(routes, ("POST",), f"{PREFIX}/introspect", introspect)
+add_route(routes, ("POST",), f"{PREFIX}/revoke", revoke)

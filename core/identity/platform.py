@@ -1,0 +1,302 @@
+"""Platform REST for app clients (5B point 4): ``/api/v1/organizations/*`` and ``/api/v1/users/*``.
+
+Callers are app backends: a client_credentials access token, or ``x-client-id`` and
+``x-client-secret``. A token issued to a user (authorization_code) answers 401 here. A client bound
+to a workspace sees and changes only that organization and its members; an unbound client is a
+platform client and sees all of them."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import attrs
+from aiohttp import web
+from sqlalchemy import func, select
+
+from patchbay.core.appkeys import DB
+from patchbay.core.http.bodies import page_envelope, page_params, read_object
+from patchbay.core.http.errors import bad_request, conflict, forbidden, not_found, unauthorized
+from patchbay.core.identity.clients import Client
+from patchbay.core.identity.http import load_client
+from patchbay.core.security.auth import verify_access_token
+from patchbay.core.security.signing_keys import InvalidToken
+from patchbay.core.timeutil import iso
+from patchbay.core.users.models import User
+from patchbay.core.users.service import UserError, create_user, hash_password
+from patchbay.core.workspaces.models import PLANS, ROLES, Membership, Workspace
+from patchbay.core.workspaces.service import WorkspaceError, add_member, create_workspace
+
+routes = web.RouteTableDef()
+APP_CLIENT = web.RequestKey("oidc_app_client", object)
+
+
+@attrs.frozen
+class AppCaller:
+    client_id: str
+    workspace_id: str | None
+
+
+async def _caller(request: web.Request) -> AppCaller:
+    client_id, secret = request.headers.get("x-client-id"), request.headers.get("x-client-secret")
+    if client_id and secret:
+        client: Client | None = await load_client(request, client_id)
+        if client is None or client.is_public or not client.check_client_secret(secret):
+            raise unauthorized()
+        return AppCaller(client.client_id, client.workspace_id)
+    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not token:
+        raise unauthorized()
+    try:
+        claims = await verify_access_token(request.app, token.strip())
+    except InvalidToken:
+        raise unauthorized() from None
+    if not claims.get("client_id") or claims.get("sub") != claims.get("client_id"):
+        raise unauthorized()  # a user-context token: this API is for app backends
+    client = await load_client(request, claims["client_id"])
+    if client is None:
+        raise unauthorized()
+    return AppCaller(client.client_id, client.workspace_id)
+
+
+def app_client(handler):
+    @functools.wraps(handler)
+    async def wrapper(request: web.Request) -> web.StreamResponse:
+        request[APP_CLIENT] = await _caller(request)
+        return await handler(request)
+
+    return wrapper
+
+
+def organization_json(row: Workspace) -> dict[str, Any]:
+    return {"id": row.id, "name": row.name, "slug": row.slug, "plan": row.plan, "externalId": row.external_id,
+            "createdAt": iso(row.created_at), "updatedAt": iso(row.updated_at)}  # fmt: skip
+
+
+def user_json(row: User) -> dict[str, Any]:
+    return {"id": row.id, "email": row.email, "emailVerified": row.email_verified, "name": row.name, "givenName": row.given_name,
+            "familyName": row.family_name, "picture": row.picture, "phoneNumber": row.phone_number, "userType": row.user_type,
+            "createdAt": iso(row.created_at), "updatedAt": iso(row.updated_at)}  # fmt: skip
+
+
+def membership_json(row: Membership) -> dict[str, Any]:
+    return {"organizationId": row.workspace_id, "userId": row.user_id, "role": row.role, "createdAt": iso(row.created_at)}
+
+
+def _optional_str(body: dict[str, Any], key: str) -> str | None:
+    value = body.get(key)
+    if value is not None and not isinstance(value, str):
+        raise bad_request(f"Validation failed: {key} must be a string")
+    return value
+
+
+def _visible_org(caller: AppCaller, organization_id: str) -> None:
+    if caller.workspace_id is not None and caller.workspace_id != organization_id:
+        raise not_found("Organization not found")
+
+
+async def _get_org(session, caller: AppCaller, organization_id: str) -> Workspace:
+    _visible_org(caller, organization_id)
+    row = await session.get(Workspace, organization_id)
+    if row is None:
+        raise not_found("Organization not found")
+    return row
+
+
+async def _get_user(session, caller: AppCaller, user_id: str) -> User:
+    row = await session.get(User, user_id)
+    if row is not None and caller.workspace_id is not None:
+        member = await session.scalar(select(Membership.id).where(Membership.user_id == user_id, Membership.workspace_id == caller.workspace_id))
+        row = row if member else None
+    if row is None:
+        raise not_found("User not found")
+    return row
+
+
+# -- organizations --------------------------------------------------------------------------------
+
+
+@routes.get("/api/v1/organizations")
+@app_client
+async def list_organizations(request: web.Request) -> web.Response:
+    """List organizations (a workspace-bound client sees its own)."""
+    caller: AppCaller = request[APP_CLIENT]
+    page, limit = page_params(request)
+    query = select(Workspace)
+    if caller.workspace_id is not None:
+        query = query.where(Workspace.id == caller.workspace_id)
+    async with request.app[DB].session() as session:
+        total = await session.scalar(select(func.count()).select_from(query.subquery()))
+        rows = (await session.scalars(query.order_by(Workspace.created_at, Workspace.id).offset((page - 1) * limit).limit(limit))).all()
+    return web.json_response(page_envelope([organization_json(r) for r in rows], page, limit, total or 0))
+
+
+@routes.post("/api/v1/organizations")
+@app_client
+async def create_organization(request: web.Request) -> web.Response:
+    """Create an organization (platform clients only)."""
+    caller: AppCaller = request[APP_CLIENT]
+    if caller.workspace_id is not None:
+        raise forbidden("A client bound to an organization cannot create organizations")
+    body = await read_object(request)
+    name, plan = _optional_str(body, "name"), _optional_str(body, "plan") or "free"
+    if not name:
+        raise bad_request("Validation failed: name is required")
+    async with request.app[DB].transaction() as session:
+        try:
+            row, _ = await create_workspace(session, name=name, plan=plan, external_id=_optional_str(body, "externalId"))
+        except WorkspaceError as error:
+            raise bad_request(f"Validation failed: {error}") from None
+    return web.json_response(organization_json(row), status=201)
+
+
+@routes.get("/api/v1/organizations/{id}")
+@app_client
+async def get_organization(request: web.Request) -> web.Response:
+    """One organization."""
+    async with request.app[DB].session() as session:
+        row = await _get_org(session, request[APP_CLIENT], request.match_info["id"])
+    return web.json_response(organization_json(row))
+
+
+@routes.patch("/api/v1/organizations/{id}")
+@app_client
+async def update_organization(request: web.Request) -> web.Response:
+    """Rename an organization or change its plan."""
+    body = await read_object(request)
+    async with request.app[DB].transaction() as session:
+        row = await _get_org(session, request[APP_CLIENT], request.match_info["id"])
+        if (name := _optional_str(body, "name")) is not None:
+            if not name.strip():
+                raise bad_request("Validation failed: name must not be empty")
+            row.name = name.strip()
+        if (plan := _optional_str(body, "plan")) is not None:
+            if plan not in PLANS:
+                raise bad_request(f"Validation failed: plan must be one of {', '.join(PLANS)}")
+            row.plan = plan
+    return web.json_response(organization_json(row))
+
+
+@routes.get("/api/v1/organizations/{id}/memberships")
+@app_client
+async def organization_memberships(request: web.Request) -> web.Response:
+    """Members of an organization with their roles."""
+    async with request.app[DB].session() as session:
+        org = await _get_org(session, request[APP_CLIENT], request.match_info["id"])
+        rows = (await session.scalars(select(Membership).where(Membership.workspace_id == org.id).order_by(Membership.created_at))).all()
+    return web.json_response({"data": [membership_json(r) for r in rows]})
+
+
+@routes.post("/api/v1/organizations/{id}/memberships")
+@app_client
+async def add_organization_member(request: web.Request) -> web.Response:
+    """Add a user to an organization, or change the role of a member."""
+    body = await read_object(request)
+    user_id, role = _optional_str(body, "userId"), _optional_str(body, "role") or "viewer"
+    if not user_id:
+        raise bad_request("Validation failed: userId is required")
+    async with request.app[DB].transaction() as session:
+        org = await _get_org(session, request[APP_CLIENT], request.match_info["id"])
+        if await session.get(User, user_id) is None:
+            raise not_found("User not found")
+        try:
+            row = await add_member(session, workspace_id=org.id, user_id=user_id, role=role)
+        except WorkspaceError as error:
+            raise bad_request(f"Validation failed: {error}") from None
+    return web.json_response(membership_json(row), status=201)
+
+
+# -- users ----------------------------------------------------------------------------------------
+
+
+@routes.get("/api/v1/users")
+@app_client
+async def list_users(request: web.Request) -> web.Response:
+    """List users (a workspace-bound client sees its organization's members)."""
+    caller: AppCaller = request[APP_CLIENT]
+    page, limit = page_params(request)
+    query = select(User)
+    if caller.workspace_id is not None:
+        query = query.join(Membership, Membership.user_id == User.id).where(Membership.workspace_id == caller.workspace_id)
+    if request.query.get("email"):
+        query = query.where(func.lower(User.email) == request.query["email"].strip().lower())
+    async with request.app[DB].session() as session:
+        total = await session.scalar(select(func.count()).select_from(query.subquery()))
+        rows = (await session.scalars(query.order_by(User.created_at, User.id).offset((page - 1) * limit).limit(limit))).all()
+    return web.json_response(page_envelope([user_json(r) for r in rows], page, limit, total or 0))
+
+
+PROFILE_FIELDS = {"name": "name", "givenName": "given_name", "familyName": "family_name", "picture": "picture",
+                  "phoneNumber": "phone_number", "userType": "user_type"}  # fmt: skip
+
+
+@routes.post("/api/v1/users")
+@app_client
+async def create_platform_user(request: web.Request) -> web.Response:
+    """Create a user; a workspace-bound client makes it a member (``role``, default viewer)."""
+    caller: AppCaller = request[APP_CLIENT]
+    body = await read_object(request)
+    email = _optional_str(body, "email")
+    if not email:
+        raise bad_request("Validation failed: email is required")
+    profile = {column: _optional_str(body, key) for key, column in PROFILE_FIELDS.items() if key in body}
+    role = _optional_str(body, "role") or "viewer"
+    if role not in ROLES:
+        raise bad_request(f"Validation failed: role must be one of {', '.join(ROLES)}")
+    async with request.app[DB].transaction() as session:
+        try:
+            user = await create_user(session, email=email, password=_optional_str(body, "password"), **profile)
+        except UserError as error:
+            raise (conflict(str(error)) if "already exists" in str(error) else bad_request(f"Validation failed: {error}")) from None
+        if body.get("emailVerified") is True:
+            user.email_verified = True
+        if caller.workspace_id is not None:
+            await add_member(session, workspace_id=caller.workspace_id, user_id=user.id, role=role)
+    return web.json_response(user_json(user), status=201)
+
+
+@routes.get("/api/v1/users/{id}")
+@app_client
+async def get_platform_user(request: web.Request) -> web.Response:
+    """One user."""
+    async with request.app[DB].session() as session:
+        row = await _get_user(session, request[APP_CLIENT], request.match_info["id"])
+    return web.json_response(user_json(row))
+
+
+@routes.patch("/api/v1/users/{id}")
+@app_client
+async def update_platform_user(request: web.Request) -> web.Response:
+    """Change a user's profile, type or password."""
+    body = await read_object(request)
+    async with request.app[DB].transaction() as session:
+        row = await _get_user(session, request[APP_CLIENT], request.match_info["id"])
+        for key, column in PROFILE_FIELDS.items():
+            if key in body:
+                setattr(row, column, _optional_str(body, key))
+        if "emailVerified" in body:
+            if not isinstance(body["emailVerified"], bool):
+                raise bad_request("Validation failed: emailVerified must be a boolean")
+            row.email_verified = body["emailVerified"]
+        if (password := _optional_str(body, "password")) is not None:
+            if len(password) < 8:
+                raise bad_request("Validation failed: password must have at least 8 characters")
+            row.password_hash = hash_password(password)
+    return web.json_response(user_json(row))
+
+
+@routes.get("/api/v1/users/{id}/memberships")
+@app_client
+async def user_memberships(request: web.Request) -> web.Response:
+    """The organizations a user belongs to, with roles."""
+    caller: AppCaller = request[APP_CLIENT]
+    async with request.app[DB].session() as session:
+        user = await _get_user(session, caller, request.match_info["id"])
+        query = select(Membership).where(Membership.user_id == user.id)
+        if caller.workspace_id is not None:
+            query = query.where(Membership.workspace_id == caller.workspace_id)
+        rows = (await session.scalars(query.order_by(Membership.created_at))).all()
+    return web.json_response({"data": [membership_json(r) for r in rows]})
+
+
+

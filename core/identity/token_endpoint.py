@@ -1,0 +1,111 @@
+"""``POST /api/v1/oidc/token``: authorization_code (+PKCE), refresh_token and client_credentials,
+run by authlib's grants in a worker thread against rows loaded beforehand."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+
+from urllib.parse import unquote
+
+from aiohttp import web
+from sqlalchemy import select
+
+from patchbay.core.appkeys import DB, SECRETS, SIGNING_KEYS
+from patchbay.core.identity.claims import load_user_facts
+from patchbay.core.identity.http import OAUTH_SERVER, PREFIX, add_route, client_ip, load_client, new_context, oauth_error, oauth_request, rate_limit, to_response
+from patchbay.core.identity.models import AuthorizationCode, Grant, RefreshToken
+from patchbay.core.identity.server import CURRENT, CodeView, Context, RefreshView, WriteConflict, apply_writes, revoke_grant
+
+routes = web.RouteTableDef()
+
+
+def presented_client_id(request: web.Request, form) -> str | None:
+    """The client id of client_secret_basic or of the form, for rate limiting and loading."""
+    header = request.headers.get("Authorization", "")
+    if header[:6].lower() == "basic ":
+        try:
+            decoded = base64.b64decode(header[6:].strip()).decode()
+        except (binascii.Error, UnicodeDecodeError):
+            return form.get("client_id")
+        return unquote(decoded.partition(":")[0]) or None
+    return form.get("client_id")
+
+
+async def load_refresh(request: web.Request, ctx: Context, token: str | None) -> None:
+    if not token:
+        return
+    async with request.app[DB].session() as session:
+        found = (await session.execute(
+            select(RefreshToken, Grant).join(Grant, Grant.id == RefreshToken.grant_id)
+            .where(RefreshToken.token_digest.in_(request.app[SECRETS].digests(token)))
+        )).first()  # fmt: skip
+        if found is None:
+            return
+        row, grant = found
+        ctx.refresh = RefreshView(row.id, row.grant_id, row.client_id, row.user_id, row.scope, row.expires_at.timestamp(),
+                                  row.revoked_at is not None, row.rotated_at is not None, grant.revoked_at is not None, grant.auth_time, token)  # fmt: skip
+        facts = await load_user_facts(session, row.user_id)
+    if facts is not None:
+        ctx.users[facts.id] = facts
+
+
+async def _load_code(request: web.Request, ctx: Context, code: str | None) -> None:
+    if not code:
+        return
+    async with request.app[DB].session() as session:
+        row = await session.scalar(select(AuthorizationCode).where(AuthorizationCode.code_digest.in_(request.app[SECRETS].digests(code))))
+        if row is None:
+            return
+        ctx.code = CodeView.from_row(row)
+        facts = await load_user_facts(session, row.user_id)
+    if facts is not None:
+        ctx.users[facts.id] = facts
+
+
+async def token(request: web.Request) -> web.Response:
+    """Issue tokens for the authorization_code, refresh_token and client_credentials grants."""
+    form = await request.post()
+    duplicated = sorted({key for key in form if len(form.getall(key)) > 1})
+    if duplicated:
+        return oauth_error(400, "invalid_request", f"parameter(s) sent more than once: {', '.join(duplicated)}")
+    client_id = presented_client_id(request, form)
+    limit_headers = await rate_limit(request, "oidc_token", f"client:{client_id}" if client_id else f"ip:{client_ip(request)}")
+    app = request.app
+    ctx = new_context(app)
+    client = await load_client(request, client_id)
+    if client is not None:
+        ctx.clients[client.client_id] = client
+    grant_type = form.get("grant_type")
+    if grant_type == "authorization_code":
+        await _load_code(request, ctx, form.get("code"))
+    elif grant_type == "refresh_token":
+        await load_refresh(request, ctx, form.get("refresh_token"))
+    await app[SIGNING_KEYS].refresh()
+    CURRENT.set(ctx)
+    result = await asyncio.to_thread(app[OAUTH_SERVER].create_token_response, oauth_request(request, form))
+    try:
+        if ctx.revoke_grant:
+            async with app[DB].transaction() as session:
+                await revoke_grant(session, ctx.revoke_grant)
+        await apply_writes(app[DB], ctx)
+    except WriteConflict:
+        # the same code or rotated refresh token won a race elsewhere: treat as a reuse
+        await _revoke_after_race(request, ctx)
+        return oauth_error(400, "invalid_grant", "the grant was already used", limit_headers)
+    return to_response(result, extra_headers=limit_headers)
+
+
+async def _revoke_after_race(request: web.Request, ctx: Context) -> None:
+    async with request.app[DB].transaction() as session:
+        grant_id = ctx.refresh.grant_id if ctx.refresh is not None else None
+        if ctx.code is not None:
+            grant_id = await session.scalar(select(AuthorizationCode.grant_id).where(AuthorizationCode.id == ctx.code.id))
+        if grant_id:
+            await revoke_grant(session, grant_id)
+
+
+add_route(routes, ("POST",), f"{PREFIX}/token", token)
+
+

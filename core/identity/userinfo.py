@@ -1,0 +1,55 @@
+"""``GET|POST /api/v1/oidc/userinfo``: the claims the access token's scopes grant (2.16)."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from patchbay.core.appkeys import DB, SECRETS
+from patchbay.core.identity.claims import load_user_facts, scope_list, user_claims
+from patchbay.core.identity.http import NO_STORE, PREFIX, add_route, rate_limit
+from patchbay.core.identity.models import Grant
+from patchbay.core.security.auth import verify_access_token
+from patchbay.core.security.signing_keys import InvalidToken
+
+routes = web.RouteTableDef()
+
+
+def invalid_token(description: str, headers: dict[str, str] | None = None) -> web.Response:
+    challenge = f'Bearer error="invalid_token", error_description="{description}"'
+    return web.json_response({"error": "invalid_token", "error_description": description}, status=401,
+                             headers={**NO_STORE, **(headers or {}), "WWW-Authenticate": challenge})  # fmt: skip
+
+
+async def grant_revoked(app: web.Application, claims: dict) -> bool:
+    grant_id = claims.get("grant_id")
+    if not grant_id:
+        return False
+    async with app[DB].session() as session:
+        grant = await session.get(Grant, grant_id)
+    return grant is None or grant.revoked_at is not None
+
+
+async def userinfo(request: web.Request) -> web.Response:
+    """The signed-in user's claims for the scopes of the Bearer access token."""
+    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        return web.json_response({"error": "invalid_token", "error_description": "Bearer access token required"}, status=401,
+                                 headers={**NO_STORE, "WWW-Authenticate": 'Bearer realm="patchbay"'})  # fmt: skip
+    token = token.strip()
+    headers = await rate_limit(request, "oidc_userinfo", "token:" + request.app[SECRETS].digest(token)[:32])
+    try:
+        claims = await verify_access_token(request.app, token)
+    except InvalidToken as error:
+        return invalid_token(f"the access token is invalid ({error})", headers)
+    if claims.get("sub") == claims.get("client_id") or "openid" not in scope_list(claims.get("scope")):
+        return invalid_token("the access token was not issued to a user with the openid scope", headers)
+    if await grant_revoked(request.app, claims):
+        return invalid_token("the grant of this token was revoked", headers)
+    async with request.app[DB].session() as session:
+        facts = await load_user_facts(session, claims["sub"])
+    if facts is None:
+        return invalid_token("the user no longer exists", headers)
+    return web.json_response(user_claims(facts, claims.get("scope")), headers={**NO_STORE, **headers})
+
+
+add_route(routes, ("GET", "POST"), f"{PREFIX}/userinfo", userinfo)

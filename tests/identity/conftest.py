@@ -1,0 +1,111 @@
+"""Fixtures of the identity provider tests: an app with a user in a workspace, and a driver that
+registers clients and walks the browser flow (login and consent forms) with the test client."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import re
+import secrets
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from patchbay.core.appkeys import DB
+from patchbay.core.testing import create_workspace_with_key
+from patchbay.core.users.service import create_user
+from patchbay.core.workspaces.service import add_member
+
+PASSWORD = "correct horse battery"
+REDIRECT = "http://localhost:9999/callback"
+
+
+def pkce_pair() -> tuple[str, str]:
+    verifier = secrets.token_urlsafe(48)
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+    return verifier, challenge
+
+
+def query_of(location: str) -> dict[str, str]:
+    return {key: values[0] for key, values in parse_qs(urlsplit(location).query).items()}
+
+
+def form_fields(page: str) -> dict[str, str]:
+    return {name: html.unescape(value) for name, value in re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)"', page)}
+
+
+class Idp:
+    def __init__(self, client, user: dict[str, Any], workspace: dict[str, Any]) -> None:
+        self.http = client
+        self.app = client.server.app
+        self.user = user
+        self.workspace = workspace
+
+    async def register(self, **metadata: Any) -> dict[str, Any]:
+        body = {"client_name": "Test app", "redirect_uris": [REDIRECT], "grant_types": ["authorization_code", "refresh_token"],
+                "scope": "openid profile email phone organization permissions offline_access", **metadata}  # fmt: skip
+        response = await self.http.post("/api/v1/oidc/register", json=body)
+        assert response.status == 201, await response.text()
+        return await response.json()
+
+    async def authorize(self, client: dict[str, Any], **params: Any):
+        query = {"client_id": client["client_id"], "redirect_uri": REDIRECT, "response_type": "code", "scope": "openid", "state": "st4te", **params}
+        query = {key: value for key, value in query.items() if value is not None}
+        return await self.http.get("/api/v1/oidc/authorize", params=query, allow_redirects=False)
+
+    async def login(self, login_location: str, *, email: str | None = None, password: str = PASSWORD):
+        page = await self.http.get(login_location)
+        assert page.status == 200
+        fields = form_fields(await page.text())
+        return await self.http.post("/api/v1/oidc/login", data={**fields, "email": email or self.user["email"], "password": password}, allow_redirects=False)
+
+    async def consent(self, consent_location: str, decision: str = "allow"):
+        page = await self.http.get(consent_location)
+        assert page.status == 200, await page.text()
+        fields = form_fields(await page.text())
+        return await self.http.post("/api/v1/oidc/consent", data={**fields, "decision": decision}, allow_redirects=False)
+
+    async def code_for(self, client: dict[str, Any], **params: Any) -> tuple[str, str | None]:
+        """Walk authorize -> login -> consent; the code and the PKCE verifier used."""
+        verifier = None
+        if "code_challenge" not in params:
+            verifier, challenge = pkce_pair()
+            params.update(code_challenge=challenge, code_challenge_method="S256")
+        response = await self.authorize(client, **params)
+        location = response.headers["Location"]
+        if "/api/v1/oidc/login" in location:
+            response = await self.login(location)
+            location = response.headers["Location"]
+        if "/api/v1/oidc/consent" in location:
+            response = await self.consent(location)
+            location = response.headers["Location"]
+        answer = query_of(location)
+        assert "code" in answer, location
+        return answer["code"], verifier
+
+    async def token(self, client: dict[str, Any], **form: Any):
+        body = {"client_id": client["client_id"], **form}
+        if client.get("client_secret"):
+            body["client_secret"] = client["client_secret"]
+        return await self.http.post("/api/v1/oidc/token", data={k: v for k, v in body.items() if v is not None})
+
+    async def tokens(self, client: dict[str, Any], **params: Any) -> dict[str, Any]:
+        code, verifier = await self.code_for(client, **params)
+        response = await self.token(client, grant_type="authorization_code", code=code, redirect_uri=REDIRECT, code_verifier=verifier)
+        assert response.status == 200, await response.text()
+        return await response.json()
+
+
+@pytest.fixture
+async def idp(aiohttp_client, make_app) -> Idp:
+    app = make_app()
+    client = await aiohttp_client(app)
+    workspace = await create_workspace_with_key(app)
+    async with app[DB].transaction() as session:
+        user = await create_user(session, email="ada@example.com", password=PASSWORD, name="Ada Lovelace", phone_number="+44 20 7946 0000", user_type="customer_admin")
+        user.email_verified = True
+        await add_member(session, workspace_id=workspace["workspace_id"], user_id=user.id, role="manager")
+        user_info = {"id": user.id, "email": user.email}
+    return Idp(client, user_info, workspace)
