@@ -19,6 +19,7 @@ from patchbay.core.storage.db import Database
 
 if TYPE_CHECKING:
     from patchbay.core.billing.limits import PlanLimits
+    from patchbay.core.connections.runtime import ConnectionsRuntime
     from patchbay.core.security.auth import Principal
 
 SETTINGS = web.AppKey("settings", Settings)
@@ -32,6 +33,13 @@ CRON = web.AppKey("cron", CronRegistry)
 RATE_LIMITER = web.AppKey("rate_limiter", RateLimiter)
 OUTBOUND = web.AppKey("outbound", Outbound)
 LIMITS = web.AppKey("limits", "PlanLimits")  # patchbay.core.billing.limits
+CONNECTIONS = web.AppKey("connections", "ConnectionsRuntime")  # patchbay.core.connections.runtime
+#: (flow_id, version) -> steps of that immutable snapshot (patchbay.core.flows.engine)
+FLOW_VERSION_CACHE = web.AppKey("flow_version_cache", dict)
+#: listeners called for every verified, routed inbound event (patchbay.core.webhooks.listeners)
+WEBHOOK_LISTENERS = web.AppKey("webhook_listeners", "WebhookListeners")
+#: the group-commit writer of inbound events (patchbay.core.webhooks.ingest)
+WEBHOOK_INGEST = web.AppKey("webhook_ingest", "IngestWriter")
 
 PRINCIPAL = web.RequestKey("principal", object)  # Principal | None once authenticated
 REQUEST_ID = web.RequestKey("request_id", str)

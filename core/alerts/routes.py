@@ -1,0 +1,129 @@
+"""Alert subscriptions over HTTP (spec 4.11): ``/connect/v1/alerts``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+from sqlalchemy import select
+
+from patchbay.core.alerts.models import EVENT_TYPES, AlertSubscription
+from patchbay.core.alerts.service import JOB_KIND, deliver_job
+from patchbay.core.appkeys import DB, JOBS, OUTBOUND, REGISTRY
+from patchbay.core.http.bodies import read_object
+from patchbay.core.http.errors import bad_request, not_found
+from patchbay.core.outbound import UnsafeTarget
+from patchbay.core.security.auth import principal_of, requires
+from patchbay.core.timeutil import iso
+
+routes = web.RouteTableDef()
+
+
+def alert_json(subscription: AlertSubscription) -> dict[str, Any]:
+    return {
+        "id": subscription.id,
+        "subscriptionId": subscription.id,
+        "channel": subscription.channel,
+        "target": subscription.target,
+        "eventTypes": list(subscription.event_types or []),
+        "isActive": subscription.is_active,
+        "createdAt": iso(subscription.created_at),
+        "updatedAt": iso(subscription.updated_at),
+    }
+
+
+def _event_types(value: Any) -> list[str]:
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+        raise bad_request(f"eventTypes must be a non-empty list of {', '.join(EVENT_TYPES)}")
+    unknown = [v for v in value if v not in EVENT_TYPES]
+    if unknown:
+        raise bad_request(f"eventTypes: unknown event type {unknown[0]!r}; known: {', '.join(EVENT_TYPES)}")
+    return list(dict.fromkeys(value))
+
+
+def _check_target(request: web.Request, channel: str, target: Any) -> str:
+    if not isinstance(target, str) or not target.strip():
+        raise bad_request("target is required")
+    target = target.strip()
+    if channel == "email":
+        local, _, domain = target.partition("@")
+        if not local or "." not in domain:
+            raise bad_request("target must be an email address for the email channel")
+    else:
+        try:
+            request.app[OUTBOUND].check(target)
+        except UnsafeTarget as error:
+            raise bad_request(f"target: {error}") from None
+    return target
+
+
+@routes.get("/connect/v1/alerts")
+@requires("alerts.view")
+async def list_alerts(request: web.Request) -> web.Response:
+    """List the workspace's alert subscriptions."""
+    workspace_id = principal_of(request).workspace_id
+    async with request.app[DB].session(tenant=workspace_id) as session:
+        rows = (await session.scalars(select(AlertSubscription).order_by(AlertSubscription.created_at))).all()
+    return web.json_response([alert_json(row) for row in rows])
+
+
+@routes.post("/connect/v1/alerts")
+@requires("alerts.write")
+async def create_alert(request: web.Request) -> web.Response:
+    """Subscribe a channel target to flow.failed / flow.succeeded."""
+    body = await read_object(request)
+    channel = body.get("channel")
+    channels = request.app[REGISTRY].objects("alert_channels")
+    if not isinstance(channel, str) or channel not in channels:
+        raise bad_request(f"channel must be one of {', '.join(sorted(channels)) or '(none installed)'}")
+    target = _check_target(request, channel, body.get("target"))
+    event_types = _event_types(body.get("eventTypes", ["flow.failed"]))
+    is_active = body.get("isActive", True)
+    if not isinstance(is_active, bool):
+        raise bad_request("isActive must be a boolean")
+    workspace_id = principal_of(request).workspace_id
+    async with request.app[DB].transaction(tenant=workspace_id) as session:
+        subscription = AlertSubscription(channel=channel, target=target, event_types=event_types, is_active=is_active)
+        session.add(subscription)
+    return web.json_response(alert_json(subscription), status=201)
+
+
+async def _load(session, subscription_id: str) -> AlertSubscription:
+    subscription = await session.scalar(select(AlertSubscription).where(AlertSubscription.id == subscription_id))
+    if subscription is None:
+        raise not_found("Alert subscription not found")
+    return subscription
+
+
+@routes.patch("/connect/v1/alerts/{subscriptionId}")
+@requires("alerts.write")
+async def update_alert(request: web.Request) -> web.Response:
+    """Change an alert subscription: isActive, target, eventTypes."""
+    body = await read_object(request)
+    workspace_id = principal_of(request).workspace_id
+    async with request.app[DB].transaction(tenant=workspace_id) as session:
+        subscription = await _load(session, request.match_info["subscriptionId"])
+        if "isActive" in body:
+            if not isinstance(body["isActive"], bool):
+                raise bad_request("isActive must be a boolean")
+            subscription.is_active = body["isActive"]
+        if "target" in body:
+            subscription.target = _check_target(request, subscription.channel, body["target"])
+        if "eventTypes" in body:
+            subscription.event_types = _event_types(body["eventTypes"])
+    return web.json_response(alert_json(subscription))
+
+
+@routes.delete("/connect/v1/alerts/{subscriptionId}")
+@requires("alerts.write")
+async def delete_alert(request: web.Request) -> web.Response:
+    """Delete an alert subscription."""
+    workspace_id = principal_of(request).workspace_id
+    async with request.app[DB].transaction(tenant=workspace_id) as session:
+        await session.delete(await _load(session, request.match_info["subscriptionId"]))
+    return web.json_response({"success": True})
+
+
+def setup(app: web.Application) -> None:
+    app.router.add_routes(routes)
+    app[JOBS].register(JOB_KIND, deliver_job, max_attempts=5, backoff_base=2.0, backoff_cap=300.0)

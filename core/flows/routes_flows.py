@@ -1,0 +1,257 @@
+"""Flows over HTTP (spec 4.8): CRUD, publish, versions, revert, toggle, archive, test, and the
+trigger and action options a flow editor offers."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+from aiohttp import web
+from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
+
+from patchbay.core.appkeys import DB, FLOW_VERSION_CACHE, JOBS, REGISTRY
+from patchbay.core.flows import engine, service
+from patchbay.core.flows.models import Flow, FlowExecution
+from patchbay.core.flows.steps import known_step_types
+from patchbay.core.http.bodies import page_envelope, page_params, read_json, read_object
+from patchbay.core.http.errors import bad_request, conflict, not_found
+from patchbay.core.security.auth import principal_of, requires
+from patchbay.core.timeutil import iso
+
+routes = web.RouteTableDef()
+
+
+def _steps(request: web.Request, value: Any) -> list[dict[str, Any]]:
+    try:
+        return engine.validate_steps(request.app, value)
+    except engine.InvalidSteps as error:
+        raise bad_request(str(error)) from None
+
+
+def _text(body: dict[str, Any], name: str, *, required: bool = False, maximum: int = 200) -> str | None:
+    value = body.get(name)
+    if value is None:
+        if required:
+            raise bad_request(f"{name} is required")
+        return None
+    if not isinstance(value, str) or (required and not value.strip()) or len(value) > maximum:
+        raise bad_request(f"{name} must be a string of at most {maximum} characters")
+    return value
+
+
+def _trigger(value: Any) -> dict[str, Any] | None:
+    if value is not None and not isinstance(value, dict):
+        raise bad_request("trigger must be an object")
+    return value
+
+
+def trigger_options(registry) -> list[dict[str, Any]]:
+    options = []
+    for provider_name, triggers in sorted(registry.objects("triggers").items()):
+        provider = registry.provider(provider_name)
+        options.append({
+            "providerType": provider_name,
+            "displayName": provider.display_name if provider else provider_name,
+            "triggers": [
+                {"name": t.name, "displayName": t.display_name, "kind": t.kind, "description": t.description,
+                 "eventTypes": list(t.event_types), "config": dict(t.config), "sample": dict(t.sample)}
+                for t in sorted(triggers.values(), key=lambda t: t.name)
+            ],
+        })  # fmt: skip
+    return options
+
+
+@routes.get("/connect/v1/flows/trigger-options")
+@requires("flows.view")
+async def get_trigger_options(request: web.Request) -> web.Response:
+    """Providers and the triggers they offer, for a flow's trigger subscription."""
+    return web.json_response(trigger_options(request.app[REGISTRY]))
+
+
+@routes.get("/connect/v1/flows/action-options")
+@requires("flows.view")
+async def get_action_options(request: web.Request) -> web.Response:
+    """Step types and the provider actions an ``action`` step can call."""
+    from patchbay.core.actions.service import action_json
+
+    registry = request.app[REGISTRY]
+    providers = [
+        {"providerType": name, "displayName": registry.provider(name).display_name if registry.provider(name) else name,
+         "actions": [action_json(name, a) for a in sorted(actions.values(), key=lambda a: a.name)]}
+        for name, actions in sorted(registry.objects("actions").items())
+    ]  # fmt: skip
+    return web.json_response({"stepTypes": known_step_types(request.app), "providers": providers})
+
+
+@routes.get("/connect/v1/flows")
+@requires("flows.view")
+async def list_flows(request: web.Request) -> web.Response:
+    """The workspace's flows, newest first; ``?status=`` filters."""
+    page, limit = page_params(request)
+    status = request.query.get("status")
+    statement = select(Flow)
+    if status:
+        statement = statement.where(Flow.status == status)
+    async with request.app[DB].session(tenant=principal_of(request).workspace_id) as session:
+        total = await session.scalar(select(func.count()).select_from(statement.subquery()))
+        rows = (await session.scalars(statement.order_by(Flow.created_at.desc(), Flow.id).offset((page - 1) * limit).limit(limit))).all()
+    return web.json_response(page_envelope([service.flow_json(f) for f in rows], page, limit, total or 0))
+
+
+@routes.post("/connect/v1/flows")
+@requires("flows.write")
+async def create_flow(request: web.Request) -> web.Response:
+    """Create a flow (a draft) from ``{name, description?, steps, trigger?}``."""
+    body = await read_object(request)
+    name = _text(body, "name", required=True)
+    description = _text(body, "description", maximum=5000)
+    steps = _steps(request, body.get("steps", []))
+    async with request.app[DB].transaction(tenant=principal_of(request).workspace_id) as session:
+        flow = Flow(name=name, description=description, steps=steps, trigger=_trigger(body.get("trigger")), status="draft", version=0)
+        session.add(flow)
+    return web.json_response(service.flow_json(flow), status=201)
+
+
+@routes.get("/connect/v1/flows/{id}")
+@requires("flows.view")
+async def get_flow(request: web.Request) -> web.Response:
+    """One flow."""
+    async with request.app[DB].session(tenant=principal_of(request).workspace_id) as session:
+        flow = await service.get_flow(session, request.match_info["id"])
+    return web.json_response(service.flow_json(flow))
+
+
+@routes.patch("/connect/v1/flows/{id}")
+@requires("flows.write")
+async def update_flow(request: web.Request) -> web.Response:
+    """Edit a flow; a published flow becomes a draft and its published version keeps running."""
+    body = await read_object(request)
+    changes: dict[str, Any] = {}
+    if "name" in body:
+        changes["name"] = _text(body, "name", required=True)
+    if "description" in body:
+        changes["description"] = _text(body, "description", maximum=5000)
+    if "steps" in body:
+        changes["steps"] = _steps(request, body["steps"])
+    if "trigger" in body:
+        changes["trigger"] = _trigger(body["trigger"])
+    async with request.app[DB].transaction(tenant=principal_of(request).workspace_id) as session:
+        flow = await service.get_flow(session, request.match_info["id"], lock=True)
+        if changes:
+            service.edit(flow, changes)
+    return web.json_response(service.flow_json(flow))
+
+
+@routes.delete("/connect/v1/flows/{id}")
+@requires("flows.write")
+async def delete_flow(request: web.Request) -> web.Response:
+    """Delete a flow with its versions, executions, triggers and schedules."""
+    async with request.app[DB].transaction(tenant=principal_of(request).workspace_id) as session:
+        flow = await service.get_flow(session, request.match_info["id"])
+        await session.delete(flow)
+    return web.json_response({"success": True, "id": flow.id})
+
+
+async def _publishing(request: web.Request, change) -> web.Response:
+    try:
+        async with request.app[DB].transaction(tenant=principal_of(request).workspace_id) as session:
+            flow = await service.get_flow(session, request.match_info["id"], lock=True)
+            await change(session, flow)
+    except IntegrityError:
+        raise conflict("The flow was published concurrently; try again") from None
+    return web.json_response({"id": flow.id, "version": flow.version, "status": flow.status, "published_at": iso(flow.published_at)}, status=201)
+
+
+@routes.post("/connect/v1/flows/{id}/publish")
+@requires("flows.write")
+async def publish_flow(request: web.Request) -> web.Response:
+    """Publish: snapshot the steps as a new version that live triggers run."""
+
+    async def change(session, flow: Flow) -> None:
+        _steps(request, flow.steps)
+        await service.publish(session, flow)
+
+    return await _publishing(request, change)
+
+
+@routes.post("/connect/v1/flows/{id}/revert/{version}")
+@requires("flows.write")
+async def revert_flow(request: web.Request) -> web.Response:
+    """Restore the steps of a version and publish them as a new version."""
+    try:
+        version = int(request.match_info["version"])
+    except ValueError:
+        raise not_found("Version not found") from None
+
+    async def change(session, flow: Flow) -> None:
+        await service.revert(session, flow, version)
+
+    return await _publishing(request, change)
+
+
+@routes.get("/connect/v1/flows/{id}/versions")
+@requires("flows.view")
+async def list_versions(request: web.Request) -> web.Response:
+    """The version history, newest first; ``?steps=true`` includes each snapshot."""
+    with_steps = request.query.get("steps", "").lower() in ("1", "true", "yes")
+    async with request.app[DB].session(tenant=principal_of(request).workspace_id) as session:
+        flow = await service.get_flow(session, request.match_info["id"])
+        rows = await service.versions(session, flow.id)
+    return web.json_response([service.version_json(v, with_steps=with_steps) for v in rows])
+
+
+@routes.patch("/connect/v1/flows/{id}/toggle")
+@requires("flows.write")
+async def toggle_flow(request: web.Request) -> web.Response:
+    """Pause or resume the live runs of a published flow (its triggers and schedules)."""
+    body: dict[str, Any] = {}
+    if (await request.read()).strip():
+        raw = await read_json(request)
+        body = raw if isinstance(raw, dict) else {}
+    async with request.app[DB].transaction(tenant=principal_of(request).workspace_id) as session:
+        flow = await service.get_flow(session, request.match_info["id"], lock=True)
+        if isinstance(body.get("isActive"), bool):
+            if flow.published_version is None:
+                service.toggle(flow)  # refuses with the reason
+            flow.is_active = body["isActive"]
+        else:
+            service.toggle(flow)
+    return web.json_response(service.flow_json(flow))
+
+
+@routes.post("/connect/v1/flows/{id}/archive")
+@requires("flows.write")
+async def archive_flow(request: web.Request) -> web.Response:
+    """Archive (retire) a flow: it no longer runs; publish or revert brings it back."""
+    async with request.app[DB].transaction(tenant=principal_of(request).workspace_id) as session:
+        flow = await service.get_flow(session, request.match_info["id"], lock=True)
+        service.archive(flow)
+    return web.json_response(service.flow_json(flow), status=201)
+
+
+@routes.post("/connect/v1/flows/{id}/test")
+@requires("flows.write")
+async def test_flow(request: web.Request) -> web.Response:
+    """Run the current steps now with the body as the trigger payload; no alerts are sent."""
+    raw = await request.read()
+    payload: Any = {}
+    if raw.strip():
+        payload = await read_json(request)
+    workspace_id = principal_of(request).workspace_id
+    async with request.app[DB].session(tenant=workspace_id) as session:
+        flow = await service.get_flow(session, request.match_info["id"])
+    steps = _steps(request, flow.steps)
+    execution_id = await engine.run_test(request.app, workspace_id=workspace_id, flow_id=flow.id, steps=steps, payload=payload)
+    async with request.app[DB].session(tenant=workspace_id) as session:
+        execution = await session.get(FlowExecution, execution_id)
+        steps_rows = await service.execution_steps(session, execution_id)
+    body = service.execution_json(execution)
+    body["steps"] = [service.step_json(s) for s in steps_rows]
+    return web.json_response(body, status=201)
+
+
+def setup(app: web.Application) -> None:
+    app[FLOW_VERSION_CACHE] = OrderedDict()
+    app.router.add_routes(routes)
+    app[JOBS].register(engine.JOB_KIND, engine.execute_job, max_attempts=10, backoff_base=1.0, backoff_cap=60.0)

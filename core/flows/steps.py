@@ -1,0 +1,215 @@
+"""The built-in step types of contract section 6 and the lookup of plugin step types.
+
+A step type has ``run(context, config)``, a coroutine receiving the rendered configuration and
+returning the step's output; it raises :class:`StepFailed` (or anything else) to fail the step.
+``prepare(config)`` may adjust the raw configuration before it is rendered; ``side_effects`` tells
+the engine to checkpoint the execution after the step, so a resumed execution does not repeat it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import attrs
+
+from patchbay.core.appkeys import DB, OUTBOUND, REGISTRY
+from patchbay.core.outbound import UnsafeTarget
+
+#: Delays up to this many seconds are waited inline; longer ones park the execution durably.
+INLINE_DELAY_SECONDS = 30.0
+
+
+class StepFailed(Exception):
+    """The step failed; the message is stored as the step's error."""
+
+
+class Deferred(Exception):
+    """The execution waits (a long delay): resume it after ``seconds``."""
+
+    def __init__(self, seconds: float, output: Any) -> None:
+        super().__init__(f"deferred {seconds}s")
+        self.seconds = seconds
+        self.output = output
+
+
+@attrs.define
+class RunContext:
+    """What a step sees: the app, the tenant, the trigger payload and earlier steps' outputs."""
+
+    app: Any
+    workspace_id: str
+    flow_id: str
+    execution_id: str
+    trigger: Any
+    steps: dict[str, dict[str, Any]] = attrs.field(factory=dict)
+    test: bool = False
+
+    def template_context(self) -> dict[str, Any]:
+        return {"trigger": self.trigger, "steps": self.steps}
+
+
+def _require(config: dict[str, Any], *names: str) -> None:
+    for name in names:
+        if config.get(name) in (None, ""):
+            raise StepFailed(f"'{name}' is required")
+
+
+class Transform:
+    side_effects = False
+
+    async def run(self, context: RunContext, config: dict[str, Any]) -> Any:
+        return config.get("output")
+
+
+class Filter:
+    side_effects = False
+
+    def prepare(self, config: dict[str, Any]) -> dict[str, Any]:
+        condition = config.get("condition")
+        if isinstance(condition, str) and "{{" not in condition:
+            return {**config, "condition": "{{ " + condition + " }}"}
+        return config
+
+    async def run(self, context: RunContext, config: dict[str, Any]) -> Any:
+        if "condition" not in config:
+            raise StepFailed("'condition' is required")
+        condition = config["condition"]
+        if isinstance(condition, str):
+            condition = condition.strip().lower() not in ("", "false", "0", "no", "none", "null")
+        return {"passed": bool(condition)}
+
+
+class Http:
+    side_effects = True
+
+    async def run(self, context: RunContext, config: dict[str, Any]) -> Any:
+        _require(config, "url")
+        method = str(config.get("method") or "GET").upper()
+        url = str(config["url"])
+        try:
+            context.app[OUTBOUND].check(url)
+        except UnsafeTarget as error:
+            raise StepFailed(str(error)) from None
+        headers = {str(k): str(v) for k, v in (config.get("headers") or {}).items()}
+        headers.setdefault("Accept-Encoding", "identity")
+        body = config.get("body")
+        kwargs: dict[str, Any] = {"headers": headers}
+        if body is not None:
+            if isinstance(body, dict | list):
+                kwargs["json"] = body
+            else:
+                kwargs["data"] = str(body)
+        async with context.app[OUTBOUND].session.request(method, url, **kwargs) as response:
+            text = await response.text(errors="replace")
+            status = response.status
+        try:
+            parsed: Any = json.loads(text) if text else None
+        except ValueError:
+            parsed = text
+        if not 200 <= status < 300:
+            raise StepFailed(f"HTTP {status} from {method} {url}: {text[:500]}")
+        return {"status": status, "body": parsed}
+
+
+class ActionStep:
+    side_effects = True
+
+    async def run(self, context: RunContext, config: dict[str, Any]) -> Any:
+        from patchbay.core.actions.service import ActionFailed, run_action
+
+        _require(config, "action", "connectionId")
+        try:
+            return await run_action(
+                context.app,
+                workspace_id=context.workspace_id,
+                connection_id=str(config["connectionId"]),
+                action_name=str(config["action"]),
+                provider=config.get("provider"),
+                inputs=config.get("inputs") or {},
+            )
+        except ActionFailed as error:
+            raise StepFailed(error.message) from None
+
+
+def _row_json(row: Any) -> Any:
+    if row is None or isinstance(row, dict):
+        return row
+    return {
+        "id": getattr(row, "id", None),
+        "external_key": getattr(row, "external_key", None),
+        "data": getattr(row, "data", None),
+    }
+
+
+class TableUpsert:
+    side_effects = True
+
+    async def run(self, context: RunContext, config: dict[str, Any]) -> Any:
+        from patchbay.core.tables.service import upsert_row
+
+        _require(config, "table")
+        data = config.get("data") or {}
+        if not isinstance(data, dict):
+            raise StepFailed("'data' must be an object")
+        key = config.get("externalKey")
+        async with context.app[DB].transaction(tenant=context.workspace_id) as session:
+            row = await upsert_row(
+                session, workspace_id=context.workspace_id, table_slug=str(config["table"]),
+                external_key=None if key is None else str(key), data=data,
+            )  # fmt: skip
+            return _row_json(row)
+
+
+class TableLookup:
+    side_effects = False
+
+    async def run(self, context: RunContext, config: dict[str, Any]) -> Any:
+        from patchbay.core.tables.service import lookup_row
+
+        _require(config, "table", "column")
+        async with context.app[DB].session(tenant=context.workspace_id) as session:
+            row = await lookup_row(
+                session, workspace_id=context.workspace_id, table_slug=str(config["table"]),
+                column=str(config["column"]), value=config.get("value"),
+            )  # fmt: skip
+            return _row_json(row)
+
+
+class Delay:
+    side_effects = True
+
+    async def run(self, context: RunContext, config: dict[str, Any]) -> Any:
+        try:
+            seconds = float(config.get("seconds") or 0)
+        except (TypeError, ValueError):
+            raise StepFailed("'seconds' must be a number") from None
+        if seconds < 0:
+            raise StepFailed("'seconds' must not be negative")
+        if seconds > INLINE_DELAY_SECONDS:
+            if context.test:
+                return {"seconds": seconds, "waited": False}
+            raise Deferred(seconds, {"seconds": seconds, "waited": True})
+        await asyncio.sleep(seconds)
+        return {"seconds": seconds, "waited": True}
+
+
+BUILT_IN: dict[str, Any] = {
+    "transform": Transform(),
+    "filter": Filter(),
+    "http": Http(),
+    "action": ActionStep(),
+    "table.upsert": TableUpsert(),
+    "table.lookup": TableLookup(),
+    "delay": Delay(),
+}
+
+
+def step_type(app: Any, name: str) -> Any | None:
+    """The step type ``name``: built in, or registered by a plugin (``register_step_types``)."""
+    return BUILT_IN.get(name) or app[REGISTRY].get("step_types", name)
+
+
+def known_step_types(app: Any) -> list[str]:
+    return sorted({*BUILT_IN, *app[REGISTRY].objects("step_types")})

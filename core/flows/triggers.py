@@ -1,0 +1,186 @@
+"""Flow triggers (spec 2.7, 6.4): webhook events and polled items start the published version of
+every live flow whose active trigger subscription matches.
+
+- Webhook: the inbound pipeline calls our listener inside the transaction that records the event;
+  matching executions are created in that same transaction (so an event is never lost between the
+  two) with the dedupe key ``event:<event id>:<flow id>``: a redelivered event, or an event arriving
+  while the flow is republished, starts each flow exactly once. The version is resolved when the
+  event is recorded, and publishing never touches subscriptions, so nothing is dropped.
+- Poll: the ``poll-triggers`` periodic job calls each poll subscription's
+  ``trigger.poll(client, config, cursor)``; every item starts the flow once
+  (``poll:<subscription>:<item id>``) and the returned cursor is stored for the next poll.
+- Records replay (``fire_matching_triggers`` with ``source="records"``) re-fires subscriptions of
+  either kind whose event types include the record's resource type.
+
+A subscription matches an event type when it is in the subscription's ``config.eventTypes``, else in
+the trigger's ``event_types``, else equals the trigger's name; ``*`` matches every type.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from patchbay.core.appkeys import DB, REGISTRY
+from patchbay.core.flows.engine import create_executions
+from patchbay.core.flows.models import Flow, FlowTriggerSubscription
+from patchbay.core.flows.service import is_live
+from patchbay.core.timeutil import utcnow
+
+log = logging.getLogger(__name__)
+
+POLL_BATCH = 200
+
+
+def event_types_of(registry: Any, subscription: FlowTriggerSubscription) -> list[str]:
+    configured = (subscription.config or {}).get("eventTypes")
+    if isinstance(configured, list) and configured:
+        return [str(t) for t in configured]
+    trigger = (registry.get("triggers", subscription.provider_type) or {}).get(subscription.trigger_name)
+    if trigger is not None and trigger.event_types:
+        return list(trigger.event_types)
+    return [subscription.trigger_name]
+
+
+def matches(registry: Any, subscription: FlowTriggerSubscription, event_type: str) -> bool:
+    types = event_types_of(registry, subscription)
+    return "*" in types or event_type in types
+
+
+async def fire_matching_triggers(
+    app: Any,
+    session: AsyncSession,
+    *,
+    workspace_id: str,
+    provider_type: str,
+    event_type: str,
+    payload: Any,
+    source: str,
+    dedupe: str | None = None,
+    connection_id: str | None = None,
+) -> int:
+    """Start every live flow with an active subscription matching ``(provider_type, event_type)``,
+    in ``session``'s transaction. ``source`` is ``webhook`` (webhook subscriptions) or ``records``
+    (subscriptions of either kind); ``dedupe`` (an event id) makes a repeated call a no-op.
+    Answers the number of executions created."""
+    statement = (
+        select(FlowTriggerSubscription, Flow.published_version)
+        .join(Flow, Flow.id == FlowTriggerSubscription.flow_id)
+        .where(
+            FlowTriggerSubscription.workspace_id == workspace_id,
+            FlowTriggerSubscription.provider_type == provider_type,
+            FlowTriggerSubscription.is_active.is_(True),
+            is_live(),
+        )
+    )
+    if source == "webhook":
+        statement = statement.where(FlowTriggerSubscription.kind == "webhook")
+    registry = app[REGISTRY]
+    rows: dict[str, dict[str, Any]] = {}
+    for subscription, version in (await session.execute(statement)).all():
+        if connection_id and subscription.connection_id and subscription.connection_id != connection_id:
+            continue
+        if not matches(registry, subscription, event_type) or subscription.flow_id in rows:
+            continue
+        rows[subscription.flow_id] = {
+            "workspace_id": workspace_id, "flow_id": subscription.flow_id, "version": version, "trigger_source": source,
+            "trigger_payload": payload, "subscription_id": subscription.id,
+            "dedupe_key": f"{source}:{dedupe}:{subscription.flow_id}" if dedupe else None,
+        }  # fmt: skip
+    return len(await create_executions(app, session, list(rows.values())))
+
+
+def make_listener(app: Any):
+    """The inbound-webhook listener: ``listener(session, event)``, called in the transaction that
+    records a verified, routed event."""
+
+    async def on_inbound_event(session: AsyncSession, event: Any) -> int:
+        workspace_id = getattr(event, "workspace_id", None)
+        if not workspace_id:
+            return 0
+        return await fire_matching_triggers(
+            app, session, workspace_id=workspace_id, provider_type=event.provider, event_type=event.event_type,
+            payload=event.payload, source="webhook", dedupe=str(event.id), connection_id=getattr(event, "connection_id", None),
+        )  # fmt: skip
+
+    return on_inbound_event
+
+
+# ---------------------------------------------------------------------------------------------
+# Polling
+# ---------------------------------------------------------------------------------------------
+
+
+def _item_key(trigger: Any, item: Any) -> str:
+    if trigger.item_id is not None:
+        return str(trigger.item_id(item))
+    if isinstance(item, dict) and item.get("id") is not None:
+        return str(item["id"])
+    raise ValueError("a polled item has no id and the trigger defines no item_id")
+
+
+async def poll_subscription(app: Any, subscription: FlowTriggerSubscription, version: int) -> int:
+    """Poll one subscription from its cursor; answers the executions started."""
+    from patchbay.core.connections.client import open_client
+
+    trigger = (app[REGISTRY].get("triggers", subscription.provider_type) or {}).get(subscription.trigger_name)
+    error: str | None = None
+    created = 0
+    next_cursor = subscription.cursor
+    try:
+        if trigger is None or trigger.kind != "poll" or trigger.poll is None:
+            raise ValueError(f"{subscription.provider_type} has no poll trigger named {subscription.trigger_name!r}")
+        if not subscription.connection_id:
+            raise ValueError("a poll trigger needs a connectionId")
+        client = await open_client(app, workspace_id=subscription.workspace_id, connection_id=subscription.connection_id)
+        items, next_cursor = await trigger.poll(client, dict(subscription.config or {}), subscription.cursor)
+        rows = [
+            {"workspace_id": subscription.workspace_id, "flow_id": subscription.flow_id, "version": version, "trigger_source": "poll",
+             "trigger_payload": item, "subscription_id": subscription.id, "dedupe_key": f"poll:{subscription.id}:{_item_key(trigger, item)}"}
+            for item in items or []
+        ]  # fmt: skip
+    except Exception as failure:  # the provider's error: kept on the subscription, retried next tick
+        error, rows = f"{type(failure).__name__}: {failure}"[:2000], []
+        log.info("polling trigger subscription %s failed: %s", subscription.id, error)
+    async with app[DB].transaction() as session:
+        if rows:
+            created = len(await create_executions(app, session, rows))
+        values: dict[str, Any] = {"last_polled_at": utcnow(), "last_error": error}
+        if error is None:
+            values["cursor"] = next_cursor
+        await session.execute(
+            update(FlowTriggerSubscription).where(FlowTriggerSubscription.id == subscription.id).values(**values).execution_options(synchronize_session=False)
+        )
+    return created
+
+
+async def poll_triggers(app: Any) -> dict[str, Any]:
+    """The ``poll-triggers`` periodic job: poll every active poll subscription of a live flow."""
+    async with app[DB].session() as session:
+        rows = (
+            await session.execute(
+                select(FlowTriggerSubscription, Flow.published_version)
+                .join(Flow, Flow.id == FlowTriggerSubscription.flow_id)
+                .where(FlowTriggerSubscription.kind == "poll", FlowTriggerSubscription.is_active.is_(True), is_live())
+                .order_by(FlowTriggerSubscription.last_polled_at.asc().nulls_first())
+                .limit(POLL_BATCH)
+            )
+        ).all()
+    started = 0
+    for subscription, version in rows:
+        started += await poll_subscription(app, subscription, version)
+    return {"subscriptions": len(rows), "executions": started}
+
+
+async def count_active_triggers(session: AsyncSession, workspace_id: str) -> int:
+    """The billing counter of ``active_triggers``."""
+    from sqlalchemy import func
+
+    return await session.scalar(
+        select(func.count()).select_from(FlowTriggerSubscription).where(
+            FlowTriggerSubscription.workspace_id == workspace_id, FlowTriggerSubscription.is_active.is_(True)
+        )
+    ) or 0
