@@ -25,9 +25,36 @@ class CatalogError(ValueError):
     provider."""
 
 
-def load_definitions(folder: Traversable = DATA) -> list[Provider]:
-    """Every definition of the data files in ``folder``, in file order."""
+def _strict(kind: type):
+    """cattrs' default hooks coerce (``bool({"a": 1})``, ``tuple("read")``); JSON data must already
+    have the right type."""
+
+    def structure(value, _type):
+        if not isinstance(value, kind):
+            raise TypeError(f"expected {kind.__name__}, got {type(value).__name__} {value!r}")
+        return value
+
+    return structure
+
+
+def _strings(value, _type) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise TypeError(f"expected a list of strings, got {value!r}")
+    return tuple(value)
+
+
+def _converter() -> cattrs.Converter:
     converter = cattrs.Converter(forbid_extra_keys=True)
+    converter.register_structure_hook(bool, _strict(bool))
+    converter.register_structure_hook(str, _strict(str))
+    converter.register_structure_hook_func(lambda kind: kind == tuple[str, ...], _strings)
+    return converter
+
+
+def load_definitions(folder: Traversable | None = None) -> list[Provider]:
+    """Every definition of the data files in ``folder`` (the catalog's ``data``), in file order."""
+    folder = DATA if folder is None else folder
+    converter = _converter()
     providers: list[Provider] = []
     for path in sorted((p for p in folder.iterdir() if p.name.endswith(".json")), key=lambda p: p.name):
         try:

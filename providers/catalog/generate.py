@@ -48,7 +48,7 @@ TAGS = {"popular", "mcp"}
 #: "productivity" and anything else is the other thing).
 PRIMARY_ORDER = (
     "ads", "crm", "ats", "hr", "accounting", "invoicing", "banking", "payment", "erp", "e-commerce",
-    "legal", "support", "surveys", "marketing", "cms", "storage", "knowledge-base", "design", "video",
+    "legal", "support", "marketing", "surveys", "cms", "storage", "knowledge-base", "design", "video",
     "communication", "social", "iam", "analytics", "search", "gaming", "sports", "dev-tools",
     "productivity", "ticketing", "other",
 )  # fmt: skip
