@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import String, Text
+from sqlalchemy import Index, String, Text, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from patchbay.core.storage.base import Base, IdMixin, TenantScoped, TimestampMixin
@@ -29,6 +29,10 @@ class SigningKey(TimestampMixin, Base):
     JWKS so its tokens verify) or retired."""
 
     __tablename__ = "signing_keys"
+    __table_args__ = (
+        # at most one current key, even when several processes start on an empty database at once
+        Index("uq_signing_keys_one_current", "status", unique=True, sqlite_where=text("status = 'current'"), postgresql_where=text("status = 'current'")),
+    )
 
     kid: Mapped[str] = mapped_column(String(64), primary_key=True)
     private_key: Mapped[str] = mapped_column(Text)

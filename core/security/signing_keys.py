@@ -15,14 +15,14 @@ from typing import Any
 from joserfc import jwt
 from joserfc.errors import JoseError
 from joserfc.jwk import KeySet, RSAKey
-from sqlalchemy import select, text, update
+from sqlalchemy import select, update
+from sqlalchemy.exc import IntegrityError
 
 from patchbay.core.security.models import SigningKey
 from patchbay.core.security.secrets import SecretBox, random_token
 from patchbay.core.storage.db import Database
 
 RELOAD_SECONDS = 60
-_KEY_LOCK_ID = 7_314_160
 ALGORITHM = "RS256"
 
 
@@ -42,28 +42,24 @@ class SigningKeys:
 
     async def ensure(self) -> None:
         """Create the first key if there is none, then load."""
-        async with self._db.transaction() as session:
-            await self._serialise(session)
-            exists = await session.scalar(select(SigningKey.kid).where(SigningKey.status == "current").limit(1))
-            if exists is None:
-                session.add(self._new_key_row())
+        try:
+            async with self._db.transaction() as session:
+                exists = await session.scalar(select(SigningKey.kid).where(SigningKey.status == "current").limit(1))
+                if exists is None:
+                    session.add(self._new_key_row())
+        except IntegrityError:
+            pass  # another process created the first key at the same moment; the index keeps one
         await self.load()
 
     async def rotate(self) -> str:
         """Make a new current key; the old current becomes previous, the old previous retires."""
         async with self._db.transaction() as session:
-            await self._serialise(session)
             await session.execute(update(SigningKey).where(SigningKey.status == "previous").values(status="retired"))
             await session.execute(update(SigningKey).where(SigningKey.status == "current").values(status="previous"))
             row = self._new_key_row()
             session.add(row)
         await self.load()
         return row.kid
-
-    async def _serialise(self, session) -> None:
-        """Processes starting or rotating at once on PostgreSQL take turns (one current key)."""
-        if self._db.is_postgres:
-            await session.execute(text(f"SELECT pg_advisory_xact_lock({_KEY_LOCK_ID})"))
 
     def _new_key_row(self) -> SigningKey:
         kid = random_token(12)

@@ -89,3 +89,20 @@ async def test_another_process_rotation_is_picked_up_on_unknown_kid(client):
     await other.rotate()
     token = await other.sign({"sub": "x"})
     assert (await app[SIGNING_KEYS].verify(token))["sub"] == "x"
+
+
+async def test_concurrent_first_starts_create_one_current_key(database_url):
+    import asyncio
+
+    from sqlalchemy import func, select
+
+    from patchbay.core.security.models import SigningKey
+
+    databases = [Database(database_url) for _ in range(4)]
+    try:
+        await asyncio.gather(*(SigningKeys(db, SecretBox(["s"])).ensure() for db in databases))
+        async with databases[0].session() as session:
+            assert await session.scalar(select(func.count()).select_from(SigningKey).where(SigningKey.status == "current")) == 1
+    finally:
+        for db in databases:
+            await db.close()

@@ -74,10 +74,14 @@ async def test_migrations_match_the_models(db):
     assert significant == []
 
 
+SEARCH_MARKERS = ("fts", "trgm", "tsv")
+
+
 def _is_fts_shadow(entry) -> bool:
-    """Full-text search tables (SQLite FTS5 virtual tables and their shadows) live outside the models."""
-    if isinstance(entry, tuple) and entry and entry[0] == "remove_table":
-        return "fts" in entry[1].name
+    """Full-text search structures (SQLite FTS5 virtual tables and their shadows, PostgreSQL
+    expression indexes) are dialect-specific and live in the migrations only."""
+    if isinstance(entry, tuple) and entry and entry[0] in ("remove_table", "remove_index"):
+        return any(marker in (entry[1].name or "") for marker in SEARCH_MARKERS)
     return False
 
 

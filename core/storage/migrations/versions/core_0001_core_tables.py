@@ -64,6 +64,7 @@ def upgrade() -> None:
     )
     with op.batch_alter_table('signing_keys', schema=None) as batch_op:
         batch_op.create_index(batch_op.f('ix_signing_keys_status'), ['status'], unique=False)
+        batch_op.create_index('uq_signing_keys_one_current', ['status'], unique=True, sqlite_where=sa.text("status = 'current'"), postgresql_where=sa.text("status = 'current'"))
 
     op.create_table('users',
     sa.Column('email', sa.String(length=320), nullable=False),
@@ -143,6 +144,7 @@ def downgrade() -> None:
     op.drop_table('workspaces')
     op.drop_table('users')
     with op.batch_alter_table('signing_keys', schema=None) as batch_op:
+        batch_op.drop_index('uq_signing_keys_one_current')
         batch_op.drop_index(batch_op.f('ix_signing_keys_status'))
 
     op.drop_table('signing_keys')
