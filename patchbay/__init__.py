@@ -4,8 +4,13 @@ Everything a provider pack or plugin needs is importable from here; the rest of 
 internal and may change between releases.
 """
 
+from patchbay.core.billing.payments import (
+    CheckoutRequest, CheckoutSession, PaymentContext, PaymentEvent, PaymentProvider, PaymentProviderError, SubscriptionState, WebhookVerificationError,
+)  # fmt: skip
 from patchbay.core.plugins.hookspecs import hookimpl
 from patchbay.core.plugins.provider import CAPABILITIES, CATEGORIES, Provider, RetryHeaders
 from patchbay.core.plugins.types import Action, RecordSource, Trigger
 
-__all__ = ["Action", "CAPABILITIES", "CATEGORIES", "Provider", "RecordSource", "RetryHeaders", "Trigger", "hookimpl"]
+__all__ = ["Action", "CAPABILITIES", "CATEGORIES", "Provider", "RecordSource", "RetryHeaders", "Trigger", "hookimpl",
+           "CheckoutRequest", "CheckoutSession", "PaymentContext", "PaymentEvent", "PaymentProvider", "PaymentProviderError",
+           "SubscriptionState", "WebhookVerificationError"]

@@ -90,3 +90,31 @@ def test_plan_settings_validated():
     with pytest.raises(SettingsError, match="table_rows"):
         resolve_limits({"free": {"table_rows": "many"}})
     assert set(RESOURCES) == set(DEFAULT_LIMITS["free"])
+
+
+async def test_usage_and_history_routes(client, workspace):
+    app = client.server.app
+    ws = workspace["workspace_id"]
+
+    async def rows(session, workspace_id):
+        return 7
+
+    register_counter(app, "table_rows", rows)
+    async with app[DB].transaction(tenant=ws) as session:
+        await record_usage(session, ws, "action_executions", 5)
+        await record_usage(session, ws, "template_clones")
+        session.add(UsageCounter(workspace_id=ws, metric="action_executions", period="2020-01", count=40))
+    usage = await (await client.get("/connect/v1/billing/usage", headers=workspace["headers"])).json()
+    assert usage["plan"] == "free"
+    assert usage["usage"]["action_executions"] == {"used": 5, "limit": 1000, "period": "month"}
+    assert usage["usage"]["template_clones"]["used"] == 1
+    assert usage["usage"]["table_rows"] == {"used": 7, "limit": 1000, "period": "total"}
+    history = await (await client.get("/connect/v1/billing/usage/history", headers=workspace["headers"])).json()
+    assert [entry["period"] for entry in history["data"]] == [usage["period"], "2020-01"]
+    assert history["data"][1]["usage"] == {"template_clones": 0, "action_executions": 40}
+    limited = await (await client.get("/connect/v1/billing/usage/history?months=1", headers=workspace["headers"])).json()
+    assert len(limited["data"]) == 1
+    other = await create_workspace_with_key(app, name="Other")
+    theirs = await (await client.get("/connect/v1/billing/usage/history", headers=other["headers"])).json()
+    assert theirs["data"] == []
+    assert (await client.get("/connect/v1/billing/usage")).status == 401
