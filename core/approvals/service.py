@@ -132,7 +132,7 @@ async def gate_connect(session: AsyncSession, *, workspace_id: str, provider: st
         status="pending",
         requested_by=principal.subject,
         requested_by_kind=principal.kind,
-        credentials=app[SECRETS].encrypt(json.dumps(credentials)) if credentials else None,
+        credentials=app[SECRETS].encrypt(json.dumps({"credentials": credentials, "params": payload.get("params") or {}})) if credentials else None,
         meta=metadata,
         reason=payload.get("reason") if isinstance(payload.get("reason"), str) else None,
     )
@@ -182,8 +182,10 @@ async def approve(app: web.Application, *, workspace_id: str, request_id: str, p
     connection_id = None
     if request.kind == "api_key":
         try:
-            credentials = json.loads(app[SECRETS].decrypt(request.credentials or "null")) or {}
-            connection_id = await _connect(app, workspace_id=workspace_id, provider=request.provider, credentials=credentials, metadata=dict(request.meta or {}))
+            stored = json.loads(app[SECRETS].decrypt(request.credentials or "null")) or {}
+            connection_id = await _connect(
+                app, workspace_id=workspace_id, provider=request.provider, credentials=stored.get("credentials") or {}, metadata=dict(request.meta or {}), params=stored.get("params") or {}
+            )
         except BaseException:
             await _finish(app, workspace_id, request_id, principal, status="pending")
             raise
@@ -195,7 +197,7 @@ async def deny(app: web.Application, *, workspace_id: str, request_id: str, prin
     return await _finish(app, workspace_id, request_id, principal, status="denied", decision_note=note)
 
 
-async def _connect(app: web.Application, *, workspace_id: str, provider: str, credentials: dict[str, Any], metadata: dict[str, Any]) -> str | None:
+async def _connect(app: web.Application, *, workspace_id: str, provider: str, credentials: dict[str, Any], metadata: dict[str, Any], params: dict[str, Any]) -> str | None:
     try:
         from patchbay.core.connections import service as connections
     except ImportError:
@@ -203,7 +205,7 @@ async def _connect(app: web.Application, *, workspace_id: str, provider: str, cr
     connect = getattr(connections, "connect_with_api_key", None)
     if connect is None:
         raise ApiError(501, "Connections service is not available")
-    result = await connect(app, workspace_id=workspace_id, provider_name=provider, credentials=credentials, metadata=metadata)
+    result = await connect(app, workspace_id=workspace_id, provider_name=provider, credentials=credentials, metadata=metadata, params=params)
     if isinstance(result, dict):
         return result.get("id") or result.get("connectionId")
     return getattr(result, "id", None)
