@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 from sqlalchemy import select
 
+from patchbay.cli.clients import clients
 from patchbay.cli.runtime import emit, json_option, run_with_database
 from patchbay.core.plugins.manager import create_plugin_manager
 from patchbay.core.plugins.registry import load_registry
@@ -166,4 +167,4 @@ def providers_list(category: str | None, as_json: bool) -> None:
     emit(data, as_json, "\n".join(f"{p['name']:<32} {p['category']:<16} {p['authMode']}" for p in data) or "no providers")
 
 
-COMMANDS = [workspaces, api_keys, users, keys, providers]
+COMMANDS = [workspaces, api_keys, users, keys, providers, clients]

@@ -37,6 +37,12 @@ def form_fields(page: str) -> dict[str, str]:
 
 
 class Idp:
+    redirect = REDIRECT
+    password = PASSWORD
+    pkce_pair = staticmethod(pkce_pair)
+    query_of = staticmethod(query_of)
+    form_fields = staticmethod(form_fields)
+
     def __init__(self, client, user: dict[str, Any], workspace: dict[str, Any]) -> None:
         self.http = client
         self.app = client.server.app
@@ -99,13 +105,31 @@ class Idp:
 
 
 @pytest.fixture
-async def idp(aiohttp_client, make_app) -> Idp:
-    app = make_app()
-    client = await aiohttp_client(app)
-    workspace = await create_workspace_with_key(app)
-    async with app[DB].transaction() as session:
-        user = await create_user(session, email="ada@example.com", password=PASSWORD, name="Ada Lovelace", phone_number="+44 20 7946 0000", user_type="customer_admin")
-        user.email_verified = True
-        await add_member(session, workspace_id=workspace["workspace_id"], user_id=user.id, role="manager")
-        user_info = {"id": user.id, "email": user.email}
-    return Idp(client, user_info, workspace)
+def make_idp(aiohttp_client, make_app):
+    """``await make_idp(**setting_overrides)`` -> an :class:`Idp` with a user (manager of a workspace)."""
+
+    async def make(**overrides: Any) -> Idp:
+        overrides.setdefault("rate_limits", {key: "off" for key in limits()})  # the rate-limit tests set their own
+        app = make_app(**overrides)
+        client = await aiohttp_client(app)
+        workspace = await create_workspace_with_key(app)
+        async with app[DB].transaction() as session:
+            user = await create_user(session, email="ada@example.com", password=PASSWORD, name="Ada Lovelace",
+                                     phone_number="+44 20 7946 0000", user_type="customer_admin")  # fmt: skip
+            user.email_verified = True
+            await add_member(session, workspace_id=workspace["workspace_id"], user_id=user.id, role="manager")
+            user_info = {"id": user.id, "email": user.email}
+        return Idp(client, user_info, workspace)
+
+    return make
+
+
+@pytest.fixture
+async def idp(make_idp) -> Idp:
+    return await make_idp()
+
+
+def limits(**overrides: str) -> dict[str, str]:
+    from patchbay.core.settings import RATE_LIMIT_DEFAULTS
+
+    return {**RATE_LIMIT_DEFAULTS, **overrides}
