@@ -4,6 +4,7 @@ its routes, job kinds, cron jobs and start-up work. Routes are matched in this o
 FEATURES: tuple[str, ...] = (
     "patchbay.core.http.root",
     "patchbay.core.http.providers",
+    "patchbay.core.connections.feature",
     "patchbay.core.http.cron",
     "patchbay.core.billing.routes",
     "patchbay.core.approvals.routes",
@@ -16,6 +17,9 @@ FEATURES: tuple[str, ...] = (
     "patchbay.core.alerts.routes",
     "patchbay.core.actions.routes",
     "patchbay.core.tables.routes",
+    "patchbay.core.webhooks.feature",
+    "patchbay.core.leads.feature",
+    "patchbay.core.crm_push.feature",
     "patchbay.core.http.openapi",
     "patchbay.core.identity.feature",
     "patchbay.core.jobs.maintenance",

@@ -28,6 +28,7 @@ RATE_LIMIT_DEFAULTS = {
     "oidc_userinfo": "60/minute",
     "oidc_register": "5/minute",
     "connect_api": "1000/minute",
+    "proxy": "6000/minute",  # per connection, calls through the proxy and connection clients
 }
 
 

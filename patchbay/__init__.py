@@ -7,10 +7,15 @@ internal and may change between releases.
 from patchbay.core.billing.payments import (
     CheckoutRequest, CheckoutSession, PaymentContext, PaymentEvent, PaymentProvider, PaymentProviderError, SubscriptionState, WebhookVerificationError,
 )  # fmt: skip
+from patchbay.core.connections.auth import AuthContext, OAuthApp, ProviderAuth, ProviderAuthError, TokenSet
+from patchbay.core.connections.client import ConnectionClient, ProviderResponse
 from patchbay.core.plugins.hookspecs import hookimpl
 from patchbay.core.plugins.provider import CAPABILITIES, CATEGORIES, Provider, RetryHeaders
 from patchbay.core.plugins.types import Action, RecordSource, Trigger
+from patchbay.core.webhooks.protocol import InboundEvent, InboundRequest, LeadData, WebhookHandler, hmac_sha256_hex, signatures_match
 
 __all__ = ["Action", "CAPABILITIES", "CATEGORIES", "Provider", "RecordSource", "RetryHeaders", "Trigger", "hookimpl",
+           "InboundEvent", "InboundRequest", "LeadData", "WebhookHandler", "hmac_sha256_hex", "signatures_match",
            "CheckoutRequest", "CheckoutSession", "PaymentContext", "PaymentEvent", "PaymentProvider", "PaymentProviderError",
-           "SubscriptionState", "WebhookVerificationError"]
+           "SubscriptionState", "WebhookVerificationError",
+           "AuthContext", "ConnectionClient", "OAuthApp", "ProviderAuth", "ProviderAuthError", "ProviderResponse", "TokenSet"]

@@ -1,0 +1,239 @@
+"""Per-process state of the connection layer, on the app under ``appkeys.CONNECTIONS``.
+
+- a short-lived cache of decrypted connections (a proxied call must not pay a database read and a
+  decryption every time); writes in this process invalidate it at once, other processes' writes
+  are seen after at most ``CACHE_SECONDS`` (a stale token then meets a 401, which refreshes);
+- one asyncio lock per connection, so the calls of this process needing a refresh wait for one
+  refresh (the database lease in ``refresh`` does the same across processes);
+- the per-connection rate limiter, including the back-off the provider asked for;
+- the audit log buffer, written in batches.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+import time
+import uuid
+from collections.abc import AsyncIterator
+from datetime import datetime
+from typing import Any
+
+import attrs
+from aiohttp import web
+from sqlalchemy import insert
+
+from patchbay.core.appkeys import CONNECTIONS, DB, SETTINGS
+from patchbay.core.connections.models import ProxyCallLog
+from patchbay.core.ratelimit.limiter import parse_limit
+from patchbay.core.timeutil import new_id, utcnow
+
+log = logging.getLogger(__name__)
+
+CACHE_SECONDS = 5.0
+AUDIT_FLUSH_SECONDS = 0.5
+AUDIT_BATCH = 500
+
+
+@attrs.define(kw_only=True)
+class ConnectionState:
+    """A decrypted snapshot of one connection row."""
+
+    id: str
+    workspace_id: str
+    provider: str
+    status: str
+    credentials: dict[str, Any] = attrs.field(repr=False)
+    params: dict[str, Any]
+    metadata: dict[str, Any]
+    scopes: list[Any]
+    expires_at: datetime | None
+    oauth_app: str | None
+    connected_at: datetime | None = None
+    loaded_at: float = attrs.field(factory=time.monotonic)
+    #: (headers, query) injected on calls, computed once per snapshot
+    injected: tuple[dict[str, str], dict[str, str]] | None = attrs.field(default=None, repr=False)
+    base_url: str | None = None
+
+    @property
+    def access_token(self) -> str | None:
+        return self.credentials.get("access_token")
+
+    def expires_within(self, seconds: float) -> bool:
+        if self.expires_at is None:
+            return False
+        return (self.expires_at - utcnow()).total_seconds() <= seconds
+
+
+class Throttled(Exception):
+    def __init__(self, retry_after: float) -> None:
+        super().__init__(f"retry after {retry_after:.1f}s")
+        self.retry_after = retry_after
+
+
+class ConnectionLimiter:
+    """Fixed-window limit per connection plus the provider's own back-off (429 / Retry-After /
+    remaining 0), both in this process."""
+
+    def __init__(self, limit_text: str) -> None:
+        item = parse_limit(limit_text)
+        self.amount = item.amount if item else None
+        self.period = item.get_expiry() if item else 1
+        self._windows: dict[str, tuple[int, int]] = {}
+        self._blocked: dict[str, float] = {}
+
+    def acquire(self, connection_id: str) -> float:
+        """0 when the call may go now, else the seconds to wait (the call is not counted)."""
+        now = time.time()
+        blocked = self._blocked.get(connection_id)
+        if blocked is not None:
+            if blocked > now:
+                return blocked - now
+            del self._blocked[connection_id]
+        if self.amount is None:
+            return 0.0
+        window = int(now // self.period)
+        current, count = self._windows.get(connection_id, (window, 0))
+        if current != window:
+            count = 0
+        if count >= self.amount:
+            return (window + 1) * self.period - now
+        self._windows[connection_id] = (window, count + 1)
+        if len(self._windows) > 50_000:
+            self._windows = {k: v for k, v in self._windows.items() if v[0] == window}
+        return 0.0
+
+    def block(self, connection_id: str, seconds: float) -> None:
+        """The provider asked for a pause: hold every call of this connection for ``seconds``."""
+        until = time.time() + max(0.0, seconds)
+        self._blocked[connection_id] = max(until, self._blocked.get(connection_id, 0.0))
+
+    def blocked_for(self, connection_id: str) -> float:
+        return max(0.0, self._blocked.get(connection_id, 0.0) - time.time())
+
+
+class AuditBuffer:
+    """Collects audit rows and inserts them in batches (every ``AUDIT_FLUSH_SECONDS`` or
+    ``AUDIT_BATCH`` rows); ``flush()`` writes what is pending now."""
+
+    def __init__(self, app: web.Application) -> None:
+        self._app = app
+        self._rows: list[dict[str, Any]] = []
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task | None = None
+        self._flush_lock = asyncio.Lock()
+
+    def add(self, *, workspace_id: str, connection_id: str, provider: str, source: str, method: str, path: str, status: int, duration_ms: float, error: str | None = None) -> None:
+        self._rows.append(
+            {"id": new_id(), "workspace_id": workspace_id, "connection_id": connection_id, "provider": provider, "source": source,
+             "method": method, "path": path[:2000], "status": status, "duration_ms": round(duration_ms, 3),
+             "error": error, "created_at": utcnow()}
+        )  # fmt: skip
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._run())
+        if len(self._rows) >= AUDIT_BATCH:
+            self._wake.set()
+
+    async def _run(self) -> None:
+        while self._rows:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), AUDIT_FLUSH_SECONDS)
+            self._wake.clear()
+            try:
+                await self.flush()
+            except Exception:
+                log.exception("writing %d proxy audit rows failed; retrying", len(self._rows))
+                await asyncio.sleep(1)
+
+    async def flush(self) -> None:
+        async with self._flush_lock:
+            rows, self._rows = self._rows, []
+            if not rows:
+                return
+            try:
+                async with self._app[DB].transaction() as session:
+                    await session.execute(insert(ProxyCallLog), rows)
+            except Exception:
+                self._rows[:0] = rows
+                raise
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+        try:
+            await self.flush()
+        except Exception:
+            log.exception("dropping %d proxy audit rows at shutdown", len(self._rows))
+
+
+class ConnectionsRuntime:
+    def __init__(self, app: web.Application) -> None:
+        self.owner = uuid.uuid4().hex  # this process's name in refresh leases
+        self.cache: dict[str, ConnectionState] = {}
+        self.locks: dict[str, asyncio.Lock] = {}
+        self.limiter = ConnectionLimiter(app[SETTINGS].rate_limits.get("proxy", "off"))
+        self.audit = AuditBuffer(app)
+        #: count of refresh calls made by this process to providers (observability and tests)
+        self.refresh_calls = 0
+
+    def cached(self, connection_id: str) -> ConnectionState | None:
+        state = self.cache.get(connection_id)
+        if state is None or time.monotonic() - state.loaded_at > CACHE_SECONDS:
+            return None
+        return state
+
+    def remember(self, state: ConnectionState) -> None:
+        if len(self.cache) > 10_000:
+            self.cache.clear()
+        self.cache[state.id] = state
+
+    def forget(self, connection_id: str) -> None:
+        self.cache.pop(connection_id, None)
+
+    def lock(self, connection_id: str) -> asyncio.Lock:
+        lock = self.locks.get(connection_id)
+        if lock is None:
+            lock = self.locks[connection_id] = asyncio.Lock()
+        return lock
+
+
+def runtime(app: web.Application) -> ConnectionsRuntime:
+    return app[CONNECTIONS]
+
+
+def retry_seconds(value: str | None, *, now: float | None = None) -> float | None:
+    """Seconds to wait from a header holding either a delay, an epoch timestamp or an HTTP date."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        number = float(value)
+    except ValueError:
+        from email.utils import parsedate_to_datetime
+
+        try:
+            moment = parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        return max(0.0, moment.timestamp() - (now or time.time()))
+    if math.isnan(number) or number < 0:
+        return None
+    if number > 1_000_000_000:  # an epoch timestamp (seconds, or milliseconds)
+        if number > 1_000_000_000_000:
+            number /= 1000
+        return max(0.0, number - (now or time.time()))
+    return number
+
+
+async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
+    yield
+    await app[CONNECTIONS].audit.close()
+
+
+def install(app: web.Application) -> None:
+    app[CONNECTIONS] = ConnectionsRuntime(app)
+    app.cleanup_ctx.append(_lifecycle)

@@ -1,0 +1,236 @@
+"""Connection services called by the HTTP layer, jobs and other features: connect with API-key
+credentials, import tokens, disconnect, check health."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from aiohttp import web
+from sqlalchemy import select, update
+
+from patchbay.core.appkeys import DB, OUTBOUND, REGISTRY
+from patchbay.core.connections.auth import AuthContext, OAuthApp, ProviderAuthError, TemplateError, auth_for, connection_params, fill_url
+from patchbay.core.connections.client import client_for_state
+from patchbay.core.connections.models import ACTIVE_STATUSES, Connection
+from patchbay.core.connections.refresh import RefreshFailed, can_refresh, refresh_connection
+from patchbay.core.connections.runtime import ConnectionState, runtime
+from patchbay.core.connections.store import encrypt_credentials, get_row, load_state, oauth_app_for, save_connection, token_credentials
+from patchbay.core.http.errors import ApiError, bad_request, not_found
+from patchbay.core.plugins.provider import Provider
+from patchbay.core.timeutil import new_id, utcnow
+
+log = logging.getLogger(__name__)
+
+API_KEY_MODES = ("api_key", "basic", "oauth2_cc", "none")
+
+
+def provider_or_404(app: web.Application, name: str) -> Provider:
+    provider = app[REGISTRY].provider(name)
+    if provider is None:
+        raise not_found(f"Provider not found: {name}")
+    return provider
+
+
+def split_params(provider: Provider, params: Mapping[str, Any] | None, metadata: Mapping[str, Any] | None) -> dict[str, str]:
+    """Connection parameters from an explicit ``params`` object, else from metadata keys that name
+    a declared parameter; each declared parameter without a default is required."""
+    values: dict[str, str] = {}
+    for source in (metadata or {}, params or {}):
+        for key, value in source.items():
+            if key in provider.connection_params and value not in (None, ""):
+                values[key] = str(value)
+    missing = [key for key in provider.connection_params if key not in values and key not in provider.connection_param_defaults]
+    if missing:
+        raise bad_request(f"Validation failed: connection parameter(s) required: {', '.join(missing)}")
+    return values
+
+
+def _api_key_credentials(provider: Provider, credentials: Mapping[str, Any]) -> dict[str, Any]:
+    api_key = credentials.get("apiKey")
+    if not isinstance(api_key, str) or not api_key.strip():
+        raise bad_request("Validation failed: credentials.apiKey is required")
+    api_secret = credentials.get("apiSecret")
+    if api_secret is not None and not isinstance(api_secret, str):
+        raise bad_request("Validation failed: credentials.apiSecret must be a string")
+    if provider.auth_mode == "basic":
+        return {"username": api_key, "password": api_secret or ""}
+    if provider.auth_mode == "oauth2_cc":
+        return {"client_id": api_key, "client_secret": api_secret}
+    return {"api_key": api_key, "api_secret": api_secret}
+
+
+async def connect_with_api_key(
+    app: web.Application,
+    *,
+    workspace_id: str,
+    provider_name: str,
+    credentials: Mapping[str, Any],
+    metadata: Mapping[str, Any] | None = None,
+    params: Mapping[str, Any] | None = None,
+    validate: bool = True,
+) -> Connection:
+    """Connect the workspace to an API-key provider (API key, basic, or client credentials) and
+    answer the stored connection.
+
+    ``credentials`` is the body's ``{apiKey, apiSecret?}``. When the provider has a cheap check
+    (its definition's ``health_check`` or an auth hook's ``check``), the credential is proved
+    before it is stored (400 naming the provider's refusal); client-credentials providers are
+    proved by obtaining a token. Enforces the plan's provider count (403).
+    """
+    provider = provider_or_404(app, provider_name)
+    if provider.auth_mode == "oauth2":
+        raise bad_request(f"{provider.display_name} connects with OAuth: use GET /auth/{provider.name}/login")
+    stored = _api_key_credentials(provider, credentials)
+    values = split_params(provider, params, metadata)
+    try:
+        fill_url(provider.api_base_url, provider, connection_params(provider, values))
+    except TemplateError as error:
+        raise bad_request(str(error)) from None
+    handler = auth_for(app[REGISTRY], provider.name)
+    expires_at = None
+    scopes: list[str] = []
+    learnt: dict[str, str] = {}
+    learnt_meta: dict[str, Any] = {}
+    oauth_app = None
+    if provider.auth_mode == "oauth2_cc":
+        oauth_app = "connection"
+        ctx = AuthContext(provider=provider, http=app[OUTBOUND].session, params=connection_params(provider, values),
+                          app=OAuthApp(client_id=stored["client_id"], client_secret=stored.get("client_secret"), source="connection"))  # fmt: skip
+        try:
+            tokens = await handler.client_credentials(ctx)
+        except ProviderAuthError as error:
+            raise bad_request(f"Credentials rejected by {provider.display_name}: {error.message}") from None
+        stored = token_credentials(tokens, stored)
+        expires_at, scopes, learnt, learnt_meta = tokens.expires_at, list(tokens.scopes), dict(tokens.params), dict(tokens.metadata)
+    connection_id = new_id()
+    verdict = None
+    if validate:
+        state = ConnectionState(
+            id=connection_id, workspace_id=workspace_id, provider=provider.name, status="connected", credentials=stored,
+            params={**values, **learnt}, metadata=dict(metadata or {}), scopes=scopes, expires_at=expires_at, oauth_app=oauth_app,
+        )  # fmt: skip
+        try:
+            verdict = await handler.check(client_for_state(app, state, provider, source="validate"))
+        except ProviderAuthError as error:
+            log.info("could not validate %s credentials: %s", provider.name, error.message)
+            verdict = None
+        if verdict is False:
+            raise bad_request(f"Credentials rejected by {provider.display_name}")
+    async with app[DB].transaction(tenant=workspace_id) as session:
+        return await save_connection(
+            app, session, workspace_id=workspace_id, provider=provider.name, credentials=stored, params={**values, **learnt},
+            metadata={**learnt_meta, **dict(metadata or {})}, scopes=scopes, expires_at=expires_at, oauth_app=oauth_app,
+            new_connection_id=connection_id, health={True: "healthy"}.get(verdict),
+        )  # fmt: skip
+
+
+async def import_tokens(
+    app: web.Application, *, workspace_id: str, provider_name: str, access_token: str, refresh_token: str | None = None,
+    expires_at: datetime | None = None, metadata: Mapping[str, Any] | None = None, params: Mapping[str, Any] | None = None,
+    scopes: list[str] | None = None,
+) -> Connection:
+    """Store existing OAuth tokens as a new connection (4.18 import); refreshes use the workspace's
+    BYOA app or the deployment's."""
+    provider = provider_or_404(app, provider_name)
+    if provider.auth_mode not in ("oauth2", "oauth2_cc"):
+        raise bad_request(f"{provider.display_name} does not use OAuth tokens; connect it with POST /connect/v1/providers/{provider.name}/connect")
+    values = split_params(provider, params, metadata)
+    oauth_app = await oauth_app_for(app, workspace_id=workspace_id, provider=provider.name)
+    async with app[DB].transaction(tenant=workspace_id) as session:
+        return await save_connection(
+            app, session, workspace_id=workspace_id, provider=provider.name,
+            credentials={"access_token": access_token, "refresh_token": refresh_token, "token_type": "Bearer"},
+            params=values, metadata=metadata, scopes=scopes or [], expires_at=expires_at,
+            oauth_app=oauth_app.source if oauth_app else None,
+        )  # fmt: skip
+
+
+async def fresh_token(app: web.Application, *, workspace_id: str, connection_id: str) -> ConnectionState:
+    """The connection with an unexpired access token, refreshed first when it is expired or about
+    to expire (4.18 token)."""
+    state = await load_state(app, connection_id, workspace_id=workspace_id, fresh=True)
+    if state.status in ("invalid", "disconnected"):
+        raise ApiError(409, f"Connection {connection_id} is {state.status}; reconnect it")
+    if not state.access_token:
+        raise bad_request(f"Connection {connection_id} has no access token ({state.provider} uses API-key credentials)")
+    if state.expires_within(60) and can_refresh(app, state):
+        try:
+            state = await refresh_connection(app, connection_id, workspace_id=workspace_id, ahead=60)
+        except RefreshFailed as error:
+            raise ApiError(409 if error.permanent else 502, f"Token refresh failed: {error.message}") from None
+    return state
+
+
+async def disconnect(app: web.Application, *, workspace_id: str, connection_id: str, revoke: bool = True, delete: bool = False) -> bool:
+    """Revoke the credential at the provider where its definition allows (never blocking), then mark
+    the connection disconnected (credentials wiped) or delete it. Answers whether the provider
+    confirmed the revocation."""
+    state = await load_state(app, connection_id, workspace_id=workspace_id, fresh=True)
+    revoked = False
+    provider = app[REGISTRY].provider(state.provider)
+    if revoke and provider is not None and state.status != "disconnected":
+        oauth_app = await oauth_app_for(app, workspace_id=workspace_id, provider=provider.name, source=state.oauth_app, credentials=state.credentials)
+        ctx = AuthContext(provider=provider, http=app[OUTBOUND].session, app=oauth_app, params=connection_params(provider, state.params))
+        try:
+            revoked = bool(await auth_for(app[REGISTRY], provider.name).revoke(ctx, state.credentials))
+        except Exception:  # a revocation failure never keeps the customer connected
+            log.warning("revoking connection %s at %s failed", connection_id, state.provider, exc_info=True)
+    async with app[DB].transaction(tenant=workspace_id) as session:
+        row = await get_row(session, connection_id)
+        if delete:
+            await session.delete(row)
+        else:
+            row.status = "disconnected"
+            row.credentials = encrypt_credentials(app, {})
+            row.health = None
+    runtime(app).forget(connection_id)
+    return revoked
+
+
+async def check_health(app: web.Application, *, workspace_id: str | None, connection_id: str) -> dict[str, Any]:
+    """Check one connection now: refresh an expiring token, then the provider's cheap check.
+    Stores and answers ``health``: healthy, unhealthy (the provider refused the credential),
+    invalid (refresh refused for good), error (the provider failed), unknown (no check exists)."""
+    state = await load_state(app, connection_id, workspace_id=workspace_id, fresh=True)
+    provider = app[REGISTRY].provider(state.provider)
+    detail = None
+    if state.status == "disconnected":
+        health = "disconnected"
+    elif state.status == "invalid" or provider is None:
+        health = "invalid" if provider is not None else "error"
+        detail = None if provider is not None else f"provider {state.provider} is not installed"
+    else:
+        health = "unknown"
+        try:
+            if state.expires_within(60) and can_refresh(app, state):
+                state = await refresh_connection(app, connection_id, workspace_id=state.workspace_id, ahead=60)
+            verdict = await auth_for(app[REGISTRY], provider.name).check(client_for_state(app, state, provider, source="health"))
+            if verdict is True:
+                health = "healthy"
+            elif verdict is False:
+                health = "unhealthy"
+                detail = f"{provider.display_name} refused the credentials"
+            elif state.expires_at is not None and state.expires_within(0):
+                health, detail = "unhealthy", "the access token has expired"
+        except RefreshFailed as error:
+            health = "invalid" if error.permanent else "error"
+            detail = error.message
+        except (ProviderAuthError, ApiError) as error:
+            health, detail = "error", getattr(error, "message", str(error))
+    now = utcnow()
+    async with app[DB].transaction() as session:
+        await session.execute(
+            update(Connection).where(Connection.id == connection_id).values(health=health, last_health_check_at=now).execution_options(synchronize_session=False)
+        )
+    runtime(app).forget(connection_id)
+    return {"connectionId": connection_id, "provider": state.provider, "status": "invalid" if health == "invalid" else state.status,
+            "health": health, "detail": detail, "checkedAt": now}  # fmt: skip
+
+
+async def active_connection_ids(app: web.Application, *, workspace_id: str, provider: str) -> list[str]:
+    async with app[DB].session(tenant=workspace_id) as session:
+        rows = await session.scalars(select(Connection.id).where(Connection.provider == provider, Connection.status.in_(ACTIVE_STATUSES)))
+        return list(rows)

@@ -1,0 +1,202 @@
+"""Reading and writing connections: encryption of credentials, the decrypted-state cache, the OAuth
+app a connection uses, and the plan's provider count."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from aiohttp import web
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from patchbay.core.appkeys import DB, REGISTRY, SECRETS
+from patchbay.core.billing.limits import enforce_limit
+from patchbay.core.connections.auth import OAuthApp, TokenSet
+from patchbay.core.connections.models import ACTIVE_STATUSES, ByoaCredential, Connection
+from patchbay.core.connections.runtime import ConnectionState, runtime
+from patchbay.core.http.errors import ApiError
+from patchbay.core.timeutil import utcnow
+
+
+class ConnectionNotFound(ApiError):
+    def __init__(self, connection_id: str) -> None:
+        super().__init__(404, f"Connection not found: {connection_id}")
+
+
+def encrypt_credentials(app: web.Application, credentials: Mapping[str, Any]) -> str:
+    clean = {key: value for key, value in credentials.items() if value not in (None, "")}
+    return app[SECRETS].encrypt(json.dumps(clean, separators=(",", ":")))
+
+
+def decrypt_credentials(app: web.Application, stored: str) -> dict[str, Any]:
+    return json.loads(app[SECRETS].decrypt(stored))
+
+
+def state_of(app: web.Application, row: Connection) -> ConnectionState:
+    return ConnectionState(
+        id=row.id, workspace_id=row.workspace_id, provider=row.provider, status=row.status,
+        credentials=decrypt_credentials(app, row.credentials), params=dict(row.params or {}),
+        metadata=dict(row.meta or {}), scopes=list(row.scopes or []), expires_at=row.expires_at,
+        oauth_app=row.oauth_app, connected_at=row.connected_at,
+    )  # fmt: skip
+
+
+async def load_state(app: web.Application, connection_id: str, *, workspace_id: str | None, fresh: bool = False) -> ConnectionState:
+    """The decrypted connection; 404 when it does not exist or belongs to another workspace.
+    ``workspace_id=None`` is for system work (jobs) only."""
+    rt = runtime(app)
+    if not fresh:
+        state = rt.cached(connection_id)
+        if state is not None and (workspace_id is None or state.workspace_id == workspace_id):
+            return state
+    async with app[DB].session(tenant=workspace_id) as session:
+        row = await session.scalar(select(Connection).where(Connection.id == connection_id))
+    if row is None:
+        raise ConnectionNotFound(connection_id)
+    state = state_of(app, row)
+    rt.remember(state)
+    return state
+
+
+async def get_row(session: AsyncSession, connection_id: str) -> Connection:
+    row = await session.scalar(select(Connection).where(Connection.id == connection_id))
+    if row is None:
+        raise ConnectionNotFound(connection_id)
+    return row
+
+
+async def active_connection(session: AsyncSession, provider: str) -> Connection | None:
+    """The most recently connected active connection of ``provider`` in the session's workspace."""
+    return await session.scalar(
+        select(Connection)
+        .where(Connection.provider == provider, Connection.status.in_(ACTIVE_STATUSES))
+        .order_by(Connection.connected_at.desc().nulls_last(), Connection.created_at.desc())
+        .limit(1)
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Plan limit: the number of distinct providers a workspace is connected to
+# ---------------------------------------------------------------------------------------------
+
+
+async def count_providers(session: AsyncSession, workspace_id: str) -> int:
+    return int(
+        await session.scalar(
+            select(func.count(func.distinct(Connection.provider))).where(
+                Connection.workspace_id == workspace_id, Connection.status.in_(ACTIVE_STATUSES)
+            )
+        )
+        or 0
+    )
+
+
+async def enforce_provider_limit(session: AsyncSession, workspace_id: str, provider: str) -> None:
+    """403 ``Plan limit exceeded for providers`` when connecting ``provider`` adds a provider the
+    plan has no room for (another connection of an already connected provider is free)."""
+    already = await session.scalar(
+        select(Connection.id).where(Connection.workspace_id == workspace_id, Connection.provider == provider, Connection.status.in_(ACTIVE_STATUSES)).limit(1)
+    )
+    if already is None:
+        await enforce_limit(session, workspace_id, "providers")
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing a connection
+# ---------------------------------------------------------------------------------------------
+
+
+async def save_connection(
+    app: web.Application,
+    session: AsyncSession,
+    *,
+    workspace_id: str,
+    provider: str,
+    credentials: Mapping[str, Any],
+    params: Mapping[str, Any] | None = None,
+    metadata: Mapping[str, Any] | None = None,
+    scopes: list[str] | tuple[str, ...] = (),
+    expires_at: datetime | None = None,
+    oauth_app: str | None = None,
+    connection_id: str | None = None,
+    new_connection_id: str | None = None,
+    health: str | None = None,
+) -> Connection:
+    """Create a connection, or renew the credentials of ``connection_id`` (a re-authorization), in
+    the caller's (tenant) transaction. Enforces the plan's provider count for a new connection.
+    ``new_connection_id`` is the id of a new connection (when it had to be known before)."""
+    now = utcnow()
+    row = None
+    if connection_id is not None:
+        row = await get_row(session, connection_id)
+        if row.provider != provider:
+            raise ApiError(400, f"Connection {connection_id} is not a {provider} connection")
+    if row is None or row.status not in ACTIVE_STATUSES:
+        await enforce_provider_limit(session, workspace_id, provider)
+    if row is None:
+        row = Connection(workspace_id=workspace_id, provider=provider, meta={}, params={})
+        if new_connection_id is not None:
+            row.id = new_connection_id
+        session.add(row)
+    row.credentials = encrypt_credentials(app, credentials)
+    row.params = {**(row.params or {}), **dict(params or {})}
+    row.meta = {**(row.meta or {}), **dict(metadata or {})}
+    row.scopes = list(scopes)
+    row.expires_at = expires_at
+    row.oauth_app = oauth_app
+    row.status = "connected"
+    row.connected_at = now
+    row.refresh_error = None
+    row.refresh_retry_at = None
+    row.refresh_failures = 0
+    row.health = health
+    await session.flush()
+    runtime(app).forget(row.id)
+    return row
+
+
+def token_credentials(tokens: TokenSet, previous: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Credentials to store from a token set; a refresh answered without a refresh token keeps the
+    previous one (and the client of a client-credentials connection)."""
+    credentials = dict(previous or {})
+    credentials["access_token"] = tokens.access_token
+    credentials["token_type"] = tokens.token_type
+    if tokens.refresh_token:
+        credentials["refresh_token"] = tokens.refresh_token
+    return credentials
+
+
+# ---------------------------------------------------------------------------------------------
+# OAuth apps: the workspace's own (BYOA) first, else the deployment's
+# ---------------------------------------------------------------------------------------------
+
+
+async def byoa_app(app: web.Application, workspace_id: str, provider: str) -> OAuthApp | None:
+    async with app[DB].session(tenant=workspace_id) as session:
+        row = await session.scalar(select(ByoaCredential).where(ByoaCredential.provider == provider))
+    if row is None:
+        return None
+    return OAuthApp(client_id=row.client_id, client_secret=app[SECRETS].decrypt(row.client_secret), source="byoa")
+
+
+def deployment_app(app: web.Application, provider: str) -> OAuthApp | None:
+    secrets = app[REGISTRY].provider_secrets(provider)
+    if not secrets.client_id:
+        return None
+    return OAuthApp(client_id=secrets.client_id, client_secret=secrets.client_secret, source="deployment")
+
+
+async def oauth_app_for(app: web.Application, *, workspace_id: str, provider: str, source: str | None = None, credentials: Mapping[str, Any] | None = None) -> OAuthApp | None:
+    """The OAuth client to use: ``source`` names the one a connection was made with; without it the
+    workspace's BYOA credentials win over the deployment's."""
+    if source == "connection":
+        creds = credentials or {}
+        return OAuthApp(client_id=creds["client_id"], client_secret=creds.get("client_secret"), source="connection") if creds.get("client_id") else None
+    if source in (None, "byoa"):
+        found = await byoa_app(app, workspace_id, provider)
+        if found is not None or source == "byoa":
+            return found
+    return deployment_app(app, provider)
