@@ -99,6 +99,23 @@ FACT_FIXES: dict[str, tuple[dict[str, str], str]] = {
     ),
 }
 
+#: The facts record no revocation endpoints. These RFC 7009 endpoints (POST token=..., client
+#: authenticated like at the token endpoint) were checked against each provider's documentation;
+#: each applies to the provider and to every alias of it with the same auth mode and token URL.
+REVOCATION_URLS: dict[str, str] = {
+    "google": "https://oauth2.googleapis.com/revoke",  # developers.google.com, OAuth 2.0 for web server apps
+    "salesforce": "https://{hostname}/services/oauth2/revoke",  # help.salesforce.com, revoke OAuth tokens
+    "salesforce-sandbox": "https://{hostname}/services/oauth2/revoke",
+    "zoom": "https://zoom.us/oauth/revoke",  # developers.zoom.us, revoking an access token
+    "xero": "https://identity.xero.com/connect/revocation",  # developer.xero.com, revoking tokens
+    "twitter-v2": "https://api.twitter.com/2/oauth2/revoke",  # docs.x.com, OAuth 2.0 revoke
+    "okta": "https://{subdomain}.okta.com/oauth2/v1/revoke",  # developer.okta.com, /revoke
+    "box": "https://api.box.com/oauth2/revoke",  # developer.box.com, revoke access token
+    "discord": "https://discord.com/api/oauth2/token/revoke",  # discord.com/developers, OAuth2
+    "linkedin": "https://www.linkedin.com/oauth/v2/revoke",  # learn.microsoft.com/linkedin, token revocation
+    "reddit": "https://www.reddit.com/api/v1/revoke_token",  # github.com/reddit-archive/reddit/wiki/OAuth2
+}
+
 #: slug -> (definition fields that replace the mapped ones, why). Applied after the mapping and
 #: before validation, so a correction is checked like any other definition.
 CORRECTIONS: dict[str, tuple[dict[str, Any], str]] = {
@@ -132,6 +149,15 @@ CORRECTIONS: dict[str, tuple[dict[str, Any], str]] = {
         "api.au.intercom.io (developers.intercom.com, regional hosting)",
     ),
     "twitter-v2": ({"pkce": True}, "X requires PKCE for OAuth 2.0 (docs.x.com, OAuth 2.0 Authorization Code Flow with PKCE)"),
+    "zoom": (
+        {"token_auth_method": "client_secret_basic"},
+        "Zoom's token endpoint takes the client in an 'Authorization: Basic' header (developers.zoom.us, OAuth 2.0)",
+    ),
+    "twilio": (
+        {"health_check": "GET /2010-04-01/Accounts.json"},
+        "the facts' check needs the account SID in its path; listing accounts proves the same credential "
+        "(twilio.com/docs, Accounts resource)",
+    ),
     "notion": ({"refreshes": False}, "Notion access tokens do not expire and have no refresh token (developers.notion.com, authorization)"),
     "github": (
         {"category": "dev-tools", "categories": ("support", "ticketing"), "health_check": "GET /user"},
@@ -289,6 +315,15 @@ def resolve_alias(slug: str, rows: dict[str, dict[str, str]], seen: tuple[str, .
     return merged
 
 
+def _family(slug: str, rows: dict[str, dict[str, str]]) -> str:
+    """The first slug of the alias chain that has a revocation URL, else the slug itself."""
+    seen = set()
+    while slug not in REVOCATION_URLS and rows[slug]["alias_of"] and slug not in seen:
+        seen.add(slug)
+        slug = rows[slug]["alias_of"] if rows[slug]["alias_of"] in rows else slug
+    return slug
+
+
 def _json_object(text: str, field: str) -> dict[str, str]:
     if not text:
         return {}
@@ -301,8 +336,10 @@ def _json_object(text: str, field: str) -> dict[str, str]:
     return value
 
 
-def map_row(facts: dict[str, str]) -> dict[str, Any]:
-    """One definition (the keyword arguments of :class:`patchbay.Provider`) from resolved facts."""
+def map_row(facts: dict[str, str], notes: list[str] | None = None) -> dict[str, Any]:
+    """One definition (the keyword arguments of :class:`patchbay.Provider`) from resolved facts;
+    what was left out on the way is appended to ``notes``."""
+    notes = [] if notes is None else notes
     mode = AUTH_MODES.get(facts["auth_mode"])
     if mode is None:
         raise Skip(f"auth mode {facts['auth_mode'] or '(none)'} is not supported")
@@ -358,8 +395,12 @@ def map_row(facts: dict[str, str]) -> dict[str, Any]:
 
     if facts["health_check"]:
         method, _, path = facts["health_check"].partition(" ")
-        path = path if path.startswith("/") else "/" + path
-        definition["health_check"] = f"{method} {translate(path, credentials=True)}"
+        if "${" in path:
+            # a health check is a fixed request; one that needs a credential or a parameter in
+            # its path (and so in the audit log) is left out rather than sent unfilled
+            notes.append("health check with a placeholder left out")
+        else:
+            definition["health_check"] = f"{method} {path if path.startswith('/') else '/' + path}"
 
     retry = {
         "retry_after": facts["retry_after_header"].lower() or None,
@@ -371,7 +412,7 @@ def map_row(facts: dict[str, str]) -> dict[str, Any]:
     used: list[str] = []
     for field in ("api_base_url", "authorization_url", "token_url"):
         used += _fields(definition.get(field) or "")
-    for template in (*headers.values(), *query.values(), definition.get("health_check") or ""):
+    for template in (*headers.values(), *query.values()):
         used += [f for f in _fields(template) if f not in CREDENTIALS.values() and f != "basic"]
     listed = facts["connection_params"].split()
     params = [p for p in listed if p not in unused or p in used]
@@ -426,22 +467,41 @@ def serialise(provider) -> dict[str, Any]:
     return out
 
 
-def generate(facts_path: Path) -> tuple[dict[str, list[dict[str, Any]]], list[tuple[str, str]], list[str]]:
-    """(definitions by primary category, skipped (slug, reason), corrections applied)."""
+@attrs.define
+class Result:
+    """What one run produced."""
+
+    #: primary category -> serialised definitions, sorted by name
+    by_category: dict[str, list[dict[str, Any]]] = attrs.field(factory=dict)
+    #: (slug, reason) of the rows that are not in the catalog
+    skipped: list[tuple[str, str]] = attrs.field(factory=list)
+    #: (slug, what) of the rows kept with a part left out
+    notes: list[tuple[str, str]] = attrs.field(factory=list)
+    #: slugs whose facts or definition were corrected
+    corrected: list[str] = attrs.field(factory=list)
+
+
+def generate(facts_path: Path) -> Result:
+    """Map every row of the facts file."""
     from patchbay import Provider, RetryHeaders
 
     with facts_path.open(newline="", encoding="utf-8") as handle:
         rows = {row["slug"]: row for row in csv.DictReader(handle)}
     by_category: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    skipped: list[tuple[str, str]] = []
-    corrected: list[str] = []
+    result = Result()
+    skipped, corrected = result.skipped, result.corrected
     for slug in sorted(rows):
         try:
             facts = resolve_alias(slug, rows)
+            family = _family(slug, rows)
             if slug in FACT_FIXES:
                 facts.update(FACT_FIXES[slug][0])
                 corrected.append(slug)
-            definition = map_row(facts)
+            notes: list[str] = []
+            definition = map_row(facts, notes)
+            same_server = family == slug or facts["token_url"] == resolve_alias(family, rows)["token_url"]
+            if family in REVOCATION_URLS and definition["auth_mode"] == "oauth2" and same_server:
+                definition["revocation_url"] = REVOCATION_URLS[family]
             if slug in CORRECTIONS:
                 definition.update(CORRECTIONS[slug][0])
                 corrected.append(slug)
@@ -455,7 +515,9 @@ def generate(facts_path: Path) -> tuple[dict[str, list[dict[str, Any]]], list[tu
             skipped.append((slug, str(error).removeprefix(f"provider {slug!r}: ")))
             continue
         by_category[provider.category].append(serialise(provider))
-    return dict(sorted(by_category.items())), skipped, corrected
+        result.notes.extend((slug, note) for note in notes)
+    result.by_category = dict(sorted(by_category.items()))
+    return result
 
 
 def write(by_category: dict[str, list[dict[str, Any]]], out: Path) -> None:
@@ -474,19 +536,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="the folder of the data files")
     parser.add_argument("--quiet", action="store_true", help="print only the totals")
     args = parser.parse_args(argv)
-    by_category, skipped, corrected = generate(args.facts)
+    result = generate(args.facts)
+    by_category = result.by_category
     write(by_category, args.out)
     total = sum(len(items) for items in by_category.values())
     modes = Counter(d["auth_mode"] for items in by_category.values() for d in items)
     print(f"{total} providers in {len(by_category)} categories -> {args.out}")
     print("auth modes: " + ", ".join(f"{mode} {count}" for mode, count in sorted(modes.items())))
     print("categories: " + ", ".join(f"{c} {len(items)}" for c, items in by_category.items()))
-    print(f"corrections applied: {', '.join(corrected)}")
-    print(f"skipped {len(skipped)} rows:")
-    if not args.quiet:
-        width = max((len(slug) for slug, _ in skipped), default=0)
-        for slug, reason in skipped:
-            print(f"  {slug:<{width}}  {reason}")
+    print(f"corrections applied: {', '.join(result.corrected)}")
+    for title, rows in (("skipped", result.skipped), ("kept with a part left out", result.notes)):
+        print(f"{title}: {len(rows)} rows")
+        if not args.quiet:
+            width = max((len(slug) for slug, _ in rows), default=0)
+            for slug, reason in rows:
+                print(f"  {slug:<{width}}  {reason}")
     return 0
 
 

@@ -145,10 +145,19 @@ def test_every_supported_row_of_the_facts_is_in_the_catalog_or_skipped_with_a_re
             continue
         if mode in generate.AUTH_MODES:
             supported.add(slug)
-    _, skipped, _ = generate.generate(FACTS)
-    reasons = dict(skipped)
+    reasons = dict(generate.generate(FACTS).skipped)
     assert all(reasons.values())
     supported_but_skipped = supported & set(reasons)
     assert len(supported_but_skipped) <= 25, sorted(supported_but_skipped)
     assert set(providers) == supported - supported_but_skipped
     assert len(providers) == len(supported) - len(supported_but_skipped)
+
+
+def test_revocation_urls_reach_aliases_on_the_same_server_only(providers):
+    assert providers["google"].revocation_url == "https://oauth2.googleapis.com/revoke"
+    assert providers["google-calendar"].revocation_url == providers["google"].revocation_url  # an alias of google
+    assert providers["okta"].revocation_url == "https://{subdomain}.okta.com/oauth2/v1/revoke"
+    assert providers["okta-preview"].revocation_url is None  # its own token server
+    assert providers["salesforce"].revocation_url == "https://{hostname}/services/oauth2/revoke"
+    with_revocation = [p for p in providers.values() if p.revocation_url]
+    assert all(p.auth_mode == "oauth2" for p in with_revocation)
