@@ -47,6 +47,9 @@ CREDENTIAL_FIELDS: frozenset[str] = frozenset(
 )
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+#: plain http is accepted only on the loopback interface: local fakes of a provider in development
+#: and tests (``[providers.<name>] api_base_url = "http://127.0.0.1:8999"``)
+LOOPBACK_HTTP = ("http://127.0.0.1:", "http://127.0.0.1/", "http://localhost:", "http://localhost/", "http://[::1]:")
 
 
 class DefinitionError(ValueError):
@@ -141,7 +144,7 @@ class Provider:
             url = getattr(self, field)
             if url is None:
                 continue
-            if not url.startswith("https://") and not url.startswith("{"):
+            if not url.startswith(("https://", "{", *LOOPBACK_HTTP)):
                 yield f"{field} must be an https URL"
             missing = template_fields(url) - params
             if missing:

@@ -1,0 +1,1 @@
+"""Leads captured from provider webhooks and imports: cleaning, deduplication, listing."""

@@ -1,0 +1,114 @@
+"""Lead imports: a backfill of a connection's leads, one page per job, resumable.
+
+Each page is fetched through the provider's ``list_leads`` and stored (deduplicated) in the same
+transaction that saves the next cursor and queues the next page, so an interrupted import resumes
+at the first page not stored; a page stored twice is impossible (the page counter must still be
+the one the job read). ``resume-imports`` re-queues imports that stopped moving.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from datetime import timedelta
+from typing import Any
+
+from aiohttp import web
+from sqlalchemy import select
+
+from patchbay.core.appkeys import DB, JOBS, REGISTRY
+from patchbay.core.connections.models import Connection
+from patchbay.core.crm_push.service import maybe_await, open_connection_client, schedule_push
+from patchbay.core.jobs.queue import JobContext
+from patchbay.core.leads.models import LeadImport
+from patchbay.core.leads.service import save_lead
+from patchbay.core.timeutil import iso, utcnow
+
+log = logging.getLogger(__name__)
+
+IMPORT_JOB = "leads.import"
+STALE_AFTER = timedelta(minutes=5)
+
+
+def import_json(row: LeadImport) -> dict[str, Any]:
+    return {
+        "id": row.id,
+        "accountId": row.workspace_id,
+        "provider": row.provider,
+        "connectionId": row.connection_id,
+        "status": row.status,
+        "pages": row.pages,
+        "imported": row.imported,
+        "duplicates": row.duplicates,
+        "error": row.error,
+        "startedAt": iso(row.created_at),
+        "updatedAt": iso(row.updated_at),
+        "finishedAt": iso(row.finished_at),
+    }
+
+
+def importable(app: web.Application, provider: str) -> bool:
+    handler = app[REGISTRY].get("webhooks", provider)
+    return handler is not None and getattr(handler, "supports", lambda _m: False)("list_leads")
+
+
+def queue_page(app: web.Application, session, row: LeadImport) -> None:
+    app[JOBS].enqueue(session, IMPORT_JOB, {"import_id": row.id}, workspace_id=row.workspace_id, dedupe_key=f"{IMPORT_JOB}:{row.id}:{row.pages}")
+
+
+async def import_job(context: JobContext) -> None:
+    app = context.app
+    async with app[DB].session() as session:
+        row = await session.get(LeadImport, context.payload["import_id"])
+        if row is None or row.status in ("completed", "failed"):
+            return
+        connection = await session.get(Connection, row.connection_id)
+    pages_read, cursor = row.pages, (row.cursor or {}).get("value")
+    try:
+        if connection is None or connection.status != "connected":
+            raise RuntimeError("the connection is gone or not connected")
+        handler = app[REGISTRY].get("webhooks", row.provider)
+        client = await open_connection_client(app, workspace_id=row.workspace_id, connection_id=row.connection_id)
+        leads, next_cursor = await maybe_await(handler.list_leads(client, dict(connection.meta or {}), cursor))
+    except Exception as error:
+        if not context.is_last_attempt:
+            raise
+        async with app[DB].transaction(tenant=row.workspace_id) as session:
+            row = await session.get(LeadImport, row.id)
+            if row is not None and row.pages == pages_read:
+                row.status, row.error, row.finished_at = "failed", (str(error) or repr(error))[:2000], utcnow()
+        return
+    async with app[DB].transaction(tenant=row.workspace_id) as session:
+        row = await session.get(LeadImport, row.id)
+        if row is None or row.pages != pages_read or row.status in ("completed", "failed"):
+            return  # another run stored this page already
+        for data in leads:
+            lead, created = await save_lead(
+                session, workspace_id=row.workspace_id, provider=row.provider, data=data, connection_id=row.connection_id, event_id=None, source="import"
+            )
+            if created:
+                row.imported += 1
+                await schedule_push(app, session, lead)
+            else:
+                row.duplicates += 1
+        row.pages += 1
+        row.cursor = {"value": next_cursor}
+        row.error = None
+        if next_cursor is None:
+            row.status, row.finished_at = "completed", utcnow()
+        else:
+            row.status = "running"
+            queue_page(app, session, row)
+
+
+async def resume_imports(app: web.Application) -> dict[str, Any]:
+    """Cron ``resume-imports``: queue the next page of every import that stopped moving."""
+    cutoff = utcnow() - STALE_AFTER
+    tick = int(time.time() // STALE_AFTER.total_seconds())
+    async with app[DB].session() as session:
+        stale = (await session.scalars(select(LeadImport).where(LeadImport.status.in_(("queued", "running")), LeadImport.updated_at < cutoff))).all()
+    resumed = 0
+    for row in stale:
+        if await app[JOBS].enqueue_once(IMPORT_JOB, {"import_id": row.id}, f"{IMPORT_JOB}:{row.id}:{row.pages}:resume:{tick}"):
+            resumed += 1
+    return {"resumed": resumed}

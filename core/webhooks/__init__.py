@@ -1,0 +1,1 @@
+"""Inbound provider webhooks, the event log, and outbound subscriptions with their deliveries."""

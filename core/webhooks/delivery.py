@@ -1,0 +1,218 @@
+"""Forwarding events to subscriptions (spec 6.3, contract section 7), one job per attempt.
+
+Each attempt is a job ``webhooks.deliver`` ``{delivery_id, attempt}``. It POSTs the event, then in
+one transaction logs the attempt, updates the delivery and, when another try is due, queues the next
+attempt's job with its delay: the attempt log and the schedule never disagree. A job that finds its
+attempt already logged does nothing, so a re-run after a crash does not log twice (the POST itself
+may repeat: receivers dedupe with ``X-Connect-Delivery`` / ``webhook-id``, stable across retries).
+
+Schedule: after a failed attempt, ``max_retries`` (3) retries wait ``retry_base_ms`` growing four-fold
+up to ``retry_cap_ms`` (1 s, 4 s, 15 s); a 429's ``Retry-After`` replaces the wait; a 410 stops and
+disables the subscription. A subscription with ``long_tail`` then keeps trying on
+``long_tail_schedule`` (minutes to hours). A subscription failing for ``disable_after_minutes`` is
+disabled when a delivery runs out of tries, with a warning in the log and the reason on the
+subscription.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from datetime import timedelta
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from patchbay.core.appkeys import DB, JOBS, OUTBOUND, SECRETS, SETTINGS
+from patchbay.core.jobs.queue import JobContext
+from patchbay.core.outbound import UnsafeTarget
+from patchbay.core.settings import WebhooksSettings
+from patchbay.core.timeutil import iso, utcnow
+from patchbay.core.webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEvent, WebhookSubscription
+from patchbay.core.webhooks.signing import signature_headers
+
+log = logging.getLogger(__name__)
+
+DELIVER_JOB = "webhooks.deliver"
+EXCERPT_BYTES = 1024
+
+
+def matches(subscription: WebhookSubscription, event_type: str | None) -> bool:
+    events = subscription.events or ["*"]
+    return "*" in events or (event_type is not None and event_type in events)
+
+
+async def create_deliveries(app: web.Application, session: AsyncSession, event: WebhookEvent, *, subscription_id: str | None = None, manual: bool = False) -> list[WebhookDelivery]:
+    """Queue the forwarding of ``event`` to its workspace's active, matching subscriptions (or to
+    one of them)."""
+    statement = select(WebhookSubscription).where(
+        WebhookSubscription.workspace_id == event.workspace_id,
+        WebhookSubscription.provider == event.provider,
+        WebhookSubscription.is_active.is_(True),
+    )
+    if subscription_id is not None:
+        statement = statement.where(WebhookSubscription.id == subscription_id)
+    created = []
+    for subscription in (await session.scalars(statement)).all():
+        if subscription_id is None and not matches(subscription, event.event_type):
+            continue
+        delivery = WebhookDelivery(workspace_id=event.workspace_id, event_id=event.id, subscription_id=subscription.id, manual=manual, next_attempt_at=utcnow())
+        session.add(delivery)
+        created.append(delivery)
+    if created:
+        await session.flush()
+        for delivery in created:
+            app[JOBS].enqueue(session, DELIVER_JOB, {"delivery_id": delivery.id, "attempt": 1}, workspace_id=event.workspace_id)
+    return created
+
+
+def forward_body(event: WebhookEvent) -> bytes:
+    """The forwarded JSON: ``{id, event, provider, workspaceId, timestamp, data}``."""
+    document = {
+        "id": event.id,
+        "event": event.event_type,
+        "provider": event.provider,
+        "workspaceId": event.workspace_id,
+        "timestamp": iso(event.created_at),
+        "data": event.payload or {},
+    }
+    return json.dumps(document, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        moment = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if moment is None:
+        return None
+    return max(0.0, (moment - utcnow()).total_seconds()) if moment.tzinfo else None
+
+
+def next_delay(settings: WebhooksSettings, *, long_tail: bool, attempt: int, status: int | None, retry_after: str | None) -> float | None:
+    """Seconds to wait before attempt ``attempt + 1``, or None when no try is left."""
+    if attempt <= settings.max_retries:
+        delay = min(settings.retry_cap_ms, settings.retry_base_ms * 4 ** (attempt - 1)) / 1000
+    elif long_tail and attempt - settings.max_retries - 1 < len(settings.long_tail_schedule):
+        delay = float(settings.long_tail_schedule[attempt - settings.max_retries - 1])
+    else:
+        return None
+    if status == 429:
+        asked = parse_retry_after(retry_after)
+        if asked is not None:
+            delay = min(max(delay, asked), float(settings.retry_after_cap_seconds))
+    return delay
+
+
+def subscription_secrets(app: web.Application, subscription: WebhookSubscription) -> list[str]:
+    """The secrets to sign with: the current one, then the rotated-out one during its overlap."""
+    if not subscription.secret:
+        return []
+    secrets = [app[SECRETS].decrypt(subscription.secret)]
+    expires = subscription.previous_secret_expires_at
+    if subscription.previous_secret and expires is not None and expires > utcnow():
+        secrets.append(app[SECRETS].decrypt(subscription.previous_secret))
+    return secrets
+
+
+async def deliver_job(context: JobContext) -> None:
+    app = context.app
+    delivery_id, attempt = context.payload["delivery_id"], int(context.payload["attempt"])
+    async with app[DB].session() as session:
+        delivery = await session.get(WebhookDelivery, delivery_id)
+        if delivery is None or delivery.status != "pending" or delivery.attempts >= attempt:
+            return
+        subscription = await session.get(WebhookSubscription, delivery.subscription_id)
+        event = await session.get(WebhookEvent, delivery.event_id)
+    if subscription is None or not subscription.is_active or event is None:
+        reason = "the subscription was deleted" if subscription is None else "the subscription is disabled" if event is not None else "the event is gone"
+        await _close(app, delivery, reason)
+        return
+    settings = app[SETTINGS].webhooks
+    body = forward_body(event)
+    timestamp = int(time.time())
+    headers = {
+        "Content-Type": "application/json",
+        "User-Agent": "patchbay-webhooks/1",
+        "X-Connect-Event": event.event_type or "",
+        "X-Connect-Provider": event.provider,
+        "X-Connect-Delivery": event.id,
+        "webhook-id": event.id,
+        "webhook-timestamp": str(timestamp),
+        **signature_headers(subscription_secrets(app, subscription), event.id, timestamp, body),
+    }
+    status_code, excerpt, error, retry_after, unsafe = None, None, None, None, False
+    started = time.perf_counter()
+    try:
+        app[OUTBOUND].check(subscription.url)
+        timeout = aiohttp.ClientTimeout(total=settings.attempt_timeout_seconds)
+        async with app[OUTBOUND].session.post(subscription.url, data=body, headers=headers, timeout=timeout, allow_redirects=False) as response:
+            status_code = response.status
+            retry_after = response.headers.get("Retry-After")
+            excerpt = (await response.content.read(EXCERPT_BYTES)).decode("utf-8", "replace")
+    except UnsafeTarget as exc:
+        error, unsafe = f"refused target: {exc}", True
+    except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+        error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    duration_ms = int((time.perf_counter() - started) * 1000)
+    ok = status_code is not None and 200 <= status_code < 300
+    gone = status_code == 410
+    delay = None if ok or gone or unsafe else next_delay(settings, long_tail=subscription.long_tail, attempt=attempt, status=status_code, retry_after=retry_after)
+    now = utcnow()
+    async with app[DB].transaction(tenant=delivery.workspace_id) as session:
+        session.add(WebhookAttempt(delivery_id=delivery.id, number=attempt, status_code=status_code, duration_ms=duration_ms, response_excerpt=excerpt, error=error))
+        values: dict[str, Any] = {"attempts": attempt, "last_status_code": status_code, "last_error": error, "updated_at": now}
+        if ok:
+            values.update(status="succeeded", delivered_at=now, next_attempt_at=None)
+        elif gone:
+            values.update(status="gone", next_attempt_at=None)
+        elif delay is None:
+            values.update(status="failed", next_attempt_at=None)
+        else:
+            values.update(next_attempt_at=now + timedelta(seconds=delay))
+        await session.execute(update(WebhookDelivery).where(WebhookDelivery.id == delivery.id).values(**values).execution_options(synchronize_session=False))
+        subscription = await session.get(WebhookSubscription, subscription.id)
+        if subscription is not None:
+            _track_health(settings, subscription, ok=ok, gone=gone, exhausted=not ok and delay is None)
+        if delay is not None:
+            app[JOBS].enqueue(session, DELIVER_JOB, {"delivery_id": delivery.id, "attempt": attempt + 1}, delay=delay, workspace_id=delivery.workspace_id)
+
+
+def _track_health(settings: WebhooksSettings, subscription: WebhookSubscription, *, ok: bool, gone: bool, exhausted: bool) -> None:
+    now = utcnow()
+    if ok:
+        subscription.failing_since = None
+        return
+    if subscription.failing_since is None:
+        subscription.failing_since = now
+    reason = None
+    if gone:
+        reason = "the endpoint answered 410 Gone"
+    elif exhausted and now - subscription.failing_since >= timedelta(minutes=settings.disable_after_minutes):
+        reason = f"every delivery has failed since {iso(subscription.failing_since)}"
+    if reason and subscription.is_active:
+        subscription.is_active = False
+        subscription.disabled_at = now
+        subscription.disabled_reason = reason
+        log.warning("ALERT: webhook subscription %s (workspace %s, %s) disabled: %s", subscription.id, subscription.workspace_id, subscription.url, reason)
+
+
+async def _close(app: web.Application, delivery: WebhookDelivery, reason: str) -> None:
+    async with app[DB].transaction(tenant=delivery.workspace_id) as session:
+        await session.execute(
+            update(WebhookDelivery)
+            .where(WebhookDelivery.id == delivery.id, WebhookDelivery.status == "pending")
+            .values(status="failed", last_error=reason, next_attempt_at=None, updated_at=utcnow())
+            .execution_options(synchronize_session=False)
+        )

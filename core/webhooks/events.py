@@ -1,0 +1,167 @@
+"""The workspace's inbound event log, deliveries with their attempts, and manual redelivery.
+
+``GET /connect/v1/webhooks/events`` (``provider``, ``status``, ``eventType``, ``page``, ``limit``),
+``GET /connect/v1/webhooks/events/{id}`` (with its deliveries),
+``POST /connect/v1/webhooks/events/{id}/redeliver`` (``{subscriptionId?}``),
+``GET /connect/v1/webhooks/deliveries`` (``eventId``, ``subscriptionId``, ``status``) and
+``GET /connect/v1/webhooks/deliveries/{id}`` (with every attempt).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+from sqlalchemy import func, select
+
+from patchbay.core.appkeys import DB
+from patchbay.core.http.bodies import page_envelope, page_params, read_object
+from patchbay.core.http.errors import bad_request, conflict, not_found
+from patchbay.core.security.auth import principal_of, requires
+from patchbay.core.timeutil import iso
+from patchbay.core.webhooks.delivery import create_deliveries
+from patchbay.core.webhooks.models import EVENT_STATUSES, WebhookAttempt, WebhookDelivery, WebhookEvent
+
+routes = web.RouteTableDef()
+
+
+def event_json(event: WebhookEvent) -> dict[str, Any]:
+    return {
+        "id": event.id,
+        "provider": event.provider,
+        "eventType": event.event_type,
+        "status": event.status,
+        "reason": event.reason,
+        "connectionId": event.connection_id,
+        "leadId": event.lead_id,
+        "externalId": event.external_id,
+        "parentId": event.parent_id,
+        "payload": event.payload,
+        "receivedAt": iso(event.created_at),
+        "processedAt": iso(event.processed_at),
+    }
+
+
+def attempt_json(attempt: WebhookAttempt) -> dict[str, Any]:
+    return {
+        "attempt": attempt.number,
+        "statusCode": attempt.status_code,
+        "durationMs": attempt.duration_ms,
+        "responseExcerpt": attempt.response_excerpt,
+        "error": attempt.error,
+        "at": iso(attempt.created_at),
+    }
+
+
+def delivery_json(delivery: WebhookDelivery, attempts: list[WebhookAttempt] | None = None) -> dict[str, Any]:
+    body = {
+        "id": delivery.id,
+        "eventId": delivery.event_id,
+        "subscriptionId": delivery.subscription_id,
+        "status": delivery.status,
+        "attempts": delivery.attempts,
+        "lastStatusCode": delivery.last_status_code,
+        "lastError": delivery.last_error,
+        "nextAttemptAt": iso(delivery.next_attempt_at),
+        "deliveredAt": iso(delivery.delivered_at),
+        "manual": delivery.manual,
+        "createdAt": iso(delivery.created_at),
+    }
+    if attempts is not None:
+        body["attemptLog"] = [attempt_json(a) for a in attempts]
+    return body
+
+
+async def _attempts_by_delivery(session, delivery_ids: list[str]) -> dict[str, list[WebhookAttempt]]:
+    found: dict[str, list[WebhookAttempt]] = {d: [] for d in delivery_ids}
+    if delivery_ids:
+        rows = (await session.scalars(select(WebhookAttempt).where(WebhookAttempt.delivery_id.in_(delivery_ids)).order_by(WebhookAttempt.number))).all()
+        for row in rows:
+            found[row.delivery_id].append(row)
+    return found
+
+
+@routes.get("/connect/v1/webhooks/events")
+@requires("webhooks.view")
+async def list_events(request: web.Request) -> web.Response:
+    """The workspace's inbound events, newest first."""
+    page, limit = page_params(request)
+    conditions = []
+    if request.query.get("provider"):
+        conditions.append(WebhookEvent.provider == request.query["provider"])
+    if request.query.get("eventType"):
+        conditions.append(WebhookEvent.event_type == request.query["eventType"])
+    status = request.query.get("status")
+    if status:
+        if status.upper() not in EVENT_STATUSES:
+            raise bad_request(f"Query parameter 'status' must be one of {', '.join(EVENT_STATUSES)}")
+        conditions.append(WebhookEvent.status == status.upper())
+    async with request.app[DB].session(tenant=principal_of(request).workspace_id) as session:
+        total = await session.scalar(select(func.count()).select_from(WebhookEvent).where(*conditions))
+        rows = (await session.scalars(select(WebhookEvent).where(*conditions).order_by(WebhookEvent.created_at.desc(), WebhookEvent.id).offset((page - 1) * limit).limit(limit))).all()
+    return web.json_response(page_envelope([event_json(row) for row in rows], page, limit, total or 0))
+
+
+@routes.get("/connect/v1/webhooks/events/{id}")
+@requires("webhooks.view")
+async def get_event(request: web.Request) -> web.Response:
+    """One inbound event with its deliveries and their attempts."""
+    async with request.app[DB].session(tenant=principal_of(request).workspace_id) as session:
+        event = await session.get(WebhookEvent, request.match_info["id"])
+        if event is None:
+            raise not_found("Event not found")
+        deliveries = (await session.scalars(select(WebhookDelivery).where(WebhookDelivery.event_id == event.id).order_by(WebhookDelivery.created_at))).all()
+        attempts = await _attempts_by_delivery(session, [d.id for d in deliveries])
+    body = event_json(event)
+    body["deliveries"] = [delivery_json(d, attempts[d.id]) for d in deliveries]
+    return web.json_response(body)
+
+
+@routes.post("/connect/v1/webhooks/events/{id}/redeliver")
+@requires("webhooks.write")
+async def redeliver(request: web.Request) -> web.Response:
+    """Forward an event again to its subscriptions (or to ``subscriptionId``)."""
+    raw = await request.read()
+    body = await read_object(request) if raw.strip() else {}
+    subscription_id = body.get("subscriptionId")
+    if subscription_id is not None and not isinstance(subscription_id, str):
+        raise bad_request("Validation failed: subscriptionId must be a string")
+    workspace_id = principal_of(request).workspace_id
+    async with request.app[DB].transaction(tenant=workspace_id) as session:
+        event = await session.get(WebhookEvent, request.match_info["id"])
+        if event is None:
+            raise not_found("Event not found")
+        if event.status == "RECEIVED":
+            raise conflict("The event has not been processed yet")
+        deliveries = await create_deliveries(request.app, session, event, subscription_id=subscription_id, manual=True)
+        if subscription_id is not None and not deliveries:
+            raise not_found("Subscription not found or not active")
+    return web.json_response({"eventId": event.id, "deliveries": [delivery_json(d) for d in deliveries]}, status=201)
+
+
+@routes.get("/connect/v1/webhooks/deliveries")
+@requires("webhooks.view")
+async def list_deliveries(request: web.Request) -> web.Response:
+    """Deliveries of the workspace, newest first, with their attempts."""
+    page, limit = page_params(request)
+    conditions = []
+    for param, column in (("eventId", WebhookDelivery.event_id), ("subscriptionId", WebhookDelivery.subscription_id), ("status", WebhookDelivery.status)):
+        if request.query.get(param):
+            conditions.append(column == request.query[param])
+    async with request.app[DB].session(tenant=principal_of(request).workspace_id) as session:
+        total = await session.scalar(select(func.count()).select_from(WebhookDelivery).where(*conditions))
+        rows = (await session.scalars(select(WebhookDelivery).where(*conditions).order_by(WebhookDelivery.created_at.desc(), WebhookDelivery.id).offset((page - 1) * limit).limit(limit))).all()
+        attempts = await _attempts_by_delivery(session, [d.id for d in rows])
+    return web.json_response(page_envelope([delivery_json(d, attempts[d.id]) for d in rows], page, limit, total or 0))
+
+
+@routes.get("/connect/v1/webhooks/deliveries/{id}")
+@requires("webhooks.view")
+async def get_delivery(request: web.Request) -> web.Response:
+    """One delivery with every attempt (status, duration, response excerpt)."""
+    async with request.app[DB].session(tenant=principal_of(request).workspace_id) as session:
+        delivery = await session.get(WebhookDelivery, request.match_info["id"])
+        if delivery is None:
+            raise not_found("Delivery not found")
+        attempts = await _attempts_by_delivery(session, [delivery.id])
+    return web.json_response(delivery_json(delivery, attempts[delivery.id]))

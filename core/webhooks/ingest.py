@@ -1,0 +1,106 @@
+"""Group commit of inbound events: many requests' events stored by one transaction.
+
+A verified event must be committed before its 200 is answered. One transaction per request tops out
+near a thousand commits a second, so each request hands its row to :class:`IngestWriter` and awaits a
+future; the writer collects the rows that arrive within a few milliseconds (or while the previous
+batch commits), inserts them and one processing job for the batch in a single transaction, and only
+after the commit resolves every request's future. A failed commit fails every request of the batch
+(the provider retries); nothing is answered 200 that is not durable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+from patchbay.core.jobs.queue import JobQueue
+from patchbay.core.storage.db import Database
+from patchbay.core.webhooks.models import WebhookEvent
+
+log = logging.getLogger(__name__)
+
+PROCESS_JOB = "webhooks.process"
+
+
+class IngestWriter:
+    def __init__(self, db: Database, jobs: JobQueue, *, batch_ms: int = 2, batch_size: int = 1000, concurrency: int | None = None) -> None:
+        self.db = db
+        self.jobs = jobs
+        self.delay = batch_ms / 1000
+        self.batch_size = batch_size
+        # SQLite has one writer: a second concurrent commit would only wait for the first.
+        self.concurrency = concurrency or (4 if db.is_postgres else 1)
+        self._pending: list[tuple[dict[str, Any], asyncio.Future]] = []
+        self._wakeup: asyncio.Event | None = None
+        self._task: asyncio.Task | None = None
+        self._slots: asyncio.Semaphore | None = None
+        self._flushes: set[asyncio.Task] = set()
+        self._closing = False
+
+    async def submit(self, row: dict[str, Any]) -> None:
+        """Store ``row`` (a ``webhook_events`` row); returns once it is committed."""
+        if self._closing:
+            raise RuntimeError("the ingest writer is shutting down")
+        if self._task is None:
+            self.start()
+        future = asyncio.get_running_loop().create_future()
+        self._pending.append((row, future))
+        assert self._wakeup is not None
+        self._wakeup.set()
+        await future
+
+    def start(self) -> None:
+        if self._task is None:
+            self._wakeup = asyncio.Event()
+            self._slots = asyncio.Semaphore(self.concurrency)
+            self._task = asyncio.create_task(self._run(), name="patchbay-webhook-ingest")
+
+    async def close(self) -> None:
+        """Commit what is pending, then stop."""
+        self._closing = True
+        if self._task is not None:
+            assert self._wakeup is not None
+            self._wakeup.set()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        if self._flushes:
+            await asyncio.gather(*self._flushes, return_exceptions=True)
+
+    async def _run(self) -> None:
+        assert self._wakeup is not None and self._slots is not None
+        while True:
+            if not self._pending:
+                if self._closing:
+                    return
+                self._wakeup.clear()
+                await self._wakeup.wait()
+                continue
+            if len(self._pending) < self.batch_size and self.delay > 0 and not self._closing:
+                await asyncio.sleep(self.delay)  # let concurrent requests join this batch
+            await self._slots.acquire()
+            batch, self._pending = self._pending[: self.batch_size], self._pending[self.batch_size :]
+            task = asyncio.create_task(self._flush(batch))
+            self._flushes.add(task)
+            task.add_done_callback(self._flushes.discard)
+
+    async def _flush(self, batch: list[tuple[dict[str, Any], asyncio.Future]]) -> None:
+        assert self._slots is not None
+        try:
+            rows = [row for row, _ in batch]
+            async with self.db.transaction() as session:
+                await session.execute(WebhookEvent.__table__.insert(), rows)
+                await self.jobs.enqueue_many(session, PROCESS_JOB, [{"event_ids": [row["id"] for row in rows]}])
+        except Exception as error:
+            log.exception("storing %d inbound webhook events failed", len(batch))
+            for _, future in batch:
+                if not future.done():
+                    future.set_exception(error)
+        else:
+            for _, future in batch:
+                if not future.done():
+                    future.set_result(None)
+        finally:
+            self._slots.release()

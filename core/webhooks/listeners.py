@@ -1,0 +1,46 @@
+"""Listeners of inbound events: how other features (the flow triggers) act on an event atomically.
+
+A listener is ``async def listener(session, event)``. It is called for every verified inbound event
+that was routed to a workspace (PROCESSED, or FAILED because lead extraction failed), inside the
+transaction that records the event's processing: whatever it writes with ``session`` (enqueued jobs,
+flow runs) commits together with the event's new status, or not at all. ``session`` is a system
+session (not tenant-scoped): scope your writes with ``event.workspace_id``. ``event`` has ``id``,
+``workspace_id``, ``provider``, ``event_type``, ``payload``, ``connection_id``. A listener that
+raises rolls the whole processing back (nothing forwarded) and the event is marked FAILED with the
+error, so listeners must not fail on bad data.
+
+Register in your feature's ``setup(app)``: ``get_listeners(app).add(listener)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from aiohttp import web
+
+from patchbay.core.appkeys import WEBHOOK_LISTENERS
+
+Listener = Callable[[Any, Any], Awaitable[None]]
+
+
+class WebhookListeners:
+    def __init__(self) -> None:
+        self._listeners: list[Listener] = []
+
+    def add(self, listener: Listener) -> None:
+        self._listeners.append(listener)
+
+    def __len__(self) -> int:
+        return len(self._listeners)
+
+    async def notify(self, session: Any, event: Any) -> None:
+        for listener in self._listeners:
+            await listener(session, event)
+
+
+def get_listeners(app: web.Application) -> WebhookListeners:
+    """The app's listener registry, created on first use (so setup order does not matter)."""
+    if WEBHOOK_LISTENERS not in app:
+        app[WEBHOOK_LISTENERS] = WebhookListeners()
+    return app[WEBHOOK_LISTENERS]

@@ -1,0 +1,225 @@
+"""Processing of stored inbound events, after the 200 (spec 6.2, contract section 7).
+
+A batch job per ingest commit processes its events one by one. For each: drop a delivery that was
+received before (DUPLICATE), parse the body, split it into the provider events it carries, route
+each to a workspace (``?connectionId=`` or the provider's routing keys against connection
+metadata), fetch and store the lead it announces, then, in one transaction: record the outcome,
+queue the forwarding to the workspace's subscriptions, call the listeners (flow triggers) and queue
+the CRM pushes. The outcome is written only while the event is still RECEIVED, so a job that runs
+twice after a crash changes nothing the second time.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from typing import Any
+
+from aiohttp import web
+from sqlalchemy import and_, or_, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+
+from patchbay.core.appkeys import DB, REGISTRY
+from patchbay.core.connections.models import Connection
+from patchbay.core.crm_push.service import maybe_await, open_connection_client, schedule_push
+from patchbay.core.jobs.queue import JobContext
+from patchbay.core.leads.models import Lead
+from patchbay.core.leads.service import lead_json, save_lead
+from patchbay.core.timeutil import utcnow
+from patchbay.core.webhooks.delivery import create_deliveries
+from patchbay.core.webhooks.listeners import get_listeners
+from patchbay.core.webhooks.models import WebhookEvent
+from patchbay.core.webhooks.protocol import InboundEvent, WebhookHandler
+
+log = logging.getLogger(__name__)
+
+ROUTABLE_STATUSES = ("connected", "expired", "invalid")
+
+
+class _AlreadyProcessed(Exception):
+    """Another run recorded this event's outcome first; roll this run back."""
+
+
+async def process_job(context: JobContext) -> dict[str, Any]:
+    done = 0
+    for event_id in context.payload.get("event_ids", ()):
+        await process_event(context.app, event_id)
+        done += 1
+    return {"processed": done}
+
+
+async def process_event(app: web.Application, event_id: str) -> None:
+    async with app[DB].session() as session:
+        event = await session.get(WebhookEvent, event_id)
+    if event is None:
+        return
+    handler = app[REGISTRY].get("webhooks", event.provider)
+    if event.status == "RECEIVED":
+        try:
+            await _process_root(app, handler, event)
+        except Exception as error:
+            log.exception("processing inbound event %s failed", event_id)
+            await _fail(app, event.id, f"processing error: {error!r}")
+    async with app[DB].session() as session:
+        children = (await session.scalars(select(WebhookEvent).where(WebhookEvent.parent_id == event_id, WebhookEvent.status == "RECEIVED"))).all()
+    for child in children:
+        item = InboundEvent(type=child.event_type or "unknown", data=child.payload or {}, external_id=child.external_id)
+        try:
+            await _process_item(app, handler, child, item)
+        except Exception as error:
+            log.exception("processing inbound event %s failed", child.id)
+            await _fail(app, child.id, f"processing error: {error!r}")
+
+
+async def _process_root(app: web.Application, handler: WebhookHandler | None, event: WebhookEvent) -> None:
+    earlier = await _earlier_copy(app, event)
+    if earlier is not None:
+        await _finish_unrouted(app, event.id, "DUPLICATE", f"the same delivery was received before as event {earlier}")
+        return
+    if handler is None:
+        await _fail(app, event.id, f"no webhook handler is installed for provider {event.provider}")
+        return
+    try:
+        payload = json.loads(event.body or "")
+    except (json.JSONDecodeError, TypeError):
+        await _fail(app, event.id, "the body is not valid JSON")
+        return
+    items = list(await maybe_await(handler.events(payload)))
+    if not items:
+        await _fail(app, event.id, "the body carries no event", payload=payload if isinstance(payload, dict) else {"body": payload})
+        return
+    if len(items) > 1:
+        await _split(app, event, items[1:])
+    await _process_item(app, handler, event, items[0])
+
+
+async def _earlier_copy(app: web.Application, event: WebhookEvent) -> str | None:
+    if not event.body_hash:
+        return None
+    statement = (
+        select(WebhookEvent.id)
+        .where(
+            WebhookEvent.provider == event.provider,
+            WebhookEvent.body_hash == event.body_hash,
+            WebhookEvent.parent_id.is_(None),
+            WebhookEvent.id != event.id,
+            or_(WebhookEvent.created_at < event.created_at, and_(WebhookEvent.created_at == event.created_at, WebhookEvent.id < event.id)),
+        )
+        .limit(1)
+    )
+    async with app[DB].session() as session:
+        return await session.scalar(statement)
+
+
+async def _split(app: web.Application, event: WebhookEvent, items: list[InboundEvent]) -> None:
+    """Store the body's other events as children (ids derived from the parent: idempotent)."""
+    now = utcnow()
+    rows = [
+        {"id": str(uuid.uuid5(uuid.UUID(event.id), str(index))), "provider": event.provider, "status": "RECEIVED",
+         "event_type": item.type, "payload": dict(item.data), "external_id": item.external_id, "parent_id": event.id,
+         "connection_hint": event.connection_hint, "created_at": now, "updated_at": now}
+        for index, item in enumerate(items, start=1)
+    ]  # fmt: skip
+    insert = postgresql.insert if app[DB].is_postgres else sqlite.insert
+    async with app[DB].transaction() as session:
+        await session.execute(insert(WebhookEvent).values(rows).on_conflict_do_nothing(index_elements=["id"]))
+
+
+async def route(app: web.Application, handler: WebhookHandler | None, event: WebhookEvent, item: InboundEvent) -> tuple[Connection | None, str]:
+    """The connection (so the workspace) an event belongs to, or ``(None, reason)``."""
+    async with app[DB].session() as session:
+        if event.connection_hint:
+            connection = await session.get(Connection, event.connection_hint)
+            if connection is None or connection.provider != event.provider or connection.status not in ROUTABLE_STATUSES:
+                return None, f"connectionId {event.connection_hint} is not a connection of provider {event.provider}"
+            return connection, ""
+        keys = list(await maybe_await(handler.routing_keys(item))) if handler is not None else []
+        if not keys:
+            return None, "no connection matches: the event carries no routing key and no connectionId was given"
+        for key, value in keys:
+            statement = (
+                select(Connection)
+                .where(Connection.provider == event.provider, Connection.status.in_(ROUTABLE_STATUSES), Connection.meta[key].as_string() == str(value))
+                .order_by(Connection.created_at.desc())
+            )
+            matches = list((await session.scalars(statement)).all())
+            workspaces = {connection.workspace_id for connection in matches}
+            if len(workspaces) > 1:
+                return None, f"{key}={value} matches connections of {len(workspaces)} workspaces; refusing to guess"
+            if matches:
+                return matches[0], ""
+        described = ", ".join(f"{key}={value}" for key, value in keys)
+        return None, f"no connection matches {described}"
+
+
+async def _process_item(app: web.Application, handler: WebhookHandler | None, event: WebhookEvent, item: InboundEvent) -> None:
+    connection, reason = await route(app, handler, event, item)
+    base = {"event_type": item.type, "payload": dict(item.data), "external_id": item.external_id}
+    if connection is None:
+        await _finish_unrouted(app, event.id, "FAILED", reason, **base)
+        return
+    workspace_id = connection.workspace_id
+    lead_ref = handler.lead_ref(item) if handler is not None else None
+    lead_data, lead_error, existing_lead = None, None, None
+    if lead_ref:
+        async with app[DB].session(tenant=workspace_id) as session:
+            existing_lead = await session.scalar(select(Lead.id).where(Lead.provider == event.provider, Lead.external_id == str(lead_ref)))
+        if existing_lead is None:
+            try:
+                client = await open_connection_client(app, workspace_id=workspace_id, connection_id=connection.id)
+                lead_data = await maybe_await(handler.fetch_lead(client, item))
+            except Exception as error:
+                lead_error = f"lead extraction failed: {error}"[:2000]
+    try:
+        async with app[DB].transaction() as session:
+            lead, created = None, False
+            if lead_data is not None:
+                lead, created = await save_lead(
+                    session, workspace_id=workspace_id, provider=event.provider, data=lead_data, connection_id=connection.id, event_id=event.id, source="webhook"
+                )
+            if existing_lead is not None:
+                status, reason = "DUPLICATE", f"lead {existing_lead} already exists"
+            elif lead is not None and not created:
+                status, reason = "DUPLICATE", f"lead {lead.id} already exists"
+            elif lead_error:
+                status, reason = "FAILED", lead_error
+            else:
+                status, reason = "PROCESSED", None
+            payload = dict(base["payload"])
+            if lead is not None and created:
+                payload["lead"] = lead_json(lead)
+            claimed = await session.execute(
+                update(WebhookEvent)
+                .where(WebhookEvent.id == event.id, WebhookEvent.status == "RECEIVED")
+                .values(
+                    status=status, reason=reason, workspace_id=workspace_id, connection_id=connection.id, event_type=base["event_type"],
+                    payload=payload, external_id=base["external_id"], lead_id=(lead.id if lead is not None else existing_lead),
+                    processed_at=utcnow(), updated_at=utcnow(),
+                )
+                .execution_options(synchronize_session=False)
+            )
+            if claimed.rowcount != 1:
+                raise _AlreadyProcessed
+            if status != "DUPLICATE":
+                stored = await session.get(WebhookEvent, event.id, populate_existing=True)
+                await create_deliveries(app, session, stored)
+                await get_listeners(app).notify(session, stored)
+            if created:
+                await schedule_push(app, session, lead)
+    except _AlreadyProcessed:
+        return
+
+
+async def _finish_unrouted(app: web.Application, event_id: str, status: str, reason: str, **values: Any) -> None:
+    async with app[DB].transaction() as session:
+        await session.execute(
+            update(WebhookEvent)
+            .where(WebhookEvent.id == event_id, WebhookEvent.status == "RECEIVED")
+            .values(status=status, reason=reason, processed_at=utcnow(), updated_at=utcnow(), **values)
+            .execution_options(synchronize_session=False)
+        )
+
+
+async def _fail(app: web.Application, event_id: str, reason: str, **values: Any) -> None:
+    await _finish_unrouted(app, event_id, "FAILED", reason, **values)

@@ -1,0 +1,135 @@
+"""What a provider pack registers with ``register_webhooks``: a :class:`WebhookHandler` per
+provider name, and the small value types its methods exchange with the core.
+
+The core calls the handler's methods; each may return an awaitable (the core awaits it). Only
+``verify`` and ``events`` are required; the defaults of the others say what happens without them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+import attrs
+
+
+@attrs.frozen(kw_only=True)
+class InboundRequest:
+    """The inbound HTTP request as a handler sees it (``body`` is the raw bytes)."""
+
+    method: str
+    url: str
+    headers: Mapping[str, str]
+    query: Mapping[str, str]
+    body: bytes
+
+
+@attrs.frozen(kw_only=True)
+class InboundEvent:
+    """One provider event carried by a webhook body. ``external_id`` is the provider's id of the
+    event or of the object it is about (Meta's ``leadgen_id``), when it has one."""
+
+    type: str
+    data: Mapping[str, Any] = attrs.field(factory=dict, converter=dict)
+    external_id: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class LeadData:
+    """A lead as a provider reports it. ``fields`` are the form's answers by field name (Meta's
+    ``field_data``): the core picks email, phone and name fields out of them and keeps the rest as
+    custom fields."""
+
+    external_id: str
+    fields: Mapping[str, Any] = attrs.field(factory=dict, converter=dict)
+    form_id: str | None = None
+    created_at: datetime | None = None
+    raw: Mapping[str, Any] = attrs.field(factory=dict, converter=dict)
+
+
+def hmac_sha256_hex(secret: str | bytes, message: bytes) -> str:
+    """The hex HMAC-SHA256 of ``message``: what most providers' signature headers carry."""
+    key = secret.encode() if isinstance(secret, str) else secret
+    return hmac.new(key, message, hashlib.sha256).hexdigest()
+
+
+def signatures_match(expected: str, given: str) -> bool:
+    """Constant-time comparison of two signatures."""
+    return hmac.compare_digest(expected.encode(), given.encode())
+
+
+class WebhookHandler:
+    """Base class of the objects registered by ``register_webhooks``; override what the provider
+    needs. Example::
+
+        class AcmeWebhooks(WebhookHandler):
+            def verify(self, request, secret):
+                given = request.headers.get("x-acme-signature", "")
+                return signatures_match(hmac_sha256_hex(secret, request.body), given)
+
+            def events(self, payload):
+                return [InboundEvent(type=payload["type"], data=payload["data"], external_id=payload["id"])]
+
+            def routing_keys(self, event):
+                return [("account_id", str(event.data["account"]))]
+    """
+
+    def handshake(self, query: Mapping[str, str], verify_token: str | None) -> str | None:
+        """Answer a subscription handshake (``GET /webhook/{provider}``): the text to echo, or
+        ``None`` to refuse with 403. Default: the ``hub.challenge`` scheme (Meta and others) checked
+        against the deployment's ``webhook_verify_token``."""
+        if not verify_token or query.get("hub.mode") != "subscribe":
+            return None
+        if not signatures_match(verify_token, query.get("hub.verify_token", "")):
+            return None
+        return query.get("hub.challenge", "")
+
+    def verify(self, request: InboundRequest, secret: str | None) -> bool:
+        """True when the raw body is authentic; ``secret`` is the deployment's ``webhook_secret``
+        (``None`` when none is configured). Required."""
+        raise NotImplementedError
+
+    def immediate_response(self, request: InboundRequest) -> Any:
+        """A verified request that the provider expects answered in the response itself (Slack's
+        ``url_verification``): return the JSON-serialisable answer, which is sent with 200 and
+        nothing is stored. Default: ``None`` (store and process the event)."""
+        return None
+
+    def events(self, payload: Any) -> Iterable[InboundEvent]:
+        """The provider events in a parsed JSON body. Required."""
+        raise NotImplementedError
+
+    def routing_keys(self, event: InboundEvent) -> Iterable[tuple[str, str]]:
+        """``(metadata_key, value)`` pairs: the event belongs to the connection of this provider whose
+        metadata has ``metadata_key == value`` (the first pair that matches wins). Default: none, so
+        only per-connection URLs (``?connectionId=``) route the provider's events."""
+        return ()
+
+    def lead_ref(self, event: InboundEvent) -> str | None:
+        """The provider's id of the lead an event announces, or ``None`` (not a lead event)."""
+        return None
+
+    async def fetch_lead(self, client: Any, event: InboundEvent) -> LeadData:
+        """Fetch the lead announced by ``event`` through the connection ``client``
+        (``await client.request(method, path, params=, json=)``); raise to fail the extraction."""
+        raise NotImplementedError
+
+    async def list_leads(self, client: Any, metadata: Mapping[str, Any], cursor: Any) -> tuple[list[LeadData], Any]:
+        """One page of the connection's existing leads for an import: ``(leads, next_cursor)``,
+        ``next_cursor`` ``None`` on the last page; ``cursor`` is ``None`` on the first call and must be
+        JSON-serialisable (it is saved so an interrupted import resumes)."""
+        raise NotImplementedError
+
+    async def renew(self, client: Any, metadata: Mapping[str, Any]) -> datetime | None:
+        """(Re)create the provider-side subscription of a connection's events; return when it
+        expires (``None``: it does not). Called by ``renew-webhook-subscriptions``."""
+        raise NotImplementedError
+
+    # -- what the core asks about the handler ------------------------------------------------------
+
+    def supports(self, method: str) -> bool:
+        """True when a subclass overrides the optional ``method``."""
+        return getattr(type(self), method) is not getattr(WebhookHandler, method)

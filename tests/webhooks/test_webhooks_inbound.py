@@ -1,0 +1,205 @@
+"""Inbound provider webhooks: handshake, signatures, durable storage before the 200, routing to the
+owning workspace only, duplicates, and the hand-over to listeners."""
+
+from __future__ import annotations
+
+import json
+
+from sqlalchemy import func, select
+
+from patchbay.core.appkeys import DB
+from patchbay.core.jobs.models import Job
+from patchbay.core.webhooks.listeners import get_listeners
+from patchbay.core.webhooks.models import WebhookDelivery, WebhookEvent
+from patchbay.core.webhooks.testing import add_connection, meta_signature, page_event_payload
+
+APP_SECRET = "meta-app-secret"
+
+
+def signed(payload) -> tuple[bytes, dict[str, str]]:
+    body = json.dumps(payload).encode()
+    return body, {"x-hub-signature-256": meta_signature(APP_SECRET, body), "Content-Type": "application/json"}
+
+
+async def test_handshake_echoes_the_challenge_only_with_the_verify_token(wh):
+    client, *_ = wh
+    ok = await client.get("/webhook/facebook", params={"hub.mode": "subscribe", "hub.verify_token": "verify-me", "hub.challenge": "12345"})
+    assert ok.status == 200
+    assert await ok.text() == "12345"
+    assert ok.content_type == "text/plain"
+    wrong = await client.get("/webhook/facebook", params={"hub.mode": "subscribe", "hub.verify_token": "nope", "hub.challenge": "12345"})
+    assert wrong.status == 403
+    unknown = await client.get("/webhook/nosuchprovider", params={"hub.mode": "subscribe"})
+    assert unknown.status == 404
+
+
+async def test_unsigned_or_wrongly_signed_events_are_refused_and_nothing_is_stored(wh, helpers):
+    client, app, first, _ = wh
+    await add_connection(app, first["workspace_id"], "facebook", meta={"page_id": "p1"})
+    body, headers = signed(page_event_payload("p1"))
+    missing = await client.post("/webhook/facebook", data=body, headers={"Content-Type": "application/json"})
+    assert missing.status == 401
+    assert (await missing.json()) == {"statusCode": 401, "message": "Unauthorized"}
+    wrong = await client.post("/webhook/facebook", data=body, headers={"x-hub-signature-256": meta_signature("other-secret", body)})
+    assert wrong.status == 401
+    tampered = await client.post("/webhook/facebook", data=body + b" ", headers=headers)
+    assert tampered.status == 401
+    assert await helpers.count(app, WebhookEvent) == 0
+    async with app[DB].session() as session:
+        assert await session.scalar(select(func.count()).select_from(Job).where(Job.kind == "webhooks.process")) == 0
+
+
+async def test_a_signed_event_is_committed_before_the_answer(wh_app, aiohttp_client, helpers):
+    client = await aiohttp_client(wh_app(background=False))  # no workers: nothing is processed
+    app = client.server.app
+    body, headers = signed(page_event_payload("p1"))
+    response = await client.post("/webhook/facebook", data=body, headers=headers)
+    assert response.status == 200
+    answer = await response.json()
+    (row,) = await helpers.event_rows(app)
+    assert row.id == answer["id"] and row.status == "RECEIVED" and row.body == body.decode()
+    async with app[DB].session() as session:
+        job = await session.scalar(select(Job).where(Job.kind == "webhooks.process"))
+    assert job.payload == {"event_ids": [row.id]}
+
+
+async def test_events_are_routed_by_page_id_to_their_workspace_only(wh, helpers):
+    client, app, first, second = wh
+    await add_connection(app, first["workspace_id"], "facebook", meta={"page_id": "page-A"})
+    await add_connection(app, second["workspace_id"], "facebook", meta={"page_id": "page-B"})
+    for page in ("page-A", "page-B", "page-unknown"):
+        body, headers = signed(page_event_payload(page, value={"message": page}))
+        assert (await client.post("/webhook/facebook", data=body, headers=headers)).status == 200
+
+    async def settled():
+        rows = await helpers.event_rows(app)
+        return rows if all(r.status != "RECEIVED" for r in rows) else None
+
+    rows = {r.payload["message"]: r for r in await helpers.wait_until(settled)}
+    assert rows["page-A"].workspace_id == first["workspace_id"] and rows["page-A"].status == "PROCESSED"
+    assert rows["page-B"].workspace_id == second["workspace_id"] and rows["page-B"].status == "PROCESSED"
+    assert rows["page-unknown"].workspace_id is None and rows["page-unknown"].status == "FAILED"
+    assert "page_id=page-unknown" in rows["page-unknown"].reason
+    # each workspace's log shows its own event only
+    for ws, page in ((first, "page-A"), (second, "page-B")):
+        listed = await (await client.get("/connect/v1/webhooks/events", headers=ws["headers"])).json()
+        assert listed["total"] == 1 and [e["payload"]["message"] for e in listed["data"]] == [page]
+    other = await client.get(f"/connect/v1/webhooks/events/{rows['page-A'].id}", headers=second["headers"])
+    assert other.status == 404
+
+
+async def test_unroutable_event_is_forwarded_nowhere(wh, receivers, helpers):
+    client, app, first, _ = wh
+    receiver = await receivers()
+    await add_connection(app, first["workspace_id"], "facebook", meta={"page_id": "page-A"})
+    created = await client.post("/connect/v1/webhooks/facebook/subscribe", json={"callbackUrl": receiver.url, "eventType": "*"}, headers=first["headers"])
+    assert created.status == 201
+    body, headers = signed(page_event_payload("page-Z"))
+    assert (await client.post("/webhook/facebook", data=body, headers=headers)).status == 200
+    await helpers.wait_until(lambda: _all_settled(helpers, app))
+    assert await helpers.count(app, WebhookDelivery) == 0
+    assert receiver.requests == []
+
+
+async def _all_settled(helpers, app):
+    rows = await helpers.event_rows(app)
+    return bool(rows) and all(r.status != "RECEIVED" for r in rows)
+
+
+async def test_explicit_connection_id_routes_but_only_to_a_connection_of_that_provider(wh, helpers):
+    client, app, first, _ = wh
+    connection_id = await add_connection(app, first["workspace_id"], "facebook", meta={})
+    other_provider = await add_connection(app, first["workspace_id"], "hubspot", meta={})
+    body, headers = signed(page_event_payload("no-such-page", value={"n": 1}))
+    await client.post(f"/webhook/facebook?connectionId={connection_id}", data=body, headers=headers)
+    body2, headers2 = signed(page_event_payload("no-such-page", value={"n": 2}))
+    await client.post(f"/webhook/facebook?connectionId={other_provider}", data=body2, headers=headers2)
+    await helpers.wait_until(lambda: _all_settled(helpers, app))
+    rows = {r.payload["n"]: r for r in await helpers.event_rows(app)}
+    assert rows[1].status == "PROCESSED" and rows[1].connection_id == connection_id
+    assert rows[2].status == "FAILED" and rows[2].workspace_id is None
+
+
+async def test_the_same_delivery_twice_is_a_duplicate_and_forwarded_once(wh, receivers, helpers):
+    client, app, first, _ = wh
+    receiver = await receivers()
+    await add_connection(app, first["workspace_id"], "facebook", meta={"page_id": "page-A"})
+    await client.post("/connect/v1/webhooks/facebook/subscribe", json={"url": receiver.url}, headers=first["headers"])
+    body, headers = signed(page_event_payload("page-A"))
+    for _ in range(2):
+        assert (await client.post("/webhook/facebook", data=body, headers=headers)).status == 200
+    await helpers.wait_until(lambda: _all_settled(helpers, app))
+    statuses = sorted(r.status for r in await helpers.event_rows(app))
+    assert statuses == ["DUPLICATE", "PROCESSED"]
+    await receiver.wait_for(1)
+    await helpers.wait_until(lambda: _deliveries_done(app))
+    assert len(receiver.requests) == 1
+
+
+async def _deliveries_done(app):
+    async with app[DB].session() as session:
+        pending = await session.scalar(select(func.count()).select_from(WebhookDelivery).where(WebhookDelivery.status == "pending"))
+    return pending == 0
+
+
+async def test_a_body_with_several_events_is_split_and_each_routed(wh, helpers):
+    client, app, first, second = wh
+    await add_connection(app, first["workspace_id"], "facebook", meta={"page_id": "page-A"})
+    await add_connection(app, second["workspace_id"], "facebook", meta={"page_id": "page-B"})
+    payload = {"object": "page", "entry": [
+        {"id": "page-A", "changes": [{"field": "feed", "value": {"n": 1}}]},
+        {"id": "page-B", "changes": [{"field": "feed", "value": {"n": 2}}]},
+    ]}  # fmt: skip
+    body, headers = signed(payload)
+    assert (await client.post("/webhook/facebook", data=body, headers=headers)).status == 200
+    await helpers.wait_until(lambda: _count_settled(helpers, app, 2))
+    rows = {r.payload["n"]: r for r in await helpers.event_rows(app)}
+    assert rows[1].workspace_id == first["workspace_id"] and rows[2].workspace_id == second["workspace_id"]
+    assert rows[2].parent_id == rows[1].id
+
+
+async def _count_settled(helpers, app, n):
+    rows = await helpers.event_rows(app)
+    return len(rows) == n and all(r.status != "RECEIVED" for r in rows)
+
+
+async def test_listeners_run_in_the_processing_transaction(wh_app, aiohttp_client, helpers):
+    seen = []
+    app = wh_app()
+
+    async def listener(session, event):
+        seen.append((event.id, event.workspace_id, event.provider, event.event_type, dict(event.payload), event.connection_id))
+        assert session.in_transaction()
+
+    get_listeners(app).add(listener)
+    client = await aiohttp_client(app)
+    from patchbay.core.testing import create_workspace_with_key
+
+    ws = await create_workspace_with_key(app)
+    connection_id = await add_connection(app, ws["workspace_id"], "facebook", meta={"page_id": "page-A"})
+    body, headers = signed(page_event_payload("page-A", value={"k": "v"}))
+    event_id = (await (await client.post("/webhook/facebook", data=body, headers=headers)).json())["id"]
+    await helpers.wait_until(lambda: _all_settled(helpers, app))
+    assert seen == [(event_id, ws["workspace_id"], "facebook", "feed", {"page_id": "page-A", "k": "v"}, connection_id)]
+
+
+async def test_a_failing_listener_rolls_back_and_marks_the_event_failed(wh_app, aiohttp_client, receivers, helpers):
+    app = wh_app()
+
+    async def broken(session, event):
+        raise ValueError("listener bug")
+
+    get_listeners(app).add(broken)
+    client = await aiohttp_client(app)
+    from patchbay.core.testing import create_workspace_with_key
+
+    ws = await create_workspace_with_key(app)
+    receiver = await receivers()
+    await add_connection(app, ws["workspace_id"], "facebook", meta={"page_id": "page-A"})
+    await client.post("/connect/v1/webhooks/facebook/subscribe", json={"url": receiver.url}, headers=ws["headers"])
+    body, headers = signed(page_event_payload("page-A"))
+    await client.post("/webhook/facebook", data=body, headers=headers)
+    await helpers.wait_until(lambda: _all_settled(helpers, app))
+    (row,) = await helpers.event_rows(app)
+    assert row.status == "FAILED" and "listener bug" in row.reason
+    assert await helpers.count(app, WebhookDelivery) == 0
