@@ -33,6 +33,7 @@ CRON = web.AppKey("cron", CronRegistry)
 RATE_LIMITER = web.AppKey("rate_limiter", RateLimiter)
 OUTBOUND = web.AppKey("outbound", Outbound)
 LIMITS = web.AppKey("limits", "PlanLimits")  # patchbay.core.billing.limits
+ERASERS = web.AppKey("erasers", dict)  # patchbay.core.compliance.service: name -> data eraser
 CONNECTIONS = web.AppKey("connections", "ConnectionsRuntime")  # patchbay.core.connections.runtime
 #: (flow_id, version) -> steps of that immutable snapshot (patchbay.core.flows.engine)
 FLOW_VERSION_CACHE = web.AppKey("flow_version_cache", dict)

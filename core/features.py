@@ -9,6 +9,8 @@ FEATURES: tuple[str, ...] = (
     "patchbay.core.billing.routes",
     "patchbay.core.approvals.routes",
     "patchbay.core.workspaces.routes",
+    "patchbay.core.accounts.routes",
+    "patchbay.core.compliance.routes",
     "patchbay.core.flows.routes_flows",
     "patchbay.core.flows.routes_executions",
     "patchbay.core.flows.routes_triggers",

@@ -1,0 +1,158 @@
+"""Accounts (spec 4.1): CRUD of the tenant record through the unprefixed ``/accounts`` routes. An
+account is a workspace seen from outside (contract section 4); its id is the tokens'
+``organization_id``.
+
+Who may call what (docs/billing.md): the operator's admin API key (``[admin] api_key``) may do
+everything; a workspace's own credential may read its record and, with ``workspace.admin``, rename
+it. The plan is changed only by the operator here (or by the payment provider's webhook, or the CLI).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+from sqlalchemy import delete, func, select
+from sqlalchemy.exc import IntegrityError
+
+from patchbay.core.accounts.auth import is_operator
+from patchbay.core.appkeys import DB
+from patchbay.core.http.bodies import page_envelope, page_params, read_object
+from patchbay.core.http.errors import bad_request, conflict, forbidden, not_found, unauthorized
+from patchbay.core.security.auth import Principal, authenticate
+from patchbay.core.workspaces import service
+from patchbay.core.workspaces.models import PLANS, Membership, Workspace
+from patchbay.core.workspaces.routes import workspace_json
+
+routes = web.RouteTableDef()
+
+EDITABLE = {"name": "name", "plan": "plan", "externalId": "external_id", "settings": "settings"}
+OWNER_EDITABLE = {"name", "settings"}
+
+
+def account_json(workspace: Workspace, members: int | None = None) -> dict[str, Any]:
+    body = {**workspace_json(workspace), "settings": dict(workspace.settings or {})}
+    if members is not None:
+        body["memberCount"] = members
+    return body
+
+
+async def _caller(request: web.Request, account_id: str) -> Principal | None:
+    """None for the operator; the principal of the account's own credential; else 401 / 404."""
+    if is_operator(request):
+        return None
+    principal = await authenticate(request)
+    if principal is None or principal.workspace_id is None:
+        raise unauthorized()
+    if principal.workspace_id != account_id:
+        raise not_found("Account not found")
+    return principal
+
+
+def _operator_only(request: web.Request) -> None:
+    if is_operator(request):
+        return
+    if request.headers.get("x-api-key") or request.headers.get("Authorization"):
+        raise forbidden("This route needs the operator's admin API key")
+    raise unauthorized()
+
+
+@routes.post("/accounts")
+async def create_account(request: web.Request) -> web.Response:
+    """Create an account (``{name, plan?, externalId?}``; idempotent by externalId). Operator only."""
+    _operator_only(request)
+    body = await read_object(request)
+    name, plan, external_id = body.get("name"), body.get("plan", "free"), body.get("externalId")
+    if not isinstance(name, str):
+        raise bad_request("Validation failed: name is required")
+    if external_id is not None and not isinstance(external_id, str):
+        raise bad_request("Validation failed: externalId must be a string")
+    async with request.app[DB].transaction() as session:
+        try:
+            workspace, created = await service.create_workspace(session, name=name, plan=plan if isinstance(plan, str) else "", external_id=external_id)
+        except service.WorkspaceError as error:
+            raise bad_request(f"Validation failed: {error}") from None
+        return web.json_response({**account_json(workspace), "created": created}, status=201)
+
+
+@routes.get("/accounts")
+async def list_accounts(request: web.Request) -> web.Response:
+    """Every account, oldest first (``?externalId=``, ``?plan=`` filter). Operator only."""
+    _operator_only(request)
+    page, limit = page_params(request)
+    query = select(Workspace)
+    if request.query.get("externalId"):
+        query = query.where(Workspace.external_id == request.query["externalId"])
+    if request.query.get("plan"):
+        query = query.where(Workspace.plan == request.query["plan"])
+    async with request.app[DB].session() as session:
+        total = await session.scalar(select(func.count()).select_from(query.subquery()))
+        rows = await session.scalars(query.order_by(Workspace.created_at, Workspace.id).offset((page - 1) * limit).limit(limit))
+        return web.json_response(page_envelope([account_json(w) for w in rows], page, limit, total or 0))
+
+
+@routes.get("/accounts/{id}")
+async def get_account(request: web.Request) -> web.Response:
+    """One account: the operator, or the account's own credential."""
+    account_id = request.match_info["id"]
+    await _caller(request, account_id)
+    async with request.app[DB].session() as session:
+        workspace = await session.get(Workspace, account_id)
+        if workspace is None:
+            raise not_found("Account not found")
+        members = await session.scalar(select(func.count()).select_from(Membership).where(Membership.workspace_id == account_id))
+        return web.json_response(account_json(workspace, members or 0))
+
+
+@routes.patch("/accounts/{id}")
+async def update_account(request: web.Request) -> web.Response:
+    """Change an account: the operator any of name, plan, externalId, settings; the account's own
+    credential with ``workspace.admin`` its name and settings."""
+    account_id = request.match_info["id"]
+    principal = await _caller(request, account_id)
+    body = await read_object(request)
+    unknown = set(body) - set(EDITABLE)
+    if unknown:
+        raise bad_request(f"Validation failed: unknown field(s) {', '.join(sorted(unknown))}")
+    if principal is not None:
+        if not principal.can("workspace.admin"):
+            raise forbidden("Missing permission: workspace.admin")
+        if set(body) - OWNER_EDITABLE:
+            raise forbidden("Only the operator can change " + ", ".join(sorted(set(body) - OWNER_EDITABLE)))
+    if "name" in body and (not isinstance(body["name"], str) or not body["name"].strip()):
+        raise bad_request("Validation failed: name must be a non-empty string")
+    if "plan" in body and body["plan"] not in PLANS:
+        raise bad_request(f"Validation failed: plan must be one of {', '.join(PLANS)}")
+    if "externalId" in body and body["externalId"] is not None and not isinstance(body["externalId"], str):
+        raise bad_request("Validation failed: externalId must be a string or null")
+    if "settings" in body and not isinstance(body["settings"], dict):
+        raise bad_request("Validation failed: settings must be an object")
+    async with request.app[DB].transaction() as session:
+        workspace = await session.get(Workspace, account_id)
+        if workspace is None:
+            raise not_found("Account not found")
+        if body.get("externalId") and await session.scalar(select(Workspace.id).where(Workspace.external_id == body["externalId"], Workspace.id != account_id)):
+            raise conflict("Another account has this externalId")
+        for field, attribute in EDITABLE.items():
+            if field in body:
+                setattr(workspace, attribute, body[field].strip() if field == "name" else body[field])
+        await session.flush()
+        return web.json_response(account_json(workspace))
+
+
+@routes.delete("/accounts/{id}")
+async def delete_account(request: web.Request) -> web.Response:
+    """Delete an account and everything it owns. Operator only."""
+    _operator_only(request)
+    try:
+        async with request.app[DB].transaction() as session:
+            deleted = await session.execute(delete(Workspace).where(Workspace.id == request.match_info["id"]))
+            if deleted.rowcount != 1:
+                raise not_found("Account not found")
+    except IntegrityError:
+        raise conflict("The account still owns data that cannot be deleted") from None
+    return web.json_response({"id": request.match_info["id"], "deleted": True})
+
+
+def setup(app: web.Application) -> None:
+    app.router.add_routes(routes)

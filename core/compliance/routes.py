@@ -1,0 +1,123 @@
+"""Compliance routes (spec 4.1): the privacy policy page and data deletion (Meta's data deletion
+callback, a signed-in user's own request, and the status by confirmation code)."""
+
+from __future__ import annotations
+
+import html
+import json
+
+from aiohttp import web
+from sqlalchemy import select
+
+from patchbay.core.appkeys import DB, JOBS, SETTINGS
+from patchbay.core.compliance import service
+from patchbay.core.compliance.models import DeletionRequest
+from patchbay.core.http.errors import bad_request, not_found
+from patchbay.core.security.auth import authenticate
+from patchbay.core.timeutil import iso
+
+routes = web.RouteTableDef()
+
+DEFAULT_POLICY = """{name} stores the data needed to connect your workspace to the services you choose: \
+your account details, the credentials of your connections (encrypted), and the records, leads and \
+events those services send. It is used only to provide the service and is never sold.
+
+You can ask for your data to be deleted at any time: sign in and send a deletion request, or remove \
+the app from your Facebook settings. You receive a confirmation code to follow the deletion."""
+
+
+@routes.get("/compliance/privacy-policy")
+async def privacy_policy(request: web.Request) -> web.Response:
+    """The privacy policy: a redirect to ``[compliance] privacy_policy_url`` or a page of
+    ``privacy_policy_text``."""
+    settings = request.app[SETTINGS]
+    if settings.compliance.privacy_policy_url:
+        raise web.HTTPFound(settings.compliance.privacy_policy_url)
+    name = settings.branding.name
+    text = settings.compliance.privacy_policy_text or DEFAULT_POLICY.format(name=name)
+    paragraphs = "".join(f"<p>{html.escape(part.strip())}</p>" for part in text.split("\n\n") if part.strip())
+    page = (
+        f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Privacy policy · {html.escape(name)}</title>'
+        f'<meta name="viewport" content="width=device-width, initial-scale=1"></head>'
+        f'<body style="font-family: system-ui, sans-serif; max-width: 42rem; margin: 2rem auto; padding: 0 1rem; '
+        f'background: {html.escape(settings.branding.background_color)}">'
+        f'<h1 style="color: {html.escape(settings.branding.primary_color)}">Privacy policy</h1>{paragraphs}</body></html>'
+    )
+    return web.Response(text=page, content_type="text/html")
+
+
+@routes.get("/compliance/data-deletion")
+async def deletion_information(request: web.Request) -> web.Response:
+    """How to request the deletion of one's data."""
+    base = request.app[SETTINGS].public_base_url
+    return web.json_response(
+        {
+            "description": "POST a signed_request (Meta's data deletion callback) or send a signed-in user's access token to request the deletion of that user's data; follow it with the confirmation code.",
+            "callbackUrl": f"{base}/compliance/data-deletion",
+            "statusUrl": f"{base}/compliance/data-deletion/status?code={{confirmation_code}}",
+        }
+    )
+
+
+async def _signed_request(request: web.Request) -> str | None:
+    if request.content_type == "application/json":
+        raw = await request.read()
+        if not raw.strip():
+            return None
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            raise bad_request("Malformed JSON body") from None
+        value = body.get("signed_request") if isinstance(body, dict) else None
+    else:
+        value = (await request.post()).get("signed_request")
+    if value is not None and not isinstance(value, str):
+        raise bad_request("Validation failed: signed_request must be a string")
+    return value
+
+
+@routes.post("/compliance/data-deletion")
+async def request_deletion(request: web.Request) -> web.Response:
+    """Handle a deletion request: Meta's ``signed_request`` (form or JSON), or a signed-in user's
+    own; answers ``{url, confirmation_code}`` and deletes in the background."""
+    settings = request.app[SETTINGS]
+    signed_request = await _signed_request(request)
+    if signed_request:
+        secret = settings.compliance.meta_app_secret
+        if not secret:
+            raise bad_request("Meta data deletion is not configured ([compliance] meta_app_secret)")
+        try:
+            data = service.parse_signed_request(signed_request, secret)
+        except service.SignedRequestError as error:
+            raise bad_request(str(error)) from None
+        source, subject = "meta", str(data["user_id"])
+    else:
+        principal = await authenticate(request)
+        if principal is None or principal.kind != "access_token" or not principal.subject or principal.subject == principal.client_id:
+            raise bad_request("Validation failed: signed_request is required (or a signed-in user's access token)")
+        source, subject = "user", principal.subject
+    async with request.app[DB].transaction() as session:
+        deletion = await service.request_deletion(request.app, session, source=source, subject=subject)
+    code = deletion.confirmation_code
+    return web.json_response({"url": f"{settings.public_base_url}/compliance/data-deletion/status?code={code}", "confirmation_code": code}, status=201)
+
+
+@routes.get("/compliance/data-deletion/status")
+async def deletion_status(request: web.Request) -> web.Response:
+    """The status of a deletion request by its confirmation code."""
+    code = request.query.get("code")
+    if not code:
+        raise bad_request("Query parameter 'code' is required")
+    async with request.app[DB].session() as session:
+        deletion = await session.scalar(select(DeletionRequest).where(DeletionRequest.confirmation_code == code))
+    if deletion is None:
+        raise not_found("Deletion request not found")
+    return web.json_response(
+        {"confirmationCode": deletion.confirmation_code, "status": deletion.status, "requestedAt": iso(deletion.created_at), "completedAt": iso(deletion.completed_at)}
+    )
+
+
+def setup(app: web.Application) -> None:
+    service.register_eraser(app, "users", service.erase_users)
+    app[JOBS].register(service.DELETE_JOB, service.run_deletion, max_attempts=5)
+    app.router.add_routes(routes)

@@ -1,0 +1,105 @@
+"""Compliance: the privacy policy page, Meta's data deletion callback (signed_request verified with
+the app secret, answered with {url, confirmation_code}), the deletion done by the job and reported
+completed, and a signed-in user's own request."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import hmac
+import json
+
+from sqlalchemy import select
+
+from patchbay.core.appkeys import DB
+from patchbay.core.settings import ComplianceSettings
+from patchbay.core.testing import create_workspace_with_key, sign_access_token
+from patchbay.core.users.models import User
+from patchbay.core.users.service import create_user
+from patchbay.core.workspaces.models import Membership
+from patchbay.core.workspaces.service import add_member
+
+APP_SECRET = "meta-app-secret"
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def signed_request(data: dict, secret: str = APP_SECRET) -> str:
+    payload = _b64(json.dumps(data).encode())
+    return _b64(hmac.new(secret.encode(), payload.encode(), hashlib.sha256).digest()) + "." + payload
+
+
+async def _status(client, code, want="completed"):
+    for _ in range(100):
+        body = await (await client.get(f"/compliance/data-deletion/status?code={code}")).json()
+        if body["status"] == want:
+            return body
+        await asyncio.sleep(0.05)
+    return body
+
+
+async def _meta_user(app, workspace_id, meta_id):
+    from patchbay.core.identity.models import FederatedIdentity
+
+    async with app[DB].transaction() as session:
+        user = await create_user(session, email=f"{meta_id}@example.test", password=None)
+        session.add(FederatedIdentity(provider="facebook", subject=meta_id, user_id=user.id))
+        await add_member(session, workspace_id=workspace_id, user_id=user.id, role="viewer")
+    return user.id
+
+
+async def test_meta_deletion_callback_removes_the_user(aiohttp_client, make_app):
+    app = make_app(background=True, compliance=ComplianceSettings(meta_app_secret=APP_SECRET))
+    client = await aiohttp_client(app)
+    ws = await create_workspace_with_key(app)
+    doomed = await _meta_user(app, ws["workspace_id"], "10001")
+    kept = await _meta_user(app, ws["workspace_id"], "10002")
+
+    forged = await client.post("/compliance/data-deletion", data={"signed_request": signed_request({"algorithm": "HMAC-SHA256", "user_id": "10002"}, "wrong")})
+    assert (forged.status, (await forged.json())["message"]) == (400, "Invalid signed_request signature")
+    assert (await client.post("/compliance/data-deletion", data={"signed_request": "garbage"})).status == 400
+
+    response = await client.post("/compliance/data-deletion", data={"signed_request": signed_request({"algorithm": "HMAC-SHA256", "user_id": "10001", "issued_at": 1})})
+    assert response.status == 201, await response.text()
+    body = await response.json()
+    assert set(body) == {"url", "confirmation_code"}
+    assert body["url"].endswith(f"/compliance/data-deletion/status?code={body['confirmation_code']}")
+
+    status = await _status(client, body["confirmation_code"])
+    assert status["status"] == "completed" and status["completedAt"]
+    async with app[DB].session() as session:
+        assert await session.get(User, doomed) is None
+        assert await session.scalar(select(Membership).where(Membership.user_id == doomed)) is None
+        assert await session.get(User, kept) is not None
+    assert (await client.get("/compliance/data-deletion/status?code=unknown")).status == 404
+    assert (await client.get("/compliance/data-deletion/status")).status == 400
+
+
+async def test_user_requests_own_deletion_and_policy_page(aiohttp_client, make_app):
+    app = make_app(background=True, compliance=ComplianceSettings(privacy_policy_text="We keep <little> data.\n\nAsk us."))
+    client = await aiohttp_client(app)
+    async with app[DB].transaction() as session:
+        user = await create_user(session, email="self@example.test", password=None)
+    token = await sign_access_token(app, {"sub": user.id, "client_id": "console", "permissions": []})
+    response = await client.post("/compliance/data-deletion", headers={"Authorization": f"Bearer {token}"})
+    assert response.status == 201
+    assert (await _status(client, (await response.json())["confirmation_code"]))["status"] == "completed"
+    async with app[DB].session() as session:
+        assert await session.get(User, user.id) is None
+    assert (await client.post("/compliance/data-deletion")).status == 400
+    assert (await client.post("/compliance/data-deletion", data={"signed_request": "a.b"})).status == 400  # no app secret
+
+    page = await client.get("/compliance/privacy-policy")
+    text = await page.text()
+    assert page.content_type == "text/html" and "<p>We keep &lt;little&gt; data.</p><p>Ask us.</p>" in text
+    info = await (await client.get("/compliance/data-deletion")).json()
+    assert info["callbackUrl"].endswith("/compliance/data-deletion")
+
+
+async def test_privacy_policy_redirect(aiohttp_client, make_app):
+    client = await aiohttp_client(make_app(compliance=ComplianceSettings(privacy_policy_url="https://example.test/privacy")))
+    response = await client.get("/compliance/privacy-policy", allow_redirects=False)
+    assert (response.status, response.headers["Location"]) == (302, "https://example.test/privacy")
