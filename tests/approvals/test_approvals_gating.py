@@ -113,3 +113,25 @@ async def test_gating_by_provider_name_and_oauth_approval(aiohttp_client, make_a
     assert await _gate(app, wid, "notes", manager, {}) is None  # the approved request is used once
     assert (await (await client.get(f"/connect/v1/approvals/{request_id}", headers=ws["headers"])).json())["status"] == "completed"
     assert await _gate(app, wid, "notes", manager, {}) is not None
+
+
+async def test_connect_route_is_gated_end_to_end(aiohttp_client, make_app):
+    app = make_app(plugins=[_Pack()])
+    client = await aiohttp_client(app)
+    ws = await create_workspace_with_key(app)
+    wid = ws["workspace_id"]
+    _, _, manager_headers = await _member(app, wid, "m@example.test", "manager")
+    _, _, admin_headers = await _member(app, wid, "a@example.test", "admin")
+    await client.patch("/connect/v1/approvals/policy", json={"enabled": True, "providers": ["gatedcrm"]}, headers=admin_headers)
+
+    held = await client.post("/connect/v1/providers/gatedcrm/connect", json={"credentials": {"apiKey": "k-1"}}, headers=manager_headers)
+    assert held.status == 202, await held.text()
+    approval_id = (await held.json())["approvalId"]
+    status = await (await client.get("/connect/v1/providers/gatedcrm/status", headers=manager_headers)).json()
+    assert status["status"] == "not_connected"
+    approved = await client.post(f"/connect/v1/approvals/{approval_id}/approve", headers=admin_headers)
+    assert approved.status == 201
+    status = await (await client.get("/connect/v1/providers/gatedcrm/status", headers=manager_headers)).json()
+    assert (status["status"], status["connectionId"]) == ("connected", (await approved.json())["connectionId"])
+    direct = await client.post("/connect/v1/providers/notes/connect", json={"credentials": {"apiKey": "k-2"}}, headers=manager_headers)
+    assert direct.status == 201
