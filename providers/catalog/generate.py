@@ -416,6 +416,13 @@ def map_row(facts: dict[str, str], notes: list[str] | None = None) -> dict[str, 
         used += [f for f in _fields(template) if f not in CREDENTIALS.values() and f != "basic"]
     listed = facts["connection_params"].split()
     params = [p for p in listed if p not in unused or p in used]
+    if mode == "oauth2":
+        # A parameter no template uses comes from the provider during or after the login (QuickBooks'
+        # realmId in the callback, Jira's site): asking for it before the login would block it.
+        idle = [p for p in params if p not in used]
+        if idle:
+            notes.append(f"connection parameter(s) {', '.join(idle)} used by no template left out")
+        params = [p for p in params if p in used]
     params += [p for p in used if p not in params]
     definition["connection_params"] = tuple(dict.fromkeys(params))
     definition["connection_param_defaults"] = dict(sorted(defaults.items()))
@@ -505,6 +512,8 @@ def generate(facts_path: Path) -> Result:
             if slug in CORRECTIONS:
                 definition.update(CORRECTIONS[slug][0])
                 corrected.append(slug)
+                if "health_check" in CORRECTIONS[slug][0]:
+                    notes = [note for note in notes if not note.startswith("health check")]
             retry = RetryHeaders(**definition.pop("retry_headers"))
             provider = Provider(**definition, retry_headers=retry)
             provider.validate()

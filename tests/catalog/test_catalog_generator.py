@@ -96,6 +96,16 @@ def test_map_row_fills_in_oauth_facts_and_default_injection():
     assert query["credential_headers"] == {} and query["credential_query"] == {"token": "{access_token}"}
 
 
+def test_oauth_login_asks_only_for_parameters_a_template_uses():
+    facts = dict(api_base_url="https://${connectionConfig.subdomain}.acme.io", connection_params="realmId subdomain")
+    notes: list[str] = []
+    oauth = generate.map_row(row(auth_mode="OAUTH2", authorization_url="https://acme.io/a", token_url="https://acme.io/t", **facts), notes)
+    assert oauth["connection_params"] == ("subdomain",)  # realmId arrives in the callback, not before the login
+    assert notes == ["connection parameter(s) realmId used by no template left out"]
+    api_key = generate.map_row(row(auth_mode="API_KEY", credential_headers='{"x-key": "${apiKey}"}', **facts))
+    assert api_key["connection_params"] == ("realmId", "subdomain")  # typed in at connect time
+
+
 def test_map_row_refuses_what_a_definition_cannot_say():
     for facts, reason in [
         (row(auth_mode="OAUTH1", api_base_url="https://acme.io"), "auth mode OAUTH1 is not supported"),
