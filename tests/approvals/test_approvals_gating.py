@@ -42,8 +42,8 @@ async def _gate(app, workspace_id, provider, principal, payload):
         return await gate_connect(session, workspace_id=workspace_id, provider=provider, principal=principal, payload=payload)
 
 
-async def test_gated_connect_approved_and_denied(aiohttp_client, make_app):
-    app = make_app(plugins=[_Pack()])
+async def test_gated_connect_approved_and_denied(aiohttp_client, make_app, database_url):
+    app = make_app(plugins=[_Pack()], database_url=database_url)
     client = await aiohttp_client(app)
     ws = await create_workspace_with_key(app)
     wid = ws["workspace_id"]

@@ -131,8 +131,8 @@ async def test_checkout_webhook_portal_cancel_resume(aiohttp_client, make_app, f
     assert (await client.delete("/connect/v1/billing/subscription", headers=headers)).status == 404
 
 
-async def test_webhook_bad_signature_stale_timestamp_and_replay(aiohttp_client, make_app, fake_stripe):
-    app = make_app(stripe=_stripe_settings(fake_stripe[0]))
+async def test_webhook_bad_signature_stale_timestamp_and_replay(aiohttp_client, make_app, fake_stripe, database_url):
+    app = make_app(stripe=_stripe_settings(fake_stripe[0]), database_url=database_url)
     client = await aiohttp_client(app)
     ws = await create_workspace_with_key(app)
     payload = _event("evt_9", "checkout.session.completed", {"client_reference_id": ws["workspace_id"], "customer": "cus_9", "subscription": "sub_9", "metadata": {"plan": "starter"}})

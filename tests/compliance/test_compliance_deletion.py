@@ -51,8 +51,8 @@ async def _meta_user(app, workspace_id, meta_id):
     return user.id
 
 
-async def test_meta_deletion_callback_removes_the_user(aiohttp_client, make_app):
-    app = make_app(background=True, compliance=ComplianceSettings(meta_app_secret=APP_SECRET))
+async def test_meta_deletion_callback_removes_the_user(aiohttp_client, make_app, database_url):
+    app = make_app(background=True, compliance=ComplianceSettings(meta_app_secret=APP_SECRET), database_url=database_url)
     client = await aiohttp_client(app)
     ws = await create_workspace_with_key(app)
     doomed = await _meta_user(app, ws["workspace_id"], "10001")

@@ -63,8 +63,8 @@ async def test_invite_email_validate_accept_once(aiohttp_client, make_app, smtp_
     assert [(w["id"], w["role"]) for w in (await mine.json())["data"]] == [(ws["workspace_id"], "manager")]
 
 
-async def test_expired_and_unknown_invites_refused(aiohttp_client, make_app, make_user):
-    app = make_app()
+async def test_expired_and_unknown_invites_refused(aiohttp_client, make_app, make_user, database_url):
+    app = make_app(database_url=database_url)
     client = await aiohttp_client(app)
     ws = await create_workspace_with_key(app)
     response = await client.post(f"/connect/v1/workspaces/{ws['workspace_id']}/invite", json={"email": "carol@example.test"}, headers=ws["headers"])

@@ -55,8 +55,8 @@ async def test_join_request_approve_and_deny(aiohttp_client, make_app, make_user
     assert member_again.status == 409
 
 
-async def test_shareable_link_used_expired_revoked(aiohttp_client, make_app, make_user):
-    app = make_app()
+async def test_shareable_link_used_expired_revoked(aiohttp_client, make_app, make_user, database_url):
+    app = make_app(database_url=database_url)
     client = await aiohttp_client(app)
     ws = await create_workspace_with_key(app)
     base = f"/connect/v1/workspaces/{ws['workspace_id']}"
