@@ -1,0 +1,338 @@
+"""The OAuth connection routes (spec 4.2, unprefixed): login, callback, refresh, deauthorize.
+
+Login is opened by the customer's app for its user: authenticated by the usual headers, or, for a
+plain browser navigation, by ``token=<access token>`` in the query (an access token of our identity
+provider; API keys never go in URLs). The ``state`` sent to the provider is the id of a stored
+login (``OAuthState``) plus an HMAC binding it to the workspace, the provider, the return URL and
+the callback URL; the callback deletes the row before using it, so a state works once. PKCE (S256)
+is added for providers whose definition says ``pkce=True``.
+
+After the callback the browser goes back to the login's ``redirect_uri`` with
+``status=connected&connectionId=..&provider=..``, or ``status=error&error=..&error_description=..``;
+without a ``redirect_uri`` a small page says what happened.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import html
+import json
+import logging
+from datetime import timedelta
+from typing import Any
+from urllib.parse import urlencode, urlsplit
+
+from aiohttp import web
+from sqlalchemy import delete, select
+
+from patchbay.core.appkeys import DB, OUTBOUND, REGISTRY, SECRETS, SETTINGS
+from patchbay.core.approvals.service import gate_connect
+from patchbay.core.connections import service
+from patchbay.core.connections.auth import AuthContext, ProviderAuthError, TemplateError, auth_for, connection_params, fill_url, pkce_pair
+from patchbay.core.connections.models import ByoaCredential, Connection, OAuthState
+from patchbay.core.connections.refresh import RefreshFailed, can_refresh, refresh_connection
+from patchbay.core.connections.store import enforce_provider_limit, get_row, load_state, oauth_app_for, save_connection, token_credentials
+from patchbay.core.http.errors import ApiError, bad_request, not_found, unauthorized
+from patchbay.core.security.auth import Principal, authenticate, principal_of, require_principal, requires, verify_access_token
+from patchbay.core.security.signing_keys import InvalidToken
+from patchbay.core.timeutil import iso, utcnow
+
+log = logging.getLogger(__name__)
+routes = web.RouteTableDef()
+
+STATE_LIFETIME = timedelta(minutes=10)
+
+
+def callback_url(app: web.Application, provider: str) -> str:
+    return f"{app[SETTINGS].public_base_url}/auth/{provider}/callback"
+
+
+def _state_mac(app: web.Application, row: OAuthState) -> str:
+    message = "|".join((row.id, row.workspace_id, row.provider, row.return_to or "", row.callback_uri))
+    return app[SECRETS].sign(message.encode())
+
+
+async def _login_principal(request: web.Request) -> Principal:
+    principal = await authenticate(request)
+    token = request.query.get("token")
+    if (principal is None or principal.workspace_id is None) and token:
+        try:
+            claims = await verify_access_token(request.app, token)
+        except InvalidToken:
+            raise unauthorized() from None
+        permissions = frozenset(p for p in claims.get("permissions") or [] if isinstance(p, str))
+        principal = Principal("access_token", claims.get("organization_id"), permissions, subject=claims.get("sub"), claims=claims)
+    if principal is None or principal.workspace_id is None:
+        raise unauthorized()
+    if not principal.can("connections.write"):
+        raise ApiError(403, "Missing permission: connections.write")
+    return principal
+
+
+def _wants_json(request: web.Request) -> bool:
+    return request.query.get("response") == "json" or "application/json" in request.headers.get("Accept", "")
+
+
+def _check_return_to(value: str | None) -> str | None:
+    if not value:
+        return None
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise bad_request("Validation failed: redirect_uri must be an absolute http(s) URL")
+    return value
+
+
+@routes.get("/auth/{providerType}/login")
+async def login(request: web.Request) -> web.StreamResponse:
+    """Start the OAuth connection of a provider: 302 to the provider's authorization page.
+
+    Query: ``account_id`` (the workspace; must be the caller's), ``redirect_uri`` (where the user
+    returns afterwards), the provider's connection parameters by name (``subdomain=...``),
+    ``scopes`` (space or comma separated, replacing the defaults), ``connection_id`` (re-authorize
+    that connection). ``Accept: application/json`` or ``response=json`` answers
+    ``{authorizationUrl}`` instead of redirecting; 202 ``{status: pending_approval, approvalId}``
+    when the workspace's approval policy holds the request.
+    """
+    app = request.app
+    principal = await _login_principal(request)
+    provider = service.provider_or_404(app, request.match_info["providerType"])
+    workspace_id = principal.workspace_id
+    account_id = request.query.get("account_id")
+    if account_id and account_id != workspace_id:
+        raise not_found(f"Account not found: {account_id}")
+    if provider.auth_mode != "oauth2":
+        raise bad_request(f"{provider.display_name} does not connect with OAuth: use POST /connect/v1/providers/{provider.name}/connect")
+    return_to = _check_return_to(request.query.get("redirect_uri"))
+    params = service.split_params(provider, {k: v for k, v in request.query.items() if k in provider.connection_params}, None)
+    try:
+        fill_url(provider.authorization_url or "", provider, connection_params(provider, params))
+        fill_url(provider.api_base_url, provider, connection_params(provider, params))
+    except TemplateError as error:
+        raise bad_request(str(error)) from None
+    reconnect = request.query.get("connection_id")
+    async with app[DB].transaction(tenant=workspace_id) as session:
+        if reconnect:
+            row = await get_row(session, reconnect)
+            if row.provider != provider.name:
+                raise bad_request(f"Connection {reconnect} is not a {provider.name} connection")
+        approval_id = await gate_connect(session, workspace_id=workspace_id, provider=provider.name, principal=principal, payload=None)
+        if approval_id is None and not reconnect:
+            await enforce_provider_limit(session, workspace_id, provider.name)
+    if approval_id is not None:
+        return web.json_response({"status": "pending_approval", "approvalId": approval_id}, status=202)
+    oauth_app = await oauth_app_for(app, workspace_id=workspace_id, provider=provider.name)
+    if oauth_app is None:
+        raise bad_request(
+            f"No OAuth app is configured for {provider.display_name}: save your own with POST /byoa/{provider.name}/credentials, "
+            f"or set client_id and client_secret in [providers.{provider.name}]"
+        )
+    scopes = _scopes(request.query.get("scopes"))
+    if scopes is None:
+        scopes = await _byoa_scopes(app, workspace_id, provider.name) if oauth_app.source == "byoa" else None
+    if not scopes:
+        scopes = list(provider.scopes)
+    verifier, challenge = pkce_pair() if provider.pkce else (None, None)
+    state_row = OAuthState(
+        workspace_id=workspace_id, provider=provider.name, return_to=return_to, callback_uri=callback_url(app, provider.name),
+        code_verifier=app[SECRETS].encrypt(verifier) if verifier else None, params=params, connection_id=reconnect,
+        oauth_app=oauth_app.source, expires_at=utcnow() + STATE_LIFETIME, meta={"scopes": scopes, "requestedBy": principal.subject},
+    )  # fmt: skip
+    async with app[DB].transaction(tenant=workspace_id) as session:
+        await session.execute(delete(OAuthState).where(OAuthState.expires_at < utcnow()))
+        session.add(state_row)
+        await session.flush()
+    state = f"{state_row.id}.{_state_mac(app, state_row)}"
+    ctx = AuthContext(provider=provider, http=app[OUTBOUND].session, app=oauth_app, params=connection_params(provider, params))
+    url = auth_for(app[REGISTRY], provider.name).authorization_url(ctx, redirect_uri=state_row.callback_uri, state=state, scopes=scopes, code_challenge=challenge)
+    if _wants_json(request):
+        return web.json_response({"authorizationUrl": url, "expiresAt": iso(state_row.expires_at)})
+    raise web.HTTPFound(url)
+
+
+def _scopes(value: str | None) -> list[str] | None:
+    if value is None:
+        return None
+    return [s for s in value.replace(",", " ").split() if s]
+
+
+async def _byoa_scopes(app: web.Application, workspace_id: str, provider: str) -> list[str] | None:
+    async with app[DB].session(tenant=workspace_id) as session:
+        scopes = await session.scalar(select(ByoaCredential.scopes).where(ByoaCredential.provider == provider))
+    return list(scopes) if scopes else None
+
+
+# ---------------------------------------------------------------------------------------------
+# Callback
+# ---------------------------------------------------------------------------------------------
+
+
+def _page(title: str, message: str, status: int) -> web.Response:
+    body = (
+        "<!doctype html><html><head><meta charset='utf-8'><title>" + html.escape(title) + "</title></head>"
+        "<body style='font-family:sans-serif;max-width:36rem;margin:4rem auto'><h1>" + html.escape(title) + "</h1>"
+        "<p>" + html.escape(message) + "</p></body></html>"
+    )
+    return web.Response(text=body, content_type="text/html", status=status, headers={"Cache-Control": "no-store"})
+
+
+def _back(return_to: str, values: dict[str, str]) -> web.HTTPFound:
+    return web.HTTPFound(return_to + ("&" if "?" in return_to else "?") + urlencode(values))
+
+
+async def _take_state(app: web.Application, provider: str, state: str) -> OAuthState | None:
+    """The login the state names, removed so that it works once; None when forged or unknown."""
+    state_id, _, mac = state.partition(".")
+    if not state_id or not mac:
+        return None
+    async with app[DB].transaction() as session:
+        row = await session.scalar(select(OAuthState).where(OAuthState.id == state_id))
+        if row is None or row.provider != provider or not hmac.compare_digest(_state_mac(app, row), mac):
+            return None
+        result = await session.execute(delete(OAuthState).where(OAuthState.id == state_id).execution_options(synchronize_session=False))
+        if result.rowcount != 1:
+            return None  # another callback with the same state got there first
+    return row
+
+
+def _fail(row: OAuthState | None, error: str, description: str) -> web.StreamResponse:
+    if row is not None and row.return_to:
+        raise _back(row.return_to, {"status": "error", "provider": row.provider, "error": error, "error_description": description})
+    return _page("Connection failed", description, 400)
+
+
+@routes.get("/auth/{providerType}/callback")
+async def callback(request: web.Request) -> web.StreamResponse:
+    """Complete an OAuth connection: check the state, exchange the code, store the connection, and
+    send the browser back to the login's ``redirect_uri`` (or show a page)."""
+    app = request.app
+    provider = service.provider_or_404(app, request.match_info["providerType"])
+    state = request.query.get("state", "")
+    row = await _take_state(app, provider.name, state) if state else None
+    if row is None:
+        return _page("Connection failed", "This sign-in link is invalid, expired or was already used. Start the connection again.", 400)
+    if row.expires_at < utcnow():
+        return _fail(row, "expired_state", "The sign-in took too long. Start the connection again.")
+    if request.query.get("error"):
+        description = request.query.get("error_description") or request.query["error"]
+        return _fail(row, request.query["error"], f"{provider.display_name}: {description}")
+    code = request.query.get("code")
+    if not code:
+        return _fail(row, "invalid_request", f"{provider.display_name} did not return an authorization code.")
+    oauth_app = await oauth_app_for(app, workspace_id=row.workspace_id, provider=provider.name, source=row.oauth_app)
+    if oauth_app is None:
+        return _fail(row, "invalid_client", f"The OAuth app for {provider.display_name} is no longer configured.")
+    ctx = AuthContext(provider=provider, http=app[OUTBOUND].session, app=oauth_app, params=connection_params(provider, row.params))
+    verifier = app[SECRETS].decrypt(row.code_verifier) if row.code_verifier else None
+    try:
+        tokens = await auth_for(app[REGISTRY], provider.name).exchange_code(ctx, code=code, redirect_uri=row.callback_uri, code_verifier=verifier)
+    except ProviderAuthError as error:
+        return _fail(row, error.error or "exchange_failed", error.message)
+    scopes = list(tokens.scopes) or list((row.meta or {}).get("scopes") or [])
+    try:
+        async with app[DB].transaction(tenant=row.workspace_id) as session:
+            connection = await save_connection(
+                app, session, workspace_id=row.workspace_id, provider=provider.name, credentials=token_credentials(tokens),
+                params={**row.params, **tokens.params}, metadata=dict(tokens.metadata), scopes=scopes, expires_at=tokens.expires_at,
+                oauth_app=oauth_app.source, connection_id=row.connection_id,
+            )  # fmt: skip
+    except ApiError as error:
+        return _fail(row, "connection_refused", error.message)
+    if row.return_to:
+        raise _back(row.return_to, {"status": "connected", "provider": provider.name, "connectionId": connection.id})
+    return _page("Connected", f"{provider.display_name} is connected. You can close this window.", 200)
+
+
+# ---------------------------------------------------------------------------------------------
+# Refresh and deauthorize
+# ---------------------------------------------------------------------------------------------
+
+
+@routes.post("/auth/{providerType}/refresh/{accountId}")
+@requires("connections.write")
+async def refresh(request: web.Request) -> web.Response:
+    """Refresh the stored tokens of the account's connections of the provider now."""
+    app = request.app
+    principal = principal_of(request)
+    provider = service.provider_or_404(app, request.match_info["providerType"])
+    if request.match_info["accountId"] != principal.workspace_id:
+        raise not_found(f"Account not found: {request.match_info['accountId']}")
+    ids = await service.active_connection_ids(app, workspace_id=principal.workspace_id, provider=provider.name)
+    if not ids:
+        raise not_found(f"No active {provider.name} connection")
+    results = []
+    for connection_id in ids:
+        state = await load_state(app, connection_id, workspace_id=principal.workspace_id, fresh=True)
+        entry: dict[str, Any] = {"connectionId": connection_id}
+        if not can_refresh(app, state):
+            entry.update(refreshed=False, status=state.status, reason="no refresh token")
+        else:
+            try:
+                state = await refresh_connection(app, connection_id, workspace_id=principal.workspace_id, force=True)
+                entry.update(refreshed=True, status=state.status, expiresAt=iso(state.expires_at))
+            except RefreshFailed as error:
+                entry.update(refreshed=False, status="invalid" if error.permanent else state.status, reason=error.message)
+        results.append(entry)
+    return web.json_response({"success": all(r["refreshed"] for r in results), "connections": results}, status=201)
+
+
+@routes.get("/auth/{providerType}/deauthorize")
+async def deauthorize_info(request: web.Request) -> web.Response:
+    """What deauthorization does and where a provider or a workspace sends it."""
+    provider = service.provider_or_404(request.app, request.match_info["providerType"])
+    return web.json_response(
+        {
+            "provider": provider.name,
+            "deauthorizeUrl": f"{request.app[SETTINGS].public_base_url}/auth/{provider.name}/deauthorize",
+            "description": (
+                "POST here with the workspace's credentials to revoke and disconnect its connections of this provider, or as the "
+                "provider's deauthorization callback with a signed_request (HMAC-SHA256 with the app secret) naming the user "
+                "whose connections are disconnected."
+            ),
+        }
+    )
+
+
+def _signed_request_user(signed: str, secret: str) -> str | None:
+    """The ``user_id`` of a provider's signed request (``<sig>.<payload>``, base64url, HMAC-SHA256
+    with the app secret, as Meta sends), or None when it does not verify."""
+    try:
+        encoded_sig, encoded_payload = signed.split(".", 1)
+        signature = base64.urlsafe_b64decode(encoded_sig + "=" * (-len(encoded_sig) % 4))
+        payload = json.loads(base64.urlsafe_b64decode(encoded_payload + "=" * (-len(encoded_payload) % 4)))
+    except (ValueError, TypeError):
+        return None
+    expected = hmac.new(secret.encode(), encoded_payload.encode(), hashlib.sha256).digest()
+    if not hmac.compare_digest(signature, expected) or not isinstance(payload, dict):
+        return None
+    user = payload.get("user_id")
+    return str(user) if user else None
+
+
+@routes.post("/auth/{providerType}/deauthorize")
+async def deauthorize(request: web.Request) -> web.Response:
+    """Deauthorize: a workspace's request disconnects (and revokes) its connections of the
+    provider; the provider's callback with a verified ``signed_request`` disconnects the
+    connections whose metadata ``user_id`` is the user who removed the app."""
+    app = request.app
+    provider = service.provider_or_404(app, request.match_info["providerType"])
+    principal = await authenticate(request)
+    if principal is not None and principal.workspace_id is not None:
+        await require_principal(request, "connections.write")
+        ids = await service.active_connection_ids(app, workspace_id=principal.workspace_id, provider=provider.name)
+        for connection_id in ids:
+            await service.disconnect(app, workspace_id=principal.workspace_id, connection_id=connection_id)
+        return web.json_response({"success": True, "disconnected": len(ids)}, status=201)
+    form = await request.post()
+    signed = form.get("signed_request")
+    secret = app[REGISTRY].provider_secrets(provider.name).client_secret
+    user = _signed_request_user(str(signed), secret) if signed and secret else None
+    if user is None:
+        raise unauthorized()
+    async with app[DB].session() as session:
+        rows = list(await session.execute(select(Connection.id, Connection.workspace_id, Connection.meta).where(Connection.provider == provider.name, Connection.status != "disconnected")))
+    matched = [(cid, ws) for cid, ws, meta in rows if str((meta or {}).get("user_id", "")) == user]
+    for connection_id, workspace_id in matched:
+        await service.disconnect(app, workspace_id=workspace_id, connection_id=connection_id, revoke=False)
+    return web.json_response({"success": True, "disconnected": len(matched)})

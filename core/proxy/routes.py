@@ -1,0 +1,144 @@
+"""The proxy (spec 4.6): calls to a connected provider with the stored credential injected.
+
+- ``POST /connect/v1/proxy/{providerType}`` with ``x-connection-id`` and the JSON envelope
+  ``{method, path, body?, headers?, query?}``: the documented form;
+- ``{METHOD} /connect/v1/proxy/{providerType}/{path}`` with ``x-connection-id``: the same call in
+  passthrough form; the request body is streamed to the provider (bodies up to
+  ``BUFFER_LIMIT`` are buffered so that a 401 can be retried after a refresh), the query string is
+  forwarded as is.
+
+Without ``x-connection-id`` the workspace's active connection of the provider is used. The
+provider's answer is passed through (status, headers without hop-by-hop ones, body streamed when
+large or of unknown length). Errors of the proxy itself use the API's error envelope.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aiohttp import web
+from multidict import CIMultiDict
+
+from patchbay.core.appkeys import DB
+from patchbay.core.connections.models import ACTIVE_STATUSES, Connection
+from patchbay.core.connections.runtime import ConnectionState
+from patchbay.core.connections.store import ConnectionNotFound, load_state
+from patchbay.core.http.bodies import read_object
+from patchbay.core.http.errors import ApiError, bad_request, not_found
+from patchbay.core.proxy.engine import drop_hop_by_hop, send
+from patchbay.core.security.auth import principal_of, requires
+
+routes = web.RouteTableDef()
+
+METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
+BUFFER_LIMIT = 1024 * 1024
+#: responses up to this size with a known length are answered in one piece (cheaper than a stream)
+SMALL_RESPONSE = 256 * 1024
+CHUNK = 64 * 1024
+#: request headers that belong to the call to patchbay, not to the provider
+OWN_HEADERS = frozenset({"host", "x-api-key", "authorization", "x-connection-id", "cookie", "content-length", "x-request-id", "expect"})
+
+
+async def _connection(request: web.Request, provider_type: str) -> ConnectionState:
+    principal = principal_of(request)
+    connection_id = request.headers.get("x-connection-id", "").strip()
+    if not connection_id:
+        from sqlalchemy import select
+
+        async with request.app[DB].session(tenant=principal.workspace_id) as session:
+            connection_id = await session.scalar(
+                select(Connection.id).where(Connection.provider == provider_type, Connection.status.in_(ACTIVE_STATUSES))
+                .order_by(Connection.connected_at.desc()).limit(1)
+            )  # fmt: skip
+        if connection_id is None:
+            raise not_found(f"No active {provider_type} connection")
+    state = await load_state(request.app, connection_id, workspace_id=principal.workspace_id)
+    if state.provider != provider_type:
+        raise ConnectionNotFound(connection_id)
+    return state
+
+
+async def _answer(request: web.Request, upstream) -> web.StreamResponse:
+    try:
+        headers = drop_hop_by_hop(upstream.headers)
+        length = upstream.content_length
+        headers.popall("Content-Length", None)
+        if request.method == "HEAD" or upstream.status in (204, 304):
+            return web.Response(status=upstream.status, headers=headers)
+        if length is not None and length <= SMALL_RESPONSE:
+            return web.Response(status=upstream.status, headers=headers, body=await upstream.read())
+        response = web.StreamResponse(status=upstream.status, headers=headers)
+        if length is not None:
+            response.content_length = length
+        await response.prepare(request)
+        async for chunk in upstream.content.iter_chunked(CHUNK):
+            await response.write(chunk)
+        await response.write_eof()
+        return response
+    finally:
+        upstream.release()
+
+
+@routes.post("/connect/v1/proxy/{providerType}")
+@requires("connections.write")
+async def proxy(request: web.Request) -> web.StreamResponse:
+    """Call the provider with the connection's credentials: body ``{method, path, body?, headers?,
+    query?}``, header ``x-connection-id``; answers the provider's response as it is."""
+    state = await _connection(request, request.match_info["providerType"])
+    envelope = await read_object(request)
+    method = str(envelope.get("method") or "GET").upper()
+    if method not in METHODS:
+        raise bad_request(f"Validation failed: method must be one of {', '.join(METHODS)}")
+    path = envelope.get("path")
+    if not isinstance(path, str) or not path:
+        raise bad_request("Validation failed: path is required")
+    headers_in = envelope.get("headers") or {}
+    if not isinstance(headers_in, dict):
+        raise bad_request("Validation failed: headers must be an object")
+    headers = CIMultiDict((str(k), str(v)) for k, v in headers_in.items() if str(k).lower() not in OWN_HEADERS)
+    query = envelope.get("query") or envelope.get("params")
+    if query is not None and not isinstance(query, dict):
+        raise bad_request("Validation failed: query must be an object")
+    body: bytes | None = None
+    raw_body: Any = envelope.get("body")
+    if raw_body is not None:
+        if isinstance(raw_body, str):
+            body = raw_body.encode()
+        else:
+            body = json.dumps(raw_body, separators=(",", ":")).encode()
+            headers.setdefault("Content-Type", "application/json")
+    _, upstream = await send(
+        request.app, state, method=method, path=path, headers=headers, body=body,
+        query=[(str(k), str(v)) for k, v in query.items()] if query else None,
+    )  # fmt: skip
+    return await _answer(request, upstream)
+
+
+@routes.route("*", "/connect/v1/proxy/{providerType}/{path:.*}")
+@requires("connections.write")
+async def proxy_passthrough(request: web.Request) -> web.StreamResponse:
+    """Passthrough form of the proxy: the method, path, query and body of this request go to the
+    provider (body streamed), with the connection's credentials injected."""
+    if request.method not in METHODS:
+        raise ApiError(405, "Method Not Allowed")
+    state = await _connection(request, request.match_info["providerType"])
+    headers = drop_hop_by_hop(request.headers)
+    for name in OWN_HEADERS:
+        headers.popall(name, None)
+    body: Any = None
+    replayable = True
+    if request.body_exists:
+        length = request.content_length
+        if length is not None and length <= BUFFER_LIMIT:
+            body = await request.read()
+        else:
+            body = request.content.iter_chunked(CHUNK)
+            replayable = False
+            if length is not None:
+                headers["Content-Length"] = str(length)
+    _, upstream = await send(
+        request.app, state, method=request.method, path="/" + request.match_info["path"], headers=headers, body=body,
+        query=request.rel_url.raw_query_string or None, replayable=replayable,
+    )  # fmt: skip
+    return await _answer(request, upstream)
