@@ -57,6 +57,23 @@ def workspaces_create(name: str, plan: str, external_id: str | None, as_json: bo
     emit(data, as_json, f"workspace {data['id']} ({data['name']}, plan {data['plan']})")
 
 
+@workspaces.command("set-plan")
+@click.option("--workspace", "workspace_id", required=True)
+@click.option("--plan", type=click.Choice(PLANS), required=True)
+@json_option
+def workspaces_set_plan(workspace_id: str, plan: str, as_json: bool) -> None:
+    """Set a workspace's plan (billing without a payment provider, or an operator override)."""
+
+    async def work(_settings, db, _box):
+        async with db.transaction() as session:
+            workspace = await _require_workspace(session, workspace_id)
+            workspace.plan = plan
+            return {"id": workspace.id, "name": workspace.name, "plan": workspace.plan}
+
+    data = run_with_database(work)
+    emit(data, as_json, f"workspace {data['id']} ({data['name']}) is on plan {data['plan']}")
+
+
 # -- API keys -------------------------------------------------------------------------------------
 
 
