@@ -118,6 +118,11 @@ class Registry:
             changes = {key: value for key, value in table.items() if key in fields}
             if changes:
                 try:
+                    for key, value in changes.items():
+                        # a TOML table for a nested definition object (retry_headers)
+                        current = getattr(provider, key)
+                        if attrs.has(type(current)) and isinstance(value, Mapping):
+                            changes[key] = type(current)(**value)
                     updated = attrs.evolve(provider, **changes)
                     updated.validate()
                 except (TypeError, DefinitionError) as error:

@@ -97,3 +97,11 @@ def test_values_of_the_wrong_type_are_not_coerced(tmp_path):
         folder = write(tmp_path / f"case{index}", {**GOOD, key: value})
         with pytest.raises(catalog.CatalogError, match=rf"provider 'acme': .*{key}"):
             catalog.load_definitions(folder)
+
+
+def test_a_nested_override_table_becomes_the_nested_object(make_app):
+    app = make_app(providers={"hubspot": {"retry_headers": {"retry_after": "retry-after"}}})
+    retry = app[REGISTRY].provider("hubspot").retry_headers
+    assert (retry.retry_after, retry.remaining) == ("retry-after", None)  # the table replaces the whole object
+    with pytest.raises(PluginError, match=r"\[providers.hubspot\].*retry_afterr"):
+        make_app(providers={"hubspot": {"retry_headers": {"retry_afterr": "x"}}})
