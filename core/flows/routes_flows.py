@@ -156,7 +156,7 @@ async def delete_flow(request: web.Request) -> web.Response:
 async def _publishing(request: web.Request, change) -> web.Response:
     try:
         async with request.app[DB].transaction(tenant=principal_of(request).workspace_id) as session:
-            flow = await service.get_flow(session, request.match_info["id"], lock=True)
+            flow = await service.claim_next_version(session, request.match_info["id"])
             await change(session, flow)
     except IntegrityError:
         raise conflict("The flow was published concurrently; try again") from None

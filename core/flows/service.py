@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import and_, select
+from sqlalchemy import and_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from patchbay.core.flows.models import Flow, FlowExecution, FlowExecutionStep, FlowVersion
@@ -112,10 +112,25 @@ def edit(flow: Flow, changes: dict[str, Any]) -> None:
         flow.archived_at = None
 
 
+async def claim_next_version(session: AsyncSession, flow_id: str) -> Flow:
+    """Start a publish or revert: take the next version number with one UPDATE (the transaction's
+    first statement, so concurrent publishes of one flow queue up on SQLite as on PostgreSQL) and
+    answer the flow as it is now."""
+    claimed = await session.execute(
+        update(Flow).where(Flow.id == flow_id).values(version=Flow.version + 1, updated_at=utcnow()).execution_options(synchronize_session=False)
+    )
+    if claimed.rowcount != 1:
+        raise not_found("Flow not found")
+    flow = await session.scalar(select(Flow).where(Flow.id == flow_id).execution_options(populate_existing=True))
+    if flow is None:
+        raise not_found("Flow not found")
+    return flow
+
+
 async def publish(session: AsyncSession, flow: Flow, *, action: str = "publish", reverted_from: int | None = None) -> FlowVersion:
-    """Snapshot the current steps as the next version and make the flow published."""
+    """Snapshot the current steps as the version taken by :func:`claim_next_version` and make the
+    flow published."""
     now = utcnow()
-    flow.version = (flow.version or 0) + 1
     snapshot = FlowVersion(workspace_id=flow.workspace_id, flow_id=flow.id, version=flow.version, steps=list(flow.steps or []),
                            published_at=now, action=action, reverted_from=reverted_from)  # fmt: skip
     session.add(snapshot)
