@@ -133,3 +133,121 @@ def limits(**overrides: str) -> dict[str, str]:
     from patchbay.core.settings import RATE_LIMIT_DEFAULTS
 
     return {**RATE_LIMIT_DEFAULTS, **overrides}
+
+
+# -- live server and Node.js peers ------------------------------------------------------------------
+
+import json as _json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+NODE_DIR = Path(__file__).parent / "node"
+ARTIFACTS = Path(__file__).parents[1] / "artifacts"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def patchbay_bin() -> str:
+    return str(Path(sys.executable).with_name("patchbay"))
+
+
+class LiveServer:
+    """``patchbay serve`` in a subprocess on a free port, with a user created by the CLI."""
+
+    def __init__(self, data_dir: Path, extra_env: dict[str, str] | None = None, config: str | None = None) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.env = {**os.environ, "PATCHBAY_DATA_DIR": str(data_dir), "PATCHBAY_SECRET_KEY": "live-test-secret", "PATCHBAY_PORT": str(self.port),
+                    "PATCHBAY_BASE_URL": self.url, "PATCHBAY_WORKERS": "0", "PATCHBAY_SCHEDULER": "false", "PATCHBAY_LOG_LEVEL": "WARNING",
+                    "PATCHBAY_ALLOW_INSECURE_TARGETS": "true", **(extra_env or {})}  # fmt: skip
+        self.env.pop("PATCHBAY_DATABASE_URL", None)
+        if config:
+            path = data_dir / "patchbay.toml"
+            data_dir.mkdir(parents=True, exist_ok=True)
+            path.write_text(config)
+            self.env["PATCHBAY_CONFIG"] = str(path)
+        self.log = data_dir.parent / f"serve-{self.port}.log"
+        self.process = subprocess.Popen([patchbay_bin(), "serve"], env=self.env, stdout=self.log.open("w"), stderr=subprocess.STDOUT)
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            try:
+                with urllib.request.urlopen(self.url + "/health", timeout=1) as response:
+                    if response.status == 200:
+                        return
+            except OSError:
+                time.sleep(0.2)
+        self.stop()
+        raise RuntimeError(f"patchbay serve did not start: {self.log.read_text()[-2000:]}")
+
+    def cli(self, *args: str) -> dict:
+        result = subprocess.run([patchbay_bin(), *args, "--json"], env=self.env, capture_output=True, text=True, check=True)
+        return _json.loads(result.stdout)
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+
+@pytest.fixture
+def live_server(tmp_path):
+    server = LiveServer(tmp_path / "live")
+    workspace = server.cli("workspaces", "create", "--name", "Live")
+    server.user = server.cli("users", "create", "--email", "live@example.com", "--password", PASSWORD, "--name", "Live User",
+                             "--workspace", workspace["id"], "--role", "admin")  # fmt: skip
+    server.workspace_id = workspace["id"]
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def node_peers() -> Path:
+    """The npm packages of tests/identity/node, installed on first use; skips without npm."""
+    npm = shutil.which("npm")
+    if not npm or not shutil.which("node"):
+        pytest.skip("Node.js and npm are needed for the relying-party, browser and federation peers")
+    needed = _json.loads((NODE_DIR / "package.json").read_text())["dependencies"]
+    if not all((NODE_DIR / "node_modules" / name / "package.json").exists() for name in needed):
+        result = subprocess.run([npm, "install", "--no-audit", "--no-fund", "--loglevel=error"], cwd=NODE_DIR, capture_output=True, text=True, timeout=600)
+        if result.returncode != 0:
+            pytest.skip(f"npm install failed: {result.stderr[-500:]}")
+    return NODE_DIR
+
+
+def run_node(script: str, env: dict[str, str], timeout: int = 120) -> dict:
+    result = subprocess.run(["node", str(NODE_DIR / script)], env={**os.environ, **env}, capture_output=True, text=True, timeout=timeout, cwd=NODE_DIR)
+    assert result.returncode == 0, f"{script} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    return _json.loads(result.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture
+def node(node_peers):
+    """``node(script, env)`` -> the JSON printed last by a script of tests/identity/node."""
+    return run_node
+
+
+@pytest.fixture
+def start_server(tmp_path):
+    """``start_server(name, extra_env=None, config=None)`` -> another live server, stopped after the test."""
+    started = []
+
+    def start(name: str, extra_env=None, config=None) -> LiveServer:
+        server = LiveServer(tmp_path / name, extra_env, config)
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()
