@@ -210,6 +210,12 @@ _PLACEHOLDER = re.compile(r"\$\{([^{}]*)\}")
 _BASE64 = re.compile(r"\$\{base64\(\$\{(?:credentials\.)?username\}:\$\{(?:credentials\.)?password\}\)\}")
 
 
+def param_name(name: str) -> str:
+    """A facts parameter name as a template field name: an identifier, since ``str.format`` reads
+    ``{a.b}`` as an attribute lookup (``installation.apiEndPoint`` -> ``installation_apiEndPoint``)."""
+    return re.sub(r"\W", "_", name.removeprefix("connectionConfig."))
+
+
 def _escape(text: str) -> str:
     return text.replace("{", "{{").replace("}", "}}")
 
@@ -229,7 +235,7 @@ def translate(value: str, *, credentials: bool) -> str:
         out.append(_escape(value[position : match.start()]))
         name = match.group(1)
         if name.startswith("connectionConfig."):
-            out.append("{" + name.removeprefix("connectionConfig.") + "}")
+            out.append("{" + param_name(name) + "}")
         elif credentials and name in CREDENTIALS:
             out.append("{" + CREDENTIALS[name] + "}")
         elif credentials and name == "basic":
@@ -258,7 +264,7 @@ def resolve_fallback(value: str, *, credentials: bool) -> tuple[str, dict[str, s
     for match in _PLACEHOLDER.finditer(first):
         pattern.append(re.escape(first[position : match.start()]))
         if match.group(1).startswith("connectionConfig."):
-            names.append(match.group(1).removeprefix("connectionConfig."))
+            names.append(param_name(match.group(1)))
             pattern.append("(.+?)")
         else:
             pattern.append(re.escape(match.group(0)))
@@ -268,14 +274,14 @@ def resolve_fallback(value: str, *, credentials: bool) -> tuple[str, dict[str, s
     if found:
         defaults = {}
         for name, captured in zip(names, found.groups(), strict=True):
-            if captured == "${connectionConfig." + name + "}":
+            if captured.startswith("${") and param_name(captured[2:-1]) == name:
                 continue  # the same parameter on both sides
             if "${" in captured:
                 break
             defaults[name] = USER_AGENT_DEFAULTS.get(captured, captured)
         else:
             return template, defaults, set()
-    only_b = {name.removeprefix("connectionConfig.") for name in _PLACEHOLDER.findall(second)} - set(names)
+    only_b = {param_name(name) for name in _PLACEHOLDER.findall(second)} - set(names)
     return template, {}, only_b
 
 
@@ -414,7 +420,7 @@ def map_row(facts: dict[str, str], notes: list[str] | None = None) -> dict[str, 
         used += _fields(definition.get(field) or "")
     for template in (*headers.values(), *query.values()):
         used += [f for f in _fields(template) if f not in CREDENTIALS.values() and f != "basic"]
-    listed = facts["connection_params"].split()
+    listed = [param_name(name) for name in facts["connection_params"].split()]
     params = [p for p in listed if p not in unused or p in used]
     if mode == "oauth2":
         # A parameter no template uses comes from the provider during or after the login (QuickBooks'

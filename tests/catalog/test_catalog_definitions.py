@@ -161,3 +161,14 @@ def test_revocation_urls_reach_aliases_on_the_same_server_only(providers):
     assert providers["salesforce"].revocation_url == "https://{hostname}/services/oauth2/revoke"
     with_revocation = [p for p in providers.values() if p.revocation_url]
     assert all(p.auth_mode == "oauth2" for p in with_revocation)
+
+
+def test_connection_parameters_are_identifiers_that_str_format_can_fill(providers):
+    for provider in providers.values():
+        for param in provider.connection_params:
+            assert param.isidentifier(), (provider.name, param)
+        values = {param: "x" for param in provider.connection_params}
+        for field in URL_FIELDS:
+            url = getattr(provider, field)
+            if url:
+                assert "{" not in url.format_map(values), (provider.name, field)
