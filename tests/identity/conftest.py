@@ -251,3 +251,15 @@ def start_server(tmp_path):
     yield start
     for server in started:
         server.stop()
+
+
+@pytest.fixture
+def pkce():
+    """PKCE pairs and the artifacts folder for the tests that run outside the aiohttp client."""
+
+    class Helpers:
+        pair = staticmethod(pkce_pair)
+        artifacts = ARTIFACTS
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    return Helpers
