@@ -201,13 +201,30 @@ class LiveServer:
             self.process.kill()
 
 
+async def _seed_user(url: str) -> tuple[str, str]:
+    from patchbay.core.storage.db import Database
+    from patchbay.core.workspaces.service import create_workspace
+
+    db = Database(url)
+    try:
+        async with db.transaction() as session:
+            workspace, _ = await create_workspace(session, name="Live")
+            user = await create_user(session, email="live@example.com", password=PASSWORD, name="Live User")
+            await add_member(session, workspace_id=workspace.id, user_id=user.id, role="admin")
+            return workspace.id, user.id
+    finally:
+        await db.close()
+
+
 @pytest.fixture
 def live_server(tmp_path):
+    """A live ``patchbay serve`` with a workspace and its admin user live@example.com (written
+    straight into its database: the CLI is tested elsewhere and costs seconds per call)."""
+    import asyncio
+
     server = LiveServer(tmp_path / "live")
-    workspace = server.cli("workspaces", "create", "--name", "Live")
-    server.user = server.cli("users", "create", "--email", "live@example.com", "--password", PASSWORD, "--name", "Live User",
-                             "--workspace", workspace["id"], "--role", "admin")  # fmt: skip
-    server.workspace_id = workspace["id"]
+    workspace_id, user_id = asyncio.run(_seed_user(f"sqlite+aiosqlite:///{tmp_path / 'live' / 'patchbay.db'}"))
+    server.workspace_id, server.user = workspace_id, {"id": user_id, "email": "live@example.com"}
     yield server
     server.stop()
 
