@@ -46,7 +46,7 @@ class FakeProvider:
     # -- server ---------------------------------------------------------------------------------
 
     def app(self) -> web.Application:
-        app = web.Application()
+        app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_get("/authorize", self.authorize)
         app.router.add_post("/token", self.token)
         app.router.add_post("/revoke", self.revoke)

@@ -1,0 +1,143 @@
+"""The proxy (spec 4.6) against the fake provider: both request forms, credential injection,
+hop-by-hop headers, streaming both ways, the provider's 429 honoured, per-connection limits, the
+audit log (no secrets), the SSRF guard, and the ConnectionClient handed to plugins."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+
+import pytest
+
+from patchbay.core.appkeys import DB
+from patchbay.core.connections.client import client_for_provider, open_client
+from patchbay.core.http.errors import ApiError
+from patchbay.core.testing import create_workspace_with_key
+
+KEY = "fake-api-key-123"  # FakeProvider.API_KEY
+
+
+async def _connect(api, ws, provider="fakekey") -> str:
+    response = await api.post(f"/connect/v1/providers/{provider}/connect", json={"credentials": {"apiKey": KEY}}, headers=ws["headers"])
+    assert response.status == 201, await response.text()
+    return (await response.json())["connectionId"]
+
+
+async def test_envelope_form_injects_credentials_and_passes_through(api, ws, fake):
+    connection_id = await _connect(api, ws)
+    response = await api.post(
+        "/connect/v1/proxy/fakekey",
+        json={"method": "POST", "path": "/contacts", "body": {"name": "Ada"}, "headers": {"X-Custom": "1", "Authorization": "steal"}, "query": {"a": "b c"}},
+        headers={**ws["headers"], "x-connection-id": connection_id},
+    )
+    assert response.status == 200
+    body = await response.json()
+    assert body == {"path": "/contacts", "method": "POST", "query": {"a": "b c"}, "body": '{"name":"Ada"}', "contentType": "application/json"}
+    call = fake.api_calls[-1]
+    assert call["headers"]["Authorization"] == f"Bearer {KEY}" and call["headers"]["X-Custom"] == "1"
+    assert "x-api-key" not in {k.lower() for k in call["headers"]}, "the caller's credential never reaches the provider"
+    assert response.headers["X-Upstream"] == "yes"
+    assert "Keep-Alive" not in response.headers, "hop-by-hop headers are dropped"
+
+
+async def test_passthrough_form_streams_both_ways(api, ws, fake):
+    connection_id = await _connect(api, ws)
+    headers = {**ws["headers"], "x-connection-id": connection_id}
+    response = await api.get("/connect/v1/proxy/fakekey/big", headers=headers)
+    assert response.status == 200
+    assert len(await response.read()) == 64 * 16384
+    assert response.headers.get("Transfer-Encoding") == "chunked" and "Connection" not in response.headers.get("X-Upstream", "")
+
+    payload = b"0123456789abcdef" * 131072  # 2 MiB: above the buffer limit, streamed
+    upload = await api.put("/connect/v1/proxy/fakekey/upload?kind=raw", data=payload, headers={**headers, "Content-Type": "application/octet-stream"})
+    assert upload.status == 200
+    assert (await upload.json())["sha256"] == hashlib.sha256(payload).hexdigest()
+    assert fake.api_calls[-1]["query"] == {"kind": "raw"}
+
+
+async def test_provider_429_is_waited_for_and_retried(api, ws, fake):
+    connection_id = await _connect(api, ws)
+    response = await api.post("/connect/v1/proxy/fakekey", json={"method": "GET", "path": "/limited"}, headers={**ws["headers"], "x-connection-id": connection_id})
+    assert response.status == 200
+    assert [c["path"] for c in fake.api_calls[-2:]] == ["/limited", "/limited"]
+
+
+async def test_per_connection_rate_limit(aiohttp_client, fake_app, fake):
+    api = await aiohttp_client(fake_app(rate_limits={"connect_api": "off", "proxy": "3/minute"}))
+    ws = await create_workspace_with_key(api.server.app, plan="enterprise")
+    first = await _connect(api, ws)
+    second = await _connect(api, ws)
+    statuses = []
+    for _ in range(4):
+        r = await api.post("/connect/v1/proxy/fakekey", json={"method": "GET", "path": "/me"}, headers={**ws["headers"], "x-connection-id": first})
+        statuses.append(r.status)
+    assert statuses[:2] == [200, 200] and statuses[-1] == 429  # the validation call used one
+    assert (await r.json())["message"] == "ThrottlerException: Too Many Requests" and int(r.headers["Retry-After"]) >= 1
+    other = await api.post("/connect/v1/proxy/fakekey", json={"method": "GET", "path": "/me"}, headers={**ws["headers"], "x-connection-id": second})
+    assert other.status == 200, "the limit is per connection"
+
+
+async def test_audit_log_lists_calls_without_secrets(api, ws, fake):
+    connection_id = await _connect(api, ws, provider="fakequery")
+    headers = {**ws["headers"], "x-connection-id": connection_id}
+    for n in range(3):
+        await api.get(f"/connect/v1/proxy/fakequery/items/{n}?secret=abc", headers=headers)
+    page = await (await api.get(f"/connect/v1/connections/{connection_id}/audit?limit=2", headers=ws["headers"])).json()
+    assert [row["path"] for row in page["data"]] == ["/items/2", "/items/1"]
+    assert page["data"][0]["status"] == 200 and page["data"][0]["method"] == "GET" and page["data"][0]["durationMs"] > 0
+    rest = await (await api.get(f"/connect/v1/connections/{connection_id}/audit?cursor={page['nextCursor']}", headers=ws["headers"])).json()
+    assert [row["path"] for row in rest["data"]] == ["/items/0"] and rest["nextCursor"] is None
+    assert fake.api_calls[-1]["query"]["api_key"] == KEY, "the key went to the provider in the query"
+    from sqlalchemy import text
+
+    async with api.server.app[DB].session() as session:
+        rows = (await session.execute(text("SELECT * FROM proxy_call_logs"))).mappings().all()
+    assert len(rows) == 3 and KEY not in str([dict(r) for r in rows]) and "abc" not in str([dict(r) for r in rows])
+
+
+async def test_ssrf_guard_refuses_private_targets(aiohttp_client, fake_app, fake):
+    api = await aiohttp_client(fake_app())
+    ws = await create_workspace_with_key(api.server.app, plan="enterprise")
+    connection_id = await _connect(api, ws)
+    from patchbay.core.appkeys import OUTBOUND
+
+    api.server.app[OUTBOUND].allow_insecure = False  # as in production
+    from patchbay.core.connections.runtime import runtime
+
+    runtime(api.server.app).forget(connection_id)
+    response = await api.post("/connect/v1/proxy/fakekey", json={"method": "GET", "path": "/me"}, headers={**ws["headers"], "x-connection-id": connection_id})
+    assert response.status == 400 and "https" in (await response.json())["message"]
+    absolute = await api.post("/connect/v1/proxy/fakekey", json={"method": "GET", "path": "https://evil.example/x"}, headers={**ws["headers"], "x-connection-id": connection_id})
+    assert absolute.status == 400
+
+
+async def test_proxy_validation_and_provider_mismatch(api, ws):
+    connection_id = await _connect(api, ws)
+    headers = {**ws["headers"], "x-connection-id": connection_id}
+    assert (await api.post("/connect/v1/proxy/fakekey", json={"method": "TRACE", "path": "/x"}, headers=headers)).status == 400
+    assert (await api.post("/connect/v1/proxy/fakekey", json={"method": "GET"}, headers=headers)).status == 400
+    assert (await api.post("/connect/v1/proxy/fakequery", json={"method": "GET", "path": "/me"}, headers=headers)).status == 404
+    by_provider = await api.post("/connect/v1/proxy/fakekey", json={"method": "GET", "path": "/me"}, headers=ws["headers"])
+    assert by_provider.status == 200, "without x-connection-id the active connection of the provider is used"
+
+
+async def test_connection_client_for_plugins(api, ws, fake):
+    app = api.server.app
+    connection_id = await _connect(api, ws)
+    client = await open_client(app, workspace_id=ws["workspace_id"], connection_id=connection_id)
+    assert client.connection_id == connection_id and client.workspace_id == ws["workspace_id"] and client.provider.name == "fakekey"
+    assert client.base_url == f"{fake.base}/api" and client.params == {}
+    response = await client.request("POST", "/things", params={"q": 1, "flag": True}, json={"a": 1})
+    assert response.status == 200 and response.ok
+    assert response.json()["query"] == {"q": "1", "flag": "true"} and response.json()["body"] == '{"a":1}'
+    form = await client.request("POST", "/form", data={"x": "1"})
+    assert form.json()["contentType"] == "application/x-www-form-urlencoded"
+    same = await client_for_provider(app, workspace_id=ws["workspace_id"], provider_name="fakekey")
+    assert same.connection_id == connection_id
+    other = await create_workspace_with_key(app, name="Other")
+    with pytest.raises(ApiError) as error:
+        await open_client(app, workspace_id=other["workspace_id"], connection_id=connection_id)
+    assert error.value.status_code == 404
+    with pytest.raises(ApiError):
+        await client_for_provider(app, workspace_id=other["workspace_id"], provider_name="fakekey")
+    await asyncio.sleep(0)
