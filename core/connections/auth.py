@@ -35,7 +35,7 @@ from urllib.parse import parse_qsl, quote, urlencode
 import aiohttp
 import attrs
 
-from patchbay.core.plugins.provider import Provider
+from patchbay.core.plugins.provider import Provider, template_fields
 from patchbay.core.timeutil import utcnow
 
 if TYPE_CHECKING:
@@ -130,8 +130,9 @@ def fill_url(template: str, provider: Provider, params: Mapping[str, str]) -> st
     if "{" not in template:
         return template
     fields = _Fields()
+    used = template_fields(template)
     for key in provider.connection_params:
-        if key not in params:
+        if key not in params or key not in used:
             continue
         value = str(params[key])
         if template.startswith("{" + key + "}"):
