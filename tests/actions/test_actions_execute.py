@@ -73,7 +73,7 @@ CASES = [
      lambda b: b == {"fields": {"Email": "a@b.co"}, "typecast": True}),
     ("stripe", "create_customer", {"email": "ada@example.com", "metadata": {"plan": "pro"}}, "POST", "/v1/customers",
      lambda b: b == "email=ada%40example.com&metadata%5Bplan%5D=pro"),
-    ("mailchimp", "add_member", {"listId": "L1", "email": "Ada@Example.com"}, "PUT", "/3.0/lists/L1/members/" + hashlib.md5(b"ada@example.com").hexdigest()  # noqa: S324,
+    ("mailchimp", "add_member", {"listId": "L1", "email": "Ada@Example.com"}, "PUT", "/3.0/lists/L1/members/" + hashlib.md5(b"ada@example.com").hexdigest(),  # noqa: S324
      lambda b: b["email_address"] == "Ada@Example.com" and b["status_if_new"] == "subscribed"),
 ]
 
