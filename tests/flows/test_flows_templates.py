@@ -1,0 +1,113 @@
+"""Templates (spec 4.9, 2.6): the system set, listing, cloning into a bound draft with the monthly
+cap, publish-as-template visibility, and a flow from template to replay."""
+
+from __future__ import annotations
+
+from patchbay.core.appkeys import DB, REGISTRY
+from patchbay.core.flows.engine import validate_steps
+from patchbay.core.flows.templates_data import SYSTEM_TEMPLATES
+from patchbay.core.flows.testing import drain
+from patchbay.core.flows.triggers import fire_matching_triggers
+from patchbay.core.tables.service import create_table
+from patchbay.core.testing import create_workspace_with_key
+from patchbay.core.webhooks.testing import add_connection
+
+
+def test_the_system_templates_are_valid_flows(make_app):
+    app = make_app()
+    assert len(SYSTEM_TEMPLATES) >= 12 and len({t["slug"] for t in SYSTEM_TEMPLATES}) == len(SYSTEM_TEMPLATES)
+    for template in SYSTEM_TEMPLATES:
+        validate_steps(app, template["steps"])
+        trigger = template["trigger"]
+        assert trigger["triggerName"] in (app[REGISTRY].get("triggers", trigger["providerType"]) or {}), template["slug"]
+        for step in template["steps"]:
+            if step["type"] == "action":
+                assert step["action"] in app[REGISTRY].get("actions", step["provider"]), template["slug"]
+
+
+async def test_list_get_and_clone_with_the_monthly_cap(flows_client, flows_ws):
+    app, h, ws = flows_client.server.app, flows_ws["headers"], flows_ws["workspace_id"]
+    listed = await (await flows_client.get("/connect/v1/flow-templates", headers=h)).json()
+    assert len(listed) >= 12 and all(t["isSystem"] and t["visibility"] == "public" for t in listed)
+    assert {"slug", "category", "cloneCount", "trigger", "stepCount", "description"} <= set(listed[0])
+    leads = await (await flows_client.get("/connect/v1/flow-templates?category=lead-management", headers=h)).json()
+    assert leads and {t["category"] for t in leads} == {"lead-management"}
+    slug = "meta-lead-to-hubspot-contact"
+    template = await (await flows_client.get(f"/connect/v1/flow-templates/{slug}", headers=h)).json()
+    assert template["stepCount"] == len(template["steps"]) == 3
+    assert (await flows_client.get("/connect/v1/flow-templates/nope", headers=h)).status == 404
+
+    missing = await flows_client.post(f"/connect/v1/flow-templates/{slug}/clone", json={}, headers=h)
+    assert missing.status == 400 and "facebook" in (await missing.json())["message"]
+    hubspot = await add_connection(app, ws, "hubspot")
+    wrong = await flows_client.post(f"/connect/v1/flow-templates/{slug}/clone", json={"triggerConnectionId": hubspot}, headers=h)
+    assert wrong.status == 400 and "facebook" in (await wrong.json())["message"]
+    facebook = await add_connection(app, ws, "facebook", meta={"page_id": "p1"})
+    cloned = await flows_client.post(f"/connect/v1/flow-templates/{slug}/clone", json={"triggerConnectionId": facebook, "name": "My leads"}, headers=h)
+    assert cloned.status == 201
+    flow = await cloned.json()
+    assert flow["name"] == "My leads" and flow["status"] == "draft" and flow["templateSlug"] == slug
+    assert flow["steps"][2]["connectionId"] == hubspot and flow["trigger"]["connectionId"] == facebook
+    triggers = await (await flows_client.get(f"/connect/v1/flows/{flow['id']}/triggers", headers=h)).json()
+    assert [(t["providerType"], t["triggerName"], t["connectionId"]) for t in triggers] == [("facebook", "leadgen", facebook)]
+    for _ in range(2):
+        assert (await flows_client.post(f"/connect/v1/flow-templates/{slug}/clone", json={}, headers=h)).status == 201
+    capped = await flows_client.post(f"/connect/v1/flow-templates/{slug}/clone", json={}, headers=h)
+    assert capped.status == 403 and (await capped.json())["message"] == "Plan limit exceeded for template_clones"
+    ranked = await (await flows_client.get("/connect/v1/flow-templates", headers=h)).json()
+    assert ranked[0]["slug"] == slug and ranked[0]["cloneCount"] == 3
+    starter = await create_workspace_with_key(app, name="S", plan="starter")
+    await add_connection(app, starter["workspace_id"], "facebook")
+    for _ in range(4):
+        assert (await flows_client.post(f"/connect/v1/flow-templates/{slug}/clone", json={}, headers=starter["headers"])).status == 201
+
+
+async def test_publish_as_template_visibility(flows_client, flows_ws):
+    app, h, ws = flows_client.server.app, flows_ws["headers"], flows_ws["workspace_id"]
+    hubspot = await add_connection(app, ws, "hubspot")
+    steps = [{"id": "c", "type": "action", "provider": "hubspot", "action": "create_contact", "connectionId": hubspot, "inputs": {"email": "{{ trigger.email }}"}}]
+    flow = await (await flows_client.post("/connect/v1/flows", json={"name": "Share me", "steps": steps, "trigger": {"providerType": "hubspot", "triggerName": "new_contact", "kind": "poll"}}, headers=h)).json()
+    bad = await flows_client.post(f"/connect/v1/flows/{flow['id']}/publish-as-template", json={"visibility": "everyone"}, headers=h)
+    assert bad.status == 400
+    private = await flows_client.post(f"/connect/v1/flows/{flow['id']}/publish-as-template", headers=h)
+    assert private.status == 201
+    template = await private.json()
+    assert template["visibility"] == "private" and not template["isSystem"]
+    assert template["steps"][0]["connectionId"] == "$connection:hubspot"  # never another tenant's connection id
+    other = await create_workspace_with_key(app, name="Other")
+    for viewer, visible in ((h, True), (other["headers"], False)):
+        slugs = [t["slug"] for t in await (await flows_client.get("/connect/v1/flow-templates", headers=viewer)).json()]
+        assert (template["slug"] in slugs) is visible
+    pending = await (await flows_client.post(f"/connect/v1/flows/{flow['id']}/publish-as-template", json={"visibility": "pending_review"}, headers=h)).json()
+    assert pending["slug"] == template["slug"] and pending["visibility"] == "pending_review"
+    assert (await flows_client.get(f"/connect/v1/flow-templates/{template['slug']}", headers=other["headers"])).status == 404
+    await flows_client.post(f"/connect/v1/flows/{flow['id']}/publish-as-template", json={"visibility": "public"}, headers=h)
+    assert (await flows_client.get(f"/connect/v1/flow-templates/{template['slug']}", headers=other["headers"])).status == 200
+    their_hubspot = await add_connection(app, other["workspace_id"], "hubspot")
+    clone = await (await flows_client.post(f"/connect/v1/flow-templates/{template['slug']}/clone", json={}, headers=other["headers"])).json()
+    assert clone["steps"][0]["connectionId"] == their_hubspot
+    no_rights = await create_workspace_with_key(app, name="N", permissions=["templates.view", "flows.write"])
+    assert (await flows_client.post(f"/connect/v1/flows/{flow['id']}/publish-as-template", headers=no_rights["headers"])).status == 403
+
+
+async def test_from_template_to_published_to_triggered_to_inspected_to_replayed(flows_client, flows_ws):
+    app, h, ws = flows_client.server.app, flows_ws["headers"], flows_ws["workspace_id"]
+    await add_connection(app, ws, "slack")
+    flow = await (await flows_client.post("/connect/v1/flow-templates/slack-message-to-table/clone", json={}, headers=h)).json()
+
+    async with app[DB].transaction(tenant=ws) as session:
+        await create_table(session, workspace_id=ws, name="Slack", slug="slack-messages", columns=[{"name": "channel", "type": "text"}, {"name": "user", "type": "text"}, {"name": "text", "type": "text"}])
+    assert (await flows_client.post(f"/connect/v1/flows/{flow['id']}/publish", headers=h)).status == 201
+    event = {"event": {"type": "message", "channel": "C1", "user": "U1", "text": "hello", "ts": "1700000000.1"}}
+    async with app[DB].transaction() as session:
+        assert await fire_matching_triggers(app, session, workspace_id=ws, provider_type="slack", event_type="message", payload=event, source="webhook", dedupe="e1") == 1
+    await drain(app)
+    executions = await (await flows_client.get(f"/connect/v1/flows/{flow['id']}/executions", headers=h)).json()
+    (execution,) = executions["data"]
+    assert execution["status"] == "completed" and execution["triggerSource"] == "webhook"
+    steps = await (await flows_client.get(f"/connect/v1/flows/{flow['id']}/executions/{execution['id']}/steps", headers=h)).json()
+    assert steps[0]["output"]["external_key"] == "1700000000.1" and steps[0]["output"]["data"]["text"] == "hello"
+    replay = await (await flows_client.post(f"/connect/v1/flows/{flow['id']}/executions/{execution['id']}/replay", headers=h)).json()
+    await drain(app)
+    replayed = await (await flows_client.get(f"/connect/v1/flows/{flow['id']}/executions/{replay['id']}", headers=h)).json()
+    assert replayed["status"] == "completed" and replayed["triggerPayload"] == event and replayed["steps"][0]["output"]["external_key"] == "1700000000.1"
