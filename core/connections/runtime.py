@@ -154,7 +154,7 @@ class AuditBuffer:
                 return
             try:
                 async with self._app[DB].transaction() as session:
-                    await session.execute(insert(ProxyCallLog), rows)
+                    await session.execute(insert(ProxyCallLog.__table__), rows)
             except Exception:
                 self._rows[:0] = rows
                 raise

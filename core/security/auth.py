@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import time
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
@@ -56,7 +57,25 @@ async def verify_access_token(app: web.Application, token: str) -> dict[str, Any
     return claims
 
 
+#: Verified API keys are remembered this long per process, so that a burst of calls (the proxy)
+#: does not pay a database read each; a revoked key stops working within this time.
+API_KEY_CACHE_SECONDS = 5.0
+_api_key_cache: weakref.WeakKeyDictionary[Any, dict[str, tuple[float, Principal | None]]] = weakref.WeakKeyDictionary()
+
+
 async def _from_api_key(app: web.Application, key: str) -> Principal | None:
+    cache = _api_key_cache.setdefault(app[DB], {})
+    hit = cache.get(key)
+    if hit is not None and time.monotonic() - hit[0] < API_KEY_CACHE_SECONDS:
+        return hit[1]
+    principal = await _lookup_api_key(app, key)
+    if len(cache) > 10_000:
+        cache.clear()
+    cache[key] = (time.monotonic(), principal)
+    return principal
+
+
+async def _lookup_api_key(app: web.Application, key: str) -> Principal | None:
     async with app[DB].session() as session:
         record = await find_api_key(session, app[SECRETS], key)
         if record is None:

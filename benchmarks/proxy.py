@@ -1,0 +1,169 @@
+"""Proxy throughput: requests per second and latency (p50, p99) of GET calls through patchbay's proxy
+to a local upstream, against the same upstream called directly in the same run; prints the ratio.
+
+    python benchmarks/proxy.py [--seconds 6] [--concurrency 32] [--auth api_key|token]
+
+Three processes: the upstream (a small aiohttp JSON API), patchbay (one process, SQLite, the
+passthrough proxy route) and the load generator (aiohttp, keep-alive). Everything of a real call is
+on: caller authentication (an API key, or with ``--auth token`` an access token of patchbay's
+identity provider), the connection lookup (decrypted credentials cached for a few seconds), the
+connect API throttle and the per-connection rate limit (limits set high enough not to refuse), the
+credential injection, and the audit log (one row per call, inserted in batches).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import multiprocessing
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import aiohttp
+from aiohttp import web
+
+# ---------------------------------------------------------------------------------------------
+# The upstream and patchbay, each in its own process
+# ---------------------------------------------------------------------------------------------
+
+
+def _upstream(out) -> None:
+    async def handler(request: web.Request) -> web.Response:
+        return web.json_response({"id": request.match_info["id"], "name": "Ada Lovelace", "email": "ada@example.com", "tags": ["a", "b"]})
+
+    async def main() -> None:
+        app = web.Application()
+        app.router.add_get("/v1/items/{id}", handler)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        out.send(site._server.sockets[0].getsockname()[1])
+        await asyncio.Event().wait()
+
+    asyncio.run(main())
+
+
+def _patchbay(upstream: str, data_dir: str, auth: str, out) -> None:
+    import logging
+
+    from patchbay import Provider, hookimpl
+    from patchbay.core.app import create_app
+    from patchbay.core.connections.service import connect_with_api_key
+    from patchbay.core.settings import load_settings
+    from patchbay.core.storage.db import Database
+    from patchbay.core.storage.migrate import upgrade
+    from patchbay.core.testing import create_workspace_with_key, sign_access_token
+
+    logging.disable(logging.WARNING)
+
+    class BenchPack:
+        @hookimpl
+        def register_providers(self):
+            return [Provider(name="bench", display_name="Bench", category="other", auth_mode="api_key", api_base_url="{server}/v1",
+                             connection_params=("server",), connection_param_defaults={"server": upstream})]  # fmt: skip
+
+    environ = {"PATCHBAY_SECRET_KEY": "bench-secret", "PATCHBAY_DATA_DIR": data_dir, "PATCHBAY_SCHEDULER": "false",
+               "PATCHBAY_ALLOW_INSECURE_TARGETS": "true", "PATCHBAY_WORKERS": "0", "PATCHBAY_LOG_LEVEL": "WARNING"}  # fmt: skip
+    settings = load_settings({}, environ)
+    settings.rate_limits = {**settings.rate_limits, "connect_api": "100000000/minute", "proxy": "100000000/minute"}
+
+    async def main() -> None:
+        db = Database(settings.resolved_database_url)
+        await upgrade(db)
+        await db.close()
+        app = create_app(settings, plugins=[BenchPack()], background=False)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        ws = await create_workspace_with_key(app, plan="enterprise")
+        connection = await connect_with_api_key(app, workspace_id=ws["workspace_id"], provider_name="bench", credentials={"apiKey": "upstream-key"}, validate=False)
+        headers = dict(ws["headers"])
+        if auth == "token":
+            token = await sign_access_token(app, {"sub": "bench", "organization_id": ws["workspace_id"], "permissions": ["connections.write"]})
+            headers = {"Authorization": f"Bearer {token}"}
+        headers["x-connection-id"] = connection.id
+        out.send((site._server.sockets[0].getsockname()[1], headers))
+        await asyncio.Event().wait()
+
+    asyncio.run(main())
+
+
+# ---------------------------------------------------------------------------------------------
+# Load
+# ---------------------------------------------------------------------------------------------
+
+
+async def _load(url: str, headers: dict[str, str], seconds: float, concurrency: int, warmup: float) -> dict[str, float]:
+    latencies: list[float] = []
+    errors = 0
+    connector = aiohttp.TCPConnector(limit=concurrency)
+    async with aiohttp.ClientSession(connector=connector) as session:
+        async def worker(until: float, record: bool) -> None:
+            nonlocal errors
+            n = 0
+            while time.perf_counter() < until:
+                n += 1
+                started = time.perf_counter()
+                async with session.get(f"{url}/items/{n}", headers=headers) as response:
+                    await response.read()
+                    if response.status != 200:
+                        errors += 1
+                if record:
+                    latencies.append(time.perf_counter() - started)
+
+        await asyncio.gather(*(worker(time.perf_counter() + warmup, False) for _ in range(concurrency)))
+        started = time.perf_counter()
+        await asyncio.gather(*(worker(started + seconds, True) for _ in range(concurrency)))
+        elapsed = time.perf_counter() - started
+    latencies.sort()
+    return {
+        "rps": len(latencies) / elapsed,
+        "p50_ms": statistics.median(latencies) * 1000,
+        "p99_ms": latencies[int(len(latencies) * 0.99) - 1] * 1000,
+        "errors": errors,
+        "requests": len(latencies),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=6.0)
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--auth", choices=("api_key", "token"), default="api_key")
+    args = parser.parse_args()
+    context = multiprocessing.get_context("spawn")
+    processes = []
+    try:
+        receive, send = context.Pipe(duplex=False)
+        upstream = context.Process(target=_upstream, args=(send,), daemon=True)
+        upstream.start()
+        processes.append(upstream)
+        upstream_url = f"http://127.0.0.1:{receive.recv()}"
+        with tempfile.TemporaryDirectory() as data_dir:
+            receive, send = context.Pipe(duplex=False)
+            patchbay = context.Process(target=_patchbay, args=(upstream_url, str(Path(data_dir)), args.auth, send), daemon=True)
+            patchbay.start()
+            processes.append(patchbay)
+            port, headers = receive.recv()
+            proxy_url = f"http://127.0.0.1:{port}/connect/v1/proxy/bench"
+            direct = asyncio.run(_load(f"{upstream_url}/v1", {"Authorization": "Bearer upstream-key"}, args.seconds, args.concurrency, 1.0))
+            proxied = asyncio.run(_load(proxy_url, headers, args.seconds, args.concurrency, 1.5))
+    finally:
+        for process in processes:
+            process.terminate()
+    print(f"proxy benchmark: {args.seconds:.0f} s per target, {args.concurrency} concurrent keep-alive clients, caller auth {args.auth}")
+    print(f"{'':8} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'errors':>7}")
+    for name, figures in (("direct", direct), ("proxy", proxied)):
+        print(f"{name:8} {figures['rps']:9.0f} {figures['p50_ms']:8.2f} {figures['p99_ms']:8.2f} {figures['errors']:7d}")
+    print(f"ratio proxy/direct: {proxied['rps'] / direct['rps']:.2f}x (requests per second)")
+    if proxied["errors"] or direct["errors"]:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
