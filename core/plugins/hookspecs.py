@@ -142,8 +142,15 @@ def register_crm_destinations(register):
 def register_payment_providers(register):
     """Register the payment provider behind billing.
 
-    :param register: ``register(name, provider)``; the provider creates checkout and portal
-        sessions, cancels and resumes subscriptions, and verifies and reads its webhook events.
+    :param register: ``register(name, provider)``; ``provider`` is a :class:`patchbay.PaymentProvider`
+        (see ``core/billing/payments.py``): ``configured(ctx)``, ``price_configured(ctx, plan)``, the
+        coroutines ``create_checkout(ctx, request)``, ``create_portal(ctx, customer_id=, return_url=)``,
+        ``cancel_subscription(ctx, subscription_id=)`` (at period end) and
+        ``resume_subscription(ctx, subscription_id=)``, and ``parse_webhook(ctx, payload=, signature=)``
+        which verifies the raw body against ``provider.signature_header`` and returns a
+        :class:`patchbay.PaymentEvent` or raises :class:`patchbay.WebhookVerificationError`. ``ctx`` is a
+        :class:`patchbay.PaymentContext` (the shared HTTP client and the settings section named like the
+        provider). The first configured provider, by name, serves billing.
     """
 
 
@@ -153,6 +160,18 @@ def register_federated_login(register):
 
     :param register: ``register(protocol_name, protocol)``; the protocol builds the upstream
         authorization URL and completes the callback, returning the upstream user's claims.
+
+    A ``[federation.<name>]`` table picks its protocol with ``protocol = "<protocol_name>"``
+    (default ``"oidc"``, the built-in ``patchbay.plugins.federation``). The protocol object has two
+    coroutines, called with keyword arguments; ``config`` is the provider's table and ``http`` the
+    shared ``aiohttp.ClientSession``:
+
+    - ``authorization_url(*, config, http, redirect_uri, state, nonce, code_challenge) -> str``:
+      where to send the browser (PKCE S256 with ``code_challenge``).
+    - ``complete(*, config, http, redirect_uri, code, code_verifier, nonce) -> dict``: exchange the
+      code and return the verified claims of the upstream user (``sub`` required; ``email``,
+      ``email_verified``, ``name``, ``given_name``, ``family_name``, ``picture`` used when present).
+      Raise any exception to refuse the login.
     """
 
 
