@@ -19,6 +19,8 @@ from patchbay.core.workspaces.models import Workspace
 
 #: subscription statuses that keep the paid plan (past_due: Stripe is still retrying the payment)
 PAID_STATUSES = ("active", "trialing", "past_due")
+#: statuses that end the paid plan; others (incomplete: a payment still pending) leave it as it is
+ENDED_STATUSES = ("canceled", "unpaid", "incomplete_expired", "paused")
 
 
 def payment_context(app: web.Application, name: str) -> PaymentContext:
@@ -103,7 +105,7 @@ async def apply_event(app: web.Application, provider: str, event: PaymentEvent) 
             elif event.kind == "subscription_updated" and event.subscription is not None:
                 if event.subscription.status in PAID_STATUSES and event.subscription.plan:
                     workspace.plan = event.subscription.plan
-                elif event.subscription.status not in PAID_STATUSES:
+                elif event.subscription.status in ENDED_STATUSES:
                     workspace.plan = "free"
             elif event.kind == "subscription_deleted":
                 row.status = event.subscription.status if event.subscription else "canceled"

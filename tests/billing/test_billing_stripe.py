@@ -179,3 +179,20 @@ async def test_stripe_errors_become_502(aiohttp_client, make_app, fake_stripe):
     response = await client.post("/connect/v1/billing/checkout", json={"plan": "starter"}, headers=ws["headers"])
     assert response.status == 502
     assert "Invalid API Key provided" in (await response.json())["message"]
+
+
+async def test_subscription_statuses(aiohttp_client, make_app, fake_stripe):
+    app = make_app(stripe=_stripe_settings(fake_stripe[0]))
+    client = await aiohttp_client(app)
+    ws = await create_workspace_with_key(app)
+    created = _subscription("sub_5", status="incomplete")
+    created["metadata"] = {"workspace_id": ws["workspace_id"], "plan": "starter"}
+    assert (await _post_event(client, _event("evt_a", "customer.subscription.created", created))).status == 200
+    assert await _plan(app, ws["workspace_id"]) == "free"  # payment pending: nothing yet
+    assert (await _post_event(client, _event("evt_b", "customer.subscription.updated", {**created, "status": "active"}))).status == 200
+    assert await _plan(app, ws["workspace_id"]) == "starter"
+    assert (await _post_event(client, _event("evt_c", "customer.subscription.updated", {**created, "status": "incomplete"}))).status == 200
+    assert await _plan(app, ws["workspace_id"]) == "starter"
+    assert (await _post_event(client, _event("evt_d", "customer.subscription.updated", {**created, "status": "unpaid"}))).status == 200
+    assert await _plan(app, ws["workspace_id"]) == "free"
+    assert (await _post_event(client, _event("evt_e", "invoice.paid", {"id": "in_1"}))).status == 200
