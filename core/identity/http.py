@@ -90,9 +90,11 @@ def new_context(app: web.Application) -> Context:
 
 
 def oauth_request(request: web.Request, params) -> AioOAuth2Request:
-    uri = str(request.url.with_query(None))
-    if uri.startswith("http://") and not request.app[SETTINGS].resolved_issuer.startswith("https://"):
-        uri = "https://" + uri[len("http://"):]  # authlib refuses plain http URIs; TLS is the proxy's job
+    # authlib refuses plain-http request URIs; the URI only names the endpoint here, and TLS is the
+    # job of the proxy in front of us (the issuer setting says what the world sees)
+    uri = request.app[SETTINGS].resolved_issuer + request.path
+    if uri.startswith("http://"):
+        uri = "https://" + uri[len("http://"):]
     return AioOAuth2Request(request.method, uri, request.headers, params)
 
 

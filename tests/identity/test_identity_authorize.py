@@ -166,3 +166,18 @@ async def test_authorization_endpoint_accepts_post_and_answers_303(idp):
 async def test_expired_interaction_is_refused(idp):
     response = await idp.http.get("/api/v1/oidc/login", params={"interaction": "forged.value"})
     assert response.status == 400
+
+
+async def test_https_issuer_marks_the_session_cookie_secure(make_idp):
+    idp = await make_idp(issuer="https://id.example")
+    client = await idp.register()
+    _, challenge = idp.pkce_pair()
+    response = await idp.authorize(client, code_challenge=challenge, code_challenge_method="S256")
+    page = await idp.http.get(response.headers["Location"])
+    assert "Secure" in page.headers["Set-Cookie"]  # the CSRF cookie
+    fields = idp.form_fields(await page.text())
+    idp.http.session.cookie_jar.update_cookies({"pb_idp_csrf": page.cookies["pb_idp_csrf"].value})
+    response = await idp.http.post("/api/v1/oidc/login", data={**fields, "email": "ada@example.com", "password": idp.password}, allow_redirects=False)
+    assert response.status == 303
+    session_cookie = response.cookies["pb_idp_session"]
+    assert session_cookie["secure"] and session_cookie["httponly"] and session_cookie["samesite"] == "Lax"

@@ -1,0 +1,204 @@
+"""Token endpoint throughput: client_credentials tokens per second and latency (p50, p99) of one
+``patchbay serve`` process, against node-oidc-provider issuing RS256 JWT access tokens on the same
+machine in the same run, and against the raw RS256 signing rate of ``cryptography`` (the physical
+limit: one thread, and one thread per core since signing releases the GIL).
+
+    python benchmarks/token_endpoint.py [--seconds 8] [--concurrency 32]
+
+Both servers are driven by the same load generator (aiohttp, keep-alive, in its own process) with
+the rate limits of 8B turned off for the run. node-oidc-provider needs Node.js; its npm packages
+are the ones of tests/identity/node (installed on first use).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+NODE_DIR = Path(__file__).resolve().parents[1] / "tests" / "identity" / "node"
+PATCHBAY = str(Path(sys.executable).parent / "patchbay")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_until_up(url: str, timeout: float = 60) -> None:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=1):
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"{url} did not come up")
+
+
+# -- load generator (a separate process, so that it does not share the servers' event loops) ------
+
+
+def _load(url: str, form: dict[str, str], seconds: float, concurrency: int, warmup: float, out) -> None:
+    import aiohttp
+
+    async def main() -> None:
+        latencies: list[float] = []
+        errors = 0
+        connector = aiohttp.TCPConnector(limit=concurrency)
+        async with aiohttp.ClientSession(connector=connector) as http:
+            stop_at = time.perf_counter() + warmup + seconds
+            measure_from = time.perf_counter() + warmup
+
+            async def worker() -> None:
+                nonlocal errors
+                while (now := time.perf_counter()) < stop_at:
+                    async with http.post(url, data=form) as response:
+                        body = await response.read()
+                        if response.status != 200 or b"access_token" not in body:
+                            errors += 1
+                    if now >= measure_from:
+                        latencies.append(time.perf_counter() - now)
+
+            await asyncio.gather(*(worker() for _ in range(concurrency)))
+        out.send({"count": len(latencies), "errors": errors, "seconds": seconds, "latencies": latencies})
+
+    asyncio.run(main())
+
+
+def drive(url: str, form: dict[str, str], seconds: float, concurrency: int) -> dict[str, float]:
+    receive, send = multiprocessing.Pipe(duplex=False)
+    process = multiprocessing.Process(target=_load, args=(url, form, seconds, concurrency, 1.5, send))
+    process.start()
+    result = receive.recv()
+    process.join()
+    latencies = sorted(result["latencies"])
+    return {
+        "rate": result["count"] / result["seconds"],
+        "p50_ms": statistics.median(latencies) * 1000 if latencies else float("nan"),
+        "p99_ms": latencies[int(len(latencies) * 0.99) - 1] * 1000 if latencies else float("nan"),
+        "errors": result["errors"],
+    }
+
+
+# -- the contenders -------------------------------------------------------------------------------
+
+
+def start_patchbay(data_dir: Path) -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    config = data_dir / "bench.toml"
+    data_dir.mkdir(parents=True, exist_ok=True)
+    config.write_text("[rate_limits]\n" + "".join(f'{key} = "off"\n' for key in ("oidc_token", "oidc_register", "connect_api")))
+    env = {**os.environ, "PATCHBAY_DATA_DIR": str(data_dir), "PATCHBAY_PORT": str(port), "PATCHBAY_SECRET_KEY": "bench-secret",
+           "PATCHBAY_BASE_URL": f"http://127.0.0.1:{port}", "PATCHBAY_WORKERS": "0", "PATCHBAY_SCHEDULER": "false",
+           "PATCHBAY_LOG_LEVEL": "WARNING", "PATCHBAY_CONFIG": str(config)}  # fmt: skip
+    env.pop("PATCHBAY_DATABASE_URL", None)
+    process = subprocess.Popen([PATCHBAY, "serve"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    wait_until_up(base + "/health")
+    return process, base
+
+
+def register(base: str) -> dict[str, str]:
+    body = json.dumps({"client_name": "bench", "redirect_uris": ["https://bench.example/cb"], "grant_types": ["client_credentials"], "scope": "openid"}).encode()
+    request = urllib.request.Request(base + "/api/v1/oidc/register", data=body, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request) as response:
+        return json.loads(response.read())
+
+
+def start_node_provider() -> tuple[subprocess.Popen, str] | None:
+    if not shutil.which("node") or not shutil.which("npm"):
+        return None
+    if not (NODE_DIR / "node_modules" / "oidc-provider").exists():
+        subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--loglevel=error"], cwd=NODE_DIR, check=True, timeout=600)
+    port = free_port()
+    process = subprocess.Popen(["node", str(NODE_DIR / "oidc_provider_bench.mjs")], cwd=NODE_DIR, env={**os.environ, "PORT": str(port)},
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)  # fmt: skip
+    issuer = json.loads(process.stdout.readline())["issuer"]
+    return process, issuer
+
+
+def signing_rate(seconds: float, threads: int) -> float:
+    """Raw RS256 signatures per second over a typical access-token payload."""
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import padding, rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    message = b"eyJhbGciOiJSUzI1NiIsImtpZCI6ImJlbmNoIiwidHlwIjoiYXQrand0In0." + b"x" * 400
+    counts = [0] * threads
+    stop = time.perf_counter() + seconds
+
+    def run(index: int) -> None:
+        while time.perf_counter() < stop:
+            key.sign(message, padding.PKCS1v15(), hashes.SHA256())
+            counts[index] += 1
+
+    pool = [threading.Thread(target=run, args=(i,)) for i in range(threads)]
+    for thread in pool:
+        thread.start()
+    for thread in pool:
+        thread.join()
+    return sum(counts) / seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=8)
+    parser.add_argument("--concurrency", type=int, default=32)
+    args = parser.parse_args()
+    cores = os.cpu_count() or 1
+    print(f"machine: {cores} cores; {args.seconds:.0f} s per contender, {args.concurrency} concurrent keep-alive connections")
+
+    sign_one = signing_rate(3, 1)
+    sign_all = signing_rate(3, cores)
+    print(f"cryptography RS256 signing: {sign_one:,.0f}/s on one thread, {sign_all:,.0f}/s on {cores} threads")
+
+    results: dict[str, dict[str, float]] = {}
+    with tempfile.TemporaryDirectory() as scratch:
+        process, base = start_patchbay(Path(scratch) / "patchbay")
+        try:
+            client = register(base)
+            form = {"grant_type": "client_credentials", "client_id": client["client_id"], "client_secret": client["client_secret"]}
+            results["patchbay serve"] = drive(base + "/api/v1/oidc/token", form, args.seconds, args.concurrency)
+        finally:
+            process.send_signal(signal.SIGINT)
+            process.wait(timeout=15)
+    node = start_node_provider()
+    if node is not None:
+        process, issuer = node
+        try:
+            form = {"grant_type": "client_credentials", "client_id": "bench", "client_secret": "bench-secret", "scope": "api"}
+            results["node-oidc-provider"] = drive(issuer + "/token", form, args.seconds, args.concurrency)
+        finally:
+            process.terminate()
+            process.wait(timeout=15)
+    else:
+        print("node-oidc-provider: skipped (Node.js and npm are needed)")
+
+    print(f"\n{'contender':<22}{'tokens/s':>10}{'p50 ms':>10}{'p99 ms':>10}{'errors':>8}")
+    for name, r in results.items():
+        print(f"{name:<22}{r['rate']:>10,.0f}{r['p50_ms']:>10.1f}{r['p99_ms']:>10.1f}{r['errors']:>8}")
+    ours = results["patchbay serve"]["rate"]
+    print()
+    if "node-oidc-provider" in results:
+        print(f"patchbay / node-oidc-provider:          {ours / results['node-oidc-provider']['rate']:.2f}x")
+    print(f"patchbay / RS256 signing, one thread:   {ours / sign_one:.2f}x")
+    print(f"patchbay / RS256 signing, {cores} threads:    {ours / sign_all:.2f}x  (the physical limit)")
+
+
+if __name__ == "__main__":
+    main()
