@@ -112,9 +112,15 @@ async def deletion_status(request: web.Request) -> web.Response:
         deletion = await session.scalar(select(DeletionRequest).where(DeletionRequest.confirmation_code == code))
     if deletion is None:
         raise not_found("Deletion request not found")
-    return web.json_response(
-        {"confirmationCode": deletion.confirmation_code, "status": deletion.status, "requestedAt": iso(deletion.created_at), "completedAt": iso(deletion.completed_at)}
-    )
+    body = {"confirmationCode": deletion.confirmation_code, "status": deletion.status, "requestedAt": iso(deletion.created_at), "completedAt": iso(deletion.completed_at)}
+    accept = request.headers.get("Accept", "")
+    if "text/html" in accept and "application/json" not in accept:  # a person following Meta's link
+        words = {"pending": "is being processed", "completed": "has been completed", "failed": "could not be completed yet; we are looking into it"}
+        text = f"Your data deletion request {html.escape(deletion.confirmation_code)} {words.get(deletion.status, deletion.status)}."
+        name = html.escape(request.app[SETTINGS].branding.name)
+        page = f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Data deletion · {name}</title></head><body style="font-family: system-ui, sans-serif; max-width: 42rem; margin: 2rem auto"><h1>Data deletion</h1><p>{text}</p></body></html>'
+        return web.Response(text=page, content_type="text/html")
+    return web.json_response(body)
 
 
 def setup(app: web.Application) -> None:

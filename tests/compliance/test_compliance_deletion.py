@@ -74,6 +74,8 @@ async def test_meta_deletion_callback_removes_the_user(aiohttp_client, make_app,
         assert await session.get(User, doomed) is None
         assert await session.scalar(select(Membership).where(Membership.user_id == doomed)) is None
         assert await session.get(User, kept) is not None
+    page = await client.get(f"/compliance/data-deletion/status?code={body['confirmation_code']}", headers={"Accept": "text/html,*/*"})
+    assert page.content_type == "text/html" and "has been completed" in await page.text()
     assert (await client.get("/compliance/data-deletion/status?code=unknown")).status == 404
     assert (await client.get("/compliance/data-deletion/status")).status == 400
 
