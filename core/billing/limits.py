@@ -8,6 +8,9 @@ Use from any feature, inside the transaction that makes the change::
     ... create the clone ...
     await record_usage(session, workspace_id, "template_clones")       # count it this month
 
+or, for a monthly resource, ``await consume(session, workspace_id, "action_executions")``: check and
+count in one statement, so concurrent requests cannot both take the last unit.
+
 ``enforce_limit`` raises ``core.http.errors.plan_limit(resource)``, i.e. 403
 ``Plan limit exceeded for <resource>``, when ``current + adding`` would go over the workspace plan's
 limit. Resources (``RESOURCES``):
@@ -180,20 +183,32 @@ async def monthly_usage(session: AsyncSession, workspace_id: str, metric: str, p
     return int(value or 0)
 
 
-async def record_usage(session: AsyncSession, workspace_id: str, metric: str, amount: int = 1) -> None:
-    """Add ``amount`` to this month's counter of ``metric`` (one row per workspace, metric, month)."""
+def _counter_upsert(session: AsyncSession, workspace_id: str, metric: str, amount: int, *, limit: int | None = None):
+    """INSERT the month's counter or add to it; with ``limit``, only while it stays within it."""
     now = utcnow()
     insert = pg_insert if session.bind.dialect.name == "postgresql" else sqlite_insert
     table = UsageCounter.__table__
     statement = insert(table).values(id=new_id(), workspace_id=workspace_id, metric=metric, period=current_period(now), count=amount, created_at=now, updated_at=now)
-    statement = statement.on_conflict_do_update(
+    return statement.on_conflict_do_update(
         index_elements=[table.c.workspace_id, table.c.metric, table.c.period],
         set_={"count": table.c.count + statement.excluded.count, "updated_at": statement.excluded.updated_at},
+        where=(table.c.count + statement.excluded.count <= limit) if limit is not None else None,
     )
-    await session.execute(statement)
+
+
+async def record_usage(session: AsyncSession, workspace_id: str, metric: str, amount: int = 1) -> None:
+    """Add ``amount`` to this month's counter of ``metric`` (one row per workspace, metric, month)."""
+    await session.execute(_counter_upsert(session, workspace_id, metric, amount))
 
 
 async def consume(session: AsyncSession, workspace_id: str, resource: str, amount: int = 1) -> None:
-    """``enforce_limit`` then ``record_usage`` of a monthly resource, in the caller's transaction."""
-    await enforce_limit(session, workspace_id, resource, adding=amount)
-    await record_usage(session, workspace_id, resource, amount)
+    """Count ``amount`` of a monthly resource only if it stays within the plan, in one statement
+    (concurrent callers cannot both take the last unit); 403 otherwise."""
+    if resource not in MONTHLY_RESOURCES:
+        raise ValueError(f"{resource!r} is not a monthly resource")
+    limit = _limits_for_session(session).limit(await workspace_plan(session, workspace_id), resource)
+    if limit is not None and amount > limit:
+        raise plan_limit(resource)
+    statement = _counter_upsert(session, workspace_id, resource, amount, limit=limit).returning(UsageCounter.__table__.c.id)
+    if (await session.execute(statement)).first() is None:
+        raise plan_limit(resource)

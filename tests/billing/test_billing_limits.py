@@ -118,3 +118,33 @@ async def test_usage_and_history_routes(client, workspace):
     theirs = await (await client.get("/connect/v1/billing/usage/history", headers=other["headers"])).json()
     assert theirs["data"] == []
     assert (await client.get("/connect/v1/billing/usage")).status == 401
+
+
+async def test_consume_is_atomic_under_concurrency(make_app, database_url):
+    import asyncio
+
+    from patchbay.core.billing.limits import consume
+
+    app = make_app(database_url=database_url, plans={"free": {"action_executions": 5}})
+    ws = (await create_workspace_with_key(app))["workspace_id"]
+    async with app[DB].transaction(tenant=ws) as session:  # the month's row exists
+        await consume(session, ws, "action_executions")
+
+    async def one():
+        async with app[DB].transaction(tenant=ws) as session:
+            await consume(session, ws, "action_executions")
+
+    outcomes = await asyncio.gather(*(one() for _ in range(8)), return_exceptions=True)
+    refused = [o for o in outcomes if isinstance(o, ApiError)]
+    assert len(refused) == 4 and all(o.message == "Plan limit exceeded for action_executions" for o in refused)
+    assert [o for o in outcomes if o is not None and not isinstance(o, ApiError)] == []
+    async with app[DB].session() as session:
+        assert await monthly_usage(session, ws, "action_executions") == 5
+    async with app[DB].transaction(tenant=ws) as session:
+        try:
+            await consume(session, ws, "action_executions", 6)
+        except ApiError as error:
+            assert error.status_code == 403
+        else:
+            raise AssertionError("consume over the limit was accepted")
+    await app[DB].close()
