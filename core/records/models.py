@@ -12,6 +12,7 @@ from sqlalchemy import ForeignKey, Index, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from patchbay.core.storage.base import Base, IdMixin, TenantScoped, TimestampMixin
+from patchbay.core.tables.search import index_inserts
 
 
 class Record(IdMixin, TimestampMixin, TenantScoped, Base):
@@ -30,6 +31,9 @@ class Record(IdMixin, TimestampMixin, TenantScoped, Base):
     source: Mapped[str] = mapped_column(String(20), default="import")
     data: Mapped[dict[str, Any]] = mapped_column(default=dict)
     search_text: Mapped[str] = mapped_column(Text, default="")
+
+
+index_inserts(Record)
 
 
 class RecordSyncCursor(IdMixin, TimestampMixin, TenantScoped, Base):

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import ForeignKey, Index, String, Text, UniqueConstraint
+from sqlalchemy import ForeignKey, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from patchbay.core.storage.base import Base, IdMixin, TenantScoped, TimestampMixin
+from patchbay.core.tables.search import index_inserts
 
 
 class DataTable(IdMixin, TimestampMixin, TenantScoped, Base):
@@ -30,12 +31,15 @@ class DataTable(IdMixin, TimestampMixin, TenantScoped, Base):
 class TableRow(IdMixin, TimestampMixin, TenantScoped, Base):
     __tablename__ = "table_rows"
     __table_args__ = (
-        # upsert matches by external key; NULL keys (plain rows) never collide
+        # upsert matches by external key; NULL keys (plain rows) never collide. The only index led by
+        # table_id, so the planner cannot pick a worse one for key lookups on a fast-growing table.
         UniqueConstraint("table_id", "external_key"),
-        Index("ix_table_rows_table_updated", "table_id", "updated_at"),
     )
 
     table_id: Mapped[str] = mapped_column(String(36), ForeignKey("data_tables.id", ondelete="CASCADE"))
     external_key: Mapped[str | None] = mapped_column(String(255))
     data: Mapped[dict[str, Any]] = mapped_column(default=dict)
     search_text: Mapped[str] = mapped_column(Text, default="")
+
+
+index_inserts(TableRow)

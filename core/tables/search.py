@@ -4,12 +4,15 @@ Searchable text is normalised in Python the same way for both databases (lower c
 non-alphanumeric characters turned into one space), so a query means the same thing everywhere:
 every word of the query must start a word of the row (``jo exa`` finds ``John@Example.com``).
 
-- SQLite: an external-content FTS5 virtual table ``<table>_fts`` over ``search_text``, kept current
-  by triggers. It maps rows by SQLite's rowid, which ``VACUUM`` may renumber for tables without an
-  integer primary key: after a VACUUM run ``INSERT INTO <table>_fts(<table>_fts) VALUES('rebuild')``.
+- SQLite: an external-content FTS5 virtual table ``<table>_fts`` over ``search_text``. Updates and
+  deletes keep it current by triggers; inserts are indexed by the application instead (an ORM insert
+  through :func:`index_inserts`, a bulk insert with one ``INSERT ... SELECT`` per batch through
+  :func:`index_bulk_inserts`), because a per-row trigger makes bulk loads several times slower. It
+  maps rows by SQLite's rowid, which ``VACUUM`` may renumber for tables without an integer primary
+  key: after a VACUUM run ``INSERT INTO <table>_fts(<table>_fts) VALUES('rebuild')``.
 - PostgreSQL: a GIN index over ``to_tsvector('simple', search_text)`` queried with prefix terms.
 
-The DDL lives here and the ``data`` migration runs it; the schema-drift test ignores the FTS tables.
+The DDL is in the ``data`` migration; the schema-drift test ignores the FTS tables.
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import Table, text
+from sqlalchemy import Table, event, text
+from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import ColumnElement
 
 _NON_WORD = re.compile(r"[\W_]+", re.UNICODE)
@@ -51,35 +55,6 @@ def query_terms(query: str) -> list[str]:
     return normalize(query).split()[:MAX_QUERY_TERMS]
 
 
-def fts_ddl(dialect: str, table: str) -> list[str]:
-    """Statements creating the full-text index of ``table`` (a table with ``search_text``)."""
-    if dialect == "sqlite":
-        fts = f"{table}_fts"
-        return [
-            f"CREATE VIRTUAL TABLE {fts} USING fts5(search_text, content='{table}', content_rowid='rowid', "
-            "tokenize='unicode61 remove_diacritics 0')",
-            f"CREATE TRIGGER {fts}_ai AFTER INSERT ON {table} BEGIN "
-            f"INSERT INTO {fts}(rowid, search_text) VALUES (new.rowid, new.search_text); END",
-            f"CREATE TRIGGER {fts}_ad AFTER DELETE ON {table} BEGIN "
-            f"INSERT INTO {fts}({fts}, rowid, search_text) VALUES ('delete', old.rowid, old.search_text); END",
-            f"CREATE TRIGGER {fts}_au AFTER UPDATE OF search_text ON {table} BEGIN "
-            f"INSERT INTO {fts}({fts}, rowid, search_text) VALUES ('delete', old.rowid, old.search_text); "
-            f"INSERT INTO {fts}(rowid, search_text) VALUES (new.rowid, new.search_text); END",
-        ]
-    if dialect == "postgresql":
-        return [f"CREATE INDEX ix_{table}_fts ON {table} USING gin (to_tsvector('simple', search_text))"]
-    return []
-
-
-def fts_drop_ddl(dialect: str, table: str) -> list[str]:
-    if dialect == "sqlite":
-        fts = f"{table}_fts"
-        return [f"DROP TRIGGER IF EXISTS {fts}_{suffix}" for suffix in ("ai", "ad", "au")] + [f"DROP TABLE IF EXISTS {fts}"]
-    if dialect == "postgresql":
-        return [f"DROP INDEX IF EXISTS ix_{table}_fts"]
-    return []
-
-
 def matches(dialect: str, table: Table, query: str) -> ColumnElement[bool] | None:
     """A condition selecting the rows of ``table`` matching ``query``; None for an empty query."""
     terms = query_terms(query)
@@ -93,3 +68,33 @@ def matches(dialect: str, table: Table, query: str) -> ColumnElement[bool] | Non
         )
     expression = " & ".join(f"{term}:*" for term in terms)
     return text(f"to_tsvector('simple', {name}.search_text) @@ to_tsquery('simple', :fts_query)").bindparams(fts_query=expression)
+
+
+def index_inserts(model: type) -> None:
+    """Index every ORM insert of ``model`` (a model with ``search_text``) on SQLite."""
+    name = model.__table__.name
+    statement = text(f"INSERT INTO {name}_fts(rowid, search_text) SELECT rowid, search_text FROM {name} WHERE id = :id")
+
+    @event.listens_for(model, "after_insert")
+    def _index(_mapper, connection, target) -> None:
+        if connection.dialect.name == "sqlite":
+            connection.execute(statement, {"id": target.id})
+
+
+async def last_rowid(session: AsyncSession, table: Table) -> int:
+    """On SQLite, the highest rowid of ``table`` now (0 elsewhere): pass it to
+    :func:`index_bulk_inserts` after inserting in the same transaction."""
+    if session.bind.dialect.name != "sqlite":
+        return 0
+    return int((await session.execute(text(f"SELECT coalesce(max(rowid), 0) FROM {table.name}"))).scalar() or 0)
+
+
+async def index_bulk_inserts(session: AsyncSession, table: Table, after_rowid: int) -> None:
+    """On SQLite, index every row inserted after ``after_rowid`` (rowids only grow while the
+    transaction holds the write lock)."""
+    if session.bind.dialect.name != "sqlite":
+        return
+    await session.execute(
+        text(f"INSERT INTO {table.name}_fts(rowid, search_text) SELECT rowid, search_text FROM {table.name} WHERE rowid > :after"),
+        {"after": after_rowid},
+    )

@@ -1,0 +1,133 @@
+"""CSV in and out without holding a whole file: request bodies decoded and split into records as
+they arrive, and CSV text produced row by row.
+
+A record may span lines (a quoted field holding a newline). A chunk is cut only after a line that
+leaves an even number of quote characters pending, which in RFC 4180 CSV (quotes inside quoted
+fields are doubled) is exactly a record boundary; the standard ``csv`` module parses each run of
+complete records. Line numbers in reports are the physical line where a record starts (the header
+is line 1).
+"""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import io
+from collections.abc import AsyncIterator, Iterable
+from typing import Any
+
+from aiohttp import web
+
+from patchbay.core.http.bodies import read_object
+from patchbay.core.http.errors import bad_request
+
+CHUNK_BYTES = 256 * 1024
+JSON_SLICE = 256 * 1024
+
+
+async def csv_source(request: web.Request) -> tuple[AsyncIterator[str], dict[str, Any]]:
+    """The CSV text of a request (streamed when sent raw; ``{"csv": ...}`` in a JSON body) and the
+    JSON body's other fields (empty for a raw body)."""
+    if request.content_type == "application/json":
+        body = await read_object(request)
+        text = body.get("csv")
+        if not isinstance(text, str):
+            raise bad_request("Validation failed: 'csv' must be a string of CSV text")
+        return _slices(text.removeprefix("\ufeff")), body
+    return _decoded(request), {}
+
+
+async def _slices(text: str) -> AsyncIterator[str]:
+    for start in range(0, len(text), JSON_SLICE):
+        yield text[start : start + JSON_SLICE]
+
+
+async def _decoded(request: web.Request) -> AsyncIterator[str]:
+    decoder = codecs.getincrementaldecoder("utf-8-sig")()  # drops a byte-order mark
+    try:
+        async for chunk in request.content.iter_chunked(CHUNK_BYTES):
+            text = decoder.decode(chunk)
+            if text:
+                yield text
+        tail = decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        raise bad_request("CSV must be UTF-8 text") from None
+    if tail:
+        yield tail
+
+
+async def csv_records(chunks: AsyncIterator[str]) -> AsyncIterator[list[tuple[int, list[str]]]]:
+    """Batches of ``(line_number, fields)``; blank lines are skipped."""
+    carry = ""
+    pending: list[str] = []
+    quotes = 0
+    line = 0
+    async for chunk in chunks:
+        parts = (carry + chunk).split("\n")
+        carry = parts.pop()
+        ready: list[str] = []
+        for part in parts:
+            pending.append(part + "\n")
+            quotes += part.count('"')
+            if not quotes % 2:
+                ready.extend(pending)
+                pending.clear()
+                quotes = 0
+        if ready:
+            batch, line = _parse(ready, line)
+            if batch:
+                yield batch
+    rest = pending + ([carry] if carry else [])
+    if rest:
+        batch, line = _parse(rest, line)
+        if batch:
+            yield batch
+
+
+def _parse(lines: list[str], first: int) -> tuple[list[tuple[int, list[str]]], int]:
+    reader = csv.reader(lines)
+    batch = []
+    consumed = 0
+    try:
+        for fields in reader:
+            start = first + consumed + 1
+            consumed = reader.line_num
+            if fields and not (len(fields) == 1 and not fields[0].strip()):
+                batch.append((start, fields))
+    except csv.Error as error:
+        raise bad_request(f"Malformed CSV at line {first + consumed + 1}: {error}") from None
+    return batch, first + len(lines)
+
+
+def read_header(fields: list[str]) -> list[str]:
+    """The column names of a header record; 400 for an empty or repeated name."""
+    names = [name.strip() for name in fields]
+    seen = set()
+    for position, name in enumerate(names, start=1):
+        if not name:
+            raise bad_request(f"CSV header has an empty column name at position {position}")
+        if name in seen:
+            raise bad_request(f"CSV header names column '{name}' twice")
+        seen.add(name)
+    return names
+
+
+def csv_line(values: Iterable[Any]) -> str:
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\r\n").writerow(values)
+    return buffer.getvalue()
+
+
+class CsvWriter:
+    """Rows to CSV text, many rows per string (one ``write`` per batch)."""
+
+    def __init__(self) -> None:
+        self._buffer = io.StringIO()
+        self._writer = csv.writer(self._buffer, lineterminator="\r\n")
+
+    def rows(self, rows: Iterable[Iterable[Any]]) -> str:
+        self._writer.writerows(rows)
+        text = self._buffer.getvalue()
+        self._buffer.seek(0)
+        self._buffer.truncate()
+        return text
