@@ -169,6 +169,10 @@ class ProviderAuth:
     """Authentication of one provider as its definition describes it. Subclass and override what
     differs; every method has a working default."""
 
+    #: Connection parameters this handler learns from the token response (``token_set`` puts them
+    #: in ``TokenSet.params``), so an OAuth login does not ask for them.
+    learned_params: tuple[str, ...] = ()
+
     # -- the OAuth authorization request ---------------------------------------------------------
 
     def authorization_params(self, provider: Provider, *, params: Mapping[str, str]) -> dict[str, str]:

@@ -36,6 +36,7 @@ from patchbay.core.connections.refresh import RefreshFailed, can_refresh, refres
 from patchbay.core.connections.store import enforce_provider_limit, get_row, load_state, oauth_app_for, save_connection, token_credentials
 from patchbay.core.http.errors import ApiError, bad_request, not_found, unauthorized
 from patchbay.core.security.auth import Principal, authenticate, principal_of, require_principal, requires, verify_access_token
+from patchbay.core.plugins.provider import template_fields
 from patchbay.core.security.signing_keys import InvalidToken
 from patchbay.core.timeutil import iso, utcnow
 
@@ -105,10 +106,12 @@ async def login(request: web.Request) -> web.StreamResponse:
     if provider.auth_mode != "oauth2":
         raise bad_request(f"{provider.display_name} does not connect with OAuth: use POST /connect/v1/providers/{provider.name}/connect")
     return_to = _check_return_to(request.query.get("redirect_uri"))
-    params = service.split_params(provider, {k: v for k, v in request.query.items() if k in provider.connection_params}, None)
+    handler = auth_for(app[REGISTRY], provider.name)
+    params = service.split_params(provider, {k: v for k, v in request.query.items() if k in provider.connection_params}, None, learned=handler.learned_params)
     try:
-        fill_url(provider.authorization_url or "", provider, connection_params(provider, params))
-        fill_url(provider.api_base_url, provider, connection_params(provider, params))
+        for template in (provider.authorization_url or "", provider.token_url or "", provider.api_base_url):
+            if not template_fields(template) & set(handler.learned_params):
+                fill_url(template, provider, connection_params(provider, params))
     except TemplateError as error:
         raise bad_request(str(error)) from None
     reconnect = request.query.get("connection_id")
@@ -145,7 +148,7 @@ async def login(request: web.Request) -> web.StreamResponse:
         await session.flush()
     state = f"{state_row.id}.{_state_mac(app, state_row)}"
     ctx = AuthContext(provider=provider, http=app[OUTBOUND].session, app=oauth_app, params=connection_params(provider, params))
-    url = auth_for(app[REGISTRY], provider.name).authorization_url(ctx, redirect_uri=state_row.callback_uri, state=state, scopes=scopes, code_challenge=challenge)
+    url = handler.authorization_url(ctx, redirect_uri=state_row.callback_uri, state=state, scopes=scopes, code_challenge=challenge)
     if _wants_json(request):
         return web.json_response({"authorizationUrl": url, "expiresAt": iso(state_row.expires_at)})
     raise web.HTTPFound(url)

@@ -34,15 +34,16 @@ def provider_or_404(app: web.Application, name: str) -> Provider:
     return provider
 
 
-def split_params(provider: Provider, params: Mapping[str, Any] | None, metadata: Mapping[str, Any] | None) -> dict[str, str]:
+def split_params(provider: Provider, params: Mapping[str, Any] | None, metadata: Mapping[str, Any] | None, *, learned: tuple[str, ...] = ()) -> dict[str, str]:
     """Connection parameters from an explicit ``params`` object, else from metadata keys that name
-    a declared parameter; each declared parameter without a default is required."""
+    a declared parameter; each declared parameter without a default is required, except those the
+    provider's auth handler learns from the token response (``learned``)."""
     values: dict[str, str] = {}
     for source in (metadata or {}, params or {}):
         for key, value in source.items():
             if key in provider.connection_params and value not in (None, ""):
                 values[key] = str(value)
-    missing = [key for key in provider.connection_params if key not in values and key not in provider.connection_param_defaults]
+    missing = [key for key in provider.connection_params if key not in values and key not in provider.connection_param_defaults and key not in learned]
     if missing:
         raise bad_request(f"Validation failed: connection parameter(s) required: {', '.join(missing)}")
     return values

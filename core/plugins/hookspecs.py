@@ -40,12 +40,27 @@ def register_auth(register):
     differs from what their definition says.
 
     :param register: ``register(provider_name, handler)``. The handler subclasses
-        ``patchbay.core.connections.auth.ProviderAuth`` and overrides what differs:
-        ``authorization_params`` (extra query parameters of the authorization URL),
-        ``exchange_code`` and ``refresh`` (coroutines returning a token set),
-        ``inject`` (the headers and query parameters that carry a credential on a proxied call),
-        ``revoke`` (a coroutine revoking a credential at the provider on disconnect) and
-        ``check`` (a coroutine proving a credential works).
+        ``patchbay.ProviderAuth`` (``patchbay.core.connections.auth.ProviderAuth``, whose defaults
+        do everything from the definition) and overrides what differs; ``ctx`` is an
+        ``AuthContext`` (``provider``, ``http`` (an aiohttp session), ``app`` (the ``OAuthApp``:
+        client_id, client_secret), ``params`` (connection parameters), ``url(template)``):
+
+        - ``authorization_params(provider, *, params) -> dict``: extra query parameters of the
+          authorization URL (``authorization_url(ctx, *, redirect_uri, state, scopes,
+          code_challenge) -> str`` builds the whole URL);
+        - ``exchange_code(ctx, *, code, redirect_uri, code_verifier)``, ``refresh(ctx,
+          credentials)`` and ``client_credentials(ctx)``: coroutines returning a
+          ``patchbay.TokenSet``; ``token_set(provider, body)`` reads a token response (override it
+          to pick up extra fields, e.g. an instance URL into ``TokenSet.params``, naming such
+          parameters in the class attribute ``learned_params``); raise
+          ``patchbay.ProviderAuthError(message, error=...)``, ``error="invalid_grant"`` marking
+          the connection invalid;
+        - ``inject(provider, credentials, params) -> (headers, query)``: what carries the
+          credential on a proxied call;
+        - ``revoke(ctx, credentials)``: a coroutine revoking the credential at the provider on
+          disconnect, answering whether it did (failures never block the disconnect);
+        - ``check(client)``: a coroutine proving the credential works through a
+          ``patchbay.ConnectionClient``: True, False (refused) or None (no cheap check).
     """
 
 
@@ -54,9 +69,11 @@ def register_proxy(register):
     """Register a proxy customisation for a provider.
 
     :param register: ``register(provider_name, customizer)``. The customizer's ``prepare(call)``
-        may rewrite the outgoing call (URL, headers, body) before it is sent; its
-        ``retry_after(response)`` may return the seconds to wait when the provider signals a rate
-        limit in a way its definition's ``retry_headers`` cannot describe.
+        may rewrite the outgoing call (``call.method``, ``call.url``, ``call.headers``,
+        ``call.body``; ``call.provider``, ``call.connection_id`` and ``call.params`` are given)
+        before it is sent; its ``retry_after(response)`` may return the seconds to wait when the
+        provider signals a rate limit in a way its definition's ``retry_headers`` cannot describe
+        (None: use the definition). Both are optional and synchronous.
     """
 
 

@@ -24,12 +24,12 @@ async def fake():
 
 @pytest.fixture
 def fake_app(make_app, fake):
-    """``fake_app(**setting_overrides)``: an app with the fake providers and the deployment's OAuth
+    """``fake_app(plugins=(), **setting_overrides)``: an app with the fake providers and the deployment's OAuth
     app for ``fakeoauth``."""
 
-    def make(**overrides):
+    def make(*, plugins=(), **overrides):
         overrides.setdefault("providers", fake_provider.provider_settings())
-        return make_app(plugins=[fake_provider.FakePack(fake.base)], **overrides)
+        return make_app(plugins=[fake_provider.FakePack(fake.base), *plugins], **overrides)
 
     return make
 

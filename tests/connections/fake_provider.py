@@ -40,6 +40,7 @@ class FakeProvider:
         self.refresh_error: str | None = None
         self.rate_limit_once: set[str] = set()
         self.clients = {CLIENT_ID: CLIENT_SECRET}
+        self.extra_token_fields: dict[str, Any] = {}
         self.base = ""
         self._runner: web.AppRunner | None = None
 
@@ -93,7 +94,7 @@ class FakeProvider:
             rt = "rt-" + secrets.token_urlsafe(12)
             self.refresh_tokens.add(rt)
             body["refresh_token"] = rt
-        return body
+        return {**body, **self.extra_token_fields}
 
     async def token(self, request: web.Request) -> web.Response:
         form = dict(await request.post())
