@@ -196,3 +196,19 @@ async def test_subscription_statuses(aiohttp_client, make_app, fake_stripe):
     assert (await _post_event(client, _event("evt_d", "customer.subscription.updated", {**created, "status": "unpaid"}))).status == 200
     assert await _plan(app, ws["workspace_id"]) == "free"
     assert (await _post_event(client, _event("evt_e", "invoice.paid", {"id": "in_1"}))).status == 200
+
+
+async def test_concurrent_replays_apply_once(aiohttp_client, make_app, fake_stripe, database_url):
+    import asyncio
+
+    app = make_app(stripe=_stripe_settings(fake_stripe[0]), database_url=database_url)
+    client = await aiohttp_client(app)
+    ws = await create_workspace_with_key(app)
+    payload = _event("evt_same", "checkout.session.completed", {"client_reference_id": ws["workspace_id"], "customer": "cus_c", "subscription": "sub_c", "metadata": {"plan": "starter"}})
+    responses = await asyncio.gather(*(_post_event(client, payload) for _ in range(5)))
+    bodies = [await r.json() for r in responses]
+    assert all(r.status == 200 for r in responses)
+    assert sorted(b["duplicate"] for b in bodies) == [False, True, True, True, True]
+    async with app[DB].session() as session:
+        assert await session.scalar(select(func.count()).select_from(PaymentEvent)) == 1
+        assert await session.scalar(select(func.count()).select_from(Subscription)) == 1

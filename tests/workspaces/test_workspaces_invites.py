@@ -91,3 +91,16 @@ async def test_invite_needs_workspace_admin_of_that_workspace(aiohttp_client, ma
     assert (await client.post(f"/connect/v1/workspaces/{viewer['workspace_id']}/invite", json=body, headers=viewer["headers"])).status == 403
     bad = await client.post(f"/connect/v1/workspaces/{ws['workspace_id']}/invite", json={"email": "dan@example.test", "role": "owner"}, headers=ws["headers"])
     assert bad.status == 400 and "role" in (await bad.json())["message"]
+
+
+async def test_concurrent_accepts_use_the_invite_once(aiohttp_client, make_app, make_user, database_url):
+    import asyncio
+
+    app = make_app(database_url=database_url)
+    client = await aiohttp_client(app)
+    ws = await create_workspace_with_key(app)
+    response = await client.post(f"/connect/v1/workspaces/{ws['workspace_id']}/invite", json={"email": "ivy@example.test"}, headers=ws["headers"])
+    token = (await response.json())["inviteUrl"].rsplit("/", 1)[1]
+    _, ivy = await make_user(app, "ivy@example.test")
+    responses = await asyncio.gather(*(client.post(f"/connect/v1/workspaces/invite/accept/{token}", headers=ivy) for _ in range(4)))
+    assert sorted(r.status for r in responses) == [201, 410, 410, 410]
