@@ -53,7 +53,7 @@ def make_user():
 
     async def make(app, address: str, *, organization_id: str | None = None, permissions=()):
         async with app[DB].transaction() as session:
-            user = await create_user(session, email=address, password="correct horse battery", name="Test User")
+            user = await create_user(session, email=address, password=None, name="Test User")
         claims = {"sub": user.id, "client_id": "console", "permissions": list(permissions)}
         if organization_id:
             claims["organization_id"] = organization_id
