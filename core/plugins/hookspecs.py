@@ -81,12 +81,21 @@ def register_proxy(register):
 def register_webhooks(register):
     """Register how a provider's inbound webhooks are verified, attributed and read.
 
-    :param register: ``register(provider_name, handler)``. The handler provides
-        ``handshake(query, verify_token)`` returning the text to echo or ``None`` (refused);
-        ``verify(headers, body, secret)`` returning whether the raw body is authentic;
-        ``routing_keys(payload)`` returning ``(metadata_key, value)`` pairs that identify the
-        connection (workspace) the event belongs to; and ``events(payload)`` returning the
-        provider events (type, data) that the payload carries.
+    :param register: ``register(provider_name, handler)``. The handler subclasses
+        :class:`patchbay.WebhookHandler` (see its docstrings) and provides
+        ``verify(request, secret)``: whether the raw body of the :class:`patchbay.InboundRequest`
+        is authentic under the deployment's ``webhook_secret`` (a false answer is a 401 and nothing
+        is stored); ``events(payload)``: the :class:`patchbay.InboundEvent` items a parsed body
+        carries (each is routed and forwarded on its own); and optionally
+        ``handshake(query, verify_token)`` (the text to echo on ``GET /webhook/{provider}``, default
+        the ``hub.challenge`` scheme), ``immediate_response(request)`` (an answer sent at once
+        instead of storing, e.g. Slack's ``url_verification``), ``routing_keys(event)``
+        (``(metadata_key, value)`` pairs matched against connection metadata to find the owning
+        workspace), ``lead_ref(event)`` and ``fetch_lead(client, event)`` (the lead an event
+        announces, read through the connection client as :class:`patchbay.LeadData`),
+        ``list_leads(client, metadata, cursor)`` (one page of a lead import) and
+        ``renew(client, metadata)`` (re-create the provider-side subscription, for the
+        ``renew-webhook-subscriptions`` job). Methods may be coroutines.
     """
 
 
@@ -149,9 +158,13 @@ def register_alert_channels(register):
 def register_crm_destinations(register):
     """Register a CRM destination that leads are pushed to.
 
-    :param register: ``register(provider_name, destination)``; ``destination.push(client, lead)``
-        is a coroutine that creates or updates the lead in the CRM and returns the CRM's record id;
-        ``destination.test(client)`` proves the connection works.
+    :param register: ``register(provider_name, destination)``: leads of a workspace are pushed to
+        each of its connections of that provider. ``destination.push(client, lead)`` is a coroutine
+        that creates or updates the lead in the CRM through the connection client and returns the
+        CRM's record id (raise to record a failed sync, which ``retry-failed-syncs`` retries);
+        ``lead`` is a dict with ``id``, ``provider``, ``externalId``, ``formId``, ``email``,
+        ``phone``, ``firstName``, ``lastName``, ``fullName``, ``customFields``, ``capturedAt``.
+        ``destination.test(client)`` proves the connection works (raise when it does not).
     """
 
 
