@@ -19,6 +19,7 @@ FEATURES: tuple[str, ...] = (
     "patchbay.core.alerts.routes",
     "patchbay.core.actions.routes",
     "patchbay.core.tables.routes",
+    "patchbay.core.records.routes",
     "patchbay.core.webhooks.feature",
     "patchbay.core.leads.feature",
     "patchbay.core.crm_push.feature",
