@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 
-from sqlalchemy import select, update
+from sqlalchemy import select, text, update
 
 from patchbay.core.appkeys import DB
 from patchbay.core.security.permissions import PERMISSIONS
@@ -69,6 +69,9 @@ async def test_expired_and_unknown_invites_refused(aiohttp_client, make_app, mak
     ws = await create_workspace_with_key(app)
     response = await client.post(f"/connect/v1/workspaces/{ws['workspace_id']}/invite", json={"email": "carol@example.test"}, headers=ws["headers"])
     token = (await response.json())["inviteUrl"].rsplit("/", 1)[1]
+    async with app[DB].session() as session:  # the queued email job carries the token encrypted
+        (raw,) = (await session.execute(text("SELECT payload FROM jobs WHERE kind = 'workspaces.invite_email'"))).scalars().all()
+        assert token not in str(raw) and "invite_id" in str(raw)
     async with app[DB].transaction() as session:
         await session.execute(update(Invite).values(expires_at=utcnow() - timedelta(seconds=1)))
     _, carol = await make_user(app, "carol@example.test")
