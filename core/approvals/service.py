@@ -17,10 +17,11 @@ is in the policy's ``approver_roles`` (default ``["admin"]``) or whose id is in
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from typing import Any
 
 from aiohttp import web
-from sqlalchemy import select, update
+from sqlalchemy import and_, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from patchbay.core.appkeys import DB, REGISTRY, SECRETS
@@ -30,6 +31,9 @@ from patchbay.core.http.errors import ApiError, conflict, forbidden, not_found
 from patchbay.core.security.auth import Principal
 from patchbay.core.timeutil import utcnow
 from patchbay.core.workspaces.models import ROLES, Membership
+
+
+APPROVING_TIMEOUT_SECONDS = 300
 
 
 class ApprovalError(ValueError):
@@ -153,8 +157,11 @@ async def _load_for_decision(app: web.Application, workspace_id: str, request_id
             raise not_found("Approval request not found")
         if not await is_approver(session, await get_policy(session, workspace_id), workspace_id, principal):
             raise forbidden("Only an approver of this organization can decide approval requests")
+        stale = utcnow() - timedelta(seconds=APPROVING_TIMEOUT_SECONDS)  # a decision whose process died
         claimed = await session.execute(
-            update(ApprovalRequest).where(ApprovalRequest.id == request_id, ApprovalRequest.status == "pending").values(status="approving", updated_at=utcnow())
+            update(ApprovalRequest)
+            .where(ApprovalRequest.id == request_id, or_(ApprovalRequest.status == "pending", and_(ApprovalRequest.status == "approving", ApprovalRequest.updated_at < stale)))
+            .values(status="approving", updated_at=utcnow())
         )
         if claimed.rowcount != 1:
             raise conflict(f"Approval request is already {request.status}")

@@ -135,3 +135,25 @@ async def test_connect_route_is_gated_end_to_end(aiohttp_client, make_app):
     assert (status["status"], status["connectionId"]) == ("connected", (await approved.json())["connectionId"])
     direct = await client.post("/connect/v1/providers/notes/connect", json={"credentials": {"apiKey": "k-2"}}, headers=manager_headers)
     assert direct.status == 201
+
+
+async def test_interrupted_decision_can_be_taken_again(aiohttp_client, make_app):
+    from datetime import timedelta
+
+    from sqlalchemy import update
+
+    from patchbay.core.timeutil import utcnow
+
+    app = make_app(plugins=[_Pack()])
+    client = await aiohttp_client(app)
+    ws = await create_workspace_with_key(app)
+    _, manager, _ = await _member(app, ws["workspace_id"], "m@example.test", "manager")
+    await client.patch("/connect/v1/approvals/policy", json={"enabled": True, "providers": ["notes"]}, headers=ws["headers"])
+    request_id = await _gate(app, ws["workspace_id"], "notes", manager, {"credentials": {"apiKey": "k"}})
+    async with app[DB].transaction() as session:
+        await session.execute(update(ApprovalRequest).values(status="approving", updated_at=utcnow()))
+    assert (await client.post(f"/connect/v1/approvals/{request_id}/deny", headers=ws["headers"])).status == 409
+    async with app[DB].transaction() as session:
+        await session.execute(update(ApprovalRequest).values(updated_at=utcnow() - timedelta(minutes=10)))
+    denied = await client.post(f"/connect/v1/approvals/{request_id}/deny", headers=ws["headers"])
+    assert (denied.status, (await denied.json())["status"]) == (201, "denied")
