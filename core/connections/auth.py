@@ -27,7 +27,7 @@ import hashlib
 import json
 import re
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, quote, urlencode
@@ -97,9 +97,17 @@ class AuthContext:
     http: aiohttp.ClientSession
     app: OAuthApp | None = None
     params: Mapping[str, str] = attrs.field(factory=dict)
+    #: the outbound guard every URL passes (raises on a refused target)
+    guard: Callable[[str], str] | None = None
 
     def url(self, template: str) -> str:
-        return fill_url(template, self.provider, self.params)
+        url = fill_url(template, self.provider, self.params)
+        if self.guard is not None:
+            try:
+                self.guard(url)
+            except ValueError as error:
+                raise ProviderAuthError(f"{self.provider.display_name}: refused target: {error}") from None
+        return url
 
 
 # ---------------------------------------------------------------------------------------------

@@ -27,13 +27,13 @@ from urllib.parse import urlencode, urlsplit
 from aiohttp import web
 from sqlalchemy import delete, select
 
-from patchbay.core.appkeys import DB, OUTBOUND, REGISTRY, SECRETS, SETTINGS
+from patchbay.core.appkeys import DB, REGISTRY, SECRETS, SETTINGS
 from patchbay.core.approvals.service import gate_connect
 from patchbay.core.connections import service
-from patchbay.core.connections.auth import AuthContext, ProviderAuthError, TemplateError, auth_for, connection_params, fill_url, pkce_pair
+from patchbay.core.connections.auth import ProviderAuthError, TemplateError, auth_for, connection_params, fill_url, pkce_pair
 from patchbay.core.connections.models import ByoaCredential, Connection, OAuthState
 from patchbay.core.connections.refresh import RefreshFailed, can_refresh, refresh_connection
-from patchbay.core.connections.store import enforce_provider_limit, get_row, load_state, oauth_app_for, save_connection, token_credentials
+from patchbay.core.connections.store import auth_context, enforce_provider_limit, get_row, load_state, oauth_app_for, save_connection, token_credentials
 from patchbay.core.http.errors import ApiError, bad_request, not_found, unauthorized
 from patchbay.core.security.auth import Principal, authenticate, principal_of, require_principal, requires, verify_access_token
 from patchbay.core.plugins.provider import template_fields
@@ -147,7 +147,7 @@ async def login(request: web.Request) -> web.StreamResponse:
         session.add(state_row)
         await session.flush()
     state = f"{state_row.id}.{_state_mac(app, state_row)}"
-    ctx = AuthContext(provider=provider, http=app[OUTBOUND].session, app=oauth_app, params=connection_params(provider, params))
+    ctx = auth_context(app, provider, oauth_app, params)
     url = handler.authorization_url(ctx, redirect_uri=state_row.callback_uri, state=state, scopes=scopes, code_challenge=challenge)
     if _wants_json(request):
         return web.json_response({"authorizationUrl": url, "expiresAt": iso(state_row.expires_at)})
@@ -226,7 +226,7 @@ async def callback(request: web.Request) -> web.StreamResponse:
     oauth_app = await oauth_app_for(app, workspace_id=row.workspace_id, provider=provider.name, source=row.oauth_app)
     if oauth_app is None:
         return _fail(row, "invalid_client", f"The OAuth app for {provider.display_name} is no longer configured.")
-    ctx = AuthContext(provider=provider, http=app[OUTBOUND].session, app=oauth_app, params=connection_params(provider, row.params))
+    ctx = auth_context(app, provider, oauth_app, row.params)
     verifier = app[SECRETS].decrypt(row.code_verifier) if row.code_verifier else None
     try:
         tokens = await auth_for(app[REGISTRY], provider.name).exchange_code(ctx, code=code, redirect_uri=row.callback_uri, code_verifier=verifier)

@@ -25,11 +25,11 @@ from datetime import timedelta
 from aiohttp import web
 from sqlalchemy import or_, update
 
-from patchbay.core.appkeys import DB, OUTBOUND, REGISTRY
-from patchbay.core.connections.auth import AuthContext, ProviderAuthError, auth_for, connection_params
+from patchbay.core.appkeys import DB, REGISTRY
+from patchbay.core.connections.auth import ProviderAuthError, auth_for
 from patchbay.core.connections.models import Connection
 from patchbay.core.connections.runtime import ConnectionState, runtime
-from patchbay.core.connections.store import encrypt_credentials, load_state, oauth_app_for, token_credentials
+from patchbay.core.connections.store import auth_context, encrypt_credentials, load_state, oauth_app_for, token_credentials
 from patchbay.core.timeutil import utcnow
 
 log = logging.getLogger(__name__)
@@ -154,7 +154,7 @@ async def _refresh_holding_lease(app: web.Application, state: ConnectionState) -
     if provider is None:
         raise RefreshFailed(f"provider {state.provider} is not installed")
     oauth_app = await oauth_app_for(app, workspace_id=state.workspace_id, provider=state.provider, source=state.oauth_app, credentials=state.credentials)
-    ctx = AuthContext(provider=provider, http=app[OUTBOUND].session, app=oauth_app, params=connection_params(provider, state.params))
+    ctx = auth_context(app, provider, oauth_app, state.params)
     rt.refresh_calls += 1
     try:
         tokens = await auth_for(app[REGISTRY], provider.name).refresh(ctx, state.credentials)

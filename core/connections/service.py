@@ -11,13 +11,13 @@ from typing import Any
 from aiohttp import web
 from sqlalchemy import select, update
 
-from patchbay.core.appkeys import DB, OUTBOUND, REGISTRY
-from patchbay.core.connections.auth import AuthContext, OAuthApp, ProviderAuthError, TemplateError, auth_for, connection_params, fill_url
+from patchbay.core.appkeys import DB, REGISTRY
+from patchbay.core.connections.auth import OAuthApp, ProviderAuthError, TemplateError, auth_for, connection_params, fill_url
 from patchbay.core.connections.client import client_for_state
 from patchbay.core.connections.models import ACTIVE_STATUSES, Connection
 from patchbay.core.connections.refresh import RefreshFailed, can_refresh, refresh_connection
 from patchbay.core.connections.runtime import ConnectionState, runtime
-from patchbay.core.connections.store import encrypt_credentials, get_row, load_state, oauth_app_for, save_connection, token_credentials
+from patchbay.core.connections.store import auth_context, encrypt_credentials, get_row, load_state, oauth_app_for, save_connection, token_credentials
 from patchbay.core.http.errors import ApiError, bad_request, not_found
 from patchbay.core.plugins.provider import Provider
 from patchbay.core.timeutil import new_id, utcnow
@@ -98,8 +98,7 @@ async def connect_with_api_key(
     oauth_app = None
     if provider.auth_mode == "oauth2_cc":
         oauth_app = "connection"
-        ctx = AuthContext(provider=provider, http=app[OUTBOUND].session, params=connection_params(provider, values),
-                          app=OAuthApp(client_id=stored["client_id"], client_secret=stored.get("client_secret"), source="connection"))  # fmt: skip
+        ctx = auth_context(app, provider, OAuthApp(client_id=stored["client_id"], client_secret=stored.get("client_secret"), source="connection"), values)
         try:
             tokens = await handler.client_credentials(ctx)
         except ProviderAuthError as error:
@@ -174,7 +173,7 @@ async def disconnect(app: web.Application, *, workspace_id: str, connection_id: 
     provider = app[REGISTRY].provider(state.provider)
     if revoke and provider is not None and state.status != "disconnected":
         oauth_app = await oauth_app_for(app, workspace_id=workspace_id, provider=provider.name, source=state.oauth_app, credentials=state.credentials)
-        ctx = AuthContext(provider=provider, http=app[OUTBOUND].session, app=oauth_app, params=connection_params(provider, state.params))
+        ctx = auth_context(app, provider, oauth_app, state.params)
         try:
             revoked = bool(await auth_for(app[REGISTRY], provider.name).revoke(ctx, state.credentials))
         except Exception:  # a revocation failure never keeps the customer connected

@@ -12,12 +12,13 @@ from aiohttp import web
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from patchbay.core.appkeys import DB, REGISTRY, SECRETS
+from patchbay.core.appkeys import DB, OUTBOUND, REGISTRY, SECRETS
 from patchbay.core.billing.limits import enforce_limit
-from patchbay.core.connections.auth import OAuthApp, TokenSet
+from patchbay.core.connections.auth import AuthContext, OAuthApp, TokenSet, connection_params
 from patchbay.core.connections.models import ACTIVE_STATUSES, ByoaCredential, Connection
 from patchbay.core.connections.runtime import ConnectionState, runtime
 from patchbay.core.http.errors import ApiError
+from patchbay.core.plugins.provider import Provider
 from patchbay.core.timeutil import utcnow
 
 
@@ -200,3 +201,9 @@ async def oauth_app_for(app: web.Application, *, workspace_id: str, provider: st
         if found is not None or source == "byoa":
             return found
     return deployment_app(app, provider)
+
+
+def auth_context(app: web.Application, provider: Provider, oauth_app: OAuthApp | None, params: Mapping[str, Any] | None) -> AuthContext:
+    """The context handed to a provider's auth handler: the outbound client and guard, the OAuth
+    app and the connection's parameters."""
+    return AuthContext(provider=provider, http=app[OUTBOUND].session, app=oauth_app, params=connection_params(provider, params), guard=app[OUTBOUND].check)
