@@ -135,6 +135,9 @@ async def authorize(request: web.Request) -> web.Response:
     if not redirect_uri or not client.check_redirect_uri(redirect_uri):
         return oauth_error(400, "invalid_request", "redirect_uri is missing or not registered for this client", headers)
     single = {key: params.get(key) for key in params}
+    for name in ("request", "request_uri"):  # request objects are not supported (discovery says so)
+        if name in single:
+            return error_to_client(request, single, f"{name}_not_supported", f"the {name} parameter is not supported")
     if duplicated:
         return error_to_client(request, single, "invalid_request", f"parameter(s) sent more than once: {', '.join(duplicated)}")
     return await proceed(request, single, client)

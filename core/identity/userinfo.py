@@ -32,6 +32,8 @@ async def grant_revoked(app: web.Application, claims: dict) -> bool:
 async def userinfo(request: web.Request) -> web.Response:
     """The signed-in user's claims for the scopes of the Bearer access token."""
     scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+    if not request.headers.get("Authorization") and request.method == "POST" and request.content_type == "application/x-www-form-urlencoded":
+        scheme, token = "bearer", (await request.post()).get("access_token") or ""  # RFC 6750 2.2, form body
     if scheme.lower() != "bearer" or not token.strip():
         return web.json_response({"error": "invalid_token", "error_description": "Bearer access token required"}, status=401,
                                  headers={**NO_STORE, "WWW-Authenticate": 'Bearer realm="patchbay"'})  # fmt: skip

@@ -216,14 +216,16 @@ async def _seed_user(url: str) -> tuple[str, str]:
         await db.close()
 
 
-@pytest.fixture
-def live_server(tmp_path):
+@pytest.fixture(scope="session")
+def live_server(tmp_path_factory):
     """A live ``patchbay serve`` with a workspace and its admin user live@example.com (written
-    straight into its database: the CLI is tested elsewhere and costs seconds per call)."""
+    straight into its database: the CLI is tested elsewhere and costs seconds per call). Shared by
+    the tests of this folder: each registers its own clients."""
     import asyncio
 
-    server = LiveServer(tmp_path / "live")
-    workspace_id, user_id = asyncio.run(_seed_user(f"sqlite+aiosqlite:///{tmp_path / 'live' / 'patchbay.db'}"))
+    root = tmp_path_factory.mktemp("live-server")
+    server = LiveServer(root / "live")
+    workspace_id, user_id = asyncio.run(_seed_user(f"sqlite+aiosqlite:///{root / 'live' / 'patchbay.db'}"))
     server.workspace_id, server.user = workspace_id, {"id": user_id, "email": "live@example.com"}
     yield server
     server.stop()

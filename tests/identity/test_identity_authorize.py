@@ -181,3 +181,11 @@ async def test_https_issuer_marks_the_session_cookie_secure(make_idp):
     assert response.status == 303
     session_cookie = response.cookies["pb_idp_session"]
     assert session_cookie["secure"] and session_cookie["httponly"] and session_cookie["samesite"] == "Lax"
+
+
+async def test_request_objects_are_refused_as_unsupported(idp):
+    client = await idp.register()
+    _, challenge = idp.pkce_pair()
+    for name in ("request", "request_uri"):
+        response = await idp.authorize(client, code_challenge=challenge, code_challenge_method="S256", **{name: "eyJ.x.y"})
+        assert idp.query_of(response.headers["Location"])["error"] == f"{name}_not_supported"

@@ -67,3 +67,14 @@ async def test_revocation_revokes_refresh_tokens_only_and_always_answers_200_emp
     assert unknown.status == 200 and await unknown.read() == b""
     bad = await idp.http.post("/api/v1/oidc/revoke", data={"client_id": client["client_id"], "client_secret": "wrong", "token": "x"})
     assert bad.status == 401 and (await bad.json())["error"] == "invalid_client"
+
+
+async def test_userinfo_accepts_the_token_in_a_form_body(idp):
+    client = await idp.register()
+    tokens = await idp.tokens(client, scope="openid email")
+    response = await idp.http.post("/api/v1/oidc/userinfo", data={"access_token": tokens["access_token"]})
+    assert response.status == 200 and (await response.json())["email"] == "ada@example.com"
+    client_token = await idp.register(grant_types=["client_credentials"], scope="openid")
+    service = await (await idp.token(client_token, grant_type="client_credentials")).json()
+    response = await idp.http.get("/api/v1/oidc/userinfo", headers={"Authorization": f"Bearer {service['access_token']}"})
+    assert response.status == 401  # a client_credentials token has no user
