@@ -199,3 +199,29 @@ async def test_public_clients_cannot_use_client_credentials_and_other_grant_erro
     assert response.status == 400 and (await response.json())["error"] == "invalid_request"
     response = await idp.http.post("/api/v1/oidc/token", data=[("grant_type", "authorization_code"), ("code", "a"), ("code", "b"), ("client_id", client["client_id"])])
     assert (await response.json())["error"] == "invalid_request"
+
+
+async def test_per_client_lifetimes(idp):
+    client = await idp.register(access_token_ttl=120, refresh_token_ttl=600)
+    body = await idp.tokens(client, scope="openid offline_access")
+    assert body["expires_in"] == 120
+    for token in (body["access_token"], body["id_token"]):
+        claims = (await decode(idp, token)).claims
+        assert claims["exp"] - claims["iat"] == 120
+    async with idp.app[DB].session() as session:
+        row = await session.scalar(select(RefreshToken))
+    assert abs((row.expires_at - row.created_at).total_seconds() - 600) < 2
+
+
+async def test_server_errors_answer_500_in_the_oauth_shape(idp, monkeypatch):
+    from patchbay.core.identity.http import OAUTH_SERVER
+
+    def explode(_request):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(idp.app[OAUTH_SERVER], "create_token_response", explode)
+    client = await idp.register(grant_types=["client_credentials"], scope="openid")
+    response = await idp.token(client, grant_type="client_credentials")
+    assert response.status == 500
+    body = await response.json()
+    assert body["error"] == "server_error" and "boom" not in body["error_description"]
