@@ -232,13 +232,7 @@ class ProviderAuth:
         if oauth_app is None or not provider.token_url:
             raise ProviderAuthError(f"{provider.name} has no OAuth client configured", error="invalid_client")
         headers = {"Accept": "application/json", "Content-Type": "application/x-www-form-urlencoded"}
-        if provider.token_auth_method == "client_secret_basic":
-            pair = f"{quote(oauth_app.client_id, safe='')}:{quote(oauth_app.client_secret or '', safe='')}"
-            headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
-        else:
-            form = {**form, "client_id": oauth_app.client_id}
-            if oauth_app.client_secret:
-                form["client_secret"] = oauth_app.client_secret
+        form = _authenticate_client(provider, oauth_app, form, headers)
         try:
             async with ctx.http.post(ctx.url(provider.token_url), data=form, headers=headers, allow_redirects=False) as response:
                 raw = await response.read()
@@ -301,13 +295,7 @@ class ProviderAuth:
         form = {"token": token, "token_type_hint": "refresh_token" if credentials.get("refresh_token") else "access_token"}
         headers = {"Accept": "application/json"}
         if ctx.app is not None:
-            if provider.token_auth_method == "client_secret_basic":
-                pair = f"{quote(ctx.app.client_id, safe='')}:{quote(ctx.app.client_secret or '', safe='')}"
-                headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
-            else:
-                form["client_id"] = ctx.app.client_id
-                if ctx.app.client_secret:
-                    form["client_secret"] = ctx.app.client_secret
+            form = _authenticate_client(provider, ctx.app, form, headers)
         try:
             async with ctx.http.post(ctx.url(provider.revocation_url), data=form, headers=headers, allow_redirects=False) as response:
                 await response.read()
@@ -329,6 +317,19 @@ class ProviderAuth:
         if response.status >= 400:
             raise ProviderAuthError(f"{client.provider.display_name} answered HTTP {response.status}", status=response.status)
         return True
+
+
+def _authenticate_client(provider: Provider, oauth_app: OAuthApp, form: dict[str, str], headers: dict[str, str]) -> dict[str, str]:
+    """Client authentication as the definition's ``token_auth_method`` says: HTTP Basic (RFC 6749
+    2.3.1, form-encoded id and secret) into ``headers``, or the id and secret in the form."""
+    if provider.token_auth_method == "client_secret_basic":
+        pair = f"{quote(oauth_app.client_id, safe='')}:{quote(oauth_app.client_secret or '', safe='')}"
+        headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
+        return form
+    form = {**form, "client_id": oauth_app.client_id}
+    if oauth_app.client_secret:
+        form["client_secret"] = oauth_app.client_secret
+    return form
 
 
 def _parse_token_body(raw: bytes, content_type: str) -> dict[str, Any]:

@@ -18,6 +18,10 @@ from patchbay.core.timeutil import iso
 routes = web.RouteTableDef()
 
 
+async def _find(session, provider: str) -> ByoaCredential | None:
+    return await session.scalar(select(ByoaCredential).where(ByoaCredential.provider == provider))
+
+
 def _status(row: ByoaCredential | None, provider: str) -> dict:
     if row is None:
         return {"provider": provider, "configured": False}
@@ -45,7 +49,7 @@ async def save_credentials(request: web.Request) -> web.Response:
     if scopes is not None and not (isinstance(scopes, list) and all(isinstance(s, str) for s in scopes)):
         raise bad_request("Validation failed: scopes must be a list of strings")
     async with request.app[DB].transaction(tenant=principal.workspace_id) as session:
-        row = await session.scalar(select(ByoaCredential).where(ByoaCredential.provider == provider.name))
+        row = await _find(session, provider.name)
         if row is None:
             row = ByoaCredential(provider=provider.name)
             session.add(row)
@@ -64,7 +68,7 @@ async def credentials_status(request: web.Request) -> web.Response:
     principal = principal_of(request)
     provider = service.provider_or_404(request.app, request.match_info["providerType"])
     async with request.app[DB].session(tenant=principal.workspace_id) as session:
-        row = await session.scalar(select(ByoaCredential).where(ByoaCredential.provider == provider.name))
+        row = await _find(session, provider.name)
     return web.json_response(_status(row, provider.name))
 
 
@@ -75,7 +79,7 @@ async def delete_credentials(request: web.Request) -> web.Response:
     principal = principal_of(request)
     provider = service.provider_or_404(request.app, request.match_info["providerType"])
     async with request.app[DB].transaction(tenant=principal.workspace_id) as session:
-        row = await session.scalar(select(ByoaCredential).where(ByoaCredential.provider == provider.name))
+        row = await _find(session, provider.name)
         if row is None:
             raise not_found(f"No BYOA credentials for {provider.name}")
         await session.delete(row)
