@@ -35,8 +35,7 @@ OUTBOUND = web.AppKey("outbound", Outbound)
 LIMITS = web.AppKey("limits", "PlanLimits")  # patchbay.core.billing.limits
 ERASERS = web.AppKey("erasers", dict)  # patchbay.core.compliance.service: name -> data eraser
 CONNECTIONS = web.AppKey("connections", "ConnectionsRuntime")  # patchbay.core.connections.runtime
-#: (flow_id, version) -> steps of that immutable snapshot (patchbay.core.flows.engine)
-FLOW_VERSION_CACHE = web.AppKey("flow_version_cache", dict)
+FLOW_RUNNER = web.AppKey("flow_runner", "FlowRunner")  # patchbay.core.flows.engine
 #: listeners called for every verified, routed inbound event (patchbay.core.webhooks.listeners)
 WEBHOOK_LISTENERS = web.AppKey("webhook_listeners", "WebhookListeners")
 #: the group-commit writer of inbound events (patchbay.core.webhooks.ingest)

@@ -33,22 +33,31 @@ def event_for(status: str) -> str:
     return "flow.succeeded" if status == "completed" else "flow.failed"
 
 
-async def enqueue_alerts(app: Any, session: AsyncSession, *, workspace_id: str, flow_id: str, execution_id: str, status: str, error: str | None) -> int:
-    """Enqueue the alerts of an ended execution in ``session``; answers how many."""
-    event = event_for(status)
+async def enqueue_alerts(app: Any, session: AsyncSession, ended: list[dict[str, Any]]) -> int:
+    """Enqueue, in ``session``, the alerts of ended executions (each ``{workspace_id, flow_id,
+    execution_id, status, error}``); one query for all of them. Answers how many were enqueued."""
+    if not ended:
+        return 0
     rows = (
         await session.execute(
-            select(AlertSubscription.id, AlertSubscription.event_types).where(
-                AlertSubscription.workspace_id == workspace_id, AlertSubscription.is_active.is_(True)
+            select(AlertSubscription.id, AlertSubscription.workspace_id, AlertSubscription.event_types).where(
+                AlertSubscription.workspace_id.in_({e["workspace_id"] for e in ended}), AlertSubscription.is_active.is_(True)
             )
         )
     ).all()
-    matching = [row.id for row in rows if event in (row.event_types or [])]
-    if not matching:
+    if not rows:
         return 0
-    alert = {"event": event, "timestamp": iso(utcnow()), "flowId": flow_id, "executionId": execution_id, "error": error or ""}
-    await app[JOBS].enqueue_many(session, JOB_KIND, [{"subscriptionId": sid, "alert": alert} for sid in matching], workspace_id=workspace_id)
-    return len(matching)
+    timestamp = iso(utcnow())
+    by_workspace: dict[str, list[dict[str, Any]]] = {}
+    for execution in ended:
+        event = event_for(execution["status"])
+        alert = {"event": event, "timestamp": timestamp, "flowId": execution["flow_id"], "executionId": execution["execution_id"], "error": execution["error"] or ""}
+        for row in rows:
+            if row.workspace_id == execution["workspace_id"] and event in (row.event_types or []):
+                by_workspace.setdefault(row.workspace_id, []).append({"subscriptionId": row.id, "alert": alert})
+    for workspace_id, payloads in by_workspace.items():
+        await app[JOBS].enqueue_many(session, JOB_KIND, payloads, workspace_id=workspace_id)
+    return sum(len(p) for p in by_workspace.values())
 
 
 async def deliver_job(context: JobContext) -> None:

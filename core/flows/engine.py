@@ -24,15 +24,16 @@ from collections import OrderedDict
 from typing import Any
 
 import attrs
-from sqlalchemy import select, update
+from sqlalchemy import Integer, String, Text, bindparam, column, func, literal, select, values
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from patchbay.core.appkeys import DB, FLOW_VERSION_CACHE, JOBS
+from patchbay.core.appkeys import DB, FLOW_RUNNER, JOBS
 from patchbay.core.flows.models import FlowExecution, FlowExecutionStep, FlowVersion
 from patchbay.core.flows.steps import Deferred, RunContext, StepFailed, step_type
 from patchbay.core.flows.templating import TemplateFailure, render_value
 from patchbay.core.jobs.queue import JobContext
+from patchbay.core.storage.base import UtcDateTime
 from patchbay.core.timeutil import new_id, utcnow
 
 log = logging.getLogger(__name__)
@@ -180,14 +181,14 @@ def _insert(app: Any):
     return postgresql.insert if app[DB].is_postgres else sqlite.insert
 
 
-async def _write_records(app: Any, session: AsyncSession, workspace_id: str, execution_id: str, records: list[StepRecord]) -> None:
-    rows = [record.row(workspace_id, execution_id) for record in records if not record.written]
-    if not rows:
-        return
-    statement = _insert(app)(FlowExecutionStep).on_conflict_do_nothing(index_elements=["execution_id", "position"])
-    await session.execute(statement, rows)
-    for record in records:
-        record.written = True
+def _step_rows(records: list[StepRecord], workspace_id: str, execution_id: str) -> list[dict[str, Any]]:
+    return [record.row(workspace_id, execution_id) for record in records if not record.written]
+
+
+async def _insert_steps(app: Any, session: AsyncSession, rows: list[dict[str, Any]]) -> None:
+    if rows:
+        statement = _insert(app)(FlowExecutionStep.__table__).on_conflict_do_nothing(index_elements=["execution_id", "position"])
+        await session.execute(statement, rows)
 
 
 async def create_executions(app: Any, session: AsyncSession, rows: list[dict[str, Any]]) -> list[str]:
@@ -214,76 +215,160 @@ async def create_executions(app: Any, session: AsyncSession, rows: list[dict[str
     return [execution_id for execution_id, _ in created]
 
 
-async def _version_steps(app: Any, flow_id: str, version: int) -> list[dict[str, Any]]:
-    """A version's steps; snapshots never change, so they are cached per process."""
-    cache: OrderedDict = app[FLOW_VERSION_CACHE]
-    key = (flow_id, version)
-    steps = cache.get(key)
-    if steps is None:
-        async with app[DB].session() as session:
-            steps = await session.scalar(select(FlowVersion.steps).where(FlowVersion.flow_id == flow_id, FlowVersion.version == version))
-        if steps is None:
-            raise StepFailed(f"version {version} of flow {flow_id} does not exist")
-        cache[key] = steps
-        if len(cache) > _VERSION_CACHE_SIZE:
-            cache.popitem(last=False)
-    return steps
+class Batcher:
+    """Group commit: items submitted while a flush is running are flushed together by the next
+    ``flush(items) -> results`` call, so concurrent executions share one transaction."""
+
+    def __init__(self, flush, *, max_batch: int = 256) -> None:
+        self._flush = flush
+        self._max = max_batch
+        self._pending: list[tuple[Any, asyncio.Future]] = []
+        self._task: asyncio.Task | None = None
+
+    async def submit(self, item: Any) -> Any:
+        future = asyncio.get_running_loop().create_future()
+        self._pending.append((item, future))
+        if self._task is None or self._task.done():
+            self._task = asyncio.create_task(self._drain())
+        return await future
+
+    async def _drain(self) -> None:
+        while self._pending:
+            await asyncio.sleep(0)  # let callers resumed in this loop iteration join the batch
+            batch, self._pending = self._pending[: self._max], self._pending[self._max :]
+            await self._flush_batch(batch)
+
+    async def _flush_batch(self, batch: list[tuple[Any, asyncio.Future]]) -> None:
+        try:
+            results = await self._flush([item for item, _ in batch])
+        except Exception as error:
+            if len(batch) > 1:
+                for one in batch:  # one bad item must not fail the others
+                    await self._flush_batch([one])
+            elif not batch[0][1].done():
+                batch[0][1].set_exception(error)
+            return
+        for (_, future), result in zip(batch, results, strict=True):
+            if not future.done():
+                future.set_result(result)
 
 
-async def _finish(app: Any, execution: dict[str, Any], outcome: Outcome, *, alerts: bool) -> bool:
-    """Write the outcome; False when another run already finished the execution."""
-    from patchbay.core.alerts.service import enqueue_alerts
+_STARTED = ("id", "workspace_id", "flow_id", "version", "steps", "trigger_payload", "trigger_source", "attempts", "started_at")
 
-    finished = utcnow()
-    started = execution["started_at"] or finished
-    async with app[DB].transaction() as session:
-        result = await session.execute(
-            update(FlowExecution)
-            .where(FlowExecution.id == execution["id"], FlowExecution.status == "running")
-            .values(status=outcome.status, error=outcome.error, finished_at=finished, updated_at=finished,
-                    duration_ms=int((finished - started).total_seconds() * 1000))  # fmt: skip
-            .execution_options(synchronize_session=False)
+
+@attrs.define
+class _Finish:
+    execution: dict[str, Any]
+    outcome: Outcome
+    alerts: bool
+
+
+class FlowRunner:
+    """Runs executions for one app: batched starts and finishes, and a cache of version snapshots
+    (immutable, so safe to keep)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.versions: OrderedDict[tuple[str, int], list] = OrderedDict()
+        self._starts = Batcher(self._start_many)
+        self._finishes = Batcher(self._finish_many)
+
+    # -- starting --------------------------------------------------------------------------------
+
+    async def start(self, execution_id: str) -> dict[str, Any] | None:
+        """Mark the execution running (again, when resumed); None when it has already ended."""
+        return await self._starts.submit(execution_id)
+
+    async def _start_many(self, ids: list[str]) -> list[dict[str, Any] | None]:
+        table = FlowExecution.__table__
+        now = utcnow()
+        statement = (
+            table.update()
+            .where(table.c.id.in_(ids), table.c.status.in_(("pending", "running")))
+            .values(status="running", attempts=table.c.attempts + 1, updated_at=now,
+                    started_at=func.coalesce(table.c.started_at, literal(now, UtcDateTime())))  # fmt: skip
+            .returning(*[table.c[name] for name in _STARTED])
         )
-        if result.rowcount != 1:
-            await session.rollback()
-            return False
-        await _write_records(app, session, execution["workspace_id"], execution["id"], outcome.records)
-        if alerts:
-            await enqueue_alerts(
-                app, session, workspace_id=execution["workspace_id"], flow_id=execution["flow_id"],
-                execution_id=execution["id"], status=outcome.status, error=outcome.error,
-            )  # fmt: skip
-    return True
+        async with self.app[DB].transaction() as session:
+            started = {row["id"]: dict(row) for row in (await session.execute(statement)).mappings()}
+        return [started.get(execution_id) for execution_id in ids]
 
+    # -- finishing -------------------------------------------------------------------------------
 
-_CLAIM_COLUMNS = (
-    FlowExecution.id, FlowExecution.workspace_id, FlowExecution.flow_id, FlowExecution.version, FlowExecution.steps,
-    FlowExecution.trigger_payload, FlowExecution.trigger_source, FlowExecution.attempts, FlowExecution.started_at,
-)  # fmt: skip
+    async def finish(self, execution: dict[str, Any], outcome: Outcome, *, alerts: bool) -> bool:
+        """Record the outcome; False when another run had already finished the execution."""
+        return await self._finishes.submit(_Finish(execution, outcome, alerts))
 
+    async def _finish_many(self, items: list[_Finish]) -> list[bool]:
+        from patchbay.core.alerts.service import enqueue_alerts
 
-async def _start(app: Any, execution_id: str) -> dict[str, Any] | None:
-    """Mark the execution running (again, when resumed); None when it has already ended."""
-    now = utcnow()
-    async with app[DB].transaction() as session:
-        row = (
-            await session.execute(
-                update(FlowExecution)
-                .where(FlowExecution.id == execution_id, FlowExecution.status.in_(("pending", "running")))
-                .values(status="running", attempts=FlowExecution.attempts + 1, updated_at=now)
-                .returning(*_CLAIM_COLUMNS)
-                .execution_options(synchronize_session=False)
+        now = utcnow()
+        updates = []
+        for item in items:
+            started = item.execution["started_at"] or now
+            updates.append({"id": item.execution["id"], "status": item.outcome.status, "error": item.outcome.error, "finished_at": now,
+                            "duration_ms": int((now - started).total_seconds() * 1000)})  # fmt: skip
+        async with self.app[DB].transaction() as session:
+            finished = await self._mark_finished(session, updates)
+            rows: list[dict[str, Any]] = []
+            for item in items:
+                if item.execution["id"] in finished:
+                    rows += _step_rows(item.outcome.records, item.execution["workspace_id"], item.execution["id"])
+            await _insert_steps(self.app, session, rows)
+            alerting = [
+                {"workspace_id": i.execution["workspace_id"], "flow_id": i.execution["flow_id"], "execution_id": i.execution["id"],
+                 "status": i.outcome.status, "error": i.outcome.error}
+                for i in items if i.alerts and i.execution["id"] in finished
+            ]  # fmt: skip
+            await enqueue_alerts(self.app, session, alerting)
+        return [item.execution["id"] in finished for item in items]
+
+    async def _mark_finished(self, session: AsyncSession, updates: list[dict[str, Any]]) -> set[str]:
+        """Set the outcome of each execution still ``running``; answers the ids changed."""
+        table = FlowExecution.__table__
+        if self.app[DB].is_postgres:
+            given = values(
+                column("id", String), column("status", String), column("error", Text), column("finished_at", UtcDateTime()), column("duration_ms", Integer),
+                name="outcome",
+            ).data([(u["id"], u["status"], u["error"], u["finished_at"], u["duration_ms"]) for u in updates])  # fmt: skip
+            statement = (
+                table.update()
+                .where(table.c.id == given.c.id, table.c.status == "running")
+                .values(status=given.c.status, error=given.c.error, finished_at=given.c.finished_at, updated_at=given.c.finished_at,
+                        duration_ms=given.c.duration_ms)  # fmt: skip
+                .returning(table.c.id)
             )
-        ).mappings().first()
-        if row is None:
-            return None
-        execution = dict(row)
-        if execution["started_at"] is None:
-            execution["started_at"] = now
-            await session.execute(
-                update(FlowExecution).where(FlowExecution.id == execution_id).values(started_at=now).execution_options(synchronize_session=False)
-            )
-    return execution
+            return set((await session.scalars(statement)).all())
+        # SQLite (one writer, no UPDATE ... FROM VALUES): one executemany, checked by its row count
+        statement = (
+            table.update()
+            .where(table.c.id == bindparam("eid"), table.c.status == "running")
+            .values(status=bindparam("new_status"), error=bindparam("new_error"), finished_at=bindparam("finished"),
+                    updated_at=bindparam("finished"), duration_ms=bindparam("duration"))  # fmt: skip
+        )
+        params = [{"eid": u["id"], "new_status": u["status"], "new_error": u["error"], "finished": u["finished_at"], "duration": u["duration_ms"]} for u in updates]
+        if len(params) == 1 or (await session.execute(statement, params)).rowcount != len(params):
+            finished = set()
+            for param in params:  # some had ended already (a duplicate run): find out which, one by one
+                if (await session.execute(statement, param)).rowcount == 1:
+                    finished.add(param["eid"])
+            return finished
+        return {u["id"] for u in updates}
+
+    # -- version snapshots -----------------------------------------------------------------------
+
+    async def version_steps(self, flow_id: str, version: int) -> list[dict[str, Any]]:
+        key = (flow_id, version)
+        steps = self.versions.get(key)
+        if steps is None:
+            async with self.app[DB].session() as session:
+                steps = await session.scalar(select(FlowVersion.steps).where(FlowVersion.flow_id == flow_id, FlowVersion.version == version))
+            if steps is None:
+                raise StepFailed(f"version {version} of flow {flow_id} does not exist")
+            self.versions[key] = steps
+            if len(self.versions) > _VERSION_CACHE_SIZE:
+                self.versions.popitem(last=False)
+        return steps
 
 
 async def _done_records(app: Any, execution_id: str) -> dict[int, StepRecord]:
@@ -299,21 +384,24 @@ async def _done_records(app: Any, execution_id: str) -> dict[int, StepRecord]:
 async def run_execution(app: Any, execution_id: str) -> str | None:
     """Run (or resume) one execution to its end; answers its final status, or None when it had
     already ended or waits on a long delay."""
-    execution = await _start(app, execution_id)
+    runner: FlowRunner = app[FLOW_RUNNER]
+    execution = await runner.start(execution_id)
     if execution is None:
         return None
     workspace_id = execution["workspace_id"]
     done = await _done_records(app, execution_id) if execution["attempts"] > 1 else {}
     context = RunContext(app, workspace_id, execution["flow_id"], execution_id, execution["trigger_payload"], test=execution["trigger_source"] == "test")
     try:
-        steps = execution["steps"] if execution["version"] is None else await _version_steps(app, execution["flow_id"], execution["version"])
+        steps = execution["steps"] if execution["version"] is None else await runner.version_steps(execution["flow_id"], execution["version"])
     except StepFailed as error:
-        await _finish(app, execution, Outcome("failed", str(error), []), alerts=not context.test)
+        await runner.finish(execution, Outcome("failed", str(error), []), alerts=not context.test)
         return "failed"
 
     async def checkpoint(records: list[StepRecord]) -> None:
         async with app[DB].transaction() as session:
-            await _write_records(app, session, workspace_id, execution_id, records)
+            await _insert_steps(app, session, _step_rows(records, workspace_id, execution_id))
+        for record in records:
+            record.written = True
 
     try:
         outcome = await run_steps(app, context, steps or [], done, checkpoint)
@@ -321,7 +409,12 @@ async def run_execution(app: Any, execution_id: str) -> str | None:
         async with app[DB].transaction() as session:
             app[JOBS].enqueue(session, JOB_KIND, {"executionId": execution_id}, delay=wait.seconds, workspace_id=workspace_id)
         return None
-    await _finish(app, execution, outcome, alerts=not context.test)
+    try:
+        await runner.finish(execution, outcome, alerts=not context.test)
+    except Exception as error:  # e.g. a plugin step's output that is not JSON: fail the run, keep the reason
+        log.warning("storing the outcome of execution %s failed: %r", execution_id, error)
+        outcome = Outcome("failed", f"storing the outcome failed: {type(error).__name__}: {error}", [])
+        await runner.finish(execution, outcome, alerts=not context.test)
     return outcome.status
 
 
@@ -340,6 +433,5 @@ async def run_test(app: Any, *, workspace_id: str, flow_id: str, steps: list[dic
     execution = {"id": execution_id, "workspace_id": workspace_id, "flow_id": flow_id, "started_at": now}
     context = RunContext(app, workspace_id, flow_id, execution_id, payload, test=True)
     outcome = await run_steps(app, context, steps, {})
-    await _finish(app, execution, outcome, alerts=False)
+    await app[FLOW_RUNNER].finish(execution, outcome, alerts=False)
     return execution_id
-

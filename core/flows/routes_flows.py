@@ -3,14 +3,13 @@ trigger and action options a flow editor offers."""
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from typing import Any
 
 from aiohttp import web
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
-from patchbay.core.appkeys import DB, FLOW_VERSION_CACHE, JOBS, REGISTRY
+from patchbay.core.appkeys import DB, FLOW_RUNNER, JOBS, REGISTRY
 from patchbay.core.flows import engine, service
 from patchbay.core.flows.models import Flow, FlowExecution
 from patchbay.core.flows.steps import known_step_types
@@ -252,6 +251,6 @@ async def test_flow(request: web.Request) -> web.Response:
 
 
 def setup(app: web.Application) -> None:
-    app[FLOW_VERSION_CACHE] = OrderedDict()
+    app[FLOW_RUNNER] = engine.FlowRunner(app)
     app.router.add_routes(routes)
     app[JOBS].register(engine.JOB_KIND, engine.execute_job, max_attempts=10, backoff_base=1.0, backoff_cap=60.0)
