@@ -219,6 +219,8 @@ async def create_invite(request: web.Request) -> web.Response:
             invite, token = await service.create_invite(
                 session, request.app[SECRETS], workspace_id=workspace_id, email=body.email, role=body.role, ttl=timedelta(hours=hours), invited_by=principal_of(request).subject
             )
+        except service.AlreadyMember as error:
+            raise conflict(str(error)) from None
         except service.WorkspaceError as error:
             raise bad_request(f"Validation failed: {error}") from None
         request.app[JOBS].enqueue(session, INVITE_EMAIL_JOB, {"invite_id": invite.id, "token": request.app[SECRETS].encrypt(token)}, workspace_id=workspace_id)

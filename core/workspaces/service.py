@@ -76,6 +76,10 @@ def _check_role(role: str) -> None:
         raise WorkspaceError(f"role must be one of {', '.join(ROLES)}")
 
 
+class AlreadyMember(WorkspaceError):
+    pass
+
+
 class TokenRefused(WorkspaceError):
     """An invite or link token that is unknown (``reason`` not_found), expired, used or revoked."""
 
@@ -95,6 +99,11 @@ async def create_invite(session: AsyncSession, box: SecretBox, *, workspace_id: 
     email = email.strip().lower()
     if "@" not in email or len(email) > 320:
         raise WorkspaceError("email must be an email address")
+    member = await session.scalar(
+        select(Membership.id).join(User, User.id == Membership.user_id).where(Membership.workspace_id == workspace_id, User.email == email)
+    )
+    if member is not None:
+        raise AlreadyMember(f"{email} is already a member of this workspace")
     token = random_token(32)
     invite = Invite(workspace_id=workspace_id, email=email, role=role, token_digest=box.digest(token), expires_at=utcnow() + ttl, invited_by=invited_by)
     session.add(invite)
@@ -134,6 +143,9 @@ async def accept_invite(session: AsyncSession, box: SecretBox, *, token: str, us
     )
     if used.rowcount != 1:  # accepted concurrently
         raise TokenRefused("used", "Invite has already been used")
+    existing = await session.scalar(select(Membership).where(Membership.workspace_id == invite.workspace_id, Membership.user_id == user.id))
+    if existing is not None:  # already a member: the invite never changes a role
+        return invite, existing
     membership = await add_member(session, workspace_id=invite.workspace_id, user_id=user.id, role=invite.role)
     return invite, membership
 

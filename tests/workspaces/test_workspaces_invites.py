@@ -59,6 +59,9 @@ async def test_invite_email_validate_accept_once(aiohttp_client, make_app, smtp_
     assert (await again.json())["message"] == "Invite has already been used"
     assert (await client.get(f"/connect/v1/workspaces/invite/validate/{token}")).status == 410
 
+    member = await client.post(f"/connect/v1/workspaces/{ws['workspace_id']}/invite", json={"email": "bob@example.test"}, headers=ws["headers"])
+    assert (member.status, (await member.json())["message"]) == (409, "bob@example.test is already a member of this workspace")
+
     mine = await client.get("/connect/v1/workspaces", headers=bob)
     assert [(w["id"], w["role"]) for w in (await mine.json())["data"]] == [(ws["workspace_id"], "manager")]
 
