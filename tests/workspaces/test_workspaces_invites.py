@@ -110,3 +110,19 @@ async def test_concurrent_accepts_use_the_invite_once(aiohttp_client, make_app, 
     _, ivy = await make_user(app, "ivy@example.test")
     responses = await asyncio.gather(*(client.post(f"/connect/v1/workspaces/invite/accept/{token}", headers=ivy) for _ in range(4)))
     assert sorted(r.status for r in responses) == [201, 410, 410, 410]
+
+
+async def test_accepting_as_a_member_keeps_the_role(aiohttp_client, make_app, make_user):
+    app = make_app()
+    client = await aiohttp_client(app)
+    ws = await create_workspace_with_key(app)
+    response = await client.post(f"/connect/v1/workspaces/{ws['workspace_id']}/invite", json={"email": "jo@example.test", "role": "admin"}, headers=ws["headers"])
+    token = (await response.json())["inviteUrl"].rsplit("/", 1)[1]
+    link = await (await client.post(f"/connect/v1/workspaces/{ws['workspace_id']}/shareable-link", headers=ws["headers"])).json()
+    jo_id, jo = await make_user(app, "jo@example.test")
+    await client.post(f"/connect/v1/workspaces/join/link/{ws['workspace_id']}", json={"token": link["token"]}, headers=jo)
+    accepted = await client.post(f"/connect/v1/workspaces/invite/accept/{token}", headers=jo)
+    assert (accepted.status, (await accepted.json())["role"]) == (201, "viewer")
+    async with app[DB].session() as session:
+        assert await session.scalar(select(Membership.role).where(Membership.user_id == jo_id)) == "viewer"
+    assert (await client.post(f"/connect/v1/workspaces/invite/accept/{token}", headers=jo)).status == 410
