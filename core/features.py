@@ -20,6 +20,7 @@ FEATURES: tuple[str, ...] = (
     "patchbay.core.actions.routes",
     "patchbay.core.tables.routes",
     "patchbay.core.records.routes",
+    "patchbay.core.unified_crm.routes",
     "patchbay.core.webhooks.feature",
     "patchbay.core.leads.feature",
     "patchbay.core.crm_push.feature",
