@@ -74,7 +74,9 @@ class Outbound:
     async def start(self) -> None:
         resolver = None if self.allow_insecure else PublicOnlyResolver()
         connector = aiohttp.TCPConnector(limit=200, limit_per_host=50, resolver=resolver, ttl_dns_cache=60)
-        self._session = aiohttp.ClientSession(connector=connector, timeout=DEFAULT_TIMEOUT, auto_decompress=False)
+        # No cookie jar: the one session serves every workspace, and a cookie one tenant's call
+        # received must never ride along on another tenant's call to the same host.
+        self._session = aiohttp.ClientSession(connector=connector, timeout=DEFAULT_TIMEOUT, auto_decompress=False, cookie_jar=aiohttp.DummyCookieJar())
 
     @property
     def session(self) -> aiohttp.ClientSession:

@@ -158,6 +158,10 @@ class FakeProvider:
         if tail == "limited" and "limited" not in self.rate_limit_once:
             self.rate_limit_once.add("limited")
             return web.json_response({"message": "slow down"}, status=429, headers={"Retry-After": "0.2"})
+        if tail == "set-cookie":
+            response = web.json_response({"cookie": request.headers.get("Cookie")})
+            response.set_cookie("session", request.query.get("value", "x"))
+            return response
         if tail == "big":
             response = web.StreamResponse(headers={"Content-Type": "application/octet-stream", "Connection": "keep-alive", "X-Upstream": "yes"})
             await response.prepare(request)

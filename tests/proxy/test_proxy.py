@@ -17,8 +17,8 @@ from patchbay.core.testing import create_workspace_with_key
 KEY = "fake-api-key-123"  # FakeProvider.API_KEY
 
 
-async def _connect(api, ws, provider="fakekey") -> str:
-    response = await api.post(f"/connect/v1/providers/{provider}/connect", json={"credentials": {"apiKey": KEY}}, headers=ws["headers"])
+async def _connect(api, ws, provider="fakekey", params=None) -> str:
+    response = await api.post(f"/connect/v1/providers/{provider}/connect", json={"credentials": {"apiKey": KEY}, "params": params or {}}, headers=ws["headers"])
     assert response.status == 201, await response.text()
     return (await response.json())["connectionId"]
 
@@ -141,3 +141,13 @@ async def test_connection_client_for_plugins(api, ws, fake):
     with pytest.raises(ApiError):
         await client_for_provider(app, workspace_id=other["workspace_id"], provider_name="fakekey")
     await asyncio.sleep(0)
+
+
+async def test_provider_cookies_never_cross_tenants(api, ws, fake):
+    other = await create_workspace_with_key(api.server.app, name="Other", plan="enterprise")
+    local = {"server": fake.base.replace("127.0.0.1", "localhost")}  # a host name: cookie jars ignore IP hosts
+    first, second = await _connect(api, ws, params=local), await _connect(api, other, params=local)
+    one = await api.post("/connect/v1/proxy/fakekey", json={"method": "GET", "path": "/set-cookie", "query": {"value": "tenant-a"}}, headers={**ws["headers"], "x-connection-id": first})
+    assert "session=tenant-a" in one.headers.get("Set-Cookie", ""), "the provider's cookie is passed through to its caller"
+    two = await api.post("/connect/v1/proxy/fakekey", json={"method": "GET", "path": "/set-cookie"}, headers={**other["headers"], "x-connection-id": second})
+    assert (await two.json())["cookie"] is None, "the outbound client keeps no cookie jar"
