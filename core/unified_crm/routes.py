@@ -18,6 +18,7 @@ from patchbay.core.http.bodies import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, query_in
 from patchbay.core.http.errors import not_found, unauthorized
 from patchbay.core.security.auth import Principal, principal_of, requires
 from patchbay.core.unified_crm import service
+from patchbay.core.unified_crm.models import RESOURCES
 
 routes = web.RouteTableDef()
 PREFIX = "/api/unified"
@@ -57,10 +58,9 @@ async def _get(request: web.Request, principal: Principal, resource: str) -> web
 
 
 def _resource(request: web.Request) -> str:
-    resource = request.match_info["resource"]
-    if resource not in ("contacts", "companies", "deals"):
-        raise not_found(f"Unknown CRM resource: {resource}")
-    return resource
+    """The resource of the route (``.../crm/<resource>[/<id>]``)."""
+    parts = request.path.split("/")
+    return parts[parts.index("crm") + 1]
 
 
 @routes.get(PREFIX + "/crm/providers")
@@ -70,28 +70,24 @@ async def crm_providers(request: web.Request) -> web.Response:
     return web.json_response(service.supported(request.app))
 
 
-@routes.get(PREFIX + "/crm/{resource}")
 @requires(PERMISSION)
 async def list_crm(request: web.Request) -> web.Response:
     """Unified contacts, companies or deals of a CRM connection (server-to-server), cursor-paged."""
     return await _list(request, _server_to_server(request), _resource(request))
 
 
-@routes.get(PREFIX + "/crm/{resource}/{itemId}")
 @requires(PERMISSION)
 async def get_crm(request: web.Request) -> web.Response:
     """One unified contact, company or deal (server-to-server)."""
     return await _get(request, _server_to_server(request), _resource(request))
 
 
-@routes.get(PREFIX + "/user/crm/{resource}")
 @requires(PERMISSION)
 async def list_user_crm(request: web.Request) -> web.Response:
     """Unified contacts, companies or deals for a signed-in user's workspace, cursor-paged."""
     return await _list(request, _user(request), _resource(request))
 
 
-@routes.get(PREFIX + "/user/crm/{resource}/{itemId}")
 @requires(PERMISSION)
 async def get_user_crm(request: web.Request) -> web.Response:
     """One unified contact, company or deal for a signed-in user's workspace."""
@@ -100,3 +96,8 @@ async def get_user_crm(request: web.Request) -> web.Response:
 
 def setup(app: web.Application) -> None:
     app.router.add_routes(routes)
+    for resource in RESOURCES:  # one route per resource, as the spec lists them
+        app.router.add_get(f"{PREFIX}/crm/{resource}", list_crm)
+        app.router.add_get(f"{PREFIX}/crm/{resource}/{{itemId}}", get_crm)
+        app.router.add_get(f"{PREFIX}/user/crm/{resource}", list_user_crm)
+        app.router.add_get(f"{PREFIX}/user/crm/{resource}/{{itemId}}", get_user_crm)

@@ -327,7 +327,7 @@ async def test_providers_list_auth_variants_and_bad_cursors(crm, fake):
         response = await crm.get(f"/api/unified/crm/{kind}", params={"connectionId": crm.connections[crm_name], "cursor": first["nextCursor"]}, headers=crm.ws["headers"])
         assert response.status == 400
     assert (await crm.get("/api/unified/crm/contacts", params={"cursor": "%%%"}, headers=crm.ws["headers"])).status == 400
-    assert (await crm.get("/api/unified/crm/tickets", headers=crm.ws["headers"])).status == 404
+    assert (await crm.get("/api/unified/crm/tickets", headers=crm.ws["headers"])).status in (404, 405)
 
 
 async def test_connections_of_other_workspaces_and_non_crms_are_refused(crm):
