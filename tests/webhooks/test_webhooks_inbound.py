@@ -9,6 +9,7 @@ from sqlalchemy import func, select
 
 from patchbay.core.appkeys import DB
 from patchbay.core.jobs.models import Job
+from patchbay.core.timeutil import utcnow
 from patchbay.core.webhooks.listeners import get_listeners
 from patchbay.core.webhooks.models import WebhookDelivery, WebhookEvent
 from patchbay.core.webhooks.testing import add_connection, meta_signature, page_event_payload
@@ -58,6 +59,7 @@ async def test_a_signed_event_is_committed_before_the_answer(wh_app, aiohttp_cli
     answer = await response.json()
     (row,) = await helpers.event_rows(app)
     assert row.id == answer["id"] and row.status == "RECEIVED" and row.body == body.decode()
+    assert abs((utcnow() - row.created_at).total_seconds()) < 5 and row.workspace_id is None
     async with app[DB].session() as session:
         job = await session.scalar(select(Job).where(Job.kind == "webhooks.process"))
     assert job.payload == {"event_ids": [row.id]}
