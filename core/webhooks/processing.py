@@ -75,7 +75,11 @@ async def process_event(app: web.Application, event_id: str) -> None:
 async def _process_root(app: web.Application, handler: WebhookHandler | None, event: WebhookEvent) -> None:
     earlier = await _earlier_copy(app, event)
     if earlier is not None:
-        await _finish_unrouted(app, event.id, "DUPLICATE", f"the same delivery was received before as event {earlier}")
+        # the same body routes the same way: the duplicate shows in the original's workspace log
+        await _finish_unrouted(
+            app, event.id, "DUPLICATE", f"the same delivery was received before as event {earlier.id}",
+            workspace_id=earlier.workspace_id, connection_id=earlier.connection_id, event_type=earlier.event_type,
+        )  # fmt: skip
         return
     if handler is None:
         await _fail(app, event.id, f"no webhook handler is installed for provider {event.provider}")
@@ -94,11 +98,12 @@ async def _process_root(app: web.Application, handler: WebhookHandler | None, ev
     await _process_item(app, handler, event, items[0])
 
 
-async def _earlier_copy(app: web.Application, event: WebhookEvent) -> str | None:
+async def _earlier_copy(app: web.Application, event: WebhookEvent):
+    """The first event received with the same body (id, workspace_id, connection_id, event_type)."""
     if not event.body_hash:
         return None
     statement = (
-        select(WebhookEvent.id)
+        select(WebhookEvent.id, WebhookEvent.workspace_id, WebhookEvent.connection_id, WebhookEvent.event_type)
         .where(
             WebhookEvent.provider == event.provider,
             WebhookEvent.body_hash == event.body_hash,
@@ -106,10 +111,11 @@ async def _earlier_copy(app: web.Application, event: WebhookEvent) -> str | None
             WebhookEvent.id != event.id,
             or_(WebhookEvent.created_at < event.created_at, and_(WebhookEvent.created_at == event.created_at, WebhookEvent.id < event.id)),
         )
+        .order_by(WebhookEvent.created_at, WebhookEvent.id)
         .limit(1)
     )
     async with app[DB].session() as session:
-        return await session.scalar(statement)
+        return (await session.execute(statement)).first()
 
 
 async def _split(app: web.Application, event: WebhookEvent, items: list[InboundEvent]) -> None:

@@ -283,3 +283,14 @@ async def test_subscriptions_and_deliveries_are_tenant_scoped(wh, receivers, hel
         delivery_id = (await session.scalars(select(WebhookDelivery.id))).first()
     assert (await client.get(f"/connect/v1/webhooks/deliveries/{delivery_id}", headers=second["headers"])).status == 404
     assert (await client.get(f"/connect/v1/webhooks/deliveries/{delivery_id}", headers=first["headers"])).status == 200
+
+
+async def test_permissions_gate_subscriptions_and_the_event_log(wh_app, aiohttp_client):
+    client = await aiohttp_client(wh_app(background=False))
+    viewer = await create_workspace_with_key(client.server.app, permissions=["webhooks.view"])
+    refused = await client.post("/connect/v1/webhooks/facebook/subscribe", json={"url": "http://127.0.0.1:9/x"}, headers=viewer["headers"])
+    assert refused.status == 403
+    assert (await client.get("/connect/v1/webhooks/facebook/subscriptions", headers=viewer["headers"])).status == 200
+    assert (await client.get("/connect/v1/webhooks/events", headers=viewer["headers"])).status == 200
+    assert (await client.get("/connect/v1/webhooks/events")).status == 401
+    assert (await client.get("/leads", headers=viewer["headers"])).status == 403

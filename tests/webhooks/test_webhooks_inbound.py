@@ -133,6 +133,8 @@ async def test_the_same_delivery_twice_is_a_duplicate_and_forwarded_once(wh, rec
     await helpers.wait_until(lambda: _all_settled(helpers, app))
     statuses = sorted(r.status for r in await helpers.event_rows(app))
     assert statuses == ["DUPLICATE", "PROCESSED"]
+    logged = await (await client.get("/connect/v1/webhooks/events", params={"status": "duplicate"}, headers=first["headers"])).json()
+    assert logged["total"] == 1 and "received before" in logged["data"][0]["reason"]
     await receiver.wait_for(1)
     await helpers.wait_until(lambda: _deliveries_done(app))
     assert len(receiver.requests) == 1
