@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import multiprocessing
+import os
 import statistics
 import sys
 import tempfile
@@ -47,7 +48,7 @@ def _upstream(out) -> None:
     asyncio.run(main())
 
 
-def _patchbay(upstream: str, data_dir: str, auth: str, out) -> None:
+def _patchbay(upstream: str, data_dir: str, auth: str, profile: str | None, out) -> None:
     import logging
 
     from patchbay import Provider, hookimpl
@@ -90,6 +91,19 @@ def _patchbay(upstream: str, data_dir: str, auth: str, out) -> None:
         out.send((site._server.sockets[0].getsockname()[1], headers))
         await asyncio.Event().wait()
 
+    if profile:
+        import cProfile
+        import signal
+
+        profiler = cProfile.Profile()
+
+        def dump(*_):
+            profiler.disable()
+            profiler.dump_stats(profile)
+            sys.exit(0)
+
+        signal.signal(signal.SIGTERM, dump)
+        profiler.enable()
     asyncio.run(main())
 
 
@@ -130,11 +144,28 @@ async def _load(url: str, headers: dict[str, str], seconds: float, concurrency: 
     }
 
 
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time of a process so far (Linux /proc; 0 elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measured(pids: dict[str, int], run) -> tuple[dict[str, float], dict[str, float]]:
+    """Run the load and answer its figures and the CPU seconds each process spent meanwhile."""
+    before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+    figures = run()
+    return figures, {name: cpu_seconds(pid) - before[name] for name, pid in pids.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=6.0)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--auth", choices=("api_key", "token"), default="api_key")
+    parser.add_argument("--profile", metavar="FILE", help="write a cProfile of the patchbay process to FILE (slows it down)")
     args = parser.parse_args()
     context = multiprocessing.get_context("spawn")
     processes = []
@@ -146,21 +177,29 @@ def main() -> None:
         upstream_url = f"http://127.0.0.1:{receive.recv()}"
         with tempfile.TemporaryDirectory() as data_dir:
             receive, send = context.Pipe(duplex=False)
-            patchbay = context.Process(target=_patchbay, args=(upstream_url, str(Path(data_dir)), args.auth, send), daemon=True)
+            patchbay = context.Process(target=_patchbay, args=(upstream_url, str(Path(data_dir)), args.auth, args.profile, send), daemon=True)
             patchbay.start()
             processes.append(patchbay)
             port, headers = receive.recv()
             proxy_url = f"http://127.0.0.1:{port}/connect/v1/proxy/bench"
-            direct = asyncio.run(_load(f"{upstream_url}/v1", {"Authorization": "Bearer upstream-key"}, args.seconds, args.concurrency, 1.0))
-            proxied = asyncio.run(_load(proxy_url, headers, args.seconds, args.concurrency, 1.5))
+            pids = {"upstream": upstream.pid, "patchbay": patchbay.pid}
+            asyncio.run(_load(proxy_url, headers, 1.0, args.concurrency, 0.5))  # warm both paths up first
+            direct, direct_cpu = measured(pids, lambda: asyncio.run(_load(f"{upstream_url}/v1", {"Authorization": "Bearer upstream-key"}, args.seconds, args.concurrency, 0.5)))
+            proxied, proxy_cpu = measured(pids, lambda: asyncio.run(_load(proxy_url, headers, args.seconds, args.concurrency, 0.5)))
     finally:
         for process in processes:
             process.terminate()
+            process.join(10)
     print(f"proxy benchmark: {args.seconds:.0f} s per target, {args.concurrency} concurrent keep-alive clients, caller auth {args.auth}")
     print(f"{'':8} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'errors':>7}")
     for name, figures in (("direct", direct), ("proxy", proxied)):
         print(f"{name:8} {figures['rps']:9.0f} {figures['p50_ms']:8.2f} {figures['p99_ms']:8.2f} {figures['errors']:7d}")
     print(f"ratio proxy/direct: {proxied['rps'] / direct['rps']:.2f}x (requests per second)")
+    # CPU per request does not depend on what else the machine runs, unlike the rates above.
+    up_direct = direct_cpu["upstream"] / max(1, direct["requests"]) * 1e6
+    up_proxy = proxy_cpu["upstream"] / max(1, proxied["requests"]) * 1e6
+    pb = proxy_cpu["patchbay"] / max(1, proxied["requests"]) * 1e6
+    print(f"CPU per request: upstream {up_direct:.0f} us (direct) / {up_proxy:.0f} us (proxied); patchbay {pb:.0f} us per proxied call")
     if proxied["errors"] or direct["errors"]:
         sys.exit(1)
 

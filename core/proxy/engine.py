@@ -58,8 +58,16 @@ class ProxyCall:
 
 
 def drop_hop_by_hop(headers: Mapping[str, str]) -> CIMultiDict:
-    listed = {token.strip().lower() for token in headers.get("Connection", "").split(",") if token.strip()}
-    return CIMultiDict((k, v) for k, v in headers.items() if k.lower() not in HOP_BY_HOP and k.lower() not in listed)
+    """A copy of ``headers`` without the hop-by-hop ones (RFC 9110 7.6.1), including those the
+    ``Connection`` header names."""
+    copy = CIMultiDict(headers)
+    listed = copy.get("Connection")
+    for name in HOP_BY_HOP:
+        copy.popall(name, None)
+    if listed:
+        for token in listed.split(","):
+            copy.popall(token.strip(), None)
+    return copy
 
 
 def provider_of(app: web.Application, state: ConnectionState) -> Provider:

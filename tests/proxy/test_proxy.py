@@ -151,3 +151,11 @@ async def test_provider_cookies_never_cross_tenants(api, ws, fake):
     assert "session=tenant-a" in one.headers.get("Set-Cookie", ""), "the provider's cookie is passed through to its caller"
     two = await api.post("/connect/v1/proxy/fakekey", json={"method": "GET", "path": "/set-cookie"}, headers={**other["headers"], "x-connection-id": second})
     assert (await two.json())["cookie"] is None, "the outbound client keeps no cookie jar"
+
+
+def test_hop_by_hop_headers_and_the_ones_connection_names_are_dropped():
+    from patchbay.core.proxy.engine import drop_hop_by_hop
+
+    kept = drop_hop_by_hop({"Connection": "keep-alive, X-Hop", "X-Hop": "1", "Keep-Alive": "timeout=5", "Transfer-Encoding": "chunked",
+                            "Upgrade": "h2c", "Proxy-Authorization": "x", "TE": "trailers", "X-End": "2", "Content-Type": "text/plain"})  # fmt: skip
+    assert dict(kept) == {"X-End": "2", "Content-Type": "text/plain"}
