@@ -9,7 +9,6 @@ existing record the CRM reports as a duplicate) and returns the CRM's record id.
 
 from __future__ import annotations
 
-import inspect
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -17,27 +16,15 @@ from typing import Any
 from patchbay import Provider, hookimpl
 
 
-async def _json(response: Any) -> Any:
-    data = response.json()
-    data = await data if inspect.isawaitable(data) else data
-    return data if data is not None else {}
-
-
-async def _text(response: Any) -> str:
-    text = response.text
-    text = text() if callable(text) else text
-    return await text if inspect.isawaitable(text) else str(text)
-
-
 async def _call(client: Any, method: str, path: str, *, json: Any = None, params: Mapping[str, Any] | None = None, ok: tuple[int, ...] = ()) -> tuple[int, Any]:
     response = await client.request(method, path, params=dict(params or {}), json=json)
     if not (200 <= response.status < 300 or response.status in ok):
-        raise RuntimeError(f"{method} {path} answered {response.status}: {(await _text(response))[:300]}")
+        raise RuntimeError(f"{method} {path} answered {response.status}: {response.text[:300]}")
     try:
-        body = await _json(response)
-    except Exception:
+        body = response.json()
+    except ValueError:
         body = {}
-    return response.status, body
+    return response.status, body if body is not None else {}
 
 
 def _names(lead: Mapping[str, Any]) -> tuple[str | None, str | None]:

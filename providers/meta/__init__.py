@@ -5,7 +5,6 @@ from the Graph API through the page's connection."""
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -17,22 +16,11 @@ LEAD_FIELDS = "id,created_time,field_data,form_id,ad_id,adset_id,campaign_id,pla
 PAGE_SIZE = 100
 
 
-async def _json(response: Any) -> Any:
-    data = response.json()
-    return await data if inspect.isawaitable(data) else data
-
-
-async def _text(response: Any) -> str:
-    text = response.text
-    text = text() if callable(text) else text
-    return await text if inspect.isawaitable(text) else str(text)
-
-
 async def _get(client: Any, path: str, params: Mapping[str, Any]) -> Any:
     response = await client.request("GET", path, params=dict(params))
     if not 200 <= response.status < 300:
-        raise RuntimeError(f"Graph API GET {path} answered {response.status}: {(await _text(response))[:300]}")
-    return await _json(response)
+        raise RuntimeError(f"Graph API GET {path} answered {response.status}: {response.text[:300]}")
+    return response.json()
 
 
 def _parse_time(value: Any) -> datetime | None:
@@ -123,7 +111,7 @@ class MetaWebhooks(WebhookHandler):
             raise ValueError("the connection has no page_id in its metadata")
         response = await client.request("POST", f"/{page_id}/subscribed_apps", params={"subscribed_fields": "leadgen"})
         if not 200 <= response.status < 300:
-            raise RuntimeError(f"Graph API subscribed_apps answered {response.status}: {(await _text(response))[:300]}")
+            raise RuntimeError(f"Graph API subscribed_apps answered {response.status}: {response.text[:300]}")
         return None  # page subscriptions do not expire; renewal re-asserts them
 
 
