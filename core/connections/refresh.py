@@ -83,7 +83,7 @@ async def refresh_connection(
     rt = runtime(app)
     async with rt.lock(connection_id):
         state = rt.cached(connection_id)
-        if state is None or (not force and not _needs_refresh(state, stale_token=stale_token, ahead=ahead)):
+        if state is None or force or not _needs_refresh(state, stale_token=stale_token, ahead=ahead):
             state = await load_state(app, connection_id, workspace_id=workspace_id, fresh=True)
         if not force and not _needs_refresh(state, stale_token=stale_token, ahead=ahead):
             return state
