@@ -105,7 +105,12 @@ def register_actions(register):
 
     :param register: ``register(provider_name, action)``; ``action`` is a
         :class:`patchbay.Action` whose ``run(client, inputs)`` coroutine calls the provider through
-        the connection client handed to it and returns a JSON-serialisable result.
+        the connection client handed to it (``await client.request(method, path, params=, json=,
+        data=, headers=)`` answers ``.status``, ``.json()``, ``.text``) and returns a
+        JSON-serialisable result. ``inputs`` has been checked against the action's ``inputs`` JSON
+        Schema (required fields, property types, enums); raising reports the message as a 502 (or
+        fails the flow step). ``options`` maps an input field to ``(client) -> [{label, value}]``
+        for ``GET /api/registry/actions/{provider.action}/options/{field}``.
     """
 
 
@@ -114,8 +119,14 @@ def register_triggers(register):
     """Register the triggers a provider offers to flows.
 
     :param register: ``register(provider_name, trigger)``; ``trigger`` is a
-        :class:`patchbay.Trigger`. A webhook trigger names the inbound event types it matches; a
-        poll trigger's ``poll(client, config, cursor)`` coroutine returns ``(items, next_cursor)``.
+        :class:`patchbay.Trigger`. A webhook trigger names the inbound event types it matches
+        (``event_types``; ``*`` matches all; none: the trigger's name). A poll trigger's
+        ``poll(client, config, cursor)`` coroutine gets the connection client, the subscription's
+        ``config`` and the cursor it returned last time (``None`` on the first poll) and returns
+        ``(items, next_cursor)``, the cursor being JSON. Each item starts the flow once, keyed by
+        ``item_id(item)`` (default: the item's ``id``), so returning an item twice is harmless.
+        The built-in triggers answer no items on the first poll and only set the cursor ("new from
+        now on").
     """
 
 
@@ -149,8 +160,14 @@ def register_alert_channels(register):
     """Register a channel that delivers flow alerts.
 
     :param register: ``register(channel_name, channel)``; ``channel.send(alert, target, context)``
-        is a coroutine that delivers one alert (the fields of spec 6.1) to one target and raises on
-        failure so the job queue retries it.
+        is a coroutine that delivers one alert to one target and raises on failure so the job queue
+        retries it (5 attempts, growing waits). ``alert`` holds the fields of spec 6.1: ``event``
+        (``flow.failed`` or ``flow.succeeded``), ``timestamp``, ``flowId``, ``flowName``, ``error``,
+        ``executionId``; ``target`` is the subscription's target; ``context`` has ``http`` (the shared
+        aiohttp client session), ``smtp`` (the ``[smtp]`` settings: host, port, username, password,
+        sender, starttls, use_tls) and ``check(url)``, which raises ``ValueError`` for a URL that is
+        not an allowed outbound target. The channel name is what ``POST /connect/v1/alerts`` accepts
+        as ``channel``; the built-in ``email``, ``webhook`` and ``chat`` use this same hook.
     """
 
 
@@ -210,5 +227,11 @@ def register_step_types(register):
     """Register a flow step type beyond the built-in ones.
 
     :param register: ``register(type_name, step)``; ``step.run(context, config)`` is a coroutine
-        receiving the rendered step configuration and returning the step's output.
+        receiving the rendered step configuration (every template already rendered, without ``id``,
+        ``type`` and ``timeoutSeconds``) and returning the step's JSON-serialisable output; raising
+        fails the step with the exception's message. ``context`` has ``workspace_id``, ``flow_id``,
+        ``execution_id``, ``trigger`` (the payload), ``steps`` (earlier steps' ``output``) and
+        ``test`` (a test run). Optional: ``prepare(config)`` adjusts the raw configuration before it
+        is rendered; ``side_effects = False`` tells the engine the step may be repeated after a
+        crash (by default the execution is checkpointed after the step so it is never repeated).
     """
