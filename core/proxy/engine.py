@@ -183,10 +183,8 @@ async def send(
                 if failed.permanent:
                     raise ProviderCallError(409, f"Connection {state.id} is invalid: {failed.message}") from None
                 # Not fatal: the provider may still accept the token; its answer is passed through.
-        attempt = 0
-        refreshed = False
+        refreshed = waited = False
         while True:
-            attempt += 1
             response = await _send_once(app, state, provider, method, path, query, headers, body)
             status = response.status
             if status == 401 and not refreshed and can_refresh(app, state):
@@ -203,7 +201,8 @@ async def send(
             wait = provider_wait(app, provider, response)
             if wait is not None and wait > 0:
                 rt.limiter.block(state.id, wait)
-                if status == 429 and replayable and attempt <= 2 and wait <= MAX_RETRY_WAIT:
+                if status == 429 and replayable and not waited and wait <= MAX_RETRY_WAIT:
+                    waited = True
                     response.release()
                     await asyncio.sleep(wait)
                     continue

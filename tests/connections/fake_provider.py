@@ -158,6 +158,8 @@ class FakeProvider:
         if tail == "limited" and "limited" not in self.rate_limit_once:
             self.rate_limit_once.add("limited")
             return web.json_response({"message": "slow down"}, status=429, headers={"Retry-After": "0.2"})
+        if tail == "busy":
+            return web.json_response({"message": "come back later"}, status=429, headers={"Retry-After": "30"})
         if tail == "set-cookie":
             response = web.json_response({"cookie": request.headers.get("Cookie")})
             response.set_cookie("session", request.query.get("value", "x"))

@@ -159,3 +159,15 @@ def test_hop_by_hop_headers_and_the_ones_connection_names_are_dropped():
     kept = drop_hop_by_hop({"Connection": "keep-alive, X-Hop", "X-Hop": "1", "Keep-Alive": "timeout=5", "Transfer-Encoding": "chunked",
                             "Upgrade": "h2c", "Proxy-Authorization": "x", "TE": "trailers", "X-End": "2", "Content-Type": "text/plain"})  # fmt: skip
     assert dict(kept) == {"X-End": "2", "Content-Type": "text/plain"}
+
+
+async def test_long_provider_backoff_holds_the_connection(api, ws, fake):
+    connection_id = await _connect(api, ws)
+    headers = {**ws["headers"], "x-connection-id": connection_id}
+    first = await api.post("/connect/v1/proxy/fakekey", json={"method": "GET", "path": "/busy"}, headers=headers)
+    assert first.status == 429 and first.headers["Retry-After"] == "30", "a long wait is passed through, not slept"
+    calls = len(fake.api_calls)
+    held = await api.post("/connect/v1/proxy/fakekey", json={"method": "GET", "path": "/me"}, headers=headers)
+    assert held.status == 429 and (await held.json())["message"] == "ThrottlerException: Too Many Requests"
+    assert 25 <= int(held.headers["Retry-After"]) <= 30
+    assert len(fake.api_calls) == calls, "held calls do not reach the provider"
