@@ -91,6 +91,7 @@ async def login(request: web.Request) -> web.StreamResponse:
 
     Query: ``account_id`` (the workspace; must be the caller's), ``redirect_uri`` (where the user
     returns afterwards), the provider's connection parameters by name (``subdomain=...``),
+    ``metadata`` (a JSON object stored on the connection, e.g. ``{"page_id": "..."}``),
     ``scopes`` (space or comma separated, replacing the defaults), ``connection_id`` (re-authorize
     that connection). ``Accept: application/json`` or ``response=json`` answers
     ``{authorizationUrl}`` instead of redirecting; 202 ``{status: pending_approval, approvalId}``
@@ -114,6 +115,7 @@ async def login(request: web.Request) -> web.StreamResponse:
                 fill_url(template, provider, connection_params(provider, params))
     except TemplateError as error:
         raise bad_request(str(error)) from None
+    metadata = _metadata_query(request.query.get("metadata"))
     reconnect = request.query.get("connection_id")
     async with app[DB].transaction(tenant=workspace_id) as session:
         if reconnect:
@@ -140,7 +142,8 @@ async def login(request: web.Request) -> web.StreamResponse:
     state_row = OAuthState(
         workspace_id=workspace_id, provider=provider.name, return_to=return_to, callback_uri=callback_url(app, provider.name),
         code_verifier=app[SECRETS].encrypt(verifier) if verifier else None, params=params, connection_id=reconnect,
-        oauth_app=oauth_app.source, expires_at=utcnow() + STATE_LIFETIME, meta={"scopes": scopes, "requestedBy": principal.subject},
+        oauth_app=oauth_app.source, expires_at=utcnow() + STATE_LIFETIME,
+        meta={"scopes": scopes, "requestedBy": principal.subject, "metadata": metadata},
     )  # fmt: skip
     async with app[DB].transaction(tenant=workspace_id) as session:
         await session.execute(delete(OAuthState).where(OAuthState.expires_at < utcnow()))
@@ -152,6 +155,18 @@ async def login(request: web.Request) -> web.StreamResponse:
     if _wants_json(request):
         return web.json_response({"authorizationUrl": url, "expiresAt": iso(state_row.expires_at)})
     raise web.HTTPFound(url)
+
+
+def _metadata_query(value: str | None) -> dict[str, Any]:
+    if not value:
+        return {}
+    try:
+        metadata = json.loads(value)
+    except ValueError:
+        metadata = None
+    if not isinstance(metadata, dict):
+        raise bad_request("Validation failed: metadata must be a JSON object")
+    return metadata
 
 
 def _scopes(value: str | None) -> list[str] | None:
@@ -237,7 +252,8 @@ async def callback(request: web.Request) -> web.StreamResponse:
         async with app[DB].transaction(tenant=row.workspace_id) as session:
             connection = await save_connection(
                 app, session, workspace_id=row.workspace_id, provider=provider.name, credentials=token_credentials(tokens),
-                params={**row.params, **tokens.params}, metadata=dict(tokens.metadata), scopes=scopes, expires_at=tokens.expires_at,
+                params={**row.params, **tokens.params}, metadata={**dict(tokens.metadata), **((row.meta or {}).get("metadata") or {})},
+                scopes=scopes, expires_at=tokens.expires_at,
                 oauth_app=oauth_app.source, connection_id=row.connection_id,
             )  # fmt: skip
     except ApiError as error:

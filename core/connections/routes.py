@@ -167,6 +167,26 @@ async def get_connection(request: web.Request) -> web.Response:
     return web.json_response(connection_json(row))
 
 
+@routes.patch("/connect/v1/connections/{id}")
+@requires("connections.write")
+async def update_connection(request: web.Request) -> web.Response:
+    """Change a connection's metadata: ``{metadata: {...}}`` is merged into it (a key set to null
+    is removed); e.g. the Facebook page whose lead webhooks belong to this connection."""
+    principal = principal_of(request)
+    body = await read_object(request)
+    metadata = body.get("metadata")
+    if not isinstance(metadata, dict):
+        raise bad_request("Validation failed: metadata must be an object")
+    async with request.app[DB].transaction(tenant=principal.workspace_id) as session:
+        row = await get_row(session, request.match_info["id"])
+        merged = {**(row.meta or {}), **metadata}
+        row.meta = {key: value for key, value in merged.items() if value is not None}
+        await session.flush()
+        answer = connection_json(row)
+    runtime(request.app).forget(row.id)
+    return web.json_response(answer)
+
+
 @routes.delete("/connect/v1/connections/{id}")
 @requires("connections.write")
 async def delete_connection(request: web.Request) -> web.Response:

@@ -217,3 +217,18 @@ async def test_connection_health_job_and_disconnect_revokes(api, ws, fake):
     gone = await (await api.delete("/connect/v1/providers/fakeoauth/disconnect", headers=ws["headers"])).json()
     assert gone["success"] is True and gone["revoked"] >= 1 and fake.revoked
     assert connection_id != other
+
+
+async def test_metadata_on_login_and_patch(api, ws):
+    url = await start_login(api, ws, metadata='{"page_id": "p-1"}')
+    location, query = await authorize(url)
+    done = await api.get(urlsplit(location).path, params=query, allow_redirects=False)
+    connection_id = parse_qs(urlsplit(done.headers["Location"]).query)["connectionId"][0]
+    connection = await (await api.get(f"/connect/v1/connections/{connection_id}", headers=ws["headers"])).json()
+    assert connection["metadata"] == {"page_id": "p-1"}
+    patched = await api.patch(f"/connect/v1/connections/{connection_id}", json={"metadata": {"page_id": None, "label": "x"}}, headers=ws["headers"])
+    assert (await patched.json())["metadata"] == {"label": "x"}
+    bad = await api.get("/auth/fakeoauth/login", params={"metadata": "[1]"}, headers=ws["headers"], allow_redirects=False)
+    assert bad.status == 400
+    other = await create_workspace_with_key(api.server.app, name="Other")
+    assert (await api.patch(f"/connect/v1/connections/{connection_id}", json={"metadata": {}}, headers=other["headers"])).status == 404
