@@ -14,14 +14,14 @@ from datetime import timedelta
 from typing import Any
 
 from aiohttp import web
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from patchbay.core.appkeys import DB, JOBS, REGISTRY
 from patchbay.core.connections.models import Connection
 from patchbay.core.crm_push.service import maybe_await, open_connection_client, schedule_push
 from patchbay.core.jobs.queue import JobContext
 from patchbay.core.leads.models import LeadImport
-from patchbay.core.leads.service import save_lead
+from patchbay.core.leads.service import lock_workspace_leads, save_lead
 from patchbay.core.timeutil import iso, utcnow
 
 log = logging.getLogger(__name__)
@@ -79,7 +79,10 @@ async def import_job(context: JobContext) -> None:
                 row.status, row.error, row.finished_at = "failed", (str(error) or repr(error))[:2000], utcnow()
         return
     async with app[DB].transaction(tenant=row.workspace_id) as session:
-        row = await session.get(LeadImport, row.id)
+        # write first (SQLite's write lock, so the dedupe reads see every committed lead)
+        await session.execute(update(LeadImport).where(LeadImport.id == row.id).values(updated_at=utcnow()).execution_options(synchronize_session=False))
+        await lock_workspace_leads(session, row.workspace_id)
+        row = await session.get(LeadImport, row.id, populate_existing=True)
         if row is None or row.pages != pages_read or row.status in ("completed", "failed"):
             return  # another run stored this page already
         for data in leads:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from patchbay.core.leads.models import Lead
@@ -106,6 +106,14 @@ async def find_duplicate(session: AsyncSession, workspace_id: str, provider: str
         if found is not None:
             return found
     return None
+
+
+async def lock_workspace_leads(session: AsyncSession, workspace_id: str) -> None:
+    """Serialise lead deduplication within a workspace until the transaction ends. PostgreSQL: an
+    advisory transaction lock; SQLite: a transaction that has written holds the database's only
+    write lock already."""
+    if session.bind.dialect.name == "postgresql":
+        await session.execute(text("SELECT pg_advisory_xact_lock(hashtext(:key))"), {"key": f"patchbay.leads:{workspace_id}"})
 
 
 async def save_lead(

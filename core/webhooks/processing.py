@@ -11,6 +11,7 @@ twice after a crash changes nothing the second time.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import uuid
@@ -25,7 +26,7 @@ from patchbay.core.connections.models import Connection
 from patchbay.core.crm_push.service import maybe_await, open_connection_client, schedule_push
 from patchbay.core.jobs.queue import JobContext
 from patchbay.core.leads.models import Lead
-from patchbay.core.leads.service import lead_json, save_lead
+from patchbay.core.leads.service import lead_json, lock_workspace_leads, save_lead
 from patchbay.core.timeutil import utcnow
 from patchbay.core.webhooks.delivery import create_deliveries
 from patchbay.core.webhooks.listeners import get_listeners
@@ -41,12 +42,20 @@ class _AlreadyProcessed(Exception):
     """Another run recorded this event's outcome first; roll this run back."""
 
 
+#: events of one batch processed at once (their provider calls overlap; each has its own transaction)
+BATCH_CONCURRENCY = 8
+
+
 async def process_job(context: JobContext) -> dict[str, Any]:
-    done = 0
-    for event_id in context.payload.get("event_ids", ()):
-        await process_event(context.app, event_id)
-        done += 1
-    return {"processed": done}
+    event_ids = list(context.payload.get("event_ids", ()))
+    slots = asyncio.Semaphore(BATCH_CONCURRENCY)
+
+    async def one(event_id: str) -> None:
+        async with slots:
+            await process_event(context.app, event_id)
+
+    await asyncio.gather(*(one(event_id) for event_id in event_ids))
+    return {"processed": len(event_ids)}
 
 
 async def process_event(app: web.Application, event_id: str) -> None:
@@ -74,22 +83,21 @@ async def process_event(app: web.Application, event_id: str) -> None:
 
 async def _process_root(app: web.Application, handler: WebhookHandler | None, event: WebhookEvent) -> None:
     earlier = await _earlier_copy(app, event)
-    if earlier is not None:
-        # the same body routes the same way: the duplicate shows in the original's workspace log
-        await _finish_unrouted(
-            app, event.id, "DUPLICATE", f"the same delivery was received before as event {earlier.id}",
-            workspace_id=earlier.workspace_id, connection_id=earlier.connection_id, event_type=earlier.event_type,
-        )  # fmt: skip
-        return
     if handler is None:
         await _fail(app, event.id, f"no webhook handler is installed for provider {event.provider}")
         return
     try:
         payload = json.loads(event.body or "")
     except (json.JSONDecodeError, TypeError):
+        payload, items = None, []
+    else:
+        items = list(await maybe_await(handler.events(payload)))
+    if earlier is not None:
+        await _finish_duplicate(app, handler, event, items, earlier.id)
+        return
+    if payload is None:
         await _fail(app, event.id, "the body is not valid JSON")
         return
-    items = list(await maybe_await(handler.events(payload)))
     if not items:
         await _fail(app, event.id, "the body carries no event", payload=payload if isinstance(payload, dict) else {"body": payload})
         return
@@ -98,12 +106,24 @@ async def _process_root(app: web.Application, handler: WebhookHandler | None, ev
     await _process_item(app, handler, event, items[0])
 
 
+async def _finish_duplicate(app: web.Application, handler: WebhookHandler, event: WebhookEvent, items: list[InboundEvent], original: str) -> None:
+    """A delivery received before: nothing is created or forwarded; routed (by its first event)
+    only so that it shows in the owning workspace's log."""
+    values: dict[str, Any] = {}
+    if items:
+        connection, _ = await route(app, handler, event, items[0])
+        values = {"event_type": items[0].type, "payload": dict(items[0].data), "external_id": items[0].external_id}
+        if connection is not None:
+            values.update(workspace_id=connection.workspace_id, connection_id=connection.id)
+    await _finish_unrouted(app, event.id, "DUPLICATE", f"the same delivery was received before as event {original}", **values)
+
+
 async def _earlier_copy(app: web.Application, event: WebhookEvent):
-    """The first event received with the same body (id, workspace_id, connection_id, event_type)."""
+    """The first event received with the same body, if it is not this one."""
     if not event.body_hash:
         return None
     statement = (
-        select(WebhookEvent.id, WebhookEvent.workspace_id, WebhookEvent.connection_id, WebhookEvent.event_type)
+        select(WebhookEvent.id)
         .where(
             WebhookEvent.provider == event.provider,
             WebhookEvent.body_hash == event.body_hash,
@@ -179,8 +199,19 @@ async def _process_item(app: web.Application, handler: WebhookHandler | None, ev
                 lead_error = f"lead extraction failed: {error}"[:2000]
     try:
         async with app[DB].transaction() as session:
+            # Claim first: the write takes SQLite's write lock (so the reads below see every
+            # committed lead) and the row lock on PostgreSQL; a second run finds nothing to claim.
+            claimed = await session.execute(
+                update(WebhookEvent)
+                .where(WebhookEvent.id == event.id, WebhookEvent.status == "RECEIVED")
+                .values(status="PROCESSED", workspace_id=workspace_id, connection_id=connection.id, processed_at=utcnow(), updated_at=utcnow())
+                .execution_options(synchronize_session=False)
+            )
+            if claimed.rowcount != 1:
+                raise _AlreadyProcessed
             lead, created = None, False
             if lead_data is not None:
+                await lock_workspace_leads(session, workspace_id)
                 lead, created = await save_lead(
                     session, workspace_id=workspace_id, provider=event.provider, data=lead_data, connection_id=connection.id, event_id=event.id, source="webhook"
                 )
@@ -195,18 +226,13 @@ async def _process_item(app: web.Application, handler: WebhookHandler | None, ev
             payload = dict(base["payload"])
             if lead is not None and created:
                 payload["lead"] = lead_json(lead)
-            claimed = await session.execute(
+            await session.execute(
                 update(WebhookEvent)
-                .where(WebhookEvent.id == event.id, WebhookEvent.status == "RECEIVED")
-                .values(
-                    status=status, reason=reason, workspace_id=workspace_id, connection_id=connection.id, event_type=base["event_type"],
-                    payload=payload, external_id=base["external_id"], lead_id=(lead.id if lead is not None else existing_lead),
-                    processed_at=utcnow(), updated_at=utcnow(),
-                )
+                .where(WebhookEvent.id == event.id)
+                .values(status=status, reason=reason, event_type=base["event_type"], payload=payload, external_id=base["external_id"],
+                        lead_id=(lead.id if lead is not None else existing_lead))  # fmt: skip
                 .execution_options(synchronize_session=False)
             )
-            if claimed.rowcount != 1:
-                raise _AlreadyProcessed
             if status != "DUPLICATE":
                 stored = await session.get(WebhookEvent, event.id, populate_existing=True)
                 await create_deliveries(app, session, stored)

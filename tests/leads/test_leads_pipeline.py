@@ -243,3 +243,24 @@ async def test_event_rows_never_leak_between_tenants_on_postgres_and_sqlite(data
         assert (await (await client.get("/leads", headers=ws["headers"])).json())["total"] == 1
     async with app[DB].session() as session:
         assert await session.scalar(select(func.count()).select_from(WebhookEvent)) == 2
+
+
+async def test_concurrent_events_about_one_person_create_one_lead(database_url, wh_app, aiohttp_client, graph, helpers):
+    client = await aiohttp_client(wh_app(background=False, database_url=database_url))
+    app = client.server.app
+    ws = await create_workspace_with_key(app)
+    await add_connection(app, ws["workspace_id"], "facebook", meta={"page_id": "page-A"})
+    graph.add_lead("lead-1", email="same@example.com", phone="+14155550100")
+    graph.add_lead("lead-2", email="SAME@example.com", phone="+14155550199")
+    ids = []
+    for n, lead_id in enumerate(["lead-1", "lead-1", "lead-2", "lead-1", "lead-2"]):
+        payload = leadgen_payload("page-A", lead_id)
+        payload["entry"][0]["time"] = n  # distinct deliveries
+        ids.append(await send(client, payload))
+    from patchbay.core.webhooks.processing import process_job
+
+    await process_job(JobContext(app, "job", "webhooks.process", {"event_ids": ids}, 1, 10, None))
+    rows = await helpers.event_rows(app)
+    assert sorted(r.status for r in rows) == ["DUPLICATE"] * 4 + ["PROCESSED"]
+    async with app[DB].session() as session:
+        assert await session.scalar(select(func.count()).select_from(Lead)) == 1
