@@ -211,3 +211,34 @@ async def test_execution_lists_and_task_history(engine_client, ws):
     assert (await engine_client.get("/connect/v1/task-history?status=weird", headers=h)).status == 400
     async with engine_client.server.app[DB].session() as session:
         assert await session.scalar(select(func.count()).select_from(FlowExecution)) == 4
+
+
+async def test_a_long_delay_parks_the_execution_durably_and_resumes_it(client, workspace, drain_jobs):
+    from datetime import timedelta
+
+    from sqlalchemy import update
+
+    from patchbay.core.flows.engine import create_executions
+    from patchbay.core.timeutil import utcnow
+
+    app, h = client.server.app, workspace["headers"]
+    steps = [{"id": "a", "type": "transform", "output": "{{ trigger.n }}"}, {"id": "wait", "type": "delay", "seconds": 3600},
+             {"id": "b", "type": "transform", "output": "{{ steps.a.output + 1 }}"}]  # fmt: skip
+    flow_id = await _create(client, h, steps)
+    await client.post(f"/connect/v1/flows/{flow_id}/publish", headers=h)
+    async with app[DB].transaction() as session:
+        (execution_id,) = await create_executions(app, session, [{"workspace_id": workspace["workspace_id"], "flow_id": flow_id, "version": 1,
+                                                                  "trigger_source": "schedule", "trigger_payload": {"n": 1}}])  # fmt: skip
+    await drain_jobs(app)
+    parked = await (await client.get(f"/connect/v1/flows/{flow_id}/executions/{execution_id}", headers=h)).json()
+    assert parked["status"] == "running" and [s["stepId"] for s in parked["steps"]] == ["a", "wait"]
+    async with app[DB].session() as session:
+        (waiting,) = (await session.scalars(select(Job).where(Job.kind == "flows.execute", Job.status == "queued"))).all()
+    assert waiting.run_at > utcnow() + timedelta(minutes=59)
+    async with app[DB].transaction() as session:
+        await session.execute(update(Job).where(Job.id == waiting.id).values(run_at=utcnow()))
+    await drain_jobs(app)
+    done = await (await client.get(f"/connect/v1/flows/{flow_id}/executions/{execution_id}", headers=h)).json()
+    assert done["status"] == "completed" and [(s["stepId"], s["output"]) for s in done["steps"]][2] == ("b", 2)
+    tested = await _test(client, h, flow_id, {"n": 1})  # a test run does not wait
+    assert tested["status"] == "completed" and tested["steps"][1]["output"] == {"seconds": 3600.0, "waited": False}

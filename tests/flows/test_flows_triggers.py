@@ -176,3 +176,29 @@ async def test_trigger_validation_and_the_active_subscription_cap(flows_client, 
     assert any(t["name"] == "leadgen" and t["kind"] == "webhook" for t in facebook["triggers"])
     async with app[DB].session() as session:
         assert await session.scalar(select(func.count()).select_from(FlowTriggerSubscription)) == 5
+
+
+async def test_records_replay_fires_subscriptions_of_either_kind_by_resource_type(aiohttp_client, make_app, drain_jobs):
+    from patchbay.core.flows.triggers import fire_matching_triggers
+
+    plugin = _ItemsPlugin()
+    app = make_app(plugins=[plugin])
+    client = await aiohttp_client(app)
+    ws = await create_workspace_with_key(app)
+    h = ws["headers"]
+    connection_id = await add_connection(app, ws["workspace_id"], "hubspot")
+    contacts = await _flow(client, h, [{"id": "t", "type": "transform", "output": "{{ trigger.email }}"}], name="contacts")
+    deals = await _flow(client, h, [{"id": "t", "type": "transform", "output": 1}], name="deals")
+    for flow_id, types in ((contacts, ["contacts"]), (deals, ["deals"])):
+        body = {"providerType": "hubspot", "triggerName": "test_items", "kind": "poll", "connectionId": connection_id, "config": {"eventTypes": types}}
+        assert (await client.post(f"/connect/v1/flows/{flow_id}/triggers", json=body, headers=h)).status == 201
+    async with app[DB].transaction() as session:
+        fired = await fire_matching_triggers(app, session, workspace_id=ws["workspace_id"], provider_type="hubspot", event_type="contacts",
+                                             payload={"email": "ada@example.com"}, source="records")  # fmt: skip
+        webhook_only = await fire_matching_triggers(app, session, workspace_id=ws["workspace_id"], provider_type="hubspot", event_type="contacts",
+                                                    payload={}, source="webhook")  # fmt: skip
+    assert (fired, webhook_only) == (1, 0)
+    await drain_jobs(app)
+    (execution,) = await _executions(app, contacts)
+    assert execution.trigger_source == "records" and execution.status == "completed"
+    assert await _executions(app, deals) == []
