@@ -12,7 +12,7 @@ from patchbay.core.actions.service import ActionFailed, action_json, catalog, fi
 from patchbay.core.appkeys import DB, REGISTRY
 from patchbay.core.connections.models import Connection
 from patchbay.core.http.bodies import read_object
-from patchbay.core.http.errors import ApiError, bad_request, not_found
+from patchbay.core.http.errors import ApiError, bad_request
 from patchbay.core.http.providers import get_provider
 from patchbay.core.security.auth import principal_of, requires
 

@@ -7,7 +7,6 @@ import asyncio
 import json
 
 import attrs
-import pytest
 from sqlalchemy import func, select
 
 from patchbay import Trigger, hookimpl
