@@ -41,6 +41,7 @@ class FakeProvider:
         self.rate_limit_once: set[str] = set()
         self.clients = {CLIENT_ID: CLIENT_SECRET}
         self.extra_token_fields: dict[str, Any] = {}
+        self.exchanged: list[str] = []
         self.base = ""
         self._runner: web.AppRunner | None = None
 
@@ -50,6 +51,7 @@ class FakeProvider:
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_get("/authorize", self.authorize)
         app.router.add_post("/token", self.token)
+        app.router.add_get("/token", self.exchange_token)
         app.router.add_post("/revoke", self.revoke)
         app.router.add_route("*", "/api/{tail:.*}", self.api)
         return app
@@ -127,6 +129,20 @@ class FakeProvider:
             return web.json_response(self._issue(refresh=False))
         return web.json_response({"error": "unsupported_grant_type"}, status=400)
 
+    async def exchange_token(self, request: web.Request) -> web.Response:
+        """Meta's long-lived token exchange (``grant_type=fb_exchange_token``, a GET)."""
+        q = request.query
+        if q.get("grant_type") != "fb_exchange_token" or self.clients.get(q.get("client_id", "")) != q.get("client_secret"):
+            return web.json_response({"error": {"message": "Invalid client", "type": "OAuthException", "code": 101}}, status=400)
+        if self.access_tokens.get(q.get("fb_exchange_token", ""), 0) < time.time():
+            return web.json_response({"error": {"message": "Error validating access token", "type": "OAuthException", "code": 190}}, status=400)
+        self.exchanged.append(q["fb_exchange_token"])
+        saved, self.expires_in = self.expires_in, 5_184_000
+        try:
+            return web.json_response(self._issue(refresh=False))
+        finally:
+            self.expires_in = saved
+
     async def revoke(self, request: web.Request) -> web.Response:
         form = await request.post()
         self.revoked.append(form.get("token", ""))
@@ -158,6 +174,8 @@ class FakeProvider:
         if tail == "limited" and "limited" not in self.rate_limit_once:
             self.rate_limit_once.add("limited")
             return web.json_response({"message": "slow down"}, status=429, headers={"Retry-After": "0.2"})
+        if tail == "me":
+            return web.json_response({"id": "user-1", "name": "Ada Lovelace"})
         if tail == "busy":
             return web.json_response({"message": "come back later"}, status=429, headers={"Retry-After": "30"})
         if tail == "set-cookie":
