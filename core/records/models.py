@@ -12,6 +12,7 @@ from sqlalchemy import ForeignKey, Index, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from patchbay.core.storage.base import Base, IdMixin, TenantScoped, TimestampMixin
+from patchbay.core.tables.bulk import ordered_id
 from patchbay.core.tables.search import index_inserts
 
 
@@ -23,6 +24,7 @@ class Record(IdMixin, TimestampMixin, TenantScoped, Base):
         Index("ix_records_workspace_kind", "workspace_id", "resource_type", "provider_type"),
     )
 
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=ordered_id)  # time-ordered: see bulk.ordered_id
     provider_type: Mapped[str] = mapped_column(String(100))
     resource_type: Mapped[str] = mapped_column(String(100))
     external_id: Mapped[str | None] = mapped_column(String(255))

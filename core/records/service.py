@@ -17,8 +17,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from patchbay.core.http.errors import not_found
 from patchbay.core.records.models import Record
 from patchbay.core.tables import bulk
+from patchbay.core.tables.service import paged
 from patchbay.core.tables.search import index_bulk_inserts, last_rowid, matches, search_text_of
-from patchbay.core.timeutil import iso, new_id, utcnow
+from patchbay.core.timeutil import iso, utcnow
 
 MAX_EXTERNAL_ID = 255
 
@@ -56,10 +57,7 @@ async def list_records(
         condition = matches(session.bind.dialect.name, Record.__table__, search)
         if condition is not None:
             conditions.append(condition)
-    where = and_(*conditions)
-    total = int(await session.scalar(select(func.count()).select_from(Record).where(where)) or 0)
-    records = await session.scalars(select(Record).where(where).order_by(Record.updated_at.desc(), Record.id.desc()).offset((page - 1) * limit).limit(limit))
-    return list(records), total
+    return await paged(session, Record, and_(*conditions), (Record.updated_at.desc(), Record.id.desc()), page, limit)
 
 
 async def summary(session: AsyncSession, workspace_id: str) -> dict[str, Any]:
@@ -133,14 +131,14 @@ async def store_records(
             latest[external_id] = data
     known = await _existing(session, workspace_id, provider_type, resource_type, list(latest))
     now = utcnow()
-    inserts = [{"id": new_id(), "external_id": None, "data": data, "search_text": search_text_of(data.values())} for data in anonymous]
+    inserts = [{"id": bulk.ordered_id(), "external_id": None, "data": data, "search_text": search_text_of(data.values())} for data in anonymous]
     updates = []
     for external_id, data in latest.items():
         row = {"external_id": external_id, "data": data, "search_text": search_text_of(data.values())}
         if external_id in known:
             updates.append({**row, "id": known[external_id], "updated_at": now, "connection_id": connection_id, "source": source})
         else:
-            inserts.append({**row, "id": new_id()})
+            inserts.append({**row, "id": bulk.ordered_id()})
     constants = {"workspace_id": workspace_id, "provider_type": provider_type, "resource_type": resource_type, "connection_id": connection_id,
                  "source": source, "created_at": now, "updated_at": now}  # fmt: skip
     table = Record.__table__

@@ -14,6 +14,7 @@ from sqlalchemy import ForeignKey, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from patchbay.core.storage.base import Base, IdMixin, TenantScoped, TimestampMixin
+from patchbay.core.tables.bulk import ordered_id
 from patchbay.core.tables.search import index_inserts
 
 
@@ -36,6 +37,7 @@ class TableRow(IdMixin, TimestampMixin, TenantScoped, Base):
         UniqueConstraint("table_id", "external_key"),
     )
 
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=ordered_id)  # time-ordered: see bulk.ordered_id
     table_id: Mapped[str] = mapped_column(String(36), ForeignKey("data_tables.id", ondelete="CASCADE"))
     external_key: Mapped[str | None] = mapped_column(String(255))
     data: Mapped[dict[str, Any]] = mapped_column(default=dict)

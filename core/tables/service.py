@@ -266,10 +266,19 @@ async def list_rows(session: AsyncSession, table: DataTable, *, page: int, limit
         condition = matches(session.bind.dialect.name, TableRow.__table__, search)
         if condition is not None:
             conditions.append(condition)
-    where = and_(*conditions)
-    total = int(await session.scalar(select(func.count()).select_from(TableRow).where(where)) or 0)
-    rows = await session.scalars(select(TableRow).where(where).order_by(TableRow.created_at, TableRow.id).offset((page - 1) * limit).limit(limit))
-    return list(rows), total
+    return await paged(session, TableRow, and_(*conditions), (TableRow.created_at, TableRow.id), page, limit)
+
+
+async def paged(session: AsyncSession, model: type, where, order_by: tuple, page: int, limit: int) -> tuple[list, int]:
+    """One page of ``model`` rows and the total count, in one query (the total rides along as a
+    window count, so a full-text match is evaluated once); a page past the end counts separately."""
+    total_column = func.count().over().label("total")
+    result = await session.execute(select(model, total_column).where(where).order_by(*order_by).offset((page - 1) * limit).limit(limit))
+    rows = result.all()
+    if rows:
+        return [row[0] for row in rows], int(rows[0][1])
+    total = int(await session.scalar(select(func.count()).select_from(model).where(where)) or 0)
+    return [], total
 
 
 async def find_row(session: AsyncSession, table: DataTable, column: str, value: Any) -> TableRow | None:

@@ -28,7 +28,7 @@ from patchbay.core.tables.models import DataTable, TableRow
 from patchbay.core.tables.schema import RESERVED, Schema, ValueRejected
 from patchbay.core.tables.search import index_bulk_inserts, last_rowid, search_text_of
 from patchbay.core.tables.service import MAX_KEY_LENGTH, enforce_row_cap
-from patchbay.core.timeutil import new_id, utcnow
+from patchbay.core.timeutil import utcnow
 
 BATCH = 5_000
 MAX_REPORTED_ERRORS = 100
@@ -158,7 +158,7 @@ async def _write(db: Database, table: DataTable, items: list[_Item], report: Imp
                 (created if target_id in created else updated)[target_id] = target
                 report.updated += 1
             else:
-                row = {"id": new_id(), "external_key": item.key, "data": dict(item.values)}
+                row = {"id": bulk.ordered_id(), "external_key": item.key, "data": dict(item.values)}
                 existing[row["id"]] = created[row["id"]] = row
                 if item.key:
                     by_key[item.key] = row["id"]
