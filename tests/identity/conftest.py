@@ -282,3 +282,31 @@ def pkce():
 
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     return Helpers
+
+
+async def _walk(http, url: str, stop_at: str, email: str | None = None, password: str | None = None) -> str:
+    """A browser without JavaScript over a real ``aiohttp.ClientSession``: follow redirects, sign in
+    and allow where a page asks, until a URL starting with ``stop_at``."""
+    from urllib.parse import urljoin
+
+    for _ in range(16):
+        if url.startswith(stop_at):
+            return url
+        async with http.get(url, allow_redirects=False) as response:
+            if response.status in (302, 303):
+                url = urljoin(url, response.headers["Location"])
+                continue
+            page = await response.text()
+        assert response.status == 200, (url, page[:300])
+        path = urlsplit(url).path
+        extra = {"email": email, "password": password} if path.endswith("/login") else {"decision": "allow"}
+        async with http.post(urljoin(url, path), data={**form_fields(page), **extra}, allow_redirects=False) as response:
+            assert response.status == 303, await response.text()
+            url = urljoin(url, response.headers["Location"])
+    raise AssertionError("too many redirects")
+
+
+@pytest.fixture
+def walk():
+    """``await walk(http, url, stop_at, email=None, password=None)`` -> the URL reached."""
+    return _walk

@@ -4,7 +4,7 @@ creates the user and resumes the original authorization."""
 
 import json
 import subprocess
-from urllib.parse import parse_qs, urlencode, urljoin, urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import aiohttp
 import pytest
@@ -19,25 +19,7 @@ def upstream(node_peers):
     process.wait(timeout=10)
 
 
-async def follow(http, url, stop_at):
-    """Follow redirects by hand until a URL starting with ``stop_at`` (approving consent on the way)."""
-    for _ in range(10):
-        if url.startswith(stop_at):
-            return url
-        async with http.get(url, allow_redirects=False) as response:
-            if response.status in (302, 303):
-                url = urljoin(url, response.headers["Location"])
-                continue
-            page = await response.text()
-            assert response.status == 200 and "/consent" in url, (url, response.status, page[:300])
-        fields = dict(__import__("re").findall(r'<input type="hidden" name="(\w+)" value="([^"]*)"', page))
-        async with http.post(urljoin(url, "/api/v1/oidc/consent"), data={**fields, "decision": "allow"}, allow_redirects=False) as response:
-            assert response.status == 303
-            url = urljoin(url, response.headers["Location"])
-    raise AssertionError("too many redirects")
-
-
-async def test_federated_login_round_trip_links_the_user_and_resumes(upstream, start_server, pkce):
+async def test_federated_login_round_trip_links_the_user_and_resumes(upstream, start_server, pkce, walk):
     config = f'[federation.upstream]\nissuer = "{upstream}"\nclient_id = "patchbay-test"\nclient_secret = "upstream-secret"\n'
     server = start_server("federating", config=config)
     redirect = "http://localhost:8767/cb"
@@ -57,7 +39,7 @@ async def test_federated_login_round_trip_links_the_user_and_resumes(upstream, s
             upstream_query = parse_qs(urlsplit(upstream_url).query)
             assert upstream_query["code_challenge_method"] == ["S256"] and upstream_query["nonce"][0] != "rp-nonce"
             assert upstream_query["state"][0] != query["state"]  # its own state
-            callback = await follow(http, upstream_url, redirect)
+            callback = await walk(http, upstream_url, redirect)
             answer = {k: v[0] for k, v in parse_qs(urlsplit(callback).query).items()}
             assert answer["state"] == query["state"] and answer["iss"] == server.url
             async with http.post(f"{server.url}/api/v1/oidc/token", data={"grant_type": "authorization_code", "code": answer["code"], "redirect_uri": redirect,

@@ -1,11 +1,9 @@
 """The built-in OIDC federation plugin against a second patchbay as the upstream provider: the
 npm-free round trip (test_identity_federation.py uses oauth2-mock-server)."""
 
-import re
 import shutil
 import socket
-from html import unescape
-from urllib.parse import parse_qs, urlencode, urljoin, urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import aiohttp
 
@@ -30,27 +28,7 @@ async def start(aiohttp_server, settings):
     return app, settings.base_url
 
 
-async def walk(http, url, stop_at, email, password):
-    """A browser without JavaScript: follow redirects, sign in and allow where asked."""
-    for _ in range(16):
-        if url.startswith(stop_at):
-            return url
-        async with http.get(url, allow_redirects=False) as response:
-            if response.status in (302, 303):
-                url = urljoin(url, response.headers["Location"])
-                continue
-            page = await response.text()
-        assert response.status == 200, (url, page[:300])
-        fields = {k: unescape(v) for k, v in re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)"', page)}
-        path = urlsplit(url).path
-        extra = {"email": email, "password": password} if path.endswith("/login") else {"decision": "allow"}
-        async with http.post(urljoin(url, path), data={**fields, **extra}, allow_redirects=False) as response:
-            assert response.status == 303, await response.text()
-            url = urljoin(url, response.headers["Location"])
-    raise AssertionError("too many redirects")
-
-
-async def test_round_trip_through_a_second_patchbay(aiohttp_server, make_settings, sqlite_template, tmp_path, pkce):
+async def test_round_trip_through_a_second_patchbay(aiohttp_server, make_settings, sqlite_template, tmp_path, pkce, walk):
     shutil.copy(sqlite_template, tmp_path / "upstream.db")
     upstream, upstream_url = await start(aiohttp_server, make_settings(database_url=f"sqlite+aiosqlite:///{tmp_path / 'upstream.db'}"))
     async with upstream[DB].transaction() as session:
