@@ -6,7 +6,9 @@ import click
 
 from patchbay.cli.runtime import emit, json_option, run_with_database
 from patchbay.core.identity.clients import AUTH_METHODS, DEFAULT_SCOPE, GRANT_TYPES, ClientConflict, ClientMetadataError, create_client, validate_metadata
+from patchbay.core.identity.models import OidcClient
 from patchbay.core.security.permissions import PERMISSIONS
+from patchbay.core.security.secrets import random_token
 from patchbay.core.workspaces.models import Workspace
 
 
@@ -50,3 +52,25 @@ def clients_create(name, redirect_uris, grant_types, auth_method, scope, workspa
     data = run_with_database(work)
     secret = f"\nclient_secret: {data['client_secret']}\n(it is not shown again)" if "client_secret" in data else ""
     emit(data, as_json, f"client_id: {data['client_id']}{secret}")
+
+
+@clients.command("rotate-secret")
+@click.option("--client-id", required=True)
+@json_option
+def clients_rotate_secret(client_id: str, as_json: bool) -> None:
+    """Give a confidential client a new secret (shown once); the old one stops working at once
+    (running servers may accept it for up to 10 more seconds, the life of their client cache)."""
+
+    async def work(_settings, db, box):
+        async with db.transaction() as session:
+            row = await session.get(OidcClient, client_id)
+            if row is None:
+                raise click.ClickException(f"no client with id {client_id}")
+            if row.token_endpoint_auth_method == "none":
+                raise click.ClickException("a public client has no secret")
+            secret = random_token(32)
+            row.secret_digest = box.digest(secret)
+            return {"client_id": client_id, "client_secret": secret, "client_secret_expires_at": 0}
+
+    data = run_with_database(work)
+    emit(data, as_json, f"client_secret: {data['client_secret']}\n(it is not shown again)")

@@ -97,3 +97,9 @@ def test_cli_creates_a_workspace_client_whose_tokens_open_the_connect_api(tmp_pa
 
     row = asyncio.run(read())
     assert row.workspace_id == workspace["id"] and row.permissions == ["flows.view"]
+    rotated = json.loads(runner.invoke(cli, ["clients", "rotate-secret", "--client-id", body["client_id"], "--json"]).output)
+    assert rotated["client_secret"] != body["client_secret"]
+    row = asyncio.run(read())
+    from patchbay.core.security.secrets import SecretBox
+
+    assert row.secret_digest == SecretBox(["cli-secret"]).digest(rotated["client_secret"])
