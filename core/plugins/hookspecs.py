@@ -136,7 +136,11 @@ def register_record_sources(register):
 
     :param register: ``register(provider_name, source)``; ``source`` is a
         :class:`patchbay.RecordSource` whose ``fetch(client, cursor)`` coroutine returns
-        ``(records, next_cursor)`` for its ``resource_type``.
+        ``(records, next_cursor)`` for its ``resource_type``. ``cursor`` is ``None`` on the first
+        run, then the last non-null ``next_cursor`` returned (any JSON value; stored per connection
+        and resource type). Each record is a JSON object; its ``id`` makes a re-sync update the
+        stored record instead of adding one. A run pages on while records come back and the cursor
+        moves; ``next_cursor=None`` means "nothing more now" (the stored cursor is kept).
     """
 
 
@@ -146,7 +150,12 @@ def register_crm_mappers(register):
 
     :param register: ``register(provider_name, mapper)``; the mapper's ``list(client, resource,
         limit, cursor)`` and ``get(client, resource, id)`` coroutines read the provider through the
-        connection client and return unified records.
+        connection client and return unified records. ``resource`` is ``contacts``, ``companies``
+        or ``deals`` (an optional ``mapper.resources`` tuple narrows what it offers); ``list``
+        returns ``(records, next_cursor)`` where ``next_cursor`` is the provider's own paging token
+        (any JSON value; ``None`` on the last page), ``get`` returns one record or ``None`` (404).
+        Records are dicts with the fields of ``patchbay.core.unified_crm.models`` (missing ones
+        become null); an exception (the CRM's error) answers 502 naming the provider.
     """
 
 
