@@ -138,6 +138,8 @@ async def authorize(request: web.Request) -> web.Response:
     for name in ("request", "request_uri"):  # request objects are not supported (discovery says so)
         if name in single:
             return error_to_client(request, single, f"{name}_not_supported", f"the {name} parameter is not supported")
+    if single.get("response_mode", "query") != "query":
+        return error_to_client(request, single, "invalid_request", "response_mode must be query")
     if duplicated:
         return error_to_client(request, single, "invalid_request", f"parameter(s) sent more than once: {', '.join(duplicated)}")
     return await proceed(request, single, client)

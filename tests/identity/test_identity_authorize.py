@@ -33,6 +33,7 @@ async def test_errors_after_redirect_uri_validation_redirect_with_error_state_an
         ({"code_challenge": "a" * 43, "code_challenge_method": "plain"}, "invalid_request"),
         ({"code_challenge": "a" * 43}, "invalid_request"),  # the method must be stated as S256
         ({"prompt": "none login", "code_challenge": "a" * 43, "code_challenge_method": "S256"}, "invalid_request"),
+        ({"response_mode": "form_post", "code_challenge": "a" * 43, "code_challenge_method": "S256"}, "invalid_request"),
     ]
     for params, error in cases:
         response = await idp.authorize(client, **params)
