@@ -6,6 +6,9 @@ second refresh would fail with invalid_grant."""
 from __future__ import annotations
 
 import asyncio
+import json
+import sys
+from pathlib import Path
 
 from patchbay.core.testing import create_workspace_with_key
 
@@ -48,3 +51,31 @@ async def test_two_processes_refresh_once(aiohttp_client, fake_app, fake, databa
     responses = await asyncio.gather(*calls)
     assert [r.status for r in responses] == [200] * 20
     assert fake.refresh_calls == 1
+
+
+async def test_two_os_processes_refresh_once(aiohttp_client, fake_app, fake, pg_url, tmp_path):
+    """Two real processes on PostgreSQL, each with 10 concurrent refreshes of one connection holding
+    the token the provider refused: one refresh call at the provider, and both processes end with
+    its token. (SQLite is covered by the two-app test above.)"""
+    database_url = pg_url
+    api = await aiohttp_client(fake_app(database_url=database_url))
+    ws = await create_workspace_with_key(api.server.app, plan="enterprise")
+    connection_id = await _expired_connection(api, ws, fake)
+    token = await (await api.get(f"/connect/v1/connections/{connection_id}", headers=ws["headers"])).json()
+    assert token["status"] == "connected"
+    from patchbay.core.connections.store import load_state
+
+    stale = (await load_state(api.server.app, connection_id, workspace_id=ws["workspace_id"])).access_token
+    fake.refresh_delay = 0.5
+    worker = Path(__file__).with_name("refresh_worker.py")
+    processes = [
+        await asyncio.create_subprocess_exec(sys.executable, str(worker), database_url, str(tmp_path / f"data{n}"), fake.base, ws["workspace_id"], connection_id, stale,
+                                             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)  # fmt: skip
+        for n in range(2)
+    ]
+    outputs = [await asyncio.wait_for(p.communicate(), 60) for p in processes]
+    for process, (out, err) in zip(processes, outputs, strict=True):
+        assert process.returncode == 0, err.decode()[-2000:]
+    tokens = [json.loads(out.decode().strip().splitlines()[-1])["tokens"] for out, _ in outputs]
+    assert fake.refresh_calls == 1
+    assert tokens[0] == tokens[1] and len(tokens[0]) == 1 and tokens[0][0] != stale
