@@ -190,3 +190,9 @@ async def test_request_objects_are_refused_as_unsupported(idp):
     for name in ("request", "request_uri"):
         response = await idp.authorize(client, code_challenge=challenge, code_challenge_method="S256", **{name: "eyJ.x.y"})
         assert idp.query_of(response.headers["Location"])["error"] == f"{name}_not_supported"
+
+
+async def test_scope_defaults_to_openid(idp):
+    client = await idp.register()
+    tokens = await idp.tokens(client, scope=None)
+    assert tokens["scope"] == "openid" and tokens["id_token"]

@@ -64,3 +64,21 @@ async def test_a_refused_upstream_login_answers_access_denied_and_a_logged_in_us
     await idp.code_for(client)  # log in with a password
     response = await idp.authorize(client, code_challenge=challenge, code_challenge_method="S256", idp="corp")
     assert "code" in idp.query_of(response.headers["Location"])  # authenticated: the hint is ignored
+
+
+async def test_idp_wins_over_kc_idp_hint(make_idp):
+    corp, other = FakeProtocol(), FakeProtocol()
+
+    class Two:
+        @hookimpl
+        def register_federated_login(self, register):
+            register("corp-protocol", corp)
+            register("other-protocol", other)
+
+    idp = await make_idp(plugins=[Two()], federation={"corp": {"protocol": "corp-protocol", "client_id": "a"},
+                                                      "other": {"protocol": "other-protocol", "client_id": "b"}})  # fmt: skip
+    client = await idp.register()
+    _, challenge = idp.pkce_pair()
+    response = await idp.authorize(client, code_challenge=challenge, code_challenge_method="S256", idp="corp", kc_idp_hint="other")
+    assert response.headers["Location"].startswith("https://upstream.example/authorize")
+    assert [call[1] for call in corp.calls] == ["a"] and other.calls == []
