@@ -19,6 +19,7 @@ from patchbay.core.http.bodies import page_envelope, page_params, read_object
 from patchbay.core.http.errors import bad_request, conflict, forbidden, not_found, unauthorized
 from patchbay.core.identity.clients import Client
 from patchbay.core.identity.http import load_client
+from patchbay.core.identity.session import current_session
 from patchbay.core.security.auth import verify_access_token
 from patchbay.core.security.signing_keys import InvalidToken
 from patchbay.core.timeutil import iso
@@ -33,8 +34,9 @@ APP_CLIENT = web.RequestKey("oidc_app_client", object)
 
 @attrs.frozen
 class AppCaller:
-    client_id: str
+    client_id: str | None
     workspace_id: str | None
+    user_id: str | None = None  # a signed-in user (session cookie): reads of their own records only
 
 
 async def _caller(request: web.Request) -> AppCaller:
@@ -59,13 +61,24 @@ async def _caller(request: web.Request) -> AppCaller:
     return AppCaller(client.client_id, client.workspace_id)
 
 
-def app_client(handler):
-    @functools.wraps(handler)
-    async def wrapper(request: web.Request) -> web.StreamResponse:
-        request[APP_CLIENT] = await _caller(request)
-        return await handler(request)
+def app_client(handler=None, *, users: bool = False):
+    """App clients only; with ``users=True`` also the identity provider's session cookie (5B point
+    4: user-context calls use the session), for reading the user's own records."""
 
-    return wrapper
+    def decorate(handler):
+        @functools.wraps(handler)
+        async def wrapper(request: web.Request) -> web.StreamResponse:
+            session = current_session(request) if users else None
+            has_credentials = request.headers.get("Authorization") or request.headers.get("x-client-id")
+            if session is not None and not has_credentials:
+                request[APP_CLIENT] = AppCaller(None, None, session.user_id)
+            else:
+                request[APP_CLIENT] = await _caller(request)
+            return await handler(request)
+
+        return wrapper
+
+    return decorate(handler) if handler is not None else decorate
 
 
 def organization_json(row: Workspace) -> dict[str, Any]:
@@ -95,6 +108,15 @@ def _visible_org(caller: AppCaller, organization_id: str) -> None:
         raise not_found("Organization not found")
 
 
+def _own_id(caller: AppCaller, user_id: str) -> str:
+    """``me`` names the signed-in user; a user may read only their own records."""
+    if caller.user_id is None:
+        return user_id
+    if user_id not in ("me", caller.user_id):
+        raise not_found("User not found")
+    return caller.user_id
+
+
 async def _get_org(session, caller: AppCaller, organization_id: str) -> Workspace:
     _visible_org(caller, organization_id)
     row = await session.get(Workspace, organization_id)
@@ -104,7 +126,7 @@ async def _get_org(session, caller: AppCaller, organization_id: str) -> Workspac
 
 
 async def _get_user(session, caller: AppCaller, user_id: str) -> User:
-    row = await session.get(User, user_id)
+    row = await session.get(User, _own_id(caller, user_id))
     if row is not None and caller.workspace_id is not None:
         member = await session.scalar(select(Membership.id).where(Membership.user_id == user_id, Membership.workspace_id == caller.workspace_id))
         row = row if member else None
@@ -256,9 +278,9 @@ async def create_platform_user(request: web.Request) -> web.Response:
 
 
 @routes.get("/api/v1/users/{id}")
-@app_client
+@app_client(users=True)
 async def get_platform_user(request: web.Request) -> web.Response:
-    """One user."""
+    """One user (``me``: the user of the session cookie)."""
     async with request.app[DB].session() as session:
         row = await _get_user(session, request[APP_CLIENT], request.match_info["id"])
     return web.json_response(user_json(row))
@@ -286,7 +308,7 @@ async def update_platform_user(request: web.Request) -> web.Response:
 
 
 @routes.get("/api/v1/users/{id}/memberships")
-@app_client
+@app_client(users=True)
 async def user_memberships(request: web.Request) -> web.Response:
     """The organizations a user belongs to, with roles."""
     caller: AppCaller = request[APP_CLIENT]

@@ -79,3 +79,17 @@ async def test_code_flow_on_both_databases(make_idp, database_url):
     tokens = await idp.tokens(client, scope="openid offline_access")
     refreshed = await idp.token(client, grant_type="refresh_token", refresh_token=tokens["refresh_token"])
     assert refreshed.status == 200
+
+
+async def test_session_cookie_reads_only_the_signed_in_users_own_records(idp):
+    client = await idp.register()
+    await idp.code_for(client)  # signs the browser in: the test client now holds the session cookie
+    me = await idp.http.get("/api/v1/users/me")
+    assert me.status == 200 and (await me.json())["id"] == idp.user["id"]
+    memberships = await (await idp.http.get(f"/api/v1/users/{idp.user['id']}/memberships")).json()
+    assert [m["organizationId"] for m in memberships["data"]] == [idp.workspace["workspace_id"]]
+    _, platform = await service_client(idp)
+    other = await (await idp.http.post("/api/v1/users", json={"email": "other@example.com"}, headers=platform)).json()
+    assert (await idp.http.get(f"/api/v1/users/{other['id']}")).status == 404
+    assert (await idp.http.get("/api/v1/users")).status == 401  # listing is for app clients
+    assert (await idp.http.get("/api/v1/organizations")).status == 401
