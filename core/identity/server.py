@@ -198,7 +198,7 @@ class AioOAuth2Request(OAuth2Request):
     """An ``OAuth2Request`` built from what the aiohttp handler already read."""
 
     def __init__(self, method: str, uri: str, headers: MultiMapping[str], params: MultiMapping[str]) -> None:
-        super().__init__(method, uri, None, dict(headers))
+        super().__init__(method, uri, None, headers)  # case-insensitive, as HTTP header names are
         self.payload = _Payload(params)
 
     @property
