@@ -233,14 +233,25 @@ async def fake():
     await server.close()
 
 
-@pytest.fixture
-async def crm(aiohttp_client, make_app, fake, database_url):
+async def crm_client(aiohttp_client, make_app, fake, url):
     overrides = {name: {"api_base_url": f"{fake.url}/{prefix}"} for name, prefix in PREFIXES.items()}
-    app = make_app(database_url=database_url, providers=overrides)
+    app = make_app(database_url=url, providers=overrides)
     client = await aiohttp_client(app)
     client.ws = await create_workspace_with_key(app, plan="enterprise")
     client.connections = {name: await add_connection(app, client.ws["workspace_id"], name, credentials={"access_token": f"tok-{name}"}) for name in CRMS}
     return client
+
+
+@pytest.fixture
+async def crm(aiohttp_client, make_app, fake, database_url):
+    """On both databases."""
+    return await crm_client(aiohttp_client, make_app, fake, database_url)
+
+
+@pytest.fixture
+async def crm_sqlite(aiohttp_client, make_app, fake, sqlite_url):
+    """The mapping itself does not touch the database: SQLite is enough."""
+    return await crm_client(aiohttp_client, make_app, fake, sqlite_url)
 
 
 def expected(crm, kind, i):
@@ -277,9 +288,9 @@ async def read_all(api, crm, kind, limit, path="/api/unified/crm", headers=None)
 
 
 @pytest.mark.parametrize("crm_name", CRMS)
-async def test_each_crm_maps_onto_the_unified_model_across_pages(crm, crm_name):
+async def test_each_crm_maps_onto_the_unified_model_across_pages(crm_sqlite, crm_name):
     for kind in ("contacts", "companies", "deals"):
-        pages = await read_all(crm, crm_name, kind, limit=2)
+        pages = await read_all(crm_sqlite, crm_name, kind, limit=2)
         items = [item for page in pages for item in page]
         assert all(len(page) <= 2 for page in pages)
         ids = [item["id"] for item in items]
@@ -292,7 +303,8 @@ async def test_each_crm_maps_onto_the_unified_model_across_pages(crm, crm_name):
             assert got["provider"] == crm_name and got["createdAt"] and got["updatedAt"]
 
 
-async def test_crm_get_one_and_not_found(crm):
+async def test_crm_get_one_and_not_found(crm_sqlite):
+    crm = crm_sqlite
     for crm_name in CRMS:
         contact_id = str(crm_id(crm_name, "contacts", 1))
         response = await crm.get(f"/api/unified/crm/contacts/{contact_id}", params={"connectionId": crm.connections[crm_name]}, headers=crm.ws["headers"])
