@@ -2,7 +2,9 @@
 
 Searchable text is normalised in Python the same way for both databases (lower case, every run of
 non-alphanumeric characters turned into one space), so a query means the same thing everywhere:
-every word of the query must start a word of the row (``jo exa`` finds ``John@Example.com``).
+every word of the query must start a word of the row (``joh exa`` finds ``John@Example.com``); a word
+of one or two characters must be a whole word of the row, since expanding a very short prefix
+(``7`` stands for every number that starts with 7) costs seconds on a large table.
 
 - SQLite: an external-content FTS5 virtual table ``<table>_fts`` over ``search_text``. Updates and
   deletes keep it current by triggers; inserts are indexed by the application instead (an ORM insert
@@ -28,6 +30,7 @@ from sqlalchemy.sql.elements import ColumnElement
 
 _NON_WORD = re.compile(r"[\W_]+", re.UNICODE)
 MAX_QUERY_TERMS = 16
+MIN_PREFIX = 3
 
 
 def normalize(value: str) -> str:
@@ -62,12 +65,33 @@ def matches(dialect: str, table: Table, query: str) -> ColumnElement[bool] | Non
         return None
     name = table.name
     if dialect == "sqlite":
-        expression = " ".join(f'"{term}"*' for term in terms)
-        return text(f"{name}.rowid IN (SELECT rowid FROM {name}_fts WHERE {name}_fts MATCH :fts_query)").bindparams(
-            fts_query=expression
-        )
-    expression = " & ".join(f"{term}:*" for term in terms)
+        return _sqlite_matches(name, terms)
+    expression = " & ".join(f"{term}:*" if len(term) >= MIN_PREFIX else term for term in terms)
     return text(f"to_tsvector('simple', {name}.search_text) @@ to_tsquery('simple', :fts_query)").bindparams(fts_query=expression)
+
+
+def _sqlite_matches(name: str, terms: list[str]) -> ColumnElement[bool]:
+    """FTS5 answers prefix queries of the stored prefix lengths (3 and 6) from one list each, lazily;
+    any other prefix would be expanded term by term. So a longer term is looked up by its 3 or 6
+    first characters and the candidates are checked for the whole term with ``LIKE``."""
+    fts_terms: list[str] = []
+    checks: list[str] = []
+    for term in terms:
+        if len(term) < MIN_PREFIX:
+            fts_term = f'"{term}"'
+        else:
+            stored = 6 if len(term) >= 6 else 3
+            fts_term = f'"{term[:stored]}"*'
+            if len(term) != stored:
+                checks.append(term)
+        if fts_term not in fts_terms:
+            fts_terms.append(fts_term)
+    params = {"fts_query": " ".join(fts_terms)}
+    clause = f"{name}.rowid IN (SELECT rowid FROM {name}_fts WHERE {name}_fts MATCH :fts_query)"
+    for index, term in enumerate(checks):
+        clause += f" AND (' ' || {name}.search_text) LIKE :fts_like_{index}"
+        params[f"fts_like_{index}"] = f"% {term}%"
+    return text(clause).bindparams(**params)
 
 
 def index_inserts(model: type) -> None:
