@@ -1,10 +1,16 @@
 """Free-text search that stays fast at scale, chosen by the database in use.
 
 Searchable text is normalised in Python the same way for both databases (lower case, every run of
-non-alphanumeric characters turned into one space), so a query means the same thing everywhere:
-every word of the query must start a word of the row (``joh exa`` finds ``John@Example.com``); a word
-of one or two characters must be a whole word of the row, since expanding a very short prefix
-(``7`` stands for every number that starts with 7) costs seconds on a large table.
+non-alphanumeric characters turned into one space) into a ``search_text`` column, so a query means
+the same thing everywhere: every word of the query must start a word of the row (``joh exa`` finds
+``John@Example.com``); a word of one or two characters must be a whole word of the row.
+
+Prefix queries are what make full-text indexes slow: a prefix is expanded into every indexed word
+it starts, and each of their lists is read in full (seconds for ``exa`` over a million rows, on
+SQLite and PostgreSQL alike). So ``search_text`` also holds, for each word, its first 3 and first 6
+characters as marker words (``qx3lov qx6lovela``). A query word then becomes one exact marker
+(lists that both databases intersect lazily, seeking past what cannot match) and, when it is not
+exactly 3 or 6 characters long, a ``LIKE`` check of the whole word on the few candidate rows.
 
 - SQLite: an external-content FTS5 virtual table ``<table>_fts`` over ``search_text``. Updates and
   deletes keep it current by triggers; inserts are indexed by the application instead (an ORM insert
@@ -12,7 +18,7 @@ of one or two characters must be a whole word of the row, since expanding a very
   :func:`index_bulk_inserts`), because a per-row trigger makes bulk loads several times slower. It
   maps rows by SQLite's rowid, which ``VACUUM`` may renumber for tables without an integer primary
   key: after a VACUUM run ``INSERT INTO <table>_fts(<table>_fts) VALUES('rebuild')``.
-- PostgreSQL: a GIN index over ``to_tsvector('simple', search_text)`` queried with prefix terms.
+- PostgreSQL: a GIN index over ``to_tsvector('simple', search_text)``.
 
 The DDL is in the ``data`` migration; the schema-drift test ignores the FTS tables.
 """
@@ -31,14 +37,22 @@ from sqlalchemy.sql.elements import ColumnElement
 _NON_WORD = re.compile(r"[\W_]+", re.UNICODE)
 MAX_QUERY_TERMS = 16
 MIN_PREFIX = 3
+MARKER = "qx"
 
 
 def normalize(value: str) -> str:
     return _NON_WORD.sub(" ", value.lower()).strip()
 
 
+def _with_prefixes(words: list[str]) -> str:
+    markers = {f"{MARKER}3{word[:3]}" for word in words if len(word) >= 3}
+    markers |= {f"{MARKER}6{word[:6]}" for word in words if len(word) >= 6}
+    return " ".join([*words, *sorted(markers)])
+
+
 def search_text_of(values: Iterable[Any]) -> str:
-    """The normalised text of a row's values (nested values by their JSON text)."""
+    """The searchable text of a row's values (nested values by their JSON text), with the prefix
+    markers of its words."""
     parts = []
     for value in values:
         if value is None:
@@ -51,11 +65,28 @@ def search_text_of(values: Iterable[Any]) -> str:
             parts.append(str(value))
         else:
             parts.append(json.dumps(value, ensure_ascii=False))
-    return normalize(" ".join(parts))
+    return _with_prefixes(normalize(" ".join(parts)).split())
 
 
 def query_terms(query: str) -> list[str]:
     return normalize(query).split()[:MAX_QUERY_TERMS]
+
+
+def _plan(terms: list[str]) -> tuple[list[str], list[str]]:
+    """The exact index words a query needs, and the whole words to check with ``LIKE``."""
+    words: list[str] = []
+    checks: list[str] = []
+    for term in terms:
+        if len(term) < MIN_PREFIX:
+            word = term
+        else:
+            stored = 6 if len(term) >= 6 else 3
+            word = f"{MARKER}{stored}{term[:stored]}"
+            if len(term) != stored:
+                checks.append(term)
+        if word not in words:
+            words.append(word)
+    return words, checks
 
 
 def matches(dialect: str, table: Table, query: str) -> ColumnElement[bool] | None:
@@ -64,30 +95,14 @@ def matches(dialect: str, table: Table, query: str) -> ColumnElement[bool] | Non
     if not terms:
         return None
     name = table.name
+    words, checks = _plan(terms)
+    params: dict[str, str] = {}
     if dialect == "sqlite":
-        return _sqlite_matches(name, terms)
-    expression = " & ".join(f"{term}:*" if len(term) >= MIN_PREFIX else term for term in terms)
-    return text(f"to_tsvector('simple', {name}.search_text) @@ to_tsquery('simple', :fts_query)").bindparams(fts_query=expression)
-
-
-def _sqlite_matches(name: str, terms: list[str]) -> ColumnElement[bool]:
-    """FTS5 answers prefix queries of the stored prefix lengths (3 and 6) from one list each, lazily;
-    any other prefix would be expanded term by term. So a longer term is looked up by its 3 or 6
-    first characters and the candidates are checked for the whole term with ``LIKE``."""
-    fts_terms: list[str] = []
-    checks: list[str] = []
-    for term in terms:
-        if len(term) < MIN_PREFIX:
-            fts_term = f'"{term}"'
-        else:
-            stored = 6 if len(term) >= 6 else 3
-            fts_term = f'"{term[:stored]}"*'
-            if len(term) != stored:
-                checks.append(term)
-        if fts_term not in fts_terms:
-            fts_terms.append(fts_term)
-    params = {"fts_query": " ".join(fts_terms)}
-    clause = f"{name}.rowid IN (SELECT rowid FROM {name}_fts WHERE {name}_fts MATCH :fts_query)"
+        clause = f"{name}.rowid IN (SELECT rowid FROM {name}_fts WHERE {name}_fts MATCH :fts_query)"
+        params["fts_query"] = " ".join(f'"{word}"' for word in words)
+    else:
+        clause = f"to_tsvector('simple', {name}.search_text) @@ to_tsquery('simple', :fts_query)"
+        params["fts_query"] = " & ".join(words)
     for index, term in enumerate(checks):
         clause += f" AND (' ' || {name}.search_text) LIKE :fts_like_{index}"
         params[f"fts_like_{index}"] = f"% {term}%"

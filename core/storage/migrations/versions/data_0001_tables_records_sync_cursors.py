@@ -22,11 +22,10 @@ def fts_ddl(dialect: str, table: str) -> list[str]:
     if dialect == "sqlite":
         fts = f"{table}_fts"
         return [
-            # detail=none: no positions (queries are AND-ed word prefixes, never phrases): a smaller,
-            # faster index. prefix='3 6': prefix queries read one stored list instead of merging
-            # every matching term's list (seconds for a common prefix over a million rows)
+            # detail=none: no positions (queries are AND-ed words, never phrases): a smaller, faster
+            # index. Prefixes are words of search_text too (see patchbay.core.tables.search)
             f"CREATE VIRTUAL TABLE {fts} USING fts5(search_text, content='{table}', content_rowid='rowid', "
-            "tokenize='unicode61 remove_diacritics 0', detail=none, columnsize=0, prefix='3 6')",
+            "tokenize='unicode61 remove_diacritics 0', detail=none, columnsize=0)",
             f"CREATE TRIGGER {fts}_ad AFTER DELETE ON {table} BEGIN "
             f"INSERT INTO {fts}({fts}, rowid, search_text) VALUES ('delete', old.rowid, old.search_text); END",
             f"CREATE TRIGGER {fts}_au AFTER UPDATE OF search_text ON {table} BEGIN "
