@@ -3,7 +3,7 @@ by one process's job workers on SQLite and on PostgreSQL, against the raw job-qu
 no-op job through the same workers) measured in the same run; and the latency from an inbound
 webhook (a signed Meta leadgen POST to /webhook/facebook) to the first step of the flow it starts.
 
-    python benchmarks/flows.py [--executions 5000] [--jobs 5000] [--concurrency 64] [--latency 50]
+    python benchmarks/flows.py [--executions 2000] [--jobs 3000] [--concurrency 64] [--latency 30]
 
 PostgreSQL runs when PATCHBAY_TEST_DATABASE_URL (or PATCHBAY_BENCH_PG_URL) names a server: a
 scratch database is created and dropped. Everything runs in this one process: the workers, the web
@@ -227,10 +227,10 @@ def _report(result: dict[str, object], args) -> None:
 
 async def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--executions", type=int, default=5000)
-    parser.add_argument("--jobs", type=int, default=5000)
+    parser.add_argument("--executions", type=int, default=2000)
+    parser.add_argument("--jobs", type=int, default=3000)
     parser.add_argument("--concurrency", type=int, default=64, help="jobs run at once by the one worker process")
-    parser.add_argument("--latency", type=int, default=50, help="webhook events for the latency figure (0: skip)")
+    parser.add_argument("--latency", type=int, default=30, help="webhook events for the latency figure (0: skip)")
     args = parser.parse_args()
     print(f"one process, {args.concurrency} concurrent jobs; {args.executions} executions, {args.jobs} baseline jobs")
     with tempfile.TemporaryDirectory() as folder:

@@ -43,6 +43,7 @@ DEFAULT_STEP_TIMEOUT = 30.0
 MAX_STEP_TIMEOUT = 300.0
 _STEP_META_KEYS = ("id", "type", "name", "timeoutSeconds")
 _VERSION_CACHE_SIZE = 2048
+STEP_SESSIONS = 8
 
 
 class InvalidSteps(ValueError):
@@ -272,6 +273,9 @@ class FlowRunner:
         self.versions: OrderedDict[tuple[str, int], list] = OrderedDict()
         self._starts = Batcher(self._start_many)
         self._finishes = Batcher(self._finish_many)
+        #: sessions opened by steps at once; more would overflow the connection pool, and on
+        #: PostgreSQL every overflow connection is a new server process, opened and closed again
+        self.step_sessions = asyncio.Semaphore(STEP_SESSIONS)
 
     # -- starting --------------------------------------------------------------------------------
 

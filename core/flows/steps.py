@@ -14,7 +14,7 @@ from typing import Any
 
 import attrs
 
-from patchbay.core.appkeys import DB, OUTBOUND, REGISTRY
+from patchbay.core.appkeys import DB, FLOW_RUNNER, OUTBOUND, REGISTRY
 from patchbay.core.outbound import UnsafeTarget
 
 #: Delays up to this many seconds are waited inline; longer ones park the execution durably.
@@ -154,7 +154,7 @@ class TableUpsert:
         if not isinstance(data, dict):
             raise StepFailed("'data' must be an object")
         key = config.get("externalKey")
-        async with context.app[DB].transaction(tenant=context.workspace_id) as session:
+        async with context.app[FLOW_RUNNER].step_sessions, context.app[DB].transaction(tenant=context.workspace_id) as session:
             row = await upsert_row(
                 session, workspace_id=context.workspace_id, table_slug=str(config["table"]),
                 external_key=None if key is None else str(key), data=data,
@@ -169,7 +169,7 @@ class TableLookup:
         from patchbay.core.tables.service import lookup_row
 
         _require(config, "table", "column")
-        async with context.app[DB].session(tenant=context.workspace_id) as session:
+        async with context.app[FLOW_RUNNER].step_sessions, context.app[DB].session(tenant=context.workspace_id) as session:
             row = await lookup_row(
                 session, workspace_id=context.workspace_id, table_slug=str(config["table"]),
                 column=str(config["column"]), value=config.get("value"),
