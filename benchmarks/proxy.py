@@ -3,8 +3,8 @@ to a local upstream, against the same upstream called directly in the same run; 
 
     python benchmarks/proxy.py [--seconds 6] [--concurrency 32] [--auth api_key|token]
 
-Three processes: the upstream (a small aiohttp JSON API), patchbay (one process, SQLite, the
-passthrough proxy route) and the load generator (aiohttp, keep-alive). Everything of a real call is
+Processes: the upstream (a small aiohttp JSON API), patchbay (one process, SQLite, the passthrough
+proxy route), a naive aiohttp proxy for reference, and the load generator (aiohttp, keep-alive). Everything of a real call is
 on: caller authentication (an API key, or with ``--auth token`` an access token of patchbay's
 identity provider), the connection lookup (decrypted credentials cached for a few seconds), the
 connect API throttle and the per-connection rate limit (limits set high enough not to refuse), the
@@ -38,6 +38,28 @@ def _upstream(out) -> None:
     async def main() -> None:
         app = web.Application()
         app.router.add_get("/v1/items/{id}", handler)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        out.send(site._server.sockets[0].getsockname()[1])
+        await asyncio.Event().wait()
+
+    asyncio.run(main())
+
+
+def _naive_proxy(upstream: str, out) -> None:
+    """The reference point: a minimal aiohttp proxy (no authentication, lookup, limits or audit)."""
+
+    async def main() -> None:
+        session = aiohttp.ClientSession()
+
+        async def handler(request: web.Request) -> web.Response:
+            async with session.get(f"{upstream}/v1/{request.match_info['path']}", headers={"Authorization": "Bearer upstream-key"}) as response:
+                return web.Response(body=await response.read(), status=response.status, content_type=response.content_type)
+
+        app = web.Application()
+        app.router.add_get("/{path:.*}", handler)
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -182,25 +204,33 @@ def main() -> None:
             processes.append(patchbay)
             port, headers = receive.recv()
             proxy_url = f"http://127.0.0.1:{port}/connect/v1/proxy/bench"
-            pids = {"upstream": upstream.pid, "patchbay": patchbay.pid}
+            receive, send = context.Pipe(duplex=False)
+            naive = context.Process(target=_naive_proxy, args=(upstream_url, send), daemon=True)
+            naive.start()
+            processes.append(naive)
+            naive_url = f"http://127.0.0.1:{receive.recv()}"
+            pids = {"upstream": upstream.pid, "patchbay": patchbay.pid, "naive": naive.pid}
             asyncio.run(_load(proxy_url, headers, 1.0, args.concurrency, 0.5))  # warm both paths up first
             direct, direct_cpu = measured(pids, lambda: asyncio.run(_load(f"{upstream_url}/v1", {"Authorization": "Bearer upstream-key"}, args.seconds, args.concurrency, 0.5)))
             proxied, proxy_cpu = measured(pids, lambda: asyncio.run(_load(proxy_url, headers, args.seconds, args.concurrency, 0.5)))
+            naive_figures, naive_cpu = measured(pids, lambda: asyncio.run(_load(naive_url, {}, args.seconds, args.concurrency, 0.5)))
     finally:
         for process in processes:
             process.terminate()
             process.join(10)
     print(f"proxy benchmark: {args.seconds:.0f} s per target, {args.concurrency} concurrent keep-alive clients, caller auth {args.auth}")
     print(f"{'':8} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'errors':>7}")
-    for name, figures in (("direct", direct), ("proxy", proxied)):
+    for name, figures in (("direct", direct), ("proxy", proxied), ("naive", naive_figures)):
         print(f"{name:8} {figures['rps']:9.0f} {figures['p50_ms']:8.2f} {figures['p99_ms']:8.2f} {figures['errors']:7d}")
-    print(f"ratio proxy/direct: {proxied['rps'] / direct['rps']:.2f}x (requests per second)")
+    print(f"ratio proxy/direct: {proxied['rps'] / direct['rps']:.2f}x (requests per second); "
+          f"a naive aiohttp proxy without auth, lookup, limits or audit: {naive_figures['rps'] / direct['rps']:.2f}x")
     # CPU per request does not depend on what else the machine runs, unlike the rates above.
     up_direct = direct_cpu["upstream"] / max(1, direct["requests"]) * 1e6
     up_proxy = proxy_cpu["upstream"] / max(1, proxied["requests"]) * 1e6
     pb = proxy_cpu["patchbay"] / max(1, proxied["requests"]) * 1e6
-    print(f"CPU per request: upstream {up_direct:.0f} us (direct) / {up_proxy:.0f} us (proxied); patchbay {pb:.0f} us per proxied call")
-    if proxied["errors"] or direct["errors"]:
+    naive_cpu_us = naive_cpu["naive"] / max(1, naive_figures["requests"]) * 1e6
+    print(f"CPU per request: upstream {up_direct:.0f} us (direct) / {up_proxy:.0f} us (proxied); patchbay {pb:.0f} us per proxied call; naive proxy {naive_cpu_us:.0f} us")
+    if proxied["errors"] or direct["errors"] or naive_figures["errors"]:
         sys.exit(1)
 
 

@@ -175,6 +175,8 @@ class ConnectionsRuntime:
         self.owner = uuid.uuid4().hex  # this process's name in refresh leases
         self.cache: dict[str, ConnectionState] = {}
         self.locks: dict[str, asyncio.Lock] = {}
+        #: reads of expired cache entries in flight, shared by the calls that wait for them
+        self.loading: dict[str, asyncio.Future] = {}
         self.limiter = ConnectionLimiter(app[SETTINGS].rate_limits.get("proxy", "off"))
         self.audit = AuditBuffer(app)
         #: count of refresh calls made by this process to providers (observability and tests)

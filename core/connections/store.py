@@ -3,6 +3,7 @@ app a connection uses, and the plan's provider count."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Mapping
 from datetime import datetime
@@ -49,16 +50,31 @@ async def load_state(app: web.Application, connection_id: str, *, workspace_id: 
     """The decrypted connection; 404 when it does not exist or belongs to another workspace.
     ``workspace_id=None`` is for system work (jobs) only."""
     rt = runtime(app)
-    if not fresh:
-        state = rt.cached(connection_id)
-        if state is not None and (workspace_id is None or state.workspace_id == workspace_id):
-            return state
+    if fresh:
+        return await _read_state(app, connection_id, workspace_id)
+    state = rt.cached(connection_id)
+    if state is None:
+        # One read per expired entry however many calls arrive meanwhile: they share it.
+        pending = rt.loading.get(connection_id)
+        if pending is None:
+            pending = rt.loading[connection_id] = asyncio.ensure_future(_read_state(app, connection_id, None))
+            pending.add_done_callback(lambda _: rt.loading.pop(connection_id, None))
+        try:
+            state = await asyncio.shield(pending)
+        except ConnectionNotFound:
+            raise ConnectionNotFound(connection_id) from None
+    if workspace_id is not None and state.workspace_id != workspace_id:
+        raise ConnectionNotFound(connection_id)
+    return state
+
+
+async def _read_state(app: web.Application, connection_id: str, workspace_id: str | None) -> ConnectionState:
     async with app[DB].session(tenant=workspace_id) as session:
         row = await session.scalar(select(Connection).where(Connection.id == connection_id))
     if row is None:
         raise ConnectionNotFound(connection_id)
     state = state_of(app, row)
-    rt.remember(state)
+    runtime(app).remember(state)
     return state
 
 

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import math
 import time
 from datetime import UTC, datetime, timedelta
@@ -27,8 +28,9 @@ class Decision:
     retry_after: int  # seconds until the window resets
 
 
+@functools.lru_cache(maxsize=256)
 def parse_limit(text: str) -> limits.RateLimitItem | None:
-    """``None`` for ``"off"``."""
+    """``None`` for ``"off"``. Cached: the throttle parses its setting on every request."""
     return None if text == "off" else limits.parse(text)
 
 

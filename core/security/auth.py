@@ -9,6 +9,7 @@ its ``organization_id`` and the permissions its ``permissions``. Handlers declar
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import time
 import weakref
@@ -61,6 +62,7 @@ async def verify_access_token(app: web.Application, token: str) -> dict[str, Any
 #: does not pay a database read each; a revoked key stops working within this time.
 API_KEY_CACHE_SECONDS = 5.0
 _api_key_cache: weakref.WeakKeyDictionary[Any, dict[str, tuple[float, Principal | None]]] = weakref.WeakKeyDictionary()
+_api_key_reads: weakref.WeakKeyDictionary[Any, dict[str, asyncio.Future]] = weakref.WeakKeyDictionary()
 
 
 async def _from_api_key(app: web.Application, key: str) -> Principal | None:
@@ -68,7 +70,13 @@ async def _from_api_key(app: web.Application, key: str) -> Principal | None:
     hit = cache.get(key)
     if hit is not None and time.monotonic() - hit[0] < API_KEY_CACHE_SECONDS:
         return hit[1]
-    principal = await _lookup_api_key(app, key)
+    # One database read per key however many requests arrive while it runs: they share it.
+    reads = _api_key_reads.setdefault(app[DB], {})
+    pending = reads.get(key)
+    if pending is None:
+        pending = reads[key] = asyncio.ensure_future(_lookup_api_key(app, key))
+        pending.add_done_callback(lambda _: reads.pop(key, None))
+    principal = await asyncio.shield(pending)
     if len(cache) > 10_000:
         cache.clear()
     cache[key] = (time.monotonic(), principal)
