@@ -63,7 +63,7 @@ async def connect(request: web.Request) -> web.Response:
     app = request.app
     provider = service.provider_or_404(app, request.match_info["type"])
     body = await read_object(request)
-    credentials = body.get("credentials")
+    credentials = body.get("credentials", {} if provider.auth_mode == "none" else None)
     if not isinstance(credentials, dict):
         raise bad_request("Validation failed: credentials is required (an object with apiKey)")
     metadata = body.get("metadata") or {}

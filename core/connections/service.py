@@ -50,6 +50,8 @@ def split_params(provider: Provider, params: Mapping[str, Any] | None, metadata:
 
 
 def _api_key_credentials(provider: Provider, credentials: Mapping[str, Any]) -> dict[str, Any]:
+    if provider.auth_mode == "none":
+        return {}  # a public API: the connection only holds parameters and metadata
     api_key = credentials.get("apiKey")
     if not isinstance(api_key, str) or not api_key.strip():
         raise bad_request("Validation failed: credentials.apiKey is required")

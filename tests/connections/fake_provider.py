@@ -216,6 +216,7 @@ def definitions(base: str) -> list[Provider]:
                  credential_query={"api_key": "{api_key}"}, **common),
         Provider(name="fakebasic", display_name="Fake Basic", category="crm", auth_mode="basic", api_base_url="{server}/api",
                  health_check="GET /me", **common),
+        Provider(name="fakepublic", display_name="Fake Public", category="other", auth_mode="none", api_base_url="{server}/api", **common),
         Provider(name="fakecc", display_name="Fake CC", category="crm", auth_mode="oauth2_cc", token_url="{server}/token",
                  api_base_url="{server}/api", token_auth_method="client_secret_basic", **common),
     ]  # fmt: skip

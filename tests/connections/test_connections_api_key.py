@@ -131,3 +131,12 @@ async def test_another_workspaces_connection_is_not_found(api, ws):
     assert listed["total"] == 0
     still = await api.get(f"/connect/v1/connections/{connection_id}", headers=ws["headers"])
     assert still.status == 200
+
+
+async def test_public_provider_needs_no_credentials(api, ws, fake):
+    created = await api.post("/connect/v1/providers/fakepublic/connect", json={"metadata": {"label": "public"}}, headers=ws["headers"])
+    assert created.status == 201, await created.text()
+    connection_id = (await created.json())["connectionId"]
+    proxied = await api.post("/connect/v1/proxy/fakepublic", json={"method": "GET", "path": "/open"}, headers={**ws["headers"], "x-connection-id": connection_id})
+    assert proxied.status == 401  # the fake API wants a credential; none was injected
+    assert "Authorization" not in fake.api_calls[-1]["headers"]
