@@ -19,7 +19,8 @@ async def _flow(client, headers, steps=STEPS_V1, name="F"):
     return await response.json()
 
 
-async def test_create_starts_as_draft(flows_client, flows_ws):
+async def test_create_starts_as_draft(client, workspace):
+    flows_client, flows_ws = client, workspace  # SQLite only: the storage paths run on both databases elsewhere
     flow = await _flow(flows_client, flows_ws["headers"])
     assert flow["status"] == "draft" and flow["version"] == 0 and flow["published_at"] is None and flow["steps"] == STEPS_V1
     got = await (await flows_client.get(f"/connect/v1/flows/{flow['id']}", headers=flows_ws["headers"])).json()
@@ -59,7 +60,8 @@ async def test_revert_restores_a_snapshot_as_a_new_version_and_keeps_history(flo
     assert missing.status == 404
 
 
-async def test_revert_from_a_draft_publishes(flows_client, flows_ws):
+async def test_revert_from_a_draft_publishes(client, workspace):
+    flows_client, flows_ws = client, workspace  # SQLite only: the storage paths run on both databases elsewhere
     h = flows_ws["headers"]
     flow = await _flow(flows_client, h)
     await flows_client.post(f"/connect/v1/flows/{flow['id']}/publish", headers=h)
@@ -127,7 +129,8 @@ async def test_archive_retires_a_flow_and_publish_brings_it_back(flows_client, f
     assert back["status"] == "published" and back["version"] == 2
 
 
-async def test_validation_delete_and_tenancy(flows_client, flows_ws):
+async def test_validation_delete_and_tenancy(client, workspace):
+    flows_client, flows_ws = client, workspace  # SQLite only: the storage paths run on both databases elsewhere
     app, h = flows_client.server.app, flows_ws["headers"]
     bad = await flows_client.post("/connect/v1/flows", json={"name": "x", "steps": [{"id": "a", "type": "nope"}]}, headers=h)
     assert bad.status == 400 and "steps[0].type" in (await bad.json())["message"]

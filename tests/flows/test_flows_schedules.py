@@ -32,7 +32,8 @@ def test_next_run_follows_the_timezone():
     assert next_run("*/15 * * * *", "UTC", after) == datetime(2026, 7, 1, 6, 45, tzinfo=UTC)
 
 
-async def test_schedule_routes_validate_and_patch(flows_client, flows_ws):
+async def test_schedule_routes_validate_and_patch(client, workspace):
+    flows_client, flows_ws = client, workspace  # SQLite only: the storage paths run on both databases elsewhere
     h = flows_ws["headers"]
     flow_id = await _published_flow(flows_client, h)
     for body, field in (({"cron": "61 * * * *"}, "cron"), ({"cron": "* * * *"}, "cron"), ({"cron": "* * * * *", "timezone": "Mars/Base"}, "timezone"),
@@ -121,7 +122,8 @@ async def test_two_apps_on_one_database_fire_once_per_tick(flows_client, flows_w
     await _check_once_per_tick(app, flow_id, start, fired, drain_jobs)
 
 
-async def test_missed_ticks_fire_once_and_paused_flows_do_not_fire(flows_client, flows_ws):
+async def test_missed_ticks_fire_once_and_paused_flows_do_not_fire(client, workspace):
+    flows_client, flows_ws = client, workspace  # SQLite only: the storage paths run on both databases elsewhere
     app, h = flows_client.server.app, flows_ws["headers"]
     flow_id = await _published_flow(flows_client, h)
     start = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(hours=2)

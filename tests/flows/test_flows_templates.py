@@ -62,7 +62,8 @@ async def test_list_get_and_clone_with_the_monthly_cap(flows_client, flows_ws):
         assert (await flows_client.post(f"/connect/v1/flow-templates/{slug}/clone", json={}, headers=starter["headers"])).status == 201
 
 
-async def test_publish_as_template_visibility(flows_client, flows_ws):
+async def test_publish_as_template_visibility(client, workspace):
+    flows_client, flows_ws = client, workspace  # SQLite only: the storage paths run on both databases elsewhere
     app, h, ws = flows_client.server.app, flows_ws["headers"], flows_ws["workspace_id"]
     hubspot = await add_connection(app, ws, "hubspot")
     steps = [{"id": "c", "type": "action", "provider": "hubspot", "action": "create_contact", "connectionId": hubspot, "inputs": {"email": "{{ trigger.email }}"}}]

@@ -149,7 +149,8 @@ async def test_a_poll_trigger_runs_an_item_once_and_keeps_its_cursor(aiohttp_cli
     assert cron.status == 401
 
 
-async def test_trigger_validation_and_the_active_subscription_cap(flows_client, flows_ws):
+async def test_trigger_validation_and_the_active_subscription_cap(client, workspace):
+    flows_client, flows_ws = client, workspace  # SQLite only: the storage paths run on both databases elsewhere
     app, h = flows_client.server.app, flows_ws["headers"]
     flow_id = await _flow(flows_client, h, [], publish=False)
     unknown_provider = await flows_client.post(f"/connect/v1/flows/{flow_id}/triggers", json={**LEADGEN, "providerType": "nope"}, headers=h)
