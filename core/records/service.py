@@ -131,14 +131,15 @@ async def store_records(
             latest[external_id] = data
     known = await _existing(session, workspace_id, provider_type, resource_type, list(latest))
     now = utcnow()
-    inserts = [{"id": bulk.ordered_id(), "external_id": None, "data": data, "search_text": search_text_of(data.values())} for data in anonymous]
+    fresh = iter(bulk.ordered_ids(len(items)))
+    inserts = [{"id": next(fresh), "external_id": None, "data": data, "search_text": search_text_of(data.values())} for data in anonymous]
     updates = []
     for external_id, data in latest.items():
         row = {"external_id": external_id, "data": data, "search_text": search_text_of(data.values())}
         if external_id in known:
             updates.append({**row, "id": known[external_id], "updated_at": now, "connection_id": connection_id, "source": source})
         else:
-            inserts.append({**row, "id": bulk.ordered_id()})
+            inserts.append({**row, "id": next(fresh)})
     constants = {"workspace_id": workspace_id, "provider_type": provider_type, "resource_type": resource_type, "connection_id": connection_id,
                  "source": source, "created_at": now, "updated_at": now}  # fmt: skip
     table = Record.__table__

@@ -35,6 +35,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import ColumnElement
 
 _NON_WORD = re.compile(r"[\W_]+", re.UNICODE)
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 MAX_QUERY_TERMS = 16
 MIN_PREFIX = 3
 MARKER = "qx"
@@ -45,9 +46,13 @@ def normalize(value: str) -> str:
 
 
 def _with_prefixes(words: list[str]) -> str:
-    markers = {f"{MARKER}3{word[:3]}" for word in words if len(word) >= 3}
-    markers |= {f"{MARKER}6{word[:6]}" for word in words if len(word) >= 6}
-    return " ".join([*words, *sorted(markers)])
+    markers = set()
+    for word in words:
+        if len(word) >= 3:
+            markers.add(f"{MARKER}3{word[:3]}")
+            if len(word) >= 6:
+                markers.add(f"{MARKER}6{word[:6]}")
+    return " ".join(words) + (" " + " ".join(sorted(markers)) if markers else "")
 
 
 def search_text_of(values: Iterable[Any]) -> str:
@@ -65,7 +70,7 @@ def search_text_of(values: Iterable[Any]) -> str:
             parts.append(str(value))
         else:
             parts.append(json.dumps(value, ensure_ascii=False))
-    return _with_prefixes(normalize(" ".join(parts)).split())
+    return _with_prefixes(_WORD.findall(" ".join(parts).lower()))
 
 
 def query_terms(query: str) -> list[str]:

@@ -147,6 +147,7 @@ async def _write(db: Database, table: DataTable, items: list[_Item], report: Imp
         now = utcnow()
         created: dict[str, dict[str, Any]] = {}
         updated: dict[str, dict[str, Any]] = {}
+        fresh = iter(bulk.ordered_ids(len(items)))
         for item in items:
             target_id = item.row_id if item.row_id in existing else by_key.get(item.key) if item.key else None
             if target_id is not None:
@@ -158,7 +159,7 @@ async def _write(db: Database, table: DataTable, items: list[_Item], report: Imp
                 (created if target_id in created else updated)[target_id] = target
                 report.updated += 1
             else:
-                row = {"id": bulk.ordered_id(), "external_key": item.key, "data": dict(item.values)}
+                row = {"id": next(fresh), "external_key": item.key, "data": dict(item.values)}
                 existing[row["id"]] = created[row["id"]] = row
                 if item.key:
                     by_key[item.key] = row["id"]
