@@ -1,7 +1,7 @@
 """Proxy throughput: requests per second and latency (p50, p99) of GET calls through patchbay's proxy
 to a local upstream, against the same upstream called directly in the same run; prints the ratio.
 
-    python benchmarks/proxy.py [--seconds 6] [--concurrency 32] [--auth api_key|token]
+    python benchmarks/proxy.py [--seconds 4] [--rounds 3] [--concurrency 32] [--auth api_key|token]
 
 Processes: the upstream (a small aiohttp JSON API), patchbay (one process, SQLite, the passthrough
 proxy route), a naive aiohttp proxy for reference, and the load generator (aiohttp, keep-alive). Everything of a real call is
@@ -184,13 +184,15 @@ def measured(pids: dict[str, int], run) -> tuple[dict[str, float], dict[str, flo
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=6.0)
+    parser.add_argument("--seconds", type=float, default=4.0, help="per target and round")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds over the three targets; medians are printed")
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--auth", choices=("api_key", "token"), default="api_key")
     parser.add_argument("--profile", metavar="FILE", help="write a cProfile of the patchbay process to FILE (slows it down)")
     args = parser.parse_args()
     context = multiprocessing.get_context("spawn")
     processes = []
+    results: dict[str, list[tuple[dict[str, float], dict[str, float]]]] = {"direct": [], "proxy": [], "naive": []}
     try:
         receive, send = context.Pipe(duplex=False)
         upstream = context.Process(target=_upstream, args=(send,), daemon=True)
@@ -203,34 +205,47 @@ def main() -> None:
             patchbay.start()
             processes.append(patchbay)
             port, headers = receive.recv()
-            proxy_url = f"http://127.0.0.1:{port}/connect/v1/proxy/bench"
             receive, send = context.Pipe(duplex=False)
             naive = context.Process(target=_naive_proxy, args=(upstream_url, send), daemon=True)
             naive.start()
             processes.append(naive)
-            naive_url = f"http://127.0.0.1:{receive.recv()}"
+            targets = {
+                "direct": (f"{upstream_url}/v1", {"Authorization": "Bearer upstream-key"}),
+                "proxy": (f"http://127.0.0.1:{port}/connect/v1/proxy/bench", headers),
+                "naive": (f"http://127.0.0.1:{receive.recv()}", {}),
+            }
             pids = {"upstream": upstream.pid, "patchbay": patchbay.pid, "naive": naive.pid}
-            asyncio.run(_load(proxy_url, headers, 1.0, args.concurrency, 0.5))  # warm both paths up first
-            direct, direct_cpu = measured(pids, lambda: asyncio.run(_load(f"{upstream_url}/v1", {"Authorization": "Bearer upstream-key"}, args.seconds, args.concurrency, 0.5)))
-            proxied, proxy_cpu = measured(pids, lambda: asyncio.run(_load(proxy_url, headers, args.seconds, args.concurrency, 0.5)))
-            naive_figures, naive_cpu = measured(pids, lambda: asyncio.run(_load(naive_url, {}, args.seconds, args.concurrency, 0.5)))
+            asyncio.run(_load(*targets["proxy"], 1.0, args.concurrency, 0.5))  # warm the caches up
+            names = list(targets)
+            for round_ in range(args.rounds):
+                for name in names[round_ % 3:] + names[: round_ % 3]:  # rotate the order: the machine's load drifts
+                    url, target_headers = targets[name]
+                    results[name].append(measured(pids, lambda: asyncio.run(_load(url, target_headers, args.seconds, args.concurrency, 0.5))))
     finally:
         for process in processes:
             process.terminate()
             process.join(10)
-    print(f"proxy benchmark: {args.seconds:.0f} s per target, {args.concurrency} concurrent keep-alive clients, caller auth {args.auth}")
-    print(f"{'':8} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'errors':>7}")
-    for name, figures in (("direct", direct), ("proxy", proxied), ("naive", naive_figures)):
-        print(f"{name:8} {figures['rps']:9.0f} {figures['p50_ms']:8.2f} {figures['p99_ms']:8.2f} {figures['errors']:7d}")
-    print(f"ratio proxy/direct: {proxied['rps'] / direct['rps']:.2f}x (requests per second); "
-          f"a naive aiohttp proxy without auth, lookup, limits or audit: {naive_figures['rps'] / direct['rps']:.2f}x")
-    # CPU per request does not depend on what else the machine runs, unlike the rates above.
-    up_direct = direct_cpu["upstream"] / max(1, direct["requests"]) * 1e6
-    up_proxy = proxy_cpu["upstream"] / max(1, proxied["requests"]) * 1e6
-    pb = proxy_cpu["patchbay"] / max(1, proxied["requests"]) * 1e6
-    naive_cpu_us = naive_cpu["naive"] / max(1, naive_figures["requests"]) * 1e6
-    print(f"CPU per request: upstream {up_direct:.0f} us (direct) / {up_proxy:.0f} us (proxied); patchbay {pb:.0f} us per proxied call; naive proxy {naive_cpu_us:.0f} us")
-    if proxied["errors"] or direct["errors"] or naive_figures["errors"]:
+
+    def median(name: str, key: str) -> float:
+        return statistics.median(figures[key] for figures, _ in results[name])
+
+    def cpu_us(name: str, process: str) -> float:
+        return sum(cpu[process] for _, cpu in results[name]) / max(1, sum(f["requests"] for f, _ in results[name])) * 1e6
+
+    def ratio(name: str) -> float:
+        return statistics.median(results[name][i][0]["rps"] / results["direct"][i][0]["rps"] for i in range(args.rounds))
+
+    print(f"proxy benchmark: {args.rounds} rounds x {args.seconds:.0f} s per target, {args.concurrency} concurrent keep-alive clients, caller auth {args.auth}")
+    print(f"{'':8} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'errors':>7}   (medians of the rounds)")
+    for name in ("direct", "proxy", "naive"):
+        errors = sum(int(f["errors"]) for f, _ in results[name])
+        print(f"{name:8} {median(name, 'rps'):9.0f} {median(name, 'p50_ms'):8.2f} {median(name, 'p99_ms'):8.2f} {errors:7d}")
+    print(f"ratio proxy/direct: {ratio('proxy'):.2f}x (requests per second, median of the rounds); "
+          f"a naive aiohttp proxy without auth, lookup, limits or audit: {ratio('naive'):.2f}x")
+    # CPU per request depends much less on what else the machine runs than the rates above.
+    print(f"CPU per request: upstream {cpu_us('direct', 'upstream'):.0f} us (direct) / {cpu_us('proxy', 'upstream'):.0f} us (proxied); "
+          f"patchbay {cpu_us('proxy', 'patchbay'):.0f} us per proxied call; naive proxy {cpu_us('naive', 'naive'):.0f} us")
+    if any(f["errors"] for runs in results.values() for f, _ in runs):
         sys.exit(1)
 
 
