@@ -32,6 +32,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from patchbay.core.appkeys import DB, JOBS, OUTBOUND, SECRETS, SETTINGS
 from patchbay.core.jobs.queue import JobContext
 from patchbay.core.outbound import UnsafeTarget
+from patchbay.core.security.secrets import DecryptionError
 from patchbay.core.settings import WebhooksSettings
 from patchbay.core.timeutil import iso, utcnow
 from patchbay.core.webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEvent, WebhookSubscription
@@ -142,6 +143,11 @@ async def deliver_job(context: JobContext) -> None:
     settings = app[SETTINGS].webhooks
     body = forward_body(event)
     timestamp = int(time.time())
+    try:
+        secrets = subscription_secrets(app, subscription)
+    except DecryptionError:
+        await _close(app, delivery, "the callback secret cannot be decrypted with the configured keys")
+        return
     headers = {
         "Content-Type": "application/json",
         "User-Agent": "patchbay-webhooks/1",
@@ -150,7 +156,7 @@ async def deliver_job(context: JobContext) -> None:
         "X-Connect-Delivery": event.id,
         "webhook-id": event.id,
         "webhook-timestamp": str(timestamp),
-        **signature_headers(subscription_secrets(app, subscription), event.id, timestamp, body),
+        **signature_headers(secrets, event.id, timestamp, body),
     }
     status_code, excerpt, error, retry_after, unsafe = None, None, None, None, False
     started = time.perf_counter()

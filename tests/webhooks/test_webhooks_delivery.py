@@ -294,3 +294,17 @@ async def test_permissions_gate_subscriptions_and_the_event_log(wh_app, aiohttp_
     assert (await client.get("/connect/v1/webhooks/events", headers=viewer["headers"])).status == 200
     assert (await client.get("/connect/v1/webhooks/events")).status == 401
     assert (await client.get("/leads", headers=viewer["headers"])).status == 403
+
+
+async def test_an_undecryptable_secret_fails_the_delivery_without_sending(wh, receivers, helpers):
+    from patchbay.core.security.secrets import SecretBox
+
+    receiver = await receivers()
+    client, app, ws, sub = await setup_workspace(wh, receiver)
+    async with app[DB].transaction() as session:
+        row = await session.get(WebhookSubscription, sub["subscriptionId"])
+        row.secret = SecretBox(["a-key-this-deployment-does-not-have"]).encrypt("whatever-secret")
+    event_id = await send(client)
+    delivery = await delivery_of(client, ws, event_id, helpers)
+    assert delivery["status"] == "failed" and "cannot be decrypted" in delivery["lastError"] and delivery["attempts"] == 0
+    assert receiver.requests == []
