@@ -87,15 +87,14 @@ async def _process_root(app: web.Application, handler: WebhookHandler | None, ev
         await _fail(app, event.id, f"no webhook handler is installed for provider {event.provider}")
         return
     try:
-        payload = json.loads(event.body or "")
+        payload, parsed = json.loads(event.body or ""), True
     except (json.JSONDecodeError, TypeError):
-        payload, items = None, []
-    else:
-        items = list(await maybe_await(handler.events(payload)))
+        payload, parsed = None, False
+    items = list(await maybe_await(handler.events(payload))) if parsed else []
     if earlier is not None:
         await _finish_duplicate(app, handler, event, items, earlier.id)
         return
-    if payload is None:
+    if not parsed:
         await _fail(app, event.id, "the body is not valid JSON")
         return
     if not items:

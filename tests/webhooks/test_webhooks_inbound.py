@@ -207,3 +207,13 @@ async def test_a_failing_listener_rolls_back_and_marks_the_event_failed(wh_app, 
     (row,) = await helpers.event_rows(app)
     assert row.status == "FAILED" and "listener bug" in row.reason
     assert await helpers.count(app, WebhookDelivery) == 0
+
+
+async def test_signed_bodies_that_carry_no_event_fail_with_a_reason(wh, helpers):
+    client, app, *_ = wh
+    for raw in (b"not json", b"null", b'{"object": "page", "entry": []}'):
+        response = await client.post("/webhook/facebook", data=raw, headers={"x-hub-signature-256": meta_signature(APP_SECRET, raw)})
+        assert response.status == 200
+    await helpers.wait_until(lambda: _count_settled(helpers, app, 3))
+    reasons = sorted(r.reason for r in await helpers.event_rows(app))
+    assert reasons == ["the body carries no event", "the body carries no event", "the body is not valid JSON"]
