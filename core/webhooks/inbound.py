@@ -45,7 +45,7 @@ async def receive(request: web.Request) -> web.Response:
     """Receive a provider event: verified, stored, answered 200, then processed."""
     name, handler, secrets = _handler(request)
     body = await request.read()
-    inbound = InboundRequest(method=request.method, url=str(request.url), headers=request.headers, query=request.query, body=body)
+    inbound = InboundRequest(method=request.method, url=lambda: str(request.url), headers=request.headers, query=request.query, body=body)
     if not secrets.webhook_secret or not await maybe_await(handler.verify(inbound, secrets.webhook_secret)):
         raise unauthorized()
     immediate = await maybe_await(handler.immediate_response(inbound))
@@ -66,4 +66,4 @@ async def receive(request: web.Request) -> web.Response:
         await request.app[WEBHOOK_INGEST].submit(row)
     except Exception:
         raise ApiError(503, "The event could not be stored; retry later") from None
-    return web.json_response({"received": True, "id": event_id})
+    return web.Response(body=b'{"received":true,"id":"' + event_id.encode() + b'"}', content_type="application/json")

@@ -9,22 +9,28 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
 import attrs
 
 
-@attrs.frozen(kw_only=True)
 class InboundRequest:
-    """The inbound HTTP request as a handler sees it (``body`` is the raw bytes)."""
+    """The inbound HTTP request as a handler sees it: ``method``, ``url`` (the full URL as
+    received), ``headers``, ``query`` and ``body`` (the raw bytes). ``url`` may be given as a
+    callable; it is then built on first use (most schemes never need it)."""
 
-    method: str
-    url: str
-    headers: Mapping[str, str]
-    query: Mapping[str, str]
-    body: bytes
+    __slots__ = ("method", "_url", "headers", "query", "body")
+
+    def __init__(self, *, method: str, url: str | Callable[[], str], headers: Mapping[str, str], query: Mapping[str, str], body: bytes) -> None:
+        self.method, self._url, self.headers, self.query, self.body = method, url, headers, query, body
+
+    @property
+    def url(self) -> str:
+        if callable(self._url):
+            self._url = self._url()
+        return self._url
 
 
 @attrs.frozen(kw_only=True)
