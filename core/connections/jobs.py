@@ -9,10 +9,10 @@ from datetime import timedelta
 from typing import Any
 
 from aiohttp import web
-from sqlalchemy import or_, select
+from sqlalchemy import delete, or_, select
 
 from patchbay.core.appkeys import DB, REGISTRY
-from patchbay.core.connections.models import ACTIVE_STATUSES, Connection
+from patchbay.core.connections.models import ACTIVE_STATUSES, Connection, OAuthState
 from patchbay.core.connections.refresh import REFRESHABLE_MODES, RefreshFailed, refresh_connection
 from patchbay.core.connections.service import check_health
 from patchbay.core.jobs.cron import CronJob
@@ -39,7 +39,8 @@ async def _each(items, work) -> list[Any]:
 
 
 async def refresh_expiring(app: web.Application) -> dict[str, int]:
-    """Refresh every token that expires within ``REFRESH_AHEAD`` and is not cooling down."""
+    """Refresh every token that expires within ``REFRESH_AHEAD`` and is not cooling down; remove
+    the stored states of OAuth logins that expired unfinished."""
     now = utcnow()
     modes = {name for name, p in app[REGISTRY].providers.items() if p.auth_mode in REFRESHABLE_MODES and p.refreshes}
     async with app[DB].session() as session:
@@ -65,6 +66,9 @@ async def refresh_expiring(app: web.Application) -> dict[str, int]:
             summary["failed"] += 1
 
     await _each(rows, work)
+    async with app[DB].transaction() as session:  # logins abandoned before their callback
+        removed = await session.execute(delete(OAuthState).where(OAuthState.expires_at < now).execution_options(synchronize_session=False))
+    summary["expiredLogins"] = removed.rowcount or 0
     return summary
 
 

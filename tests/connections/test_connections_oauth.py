@@ -11,7 +11,7 @@ import aiohttp
 from sqlalchemy import text, update
 
 from patchbay.core.appkeys import CRON, DB
-from patchbay.core.connections.models import Connection
+from patchbay.core.connections.models import Connection, OAuthState
 from patchbay.core.connections.runtime import runtime
 from patchbay.core.testing import create_workspace_with_key, sign_access_token
 from patchbay.core.timeutil import utcnow
@@ -193,10 +193,13 @@ async def test_invalid_grant_marks_invalid_and_cooldown(api, ws, fake):
 async def test_token_refresh_job_refreshes_ahead_of_expiry(api, ws, fake):
     soon = await connect_oauth(api, ws)
     later = await connect_oauth(api, ws)
+    await start_login(api, ws)  # abandoned: its state expires unused
+    async with api.server.app[DB].transaction() as session:
+        await session.execute(update(OAuthState).values(expires_at=utcnow() - timedelta(seconds=1)))
     await expire(api, soon, seconds=600)  # within the 15 minute buffer
     await expire(api, later, seconds=3600)
     summary = await api.server.app[CRON].jobs["token-refresh"].run(api.server.app)
-    assert summary == {"due": 1, "refreshed": 1, "failed": 0, "invalid": 0}
+    assert summary == {"due": 1, "refreshed": 1, "failed": 0, "invalid": 0, "expiredLogins": 1}
     assert fake.refresh_calls == 1
     connection = await (await api.get(f"/connect/v1/connections/{soon}", headers=ws["headers"])).json()
     assert connection["lastRefreshedAt"] is not None
