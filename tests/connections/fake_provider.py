@@ -174,6 +174,10 @@ class FakeProvider:
         if tail == "limited" and "limited" not in self.rate_limit_once:
             self.rate_limit_once.add("limited")
             return web.json_response({"message": "slow down"}, status=429, headers={"Retry-After": "0.2"})
+        if tail == "gzipped":
+            import gzip
+
+            return web.Response(body=gzip.compress(b'{"compressed": true}'), headers={"Content-Encoding": "gzip", "Content-Type": "application/json"})
         if tail == "me":
             return web.json_response({"id": "user-1", "name": "Ada Lovelace"})
         if tail == "busy":

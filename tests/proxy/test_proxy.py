@@ -132,6 +132,12 @@ async def test_connection_client_for_plugins(api, ws, fake):
     assert response.json()["query"] == {"q": "1", "flag": "true"} and response.json()["body"] == '{"a":1}'
     form = await client.request("POST", "/form", data={"x": "1"})
     assert form.json()["contentType"] == "application/x-www-form-urlencoded"
+    compressed = await client.get("/gzipped")
+    assert compressed.json() == {"compressed": True}, "the client decompresses what the proxy passes through as is"
+    absolute = await client.get(f"{fake.base}/api/abs")
+    assert absolute.json()["path"] == "/abs"
+    with pytest.raises(ApiError):
+        await client.get("https://elsewhere.example/api/abs")
     same = await client_for_provider(app, workspace_id=ws["workspace_id"], provider_name="fakekey")
     assert same.connection_id == connection_id
     other = await create_workspace_with_key(app, name="Other")
@@ -171,3 +177,12 @@ async def test_long_provider_backoff_holds_the_connection(api, ws, fake):
     assert held.status == 429 and (await held.json())["message"] == "ThrottlerException: Too Many Requests"
     assert 25 <= int(held.headers["Retry-After"]) <= 30
     assert len(fake.api_calls) == calls, "held calls do not reach the provider"
+
+
+async def test_proxy_passes_compressed_bodies_through(api, ws):
+    connection_id = await _connect(api, ws)
+    response = await api.get("/connect/v1/proxy/fakekey/gzipped", headers={**ws["headers"], "x-connection-id": connection_id}, auto_decompress=False)
+    assert response.headers["Content-Encoding"] == "gzip"
+    import gzip
+
+    assert gzip.decompress(await response.read()) == b'{"compressed": true}'
