@@ -33,6 +33,8 @@ from patchbay.core.timeutil import utcnow
 BATCH = 5_000
 MAX_REPORTED_ERRORS = 100
 EXPORT_BATCH = 2_000
+#: parsing is CPU work: give the loop to the batch being written this often (rows)
+YIELD_EVERY = 250
 
 
 @attrs.define
@@ -80,6 +82,8 @@ async def import_csv(db: Database, table: DataTable, chunks: AsyncIterator[str])
                 item = _item(schema, header, line, fields, report)
                 if item is not None:
                     pending.append(item)
+                    if writing is not None and not len(pending) % YIELD_EVERY:
+                        await asyncio.sleep(0)  # let the write in flight take its next step
                 if len(pending) >= BATCH:
                     if writing is not None:
                         await writing
