@@ -2,6 +2,9 @@
 
     python benchmarks/tables.py [--rows 100000] [--search-rows 1000000] [--queries 200] [--pg URL]
 
+The default run takes several minutes (loading a million rows into each database); figures and
+what they mean are in docs/data.md.
+
 For each database (PostgreSQL when ``--pg`` or ``PATCHBAY_TEST_DATABASE_URL`` names a server; a
 scratch database is created and dropped):
 
