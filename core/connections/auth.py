@@ -181,6 +181,14 @@ class ProviderAuth:
     #: in ``TokenSet.params``), so an OAuth login does not ask for them.
     learned_params: tuple[str, ...] = ()
 
+    def deferred_params(self, provider: Provider) -> tuple[str, ...]:
+        """Connection parameters an OAuth login need not be given: those the authorization and
+        token URLs do not use (the token response may carry them, e.g. Pipedrive's ``api_domain``),
+        plus ``learned_params``. The callback still requires each one before it stores the
+        connection."""
+        used = template_fields(provider.authorization_url or "") | template_fields(provider.token_url or "")
+        return tuple(p for p in provider.connection_params if p not in used or p in self.learned_params)
+
     # -- the OAuth authorization request ---------------------------------------------------------
 
     def authorization_params(self, provider: Provider, *, params: Mapping[str, str]) -> dict[str, str]:
@@ -260,6 +268,7 @@ class ProviderAuth:
             token_type=body.get("token_type") or "Bearer",
             expires_at=_expiry(body.get("expires_in")),
             scopes=scopes,
+            params={name: body[name].rstrip("/") for name in provider.connection_params if isinstance(body.get(name), str) and body[name]},
         )
 
     # -- credentials on calls --------------------------------------------------------------------

@@ -108,10 +108,11 @@ async def login(request: web.Request) -> web.StreamResponse:
         raise bad_request(f"{provider.display_name} does not connect with OAuth: use POST /connect/v1/providers/{provider.name}/connect")
     return_to = _check_return_to(request.query.get("redirect_uri"))
     handler = auth_for(app[REGISTRY], provider.name)
-    params = service.split_params(provider, {k: v for k, v in request.query.items() if k in provider.connection_params}, None, learned=handler.learned_params)
+    deferred = handler.deferred_params(provider)
+    params = service.split_params(provider, {k: v for k, v in request.query.items() if k in provider.connection_params}, None, learned=deferred)
     try:
         for template in (provider.authorization_url or "", provider.token_url or "", provider.api_base_url):
-            if not template_fields(template) & set(handler.learned_params):
+            if not template_fields(template) - set(params) - set(provider.connection_param_defaults):
                 fill_url(template, provider, connection_params(provider, params))
     except TemplateError as error:
         raise bad_request(str(error)) from None
@@ -249,10 +250,14 @@ async def callback(request: web.Request) -> web.StreamResponse:
         return _fail(row, error.error or "exchange_failed", error.message)
     scopes = list(tokens.scopes) or list((row.meta or {}).get("scopes") or [])
     try:
+        params = service.split_params(provider, {**row.params, **tokens.params}, None)
+    except ApiError as error:
+        return _fail(row, "invalid_request", f"{provider.display_name} did not supply every connection parameter: {error.message}")
+    try:
         async with app[DB].transaction(tenant=row.workspace_id) as session:
             connection = await save_connection(
                 app, session, workspace_id=row.workspace_id, provider=provider.name, credentials=token_credentials(tokens),
-                params={**row.params, **tokens.params}, metadata={**dict(tokens.metadata), **((row.meta or {}).get("metadata") or {})},
+                params=params, metadata={**dict(tokens.metadata), **((row.meta or {}).get("metadata") or {})},
                 scopes=scopes, expires_at=tokens.expires_at,
                 oauth_app=oauth_app.source, connection_id=row.connection_id,
             )  # fmt: skip

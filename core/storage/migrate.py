@@ -56,7 +56,10 @@ async def new_revision(db: Database, *, branch: str, message: str) -> str:
         config = alembic_config(sync)
         script = ScriptDirectory.from_config(config)
         existing = {rev.revision for rev in script.walk_revisions()}
-        branch_heads = [rev for rev in script.get_revisions("heads") if branch in (rev.branch_labels or ())]
+        try:
+            branch_heads = script.get_revisions(f"{branch}@head")
+        except Exception:  # alembic's resolution errors: the branch does not exist yet
+            branch_heads = ()
         number = 1 + sum(1 for rev in existing if rev.startswith(f"{branch}_"))
         rev_id = f"{branch}_{number:04d}"
         if branch_heads:
