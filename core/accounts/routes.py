@@ -19,6 +19,7 @@ from patchbay.core.accounts.auth import is_operator
 from patchbay.core.appkeys import DB
 from patchbay.core.http.bodies import page_envelope, page_params, read_object
 from patchbay.core.http.errors import bad_request, conflict, forbidden, not_found, unauthorized
+from patchbay.core.http.lookups import get_or_404
 from patchbay.core.security.auth import Principal, authenticate
 from patchbay.core.workspaces import service
 from patchbay.core.workspaces.models import PLANS, Membership, Workspace
@@ -97,9 +98,7 @@ async def get_account(request: web.Request) -> web.Response:
     account_id = request.match_info["id"]
     await _caller(request, account_id)
     async with request.app[DB].session() as session:
-        workspace = await session.get(Workspace, account_id)
-        if workspace is None:
-            raise not_found("Account not found")
+        workspace = await get_or_404(session, Workspace, account_id, "Account not found")
         members = await session.scalar(select(func.count()).select_from(Membership).where(Membership.workspace_id == account_id))
         return web.json_response(account_json(workspace, members or 0))
 
@@ -128,9 +127,7 @@ async def update_account(request: web.Request) -> web.Response:
     if "settings" in body and not isinstance(body["settings"], dict):
         raise bad_request("Validation failed: settings must be an object")
     async with request.app[DB].transaction() as session:
-        workspace = await session.get(Workspace, account_id)
-        if workspace is None:
-            raise not_found("Account not found")
+        workspace = await get_or_404(session, Workspace, account_id, "Account not found")
         if body.get("externalId") and await session.scalar(select(Workspace.id).where(Workspace.external_id == body["externalId"], Workspace.id != account_id)):
             raise conflict("Another account has this externalId")
         for field, attribute in EDITABLE.items():

@@ -12,7 +12,8 @@ from patchbay.core.approvals import service
 from patchbay.core.approvals.models import ApprovalPolicy, ApprovalRequest
 from patchbay.core.billing.limits import attach_app
 from patchbay.core.http.bodies import page_envelope, page_params, read_json
-from patchbay.core.http.errors import bad_request, not_found
+from patchbay.core.http.errors import bad_request
+from patchbay.core.http.lookups import get_or_404
 from patchbay.core.security.auth import principal_of, requires
 from patchbay.core.timeutil import iso
 
@@ -130,9 +131,7 @@ async def list_pending(request: web.Request) -> web.Response:
 async def get_request(request: web.Request) -> web.Response:
     """One approval request."""
     async with request.app[DB].session(tenant=principal_of(request).workspace_id) as session:
-        row = await session.get(ApprovalRequest, request.match_info["id"])
-        if row is None:
-            raise not_found("Approval request not found")
+        row = await get_or_404(session, ApprovalRequest, request.match_info["id"], "Approval request not found")
         return web.json_response(request_json(row))
 
 

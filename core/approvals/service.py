@@ -27,7 +27,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from patchbay.core.appkeys import DB, REGISTRY, SECRETS
 from patchbay.core.approvals.models import ApprovalPolicy, ApprovalRequest
 from patchbay.core.billing.limits import app_of
-from patchbay.core.http.errors import ApiError, conflict, forbidden, not_found
+from patchbay.core.http.errors import ApiError, conflict, forbidden
+from patchbay.core.http.lookups import get_or_404
 from patchbay.core.security.auth import Principal
 from patchbay.core.timeutil import utcnow
 from patchbay.core.workspaces.models import ROLES, Membership
@@ -152,9 +153,7 @@ async def gate_connect(session: AsyncSession, *, workspace_id: str, provider: st
 
 async def _load_for_decision(app: web.Application, workspace_id: str, request_id: str, principal: Principal) -> ApprovalRequest:
     async with app[DB].transaction(tenant=workspace_id) as session:
-        request = await session.get(ApprovalRequest, request_id)
-        if request is None:
-            raise not_found("Approval request not found")
+        request = await get_or_404(session, ApprovalRequest, request_id, "Approval request not found")
         if not await is_approver(session, await get_policy(session, workspace_id), workspace_id, principal):
             raise forbidden("Only an approver of this organization can decide approval requests")
         stale = utcnow() - timedelta(seconds=APPROVING_TIMEOUT_SECONDS)  # a decision whose process died

@@ -8,7 +8,8 @@ from sqlalchemy import select
 from patchbay.core.appkeys import DB
 from patchbay.core.crm_push.service import destinations, schedule_push, test_destinations
 from patchbay.core.http.bodies import read_object
-from patchbay.core.http.errors import bad_request, not_found
+from patchbay.core.http.errors import bad_request
+from patchbay.core.http.lookups import get_or_404
 from patchbay.core.leads.models import CRM_SYNC_STATUSES, Lead
 from patchbay.core.leads.routes import account_of
 from patchbay.core.security.auth import principal_of, requires
@@ -24,9 +25,7 @@ async def push_one(request: web.Request) -> web.Response:
     """Push one lead to the account's CRM destinations."""
     workspace_id = principal_of(request).workspace_id
     async with request.app[DB].transaction(tenant=workspace_id) as session:
-        lead = await session.get(Lead, request.match_info["leadId"])
-        if lead is None:
-            raise not_found("Lead not found")
+        lead = await get_or_404(session, Lead, request.match_info["leadId"], "Lead not found")
         if not await destinations(request.app, session, workspace_id):
             raise bad_request("No CRM destination is connected")
         queued = await schedule_push(request.app, session, lead)

@@ -17,6 +17,7 @@ from sqlalchemy import func, select
 from patchbay.core.appkeys import DB
 from patchbay.core.http.bodies import page_envelope, page_params, read_object
 from patchbay.core.http.errors import bad_request, conflict, forbidden, not_found, unauthorized
+from patchbay.core.http.lookups import get_or_404
 from patchbay.core.identity.clients import Client
 from patchbay.core.identity.http import load_client
 from patchbay.core.identity.session import current_session
@@ -119,9 +120,7 @@ def _own_id(caller: AppCaller, user_id: str) -> str:
 
 async def _get_org(session, caller: AppCaller, organization_id: str) -> Workspace:
     _visible_org(caller, organization_id)
-    row = await session.get(Workspace, organization_id)
-    if row is None:
-        raise not_found("Organization not found")
+    row = await get_or_404(session, Workspace, organization_id, "Organization not found")
     return row
 
 

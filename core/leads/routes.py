@@ -11,11 +11,12 @@ from typing import Any
 from aiohttp import web
 from sqlalchemy import func, or_, select
 
-from patchbay.core.appkeys import DB, REGISTRY
+from patchbay.core.appkeys import DB
 from patchbay.core.connections.models import Connection
 from patchbay.core.crm_push.service import schedule_push
 from patchbay.core.http.bodies import page_envelope, page_params, read_object
 from patchbay.core.http.errors import bad_request, not_found
+from patchbay.core.http.lookups import get_or_404
 from patchbay.core.leads.imports import import_json, importable, queue_page
 from patchbay.core.leads.models import CRM_SYNC_STATUSES, Lead, LeadImport, LeadSync
 from patchbay.core.leads.service import lead_json
@@ -120,9 +121,7 @@ async def import_status(request: web.Request) -> web.Response:
 async def get_lead(request: web.Request) -> web.Response:
     """One lead with its CRM syncs."""
     async with request.app[DB].session(tenant=principal_of(request).workspace_id) as session:
-        lead = await session.get(Lead, request.match_info["id"])
-        if lead is None:
-            raise not_found("Lead not found")
+        lead = await get_or_404(session, Lead, request.match_info["id"], "Lead not found")
         syncs = (await session.scalars(select(LeadSync).where(LeadSync.lead_id == lead.id).order_by(LeadSync.created_at))).all()
     return web.json_response(lead_json(lead, list(syncs)))
 
@@ -132,8 +131,6 @@ async def get_lead(request: web.Request) -> web.Response:
 async def retry_sync(request: web.Request) -> web.Response:
     """Push the lead again to every CRM destination that does not have it yet."""
     async with request.app[DB].transaction(tenant=principal_of(request).workspace_id) as session:
-        lead = await session.get(Lead, request.match_info["id"])
-        if lead is None:
-            raise not_found("Lead not found")
+        lead = await get_or_404(session, Lead, request.match_info["id"], "Lead not found")
         queued = await schedule_push(request.app, session, lead)
     return web.json_response({"leadId": lead.id, "queued": queued, "crmSyncStatus": lead.crm_sync_status}, status=201)

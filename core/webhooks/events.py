@@ -17,6 +17,7 @@ from sqlalchemy import func, select
 from patchbay.core.appkeys import DB
 from patchbay.core.http.bodies import page_envelope, page_params, read_object
 from patchbay.core.http.errors import bad_request, conflict, not_found
+from patchbay.core.http.lookups import get_or_404
 from patchbay.core.security.auth import principal_of, requires
 from patchbay.core.timeutil import iso
 from patchbay.core.webhooks.delivery import create_deliveries
@@ -107,9 +108,7 @@ async def list_events(request: web.Request) -> web.Response:
 async def get_event(request: web.Request) -> web.Response:
     """One inbound event with its deliveries and their attempts."""
     async with request.app[DB].session(tenant=principal_of(request).workspace_id) as session:
-        event = await session.get(WebhookEvent, request.match_info["id"])
-        if event is None:
-            raise not_found("Event not found")
+        event = await get_or_404(session, WebhookEvent, request.match_info["id"], "Event not found")
         deliveries = (await session.scalars(select(WebhookDelivery).where(WebhookDelivery.event_id == event.id).order_by(WebhookDelivery.created_at))).all()
         attempts = await _attempts_by_delivery(session, [d.id for d in deliveries])
     body = event_json(event)
@@ -128,9 +127,7 @@ async def redeliver(request: web.Request) -> web.Response:
         raise bad_request("Validation failed: subscriptionId must be a string")
     workspace_id = principal_of(request).workspace_id
     async with request.app[DB].transaction(tenant=workspace_id) as session:
-        event = await session.get(WebhookEvent, request.match_info["id"])
-        if event is None:
-            raise not_found("Event not found")
+        event = await get_or_404(session, WebhookEvent, request.match_info["id"], "Event not found")
         if event.status == "RECEIVED":
             raise conflict("The event has not been processed yet")
         deliveries = await create_deliveries(request.app, session, event, subscription_id=subscription_id, manual=True)
@@ -160,8 +157,6 @@ async def list_deliveries(request: web.Request) -> web.Response:
 async def get_delivery(request: web.Request) -> web.Response:
     """One delivery with every attempt (status, duration, response excerpt)."""
     async with request.app[DB].session(tenant=principal_of(request).workspace_id) as session:
-        delivery = await session.get(WebhookDelivery, request.match_info["id"])
-        if delivery is None:
-            raise not_found("Delivery not found")
+        delivery = await get_or_404(session, WebhookDelivery, request.match_info["id"], "Delivery not found")
         attempts = await _attempts_by_delivery(session, [delivery.id])
     return web.json_response(delivery_json(delivery, attempts[delivery.id]))
