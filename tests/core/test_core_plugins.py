@@ -125,7 +125,7 @@ def test_pack_registered_with_app_is_served(make_app):
 
 PACK_PYPROJECT = """
 [build-system]
-requires = ["setuptools>=68"]
+requires = ["setuptools>=61"]
 build-backend = "setuptools.build_meta"
 
 [project]
@@ -159,6 +159,7 @@ def test_third_party_pack_installed_with_pip_is_served(tmp_path):
     (source / "pyproject.toml").write_text(PACK_PYPROJECT)
     (source / "patchbay_pack_zorblax" / "__init__.py").write_text(PACK_MODULE)
     site = tmp_path / "site"
+    # the test extra brings a setuptools that builds wheels by itself, so no build environment is fetched
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--target", str(site), str(source)], check=True)
 
     env = {**os.environ, "PYTHONPATH": str(site), "PATCHBAY_DATA_DIR": str(tmp_path / "data"), "PATCHBAY_SECRET_KEY": "k"}

@@ -81,7 +81,7 @@ async def test_audit_log_lists_calls_without_secrets(api, ws, fake):
     connection_id = await _connect(api, ws, provider="fakequery")
     headers = {**ws["headers"], "x-connection-id": connection_id}
     for n in range(3):
-        await api.get(f"/connect/v1/proxy/fakequery/items/{n}?secret=abc", headers=headers)
+        await api.get(f"/connect/v1/proxy/fakequery/items/{n}?secret=query-secret-value", headers=headers)
     page = await (await api.get(f"/connect/v1/connections/{connection_id}/audit?limit=2", headers=ws["headers"])).json()
     assert [row["path"] for row in page["data"]] == ["/items/2", "/items/1"]
     assert page["data"][0]["status"] == 200 and page["data"][0]["method"] == "GET" and page["data"][0]["durationMs"] > 0
@@ -92,7 +92,7 @@ async def test_audit_log_lists_calls_without_secrets(api, ws, fake):
 
     async with api.server.app[DB].session() as session:
         rows = (await session.execute(text("SELECT * FROM proxy_call_logs"))).mappings().all()
-    assert len(rows) == 3 and KEY not in str([dict(r) for r in rows]) and "abc" not in str([dict(r) for r in rows])
+    assert len(rows) == 3 and KEY not in str([dict(r) for r in rows]) and "query-secret-value" not in str([dict(r) for r in rows])
 
 
 async def test_ssrf_guard_refuses_private_targets(aiohttp_client, fake_app, fake):
