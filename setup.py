@@ -31,7 +31,7 @@ def data_files_of(package_folder: Path) -> list[str]:
 
 
 package_dir = {"patchbay": "patchbay"}
-packages = ["patchbay"]
+packages = ["patchbay", *(f"patchbay.{sub}" for sub in find_packages(where="patchbay"))]
 package_data: dict[str, list[str]] = {}
 for folder in TOP_LEVEL_FOLDERS:
     for sub in ["", *find_packages(where=folder)]:

@@ -1,13 +1,16 @@
-"""The flow engine: executions per second of a three-step flow (transform, filter, table.lookup) run
-by one process's job workers on SQLite and on PostgreSQL, against the raw job-queue throughput (a
-no-op job through the same workers) measured in the same run; and the latency from an inbound
-webhook (a signed Meta leadgen POST to /webhook/facebook) to the first step of the flow it starts.
+"""The flow engine: executions per second of a three-step flow (transform, table.lookup, http POST
+to a local server) run by one process's job workers on SQLite and on PostgreSQL, against the raw
+job-queue throughput (a no-op job through the same workers) measured in the same run; and the
+latency from an inbound webhook (a signed Meta leadgen POST to /webhook/facebook) to the first step
+of the flow it starts.
 
     python benchmarks/flows.py [--executions 2000] [--jobs 3000] [--concurrency 64] [--latency 30]
 
 PostgreSQL runs when PATCHBAY_TEST_DATABASE_URL (or PATCHBAY_BENCH_PG_URL) names a server: a
-scratch database is created and dropped. Everything runs in this one process: the workers, the web
-server that receives the webhooks and the client that sends them.
+scratch database is created and dropped. The workers, the web server that receives the webhooks and
+the client that sends them run in this one process; the http step's target (a bare aiohttp handler
+answering 200) runs in a process of its own. Every execution must end ``completed`` and the target
+must have received exactly one POST per execution, else the run fails.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import multiprocessing
 import os
 import statistics
 import tempfile
@@ -36,14 +40,53 @@ from patchbay.core.jobs.worker import Worker
 from patchbay.core.settings import load_settings
 from patchbay.core.tables.service import create_table, upsert_row
 from patchbay.core.testing import create_workspace_with_key
-from patchbay.core.webhooks.testing import add_connection, leadgen_payload, meta_signature
+from patchbay.providers.meta.testing import leadgen_payload, meta_signature
+from patchbay.testing import add_connection
 
 APP_SECRET = "bench-app-secret"
-THREE_STEPS = [
-    {"id": "shape", "type": "transform", "output": {"email": "{{ trigger.email | lower }}", "amount": "{{ trigger.amount }}"}},
-    {"id": "big", "type": "filter", "condition": "steps.shape.output.amount >= 10"},
-    {"id": "customer", "type": "table.lookup", "table": "customers", "column": "email", "value": "{{ steps.shape.output.email }}"},
-]
+TARGET_PORT = 0  # set by main() once the target process is up
+
+
+def three_steps() -> list[dict]:
+    return [
+        {"id": "shape", "type": "transform", "output": {"email": "{{ trigger.email | lower }}", "amount": "{{ trigger.amount }}"}},
+        {"id": "customer", "type": "table.lookup", "table": "customers", "column": "email", "value": "{{ steps.shape.output.email }}"},
+        {"id": "notify", "type": "http", "method": "POST", "url": f"http://127.0.0.1:{TARGET_PORT}/hook",
+         "body": {"email": "{{ steps.shape.output.email }}", "tier": "{{ steps.customer.output.data.tier }}"}},
+    ]
+
+
+def _target(ready, port_out) -> None:
+    """The http step's target: counts POSTs, answers 200; ``GET /count`` answers the count."""
+    count = 0
+
+    async def hook(request: web.Request) -> web.Response:
+        nonlocal count
+        await request.read()
+        count += 1
+        return web.Response(text="ok")
+
+    async def counted(request: web.Request) -> web.Response:
+        return web.json_response({"count": count})
+
+    async def serve() -> None:
+        app = web.Application()
+        app.router.add_post("/hook", hook)
+        app.router.add_get("/count", counted)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port_out.value = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        ready.set()
+        await asyncio.Event().wait()
+
+    asyncio.run(serve())
+
+
+async def _target_count(http: aiohttp.ClientSession) -> int:
+    async with http.get(f"http://127.0.0.1:{TARGET_PORT}/count") as response:
+        return (await response.json())["count"]
 
 
 class Marks:
@@ -119,9 +162,9 @@ async def _executions_per_second(app, workspace_id: str, executions: int, concur
         await create_table(session, workspace_id=workspace_id, name="Customers", slug="customers", columns=[{"name": "email", "type": "text"}, {"name": "tier", "type": "text"}])
         for n in range(200):
             await upsert_row(session, workspace_id=workspace_id, table_slug="customers", external_key=f"c{n}", data={"email": f"user{n}@example.com", "tier": "gold"})
-    flow_id = await _flow(app, workspace_id, THREE_STEPS, "bench")
+    flow_id = await _flow(app, workspace_id, three_steps(), "bench")
     rows = [{"workspace_id": workspace_id, "flow_id": flow_id, "version": 1, "trigger_source": "webhook",
-             "trigger_payload": {"email": f"USER{n % 300}@example.com", "amount": 5 + n % 20}} for n in range(executions)]  # fmt: skip
+             "trigger_payload": {"email": f"USER{n % 200}@example.com", "amount": 5 + n % 20}} for n in range(executions)]  # fmt: skip
     async with app[DB].transaction() as session:
         for start in range(0, executions, 500):
             await create_executions(app, session, rows[start : start + 500])
@@ -131,21 +174,27 @@ async def _executions_per_second(app, workspace_id: str, executions: int, concur
             pending = await session.scalar(select(func.count()).select_from(FlowExecution).where(FlowExecution.status.in_(("pending", "running"))))
         return pending == 0
 
-    worker = Worker(app, app[JOBS], concurrency=concurrency, poll_seconds=0.01)
-    began = time.perf_counter()
-    task = asyncio.create_task(worker.run())
-    await _until(finished)
-    elapsed = time.perf_counter() - began
-    worker.stop()
-    await task
+    async with aiohttp.ClientSession() as http:
+        posts_before = await _target_count(http)
+        worker = Worker(app, app[JOBS], concurrency=concurrency, poll_seconds=0.01)
+        began = time.perf_counter()
+        task = asyncio.create_task(worker.run())
+        await _until(finished)
+        elapsed = time.perf_counter() - began
+        worker.stop()
+        await task
+        posts = await _target_count(http) - posts_before
     async with app[DB].session() as session:
         statuses = dict((await session.execute(select(FlowExecution.status, func.count()).group_by(FlowExecution.status))).all())
+    if statuses != {"completed": executions} or posts != executions:
+        raise SystemExit(f"executions did not all complete exactly once: {statuses}, {posts} POSTs for {executions} executions")
+    statuses["http POSTs received"] = posts
     return executions / elapsed, statuses
 
 
 async def _latency(app, workspace_id: str, marks: Marks, events: int, concurrency: int) -> list[float]:
     await add_connection(app, workspace_id, "facebook", meta={"page_id": "bench-page"})
-    steps = [{"id": "mark", "type": "bench.mark", "key": "{{ trigger.leadgen_id }}"}, *THREE_STEPS]
+    steps = [{"id": "mark", "type": "bench.mark", "key": "{{ trigger.leadgen_id }}"}, *three_steps()]
     flow_id = await _flow(app, workspace_id, steps, "latency")
     async with app[DB].transaction(tenant=workspace_id) as session:
         session.add(FlowTriggerSubscription(flow_id=flow_id, provider_type="facebook", trigger_name="leadgen", kind="webhook", config={}, is_active=True))
@@ -232,7 +281,15 @@ async def main() -> None:
     parser.add_argument("--concurrency", type=int, default=64, help="jobs run at once by the one worker process")
     parser.add_argument("--latency", type=int, default=30, help="webhook events for the latency figure (0: skip)")
     args = parser.parse_args()
-    print(f"one process, {args.concurrency} concurrent jobs; {args.executions} executions, {args.jobs} baseline jobs")
+    global TARGET_PORT
+    ready, port = multiprocessing.Event(), multiprocessing.Value("i", 0)
+    target = multiprocessing.Process(target=_target, args=(ready, port), daemon=True)
+    target.start()
+    if not ready.wait(30):
+        raise SystemExit("the http target did not start")
+    TARGET_PORT = port.value
+    print(f"one process, {args.concurrency} concurrent jobs; {args.executions} executions, {args.jobs} baseline jobs; "
+          f"settings: PATCHBAY_WORKERS=0 (the benchmark runs its own worker), PATCHBAY_SCHEDULER=false, PATCHBAY_ALLOW_INSECURE_TARGETS=true (loopback target)")  # fmt: skip
     with tempfile.TemporaryDirectory() as folder:
         _report(await run("sqlite", f"sqlite+aiosqlite:///{folder}/bench.db", args), args)
     pg = os.environ.get("PATCHBAY_BENCH_PG_URL") or os.environ.get("PATCHBAY_TEST_DATABASE_URL")

@@ -3,7 +3,7 @@
 machine in the same run, and against the raw RS256 signing rate of ``cryptography`` (the physical
 limit: one thread, and one thread per core since signing releases the GIL).
 
-    python benchmarks/token_endpoint.py [--seconds 8] [--concurrency 32]
+    python benchmarks/token_endpoint.py [--seconds 8] [--concurrency 32] [--rounds 3]
 
 Both servers are driven by the same load generator, keep-alive connections: ``wrk`` when it is
 installed (``apt-get install wrk``; a C generator takes little of the CPU the servers share with it),
@@ -213,52 +213,59 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=8)
     parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--rounds", type=int, default=3, help="rounds alternating patchbay and node-oidc-provider")
     args = parser.parse_args()
     cores = os.cpu_count() or 1
     generator = "wrk" if shutil.which("wrk") else "aiohttp"
-    print(f"machine: {cores} cores; {args.seconds:.0f} s per contender, {args.concurrency} concurrent keep-alive connections ({generator})")
+    print(f"machine: {cores} cores, load average {os.getloadavg()[0]:.1f}; {args.rounds} rounds of {args.seconds:.0f} s per contender, "
+          f"alternating; {args.concurrency} concurrent keep-alive connections ({generator})")  # fmt: skip
+    print("patchbay settings that differ from the defaults: rate limits oidc_token, oidc_register, connect_api off; "
+          "PATCHBAY_WORKERS=0, PATCHBAY_SCHEDULER=false, SQLite in a scratch directory")  # fmt: skip
 
     first = (signing_rate(2, 1), signing_rate(2, cores))
 
-    results: dict[str, dict[str, float]] = {}
+    results: dict[str, list[dict[str, float]]] = {"patchbay serve": [], "node-oidc-provider": []}
     with tempfile.TemporaryDirectory() as scratch:
-        process, base = start_patchbay(Path(scratch) / "patchbay")
+        ours, base = start_patchbay(Path(scratch) / "patchbay")
+        node = start_node_provider()
         try:
             client = register(base)
-            form = {"grant_type": "client_credentials", "client_id": client["client_id"], "client_secret": client["client_secret"]}
-            results["patchbay serve"] = drive(base + "/api/v1/oidc/token", form, args.seconds, args.concurrency, process.pid)
+            our_form = {"grant_type": "client_credentials", "client_id": client["client_id"], "client_secret": client["client_secret"]}
+            node_form = {"grant_type": "client_credentials", "client_id": "bench", "client_secret": "bench-secret", "scope": "api"}
+            for _ in range(args.rounds):
+                results["patchbay serve"].append(drive(base + "/api/v1/oidc/token", our_form, args.seconds, args.concurrency, ours.pid))
+                if node is not None:
+                    results["node-oidc-provider"].append(drive(node[1] + "/token", node_form, args.seconds, args.concurrency, node[0].pid))
         finally:
-            process.send_signal(signal.SIGINT)
-            process.wait(timeout=15)
-    node = start_node_provider()
-    if node is not None:
-        process, issuer = node
-        try:
-            form = {"grant_type": "client_credentials", "client_id": "bench", "client_secret": "bench-secret", "scope": "api"}
-            results["node-oidc-provider"] = drive(issuer + "/token", form, args.seconds, args.concurrency, process.pid)
-        finally:
-            process.terminate()
-            process.wait(timeout=15)
-    else:
+            ours.send_signal(signal.SIGINT)
+            ours.wait(timeout=15)
+            if node is not None:
+                node[0].terminate()
+                node[0].wait(timeout=15)
+    if node is None:
         print("node-oidc-provider: skipped (Node.js and npm are needed)")
+        del results["node-oidc-provider"]
 
     # the signing limit is measured before and after the servers, the better of the two counts
     second = (signing_rate(2, 1), signing_rate(2, cores))
     sign_one, sign_all = max(first[0][0], second[0][0]), max(first[1][0], second[1][0])
     sign_ms = min(first[0][1], second[0][1])
     print(f"cryptography RS256 signing: {sign_one:,.0f}/s on one thread, {sign_all:,.0f}/s on {cores} threads, {sign_ms:.2f} CPU ms each")
-    print(f"\n{'contender':<22}{'tokens/s':>10}{'p50 ms':>10}{'p99 ms':>10}{'errors':>8}{'CPU ms/token':>14}")
-    for name, r in results.items():
-        print(f"{name:<22}{r['rate']:>10,.0f}{r['p50_ms']:>10.1f}{r['p99_ms']:>10.1f}{r['errors']:>8}{r['cpu_ms']:>14.2f}")
-    ours = results["patchbay serve"]
+    print(f"\n{'round':<7}{'contender':<22}{'tokens/s':>10}{'p50 ms':>10}{'p99 ms':>10}{'errors':>8}{'CPU ms/token':>14}")
+    for name, runs in results.items():
+        for number, r in enumerate(runs, 1):
+            print(f"{number:<7}{name:<22}{r['rate']:>10,.0f}{r['p50_ms']:>10.1f}{r['p99_ms']:>10.1f}{r['errors']:>8}{r['cpu_ms']:>14.2f}")
+    median = {name: {key: statistics.median(r[key] for r in runs) for key in ("rate", "cpu_ms")} for name, runs in results.items()}
+    ours_m = median["patchbay serve"]
     print()
-    if "node-oidc-provider" in results:
-        theirs = results["node-oidc-provider"]
-        print(f"patchbay / node-oidc-provider, tokens/s:      {ours['rate'] / theirs['rate']:.2f}x")
-        print(f"node-oidc-provider / patchbay, CPU per token: {theirs['cpu_ms'] / ours['cpu_ms']:.2f}x")
-    print(f"patchbay / RS256 signing on one thread:       {ours['rate'] / sign_one:.2f}x")
-    print(f"patchbay / RS256 signing on {cores} threads:        {ours['rate'] / sign_all:.2f}x  (the physical limit)")
-    print(f"patchbay CPU per token / CPU per signature:   {ours['cpu_ms'] / sign_ms:.2f}x")
+    if "node-oidc-provider" in median:
+        theirs = median["node-oidc-provider"]
+        per_round = ", ".join(f"{a['rate'] / b['rate']:.2f}" for a, b in zip(results["patchbay serve"], results["node-oidc-provider"], strict=True))
+        print(f"patchbay / node-oidc-provider, tokens/s (medians):   {ours_m['rate'] / theirs['rate']:.2f}x   (per round: {per_round})")
+        print(f"node-oidc-provider / patchbay, CPU per token:        {theirs['cpu_ms'] / ours_m['cpu_ms']:.2f}x")
+    print(f"patchbay / RS256 signing on one thread:              {ours_m['rate'] / sign_one:.2f}x")
+    print(f"patchbay / RS256 signing on {cores} threads:               {ours_m['rate'] / sign_all:.2f}x  (the physical limit)")
+    print(f"patchbay CPU per token / CPU per signature:          {ours_m['cpu_ms'] / sign_ms:.2f}x")
 
 
 if __name__ == "__main__":

@@ -1,26 +1,29 @@
-"""Inbound webhook ingestion: signed events accepted per second (verified, committed, 200) by one
-``patchbay serve`` process on SQLite and on PostgreSQL, and the latency from receipt to the
-forwarded delivery at a local receiver, each against a bare aiohttp handler that only answers 200,
-measured in the same run by the same load generator.
+"""Inbound webhook pipeline in steady state: signed events accepted (verified, committed, 200),
+routed, recorded and forwarded to a local subscriber by one ``patchbay serve`` process with
+the default background workers, on SQLite and on PostgreSQL, against a bare aiohttp handler that
+only answers 200, measured in the same run by the same load generator.
 
-    python benchmarks/webhook_ingest.py [--seconds 8] [--concurrency 128] [--no-wrk]
+    python benchmarks/webhook_ingest.py [--seconds 20] [--concurrency 64]
 
-The throughput load comes from wrk (a C load generator, with a Lua script cycling through
-pre-signed requests) when it is installed, else from an aiohttp client (``--events``). PostgreSQL runs when PATCHBAY_TEST_DATABASE_URL (or PATCHBAY_BENCH_PG_URL) names a server: a
-scratch database is created and dropped. The server runs in its own process; the load generator
-and the receiver in this one.
+Prints forwarded events per second (accepted and forwarded, counted up to the last forward), the
+backlog (accepted, not yet forwarded) each second, p50/p99 receipt-to-forward, how many accepted
+events were never forwarded or forwarded twice (by delivery id), and jobs done per second by kind.
+PostgreSQL runs when PATCHBAY_TEST_DATABASE_URL (or PATCHBAY_BENCH_PG_URL) names a server: a scratch
+database is created and dropped. The server runs in its own process; the load generator and the
+receiver in this one. The events are Meta ``feed`` changes, so no lead is fetched or stored (a
+``leadgen`` event would add a Graph API call per event); jobs are counted done, per kind, for the
+process's one worker pool.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import signal
 import socket
-import shutil
-import statistics
 import sys
 import tempfile
 import time
@@ -38,7 +41,8 @@ from patchbay.core.storage.db import Database
 from patchbay.core.storage.migrate import upgrade
 from patchbay.core.testing import create_workspace_with_key
 from patchbay.core.webhooks.models import WebhookSubscription
-from patchbay.core.webhooks.testing import Receiver, add_connection, meta_signature, page_event_payload
+from patchbay.providers.meta.testing import meta_signature, page_event_payload
+from patchbay.testing import Receiver, add_connection
 
 APP_SECRET = "bench-app-secret"
 PATCHBAY = str(Path(sys.executable).parent / "patchbay")
@@ -91,44 +95,6 @@ def signed_requests(n: int, page: str = "page-A") -> list[tuple[bytes, dict[str,
     return out
 
 
-WRK_SCRIPT = """
-local requests = {}
-local i = 0
-function init(args)
-  for line in io.lines(os.getenv("PB_REQUESTS")) do
-    local tab = line:find("\\t")
-    local headers = {}
-    for name, value in pairs(wrk.headers) do headers[name] = value end
-    headers["x-hub-signature-256"] = line:sub(1, tab - 1)
-    headers["Content-Type"] = "application/json"
-    requests[#requests + 1] = wrk.format("POST", nil, headers, line:sub(tab + 1))
-  end
-end
-request = function()
-  i = i % #requests + 1
-  return requests[i]
-end
-"""
-
-
-async def wrk_blast(url: str, requests: list[tuple[bytes, dict[str, str]]], concurrency: int, seconds: int, tmp: Path) -> tuple[float, int, int]:
-    """The same with wrk (a C load generator, so the generator is not the bottleneck): answers
-    (requests per second, non-2xx answers, requests sent)."""
-    lines = tmp / "requests.tsv"
-    lines.write_text("".join(f"{headers['x-hub-signature-256']}\t{body.decode()}\n" for body, headers in requests))
-    script = tmp / "post.lua"
-    script.write_text(WRK_SCRIPT)
-    process = await asyncio.create_subprocess_exec(
-        "wrk", "-t2", f"-c{concurrency}", f"-d{seconds}s", "-s", str(script), url,
-        env={**os.environ, "PB_REQUESTS": str(lines)}, stdout=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    output = (await process.communicate())[0].decode()
-    rate = float(next(line.split()[1] for line in output.splitlines() if line.startswith("Requests/sec:")))
-    sent = int(next(line.split()[0] for line in output.splitlines() if "requests in" in line))
-    errors = next((int(line.split()[-1]) for line in output.splitlines() if "Non-2xx" in line), 0)
-    return rate, errors, sent
-
-
 async def blast(url: str, requests: list[tuple[bytes, dict[str, str]]], concurrency: int) -> tuple[float, int]:
     """Send every request with ``concurrency`` in flight; answer (events per second, non-200s)."""
     queue = iter(requests)
@@ -149,31 +115,6 @@ async def blast(url: str, requests: list[tuple[bytes, dict[str, str]]], concurre
     return len(requests) / elapsed, failures
 
 
-async def latencies(url: str, requests: list[tuple[bytes, dict[str, str]]], receiver: Receiver | None, gap: float) -> list[float]:
-    """Send one request at a time (``gap`` apart): milliseconds from sending to the receiver's
-    arrival of the forwarded event (or to the answer, without a receiver)."""
-    sent: dict[str, float] = {}
-    results = []
-    async with aiohttp.ClientSession() as session:
-        for body, headers in requests:
-            started = time.perf_counter()
-            async with session.post(url, data=body, headers=headers) as response:
-                answer = await response.read()
-            if receiver is None:
-                results.append((time.perf_counter() - started) * 1000)
-            else:
-                sent[json.loads(answer)["id"]] = started
-            await asyncio.sleep(gap)
-    if receiver is not None:
-        await receiver.wait_for(len(requests), timeout=60)
-        loop_offset = time.perf_counter() - asyncio.get_running_loop().time()
-        for request in receiver.requests:
-            delivery = request["headers"]["X-Connect-Delivery"]
-            if delivery in sent:
-                results.append((request["at"] + loop_offset - sent[delivery]) * 1000)
-    return results
-
-
 async def prepare(database_url: str, environ: dict[str, str], receiver_url: str) -> None:
     db = Database(database_url)
     await upgrade(db)
@@ -186,29 +127,79 @@ async def prepare(database_url: str, environ: dict[str, str], receiver_url: str)
     await app[DB].close()
 
 
-async def drop_backlog(database_url: str) -> int:
-    """Count the stored events of the throughput run, then drop them and their processing jobs so
-    the latency run starts on an idle queue; answers the count."""
-    db = Database(database_url)
-    try:
-        async with db.engine.begin() as connection:
-            stored = (await connection.exec_driver_sql("SELECT count(*) FROM webhook_events")).scalar_one()
-            await connection.exec_driver_sql("DELETE FROM jobs WHERE kind = 'webhooks.process'")
-            await connection.exec_driver_sql("DELETE FROM webhook_events")
-    finally:
-        await db.close()
-    return stored
-
-
-async def start_patchbay(environ: dict[str, str], workers: int) -> tuple[asyncio.subprocess.Process, str]:
+async def start_patchbay(environ: dict[str, str]) -> tuple[asyncio.subprocess.Process, str]:
+    """``patchbay serve`` with the default background workers."""
     port = free_port()
-    env = {**os.environ, **environ, "PATCHBAY_PORT": str(port), "PATCHBAY_WORKERS": str(workers)}
+    env = {**os.environ, **environ, "PATCHBAY_PORT": str(port)}
     process = await asyncio.create_subprocess_exec(PATCHBAY, "serve", env=env, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
     await wait_ready(f"http://127.0.0.1:{port}/health", process)
     return process, f"http://127.0.0.1:{port}/webhook/facebook"
 
 
-async def measure_database(label: str, database_url: str, tmp: Path, args, bare_url: str) -> dict[str, float]:
+async def steady_load(url: str, receiver: Receiver, concurrency: int, seconds: float) -> dict[str, object]:
+    """Post signed events with ``concurrency`` in flight for ``seconds`` while the workers route,
+    store and forward them; sample the backlog (accepted, not yet forwarded) every second; then wait
+    for the receiver to drain. Answers the counts, backlog samples and receipt-to-forward latencies."""
+    sent: dict[str, float] = {}
+    failures = 0
+    stop_at = time.perf_counter() + seconds
+    backlog: list[int] = []
+    counter = iter(range(10**9))
+
+    async def worker(session: aiohttp.ClientSession) -> None:
+        nonlocal failures
+        while time.perf_counter() < stop_at:
+            n = next(counter)
+            body = json.dumps(page_event_payload("page-A", value={"n": n, "nonce": uuid.uuid4().hex})).encode()
+            headers = {"x-hub-signature-256": meta_signature(APP_SECRET, body), "Content-Type": "application/json"}
+            started = time.perf_counter()
+            async with session.post(url, data=body, headers=headers) as response:
+                answer = await response.read()
+            if response.status == 200:
+                sent[json.loads(answer)["id"]] = started
+            else:
+                failures += 1
+
+    async def sampler() -> None:
+        while time.perf_counter() < stop_at:
+            await asyncio.sleep(1)
+            backlog.append(len(sent) - len(receiver.requests))
+
+    connector = aiohttp.TCPConnector(limit=concurrency)
+    async with aiohttp.ClientSession(connector=connector) as session:
+        started = time.perf_counter()
+        await asyncio.gather(sampler(), *(worker(session) for _ in range(concurrency)))
+        elapsed = time.perf_counter() - started
+    drain_started = time.perf_counter()
+    with contextlib.suppress(TimeoutError):
+        await receiver.wait_for(len(sent), timeout=120)
+    drain = time.perf_counter() - drain_started
+    loop_offset = time.perf_counter() - asyncio.get_running_loop().time()
+    seen: dict[str, int] = {}
+    forwarded = []
+    for request in receiver.requests:
+        delivery = request["headers"]["X-Connect-Delivery"]
+        seen[delivery] = seen.get(delivery, 0) + 1
+        if delivery in sent and seen[delivery] == 1:
+            forwarded.append((request["at"] + loop_offset - sent[delivery]) * 1000)
+    return {
+        "accepted": len(sent), "failures": failures, "elapsed": elapsed, "drain": drain, "backlog": backlog, "latencies": forwarded,
+        "missing": len(set(sent) - set(seen)), "twice": sum(1 for count in seen.values() if count > 1),
+    }  # fmt: skip
+
+
+async def job_rates(database_url: str, seconds: float) -> dict[str, float]:
+    """Jobs claimed and done per second by kind over the run (one worker pool in the process)."""
+    db = Database(database_url)
+    try:
+        async with db.engine.begin() as connection:
+            rows = (await connection.exec_driver_sql("SELECT kind, count(*) FROM jobs WHERE status = 'done' GROUP BY kind")).all()
+    finally:
+        await db.close()
+    return {kind: count / seconds for kind, count in rows}
+
+
+async def measure_database(label: str, database_url: str, tmp: Path, args, bare_url: str) -> dict[str, object]:
     receiver = await Receiver().start()
     config = tmp / f"{label}.toml"
     config.write_text(f'[providers.facebook]\nwebhook_secret = "{APP_SECRET}"\n')
@@ -216,46 +207,30 @@ async def measure_database(label: str, database_url: str, tmp: Path, args, bare_
                "PATCHBAY_SCHEDULER": "false", "PATCHBAY_ALLOW_INSECURE_TARGETS": "true", "PATCHBAY_CONFIG": str(config), "PATCHBAY_LOG_LEVEL": "WARNING"}  # fmt: skip
     await prepare(database_url, environ, receiver.url)
     try:
-        # throughput: ingestion only (no workers in the process), like the bare handler
-        process, url = await start_patchbay(environ, workers=0)
+        process, url = await start_patchbay(environ)
         try:
-            await blast(url, signed_requests(1000), args.concurrency)  # warm-up
-            if args.wrk:
-                rate, failures, sent = await wrk_blast(url, signed_requests(args.events), args.concurrency, args.seconds, tmp)
-            else:
-                (rate, failures), sent = await blast(url, signed_requests(args.events), args.concurrency), args.events
+            result = await steady_load(url, receiver, args.concurrency, args.seconds)
+            result["jobs"] = await job_rates(database_url, result["elapsed"] + result["drain"])
         finally:
             await stop(process)
-        if args.wrk:
-            bare_rate = (await wrk_blast(bare_url, signed_requests(args.events), args.concurrency, args.seconds, tmp))[0]
-        else:
-            bare_rate, _ = await blast(bare_url, signed_requests(args.events), args.concurrency)
-        stored = await drop_backlog(database_url) - 1000  # less the warm-up
-        # latency: receipt to forwarded delivery, workers on
-        process, url = await start_patchbay(environ, workers=16)
-        try:
-            forwarded = await latencies(url, signed_requests(args.latency_events), receiver, gap=0.02)
-        finally:
-            await stop(process)
-        bare = await latencies(bare_url, signed_requests(args.latency_events), None, gap=0.02)
+        bare_rate, _ = await blast(bare_url, signed_requests(args.bare_events), args.concurrency)
     finally:
         await receiver.close()
-    return {
-        "stored": stored, "sent": sent, "rate": rate, "failures": failures, "bare_rate": bare_rate,
-        "p50": statistics.median(forwarded), "p95": statistics.quantiles(forwarded, n=20)[18],
-        "bare_p50": statistics.median(bare), "bare_p95": statistics.quantiles(bare, n=20)[18],
-    }  # fmt: skip
+    result["bare_rate"] = bare_rate
+    return result
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
 
 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--events", type=int, default=15000)
-    parser.add_argument("--latency-events", type=int, default=200)
-    parser.add_argument("--concurrency", type=int, default=128)
-    parser.add_argument("--seconds", type=int, default=8, help="duration of a wrk run")
-    parser.add_argument("--no-wrk", dest="wrk", action="store_false", help="use the Python load generator even when wrk is installed")
+    parser.add_argument("--seconds", type=float, default=20, help="duration of the steady-state load")
+    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--bare-events", type=int, default=10000, help="requests sent to the bare handler")
     args = parser.parse_args()
-    args.wrk = args.wrk and shutil.which("wrk") is not None
     bare_port = free_port()
     bare = await asyncio.create_subprocess_exec(sys.executable, "-c", BARE, str(bare_port))
     await wait_ready(f"http://127.0.0.1:{bare_port}/", bare)
@@ -280,16 +255,19 @@ async def main() -> None:
                 print("PostgreSQL skipped: set PATCHBAY_TEST_DATABASE_URL or PATCHBAY_BENCH_PG_URL")
     finally:
         await stop(bare)
-    generator = f"wrk, {args.seconds} s" if args.wrk else f"aiohttp client, {args.events} events"
-    print(f"signed events at concurrency {args.concurrency} ({generator}); latency over {args.latency_events} events sent one at a time")
-    print(f"{'database':<11} {'accepted/s':>11} {'bare 200/s':>11} {'ratio':>6}  {'fwd p50 ms':>10} {'fwd p95 ms':>10} {'bare p50 ms':>11} {'ratio p50':>9}")
+    print(f"steady state: signed Meta events from an aiohttp client at concurrency {args.concurrency} for {args.seconds:g} s, one subscription per event;")
+    print("settings differing from the default: PATCHBAY_SCHEDULER=false, PATCHBAY_ALLOW_INSECURE_TARGETS=true (local receiver), log level WARNING")
+    print(f"{'database':<11} {'fwd/s':>7} {'accepted/s':>10} {'bare 200/s':>10} {'ratio':>6} {'p50 ms':>8} {'p99 ms':>8} {'drain s':>7} {'missing':>7} {'twice':>5}  backlog each second")
     for label, r in results.items():
-        print(f"{label:<11} {r['rate']:>11.0f} {r['bare_rate']:>11.0f} {r['rate'] / r['bare_rate']:>6.2f}  {r['p50']:>10.1f} {r['p95']:>10.1f} "
-              f"{r['bare_p50']:>11.2f} {r['p50'] / r['bare_p50']:>9.1f}")  # fmt: skip
-        if r["stored"] < r["sent"] - r["failures"]:  # more is fine: requests in flight when wrk stopped
-            print(f"  {label}: LOST EVENTS: {r['stored']} events stored for {r['sent'] - r['failures']} answered 200")
+        forwarded_rate = (r["accepted"] - r["missing"]) / (r["elapsed"] + r["drain"])
+        accepted_rate = r["accepted"] / r["elapsed"]
+        print(f"{label:<11} {forwarded_rate:>7.0f} {accepted_rate:>10.0f} {r['bare_rate']:>10.0f} {forwarded_rate / r['bare_rate']:>6.3f} "
+              f"{percentile(r['latencies'], 0.5):>8.0f} {percentile(r['latencies'], 0.99):>8.0f} {r['drain']:>7.1f} {r['missing']:>7} {r['twice']:>5}  {r['backlog']}")  # fmt: skip
+        print("  jobs done/s over the run (one worker pool, PATCHBAY_WORKERS default): " + ", ".join(f"{kind} {rate:.0f}" for kind, rate in sorted(r["jobs"].items())))
         if r["failures"]:
             print(f"  {label}: {r['failures']} requests were not answered 200")
+        if r["missing"] or r["twice"]:
+            print(f"  {label}: NOT EXACTLY ONCE: {r['missing']} accepted events never forwarded, {r['twice']} forwarded more than once")
 
 
 if __name__ == "__main__":

@@ -9,19 +9,44 @@ import signal
 import click
 from aiohttp import web
 
-from patchbay.cli import admin, db_commands
-from patchbay.cli.runtime import settings_from
+from patchbay.cli import admin, db_commands, packs
+from patchbay.cli.runtime import plugin_failure, settings_from
 from patchbay.core.app import create_app
 from patchbay.core.http.middleware import JsonAccessLogger
+from patchbay.core.plugins.registry import PluginError
+from patchbay.core.settings import SettingsError
 
 
-@click.group()
-def cli() -> None:
+class PatchbayGroup(click.Group):
+    """Start-up failures a user can fix (a bad setting, a provider override or pack that does not
+    load) end as one line naming the problem, never a traceback."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except (SettingsError, PluginError) as error:
+            raise click.ClickException(str(error)) from None
+
+
+@click.group(cls=PatchbayGroup)
+@click.option("--data-dir", help="Folder of the SQLite file and generated keys, for every command [./patchbay-data].")
+@click.option("--config", help="TOML settings file, for every command (PATCHBAY_CONFIG).")
+@click.pass_context
+def cli(context: click.Context, data_dir: str | None, config: str | None) -> None:
     """patchbay: connections, proxy, webhooks, flows and an OpenID Connect provider."""
+    context.obj = {name: value for name, value in (("data_dir", data_dir), ("config", config)) if value is not None}
 
 
 def _logging(level: str) -> None:
     logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
+
+
+def _app(settings) -> web.Application:
+    """The application, or a one-line CLI error naming a broken plugin."""
+    try:
+        return create_app(settings)
+    except PluginError as error:
+        raise plugin_failure(error) from None
 
 
 @cli.command()
@@ -35,6 +60,7 @@ def _logging(level: str) -> None:
 @click.option("--cron-secret", help="Bearer secret that opens /api/cron/*.")
 @click.option("--scheduler/--no-scheduler", default=None, help="Run the periodic jobs in this process.")
 @click.option("--allow-insecure-targets/--no-allow-insecure-targets", default=None, help="Accept http and private targets (development only).")
+@click.option("--trusted-proxies", help="Comma-separated networks of load balancers whose X-Forwarded-For is believed.")
 @click.option("--workers", type=int, help="Jobs run at once by this process (0: none).")
 @click.option("--log-level", help="DEBUG, INFO, WARNING or ERROR.")
 @click.option("--config", help="TOML settings file (PATCHBAY_CONFIG).")
@@ -43,7 +69,7 @@ def serve(**flags) -> None:
     settings = settings_from(flags)
     _logging(settings.log_level)
     first_start = not settings.database_url and not (settings.data_dir / "patchbay.db").exists()
-    app = create_app(settings)
+    app = _app(settings)
     base = settings.public_base_url
 
     async def announce(_app: web.Application) -> None:
@@ -58,7 +84,16 @@ def serve(**flags) -> None:
             click.echo("  patchbay users create --email me@example.com --password <password> --workspace <workspace id> --role admin")
 
     app.on_startup.append(announce)
-    web.run_app(app, host=settings.host, port=settings.port, access_log_class=JsonAccessLogger, print=None)
+    # On SIGTERM: stop accepting, let in-flight requests finish for up to SHUTDOWN_SECONDS, then
+    # the app's cleanup stops the workers (grace, then release) and writes buffered rows.
+    try:
+        web.run_app(app, host=settings.host, port=settings.port, access_log_class=JsonAccessLogger, print=None, shutdown_timeout=SHUTDOWN_SECONDS)
+    except OSError as error:
+        raise click.ClickException(f"cannot listen on {settings.host}:{settings.port}: {error.strerror or error}") from None
+
+
+#: how long in-flight requests may run on after SIGTERM
+SHUTDOWN_SECONDS = 10.0
 
 
 @cli.command()
@@ -73,7 +108,7 @@ def worker(**flags) -> None:
 
 
 async def _run_worker(settings) -> None:
-    runner = web.AppRunner(create_app(settings))
+    runner = web.AppRunner(_app(settings))
     await runner.setup()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -85,6 +120,7 @@ async def _run_worker(settings) -> None:
 
 
 cli.add_command(db_commands.db)
+cli.add_command(packs.packs)
 for command in admin.COMMANDS:
     cli.add_command(command)
 

@@ -7,6 +7,7 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import attrs
 import click
 
 from patchbay.core.security.secrets import SecretBox, load_or_create_secrets
@@ -17,16 +18,64 @@ from patchbay.core.storage.migrate import upgrade
 json_option = click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 
 
+def _global_flags() -> dict[str, Any]:
+    context = click.get_current_context(silent=True)
+    root = context.find_root() if context else None
+    return dict(root.obj or {}) if root is not None and isinstance(root.obj, dict) else {}
+
+
 def settings_from(flags: dict[str, Any] | None = None) -> Settings:
+    """Settings from a command's own flags, then the global ``--data-dir``/``--config``, then the
+    environment and the file."""
+    merged = {**_global_flags(), **{key: value for key, value in (flags or {}).items() if value is not None}}
     try:
-        return load_settings(flags)
+        return load_settings(merged)
     except SettingsError as error:
         raise click.ClickException(f"invalid setting: {error}") from None
 
 
-def run_with_database(work: Callable[[Settings, Database, SecretBox], Awaitable[Any]], flags: dict[str, Any] | None = None) -> Any:
-    """Run ``work(settings, db, secrets)`` against the configured database, migrated first."""
+def _refuse_a_stray_data_folder(settings: Settings) -> None:
+    """An admin command run from another folder must not quietly start a second, empty installation
+    (with its own secret key) in ``./patchbay-data`` there."""
+    default = attrs.fields(Settings).data_dir.default
+    if settings.database_url is None and settings.data_dir == default and not settings.data_dir.exists():
+        raise click.ClickException(
+            f"no patchbay data in {settings.data_dir.resolve()}: run this where `patchbay serve` runs, "
+            "name the data with --data-dir, PATCHBAY_DATA_DIR or --config, or create it with `patchbay db upgrade`"
+        )
+
+
+def plugin_failure(error) -> click.ClickException:
+    """The one-line CLI error of a :class:`PluginError`: a broken plugin is called one; a wrong
+    ``[providers.<name>]`` or ``[plugins]`` setting is named by its table."""
+    from patchbay.core.plugins.registry import PluginSettingsError
+
+    return click.ClickException(str(error) if isinstance(error, PluginSettingsError) else f"broken plugin: {error}")
+
+
+def registry_from(settings: Settings, *, quiet: bool = False):
+    """The plugin manager and registry under ``settings``: a broken plugin is a one-line CLI
+    error naming it, and plugins left out by ``[plugins] skip_broken`` are reported on stderr
+    (unless ``quiet``: the caller shows them)."""
+    from patchbay.core.plugins.manager import build_registry
+    from patchbay.core.plugins.registry import PluginError
+
+    try:
+        pm, registry = build_registry(settings)
+    except PluginError as error:
+        raise plugin_failure(error) from None
+    for failure in () if quiet else registry.load_errors:
+        click.echo(f"warning: plugin {failure.plugin!r} ({failure.distribution}) left out: {failure.error}", err=True)
+    return pm, registry
+
+
+def run_with_database(work: Callable[[Settings, Database, SecretBox], Awaitable[Any]], flags: dict[str, Any] | None = None, *, create: bool = False) -> Any:
+    """Run ``work(settings, db, secrets)`` against the configured database, migrated first.
+
+    :param create: may create the default data folder (``db upgrade``); other commands refuse to."""
     settings = settings_from(flags)
+    if not create:
+        _refuse_a_stray_data_folder(settings)
 
     async def main() -> Any:
         db = Database(settings.resolved_database_url)
@@ -40,6 +89,12 @@ def run_with_database(work: Callable[[Settings, Database, SecretBox], Awaitable[
             await db.close()
 
     return asyncio.run(main())
+
+
+def confirm_delete(yes: bool, what: str) -> None:
+    """Ask before deleting ``what`` unless ``--yes`` was given."""
+    if not yes:
+        click.confirm(f"Delete {what}? This cannot be undone", abort=True)
 
 
 def emit(data: Any, as_json: bool, text: str) -> None:

@@ -17,15 +17,15 @@ from aiohttp import web
 
 from patchbay.core.appkeys import CRON, DB, JOBS, OUTBOUND, PLUGIN_MANAGER, RATE_LIMITER, REGISTRY, SECRETS, SETTINGS, SIGNING_KEYS
 from patchbay.core.features import FEATURES
+from patchbay.core.http.bodies import body_limit_middleware
 from patchbay.core.http.errors import error_middleware
 from patchbay.core.http.middleware import request_id_middleware, throttle_middleware
 from patchbay.core.jobs.cron import CronRegistry
 from patchbay.core.jobs.queue import JobQueue
 from patchbay.core.jobs.worker import Worker
 from patchbay.core.outbound import Outbound
-from patchbay.core.plugins.manager import create_plugin_manager
-from patchbay.core.plugins.registry import load_registry
-from patchbay.core.ratelimit.limiter import DatabaseBackend, MemoryBackend, RateLimiter
+from patchbay.core.plugins.manager import build_registry
+from patchbay.core.ratelimit.limiter import RateLimiter, storage_for
 from patchbay.core.security.secrets import SecretBox, load_or_create_secrets
 from patchbay.core.security.signing_keys import SigningKeys
 from patchbay.core.settings import Settings
@@ -33,9 +33,6 @@ from patchbay.core.storage.db import Database
 from patchbay.core.storage.migrate import upgrade
 
 log = logging.getLogger(__name__)
-
-MAX_BODY_BYTES = 64 * 1024 * 1024
-
 
 def create_app(settings: Settings, *, plugins: Iterable[object] = (), background: bool = True, migrate: bool = True) -> web.Application:
     """Build the application.
@@ -45,18 +42,17 @@ def create_app(settings: Settings, *, plugins: Iterable[object] = (), background
         ``settings.scheduler``, the periodic scheduler inside this process.
     :param migrate: bring the database schema up to date at start (SQLite's folder is created).
     """
-    app = web.Application(middlewares=[request_id_middleware, error_middleware, throttle_middleware], client_max_size=MAX_BODY_BYTES)
+    app = web.Application(middlewares=[request_id_middleware, error_middleware, throttle_middleware, body_limit_middleware], client_max_size=settings.max_body_bytes)
     app[SETTINGS] = settings
-    app[PLUGIN_MANAGER] = create_plugin_manager(plugins)
-    app[REGISTRY] = load_registry(app[PLUGIN_MANAGER], settings.providers)
+    app[PLUGIN_MANAGER], app[REGISTRY] = build_registry(settings, plugins)
     db = Database(settings.resolved_database_url)
     app[DB] = db
     app[SECRETS] = SecretBox(load_or_create_secrets(settings.secret_key, settings.data_dir))
     app[SIGNING_KEYS] = SigningKeys(db, app[SECRETS])
     app[JOBS] = JobQueue(db)
     app[CRON] = CronRegistry(app[JOBS])
-    app[RATE_LIMITER] = RateLimiter(DatabaseBackend(db) if db.is_postgres else MemoryBackend())
-    app[OUTBOUND] = Outbound(allow_insecure=settings.allow_insecure_targets)
+    app[RATE_LIMITER] = RateLimiter(storage_for(db, settings.redis_url))
+    app[OUTBOUND] = Outbound(allow_insecure=settings.allow_insecure_targets, limits=settings.outbound)
     app.cleanup_ctx.append(_core_resources(migrate=migrate))
     for module_name in FEATURES:
         importlib.import_module(module_name).setup(app)
@@ -99,6 +95,6 @@ async def _background_work(app: web.Application) -> AsyncIterator[None]:
     stop.set()
     if worker is not None:
         worker.stop()
-    for task in tasks:
-        with contextlib.suppress(asyncio.CancelledError):
+    for task in tasks:  # the worker bounds its own stop (grace, then cancel and release)
+        with contextlib.suppress(asyncio.CancelledError, TimeoutError):
             await asyncio.wait_for(task, timeout=10)

@@ -3,12 +3,15 @@ its routes, job kinds, cron jobs and start-up work. Routes are matched in this o
 
 FEATURES: tuple[str, ...] = (
     "patchbay.core.http.root",
+    "patchbay.core.http.metrics",
     "patchbay.core.http.providers",
     "patchbay.core.connections.feature",
+    "patchbay.core.connect_ui.feature",
     "patchbay.core.http.cron",
     "patchbay.core.billing.routes",
     "patchbay.core.approvals.routes",
     "patchbay.core.workspaces.routes",
+    "patchbay.core.security.routes",
     "patchbay.core.accounts.routes",
     "patchbay.core.compliance.routes",
     "patchbay.core.flows.routes_flows",

@@ -9,6 +9,8 @@ Top-level settings are ``PATCHBAY_<NAME>`` and a top-level TOML key; a section's
 
 from __future__ import annotations
 
+import ipaddress
+
 import os
 import tomllib
 from collections.abc import Mapping
@@ -20,6 +22,9 @@ import limits
 
 ENV_PREFIX = "PATCHBAY_"
 
+#: the plans a workspace can be on (``core.workspaces.models.PLANS``)
+WORKSPACE_PLANS = ("free", "starter", "professional", "enterprise")
+
 RATE_LIMIT_DEFAULTS = {
     "oidc_token": "20/minute",
     "oidc_authorize": "30/minute",
@@ -27,6 +32,9 @@ RATE_LIMIT_DEFAULTS = {
     "oidc_revoke": "20/minute",
     "oidc_userinfo": "60/minute",
     "oidc_register": "5/minute",
+    "oidc_login_ip": "30/minute",  # login form posts per client address
+    "oidc_login_account": "5/minute",  # login form posts per email address; with the next, delays grow
+    "oidc_login_account_hourly": "20/hour",
     "connect_api": "1000/minute",
     "proxy": "6000/minute",  # per connection, calls through the proxy and connection clients
 }
@@ -92,6 +100,9 @@ class WorkspacesSettings:
     invite_url: str = "{base_url}/connect/v1/workspaces/invite/validate/{token}"
     link_url: str = "{base_url}/connect/v1/workspaces/join/link/{workspace_id}?token={token}"
     invite_ttl_hours: int = 168
+    #: the plan of a workspace created without one; a self-hosted install has no caps by default
+    #: (``enterprise``); an operator who sells plans sets ``free``
+    default_plan: str = "enterprise"
 
 
 @attrs.define(kw_only=True)
@@ -111,7 +122,70 @@ class WebhooksSettings:
     crm_sync_max_attempts: int = 5
 
 
-SECTIONS = {"smtp": SmtpSettings, "branding": BrandingSettings, "stripe": StripeSettings, "compliance": ComplianceSettings, "admin": AdminSettings, "workspaces": WorkspacesSettings, "webhooks": WebhooksSettings}
+@attrs.define(kw_only=True)
+class RetentionSettings:
+    """Days each kind of record is kept before the maintenance job purges it (0: forever);
+    docs/reliability.md."""
+
+    webhook_event_days: int = 30
+    proxy_log_days: int = 30
+    execution_days: int = 90
+    delivery_attempt_days: int = 30
+
+
+@attrs.define(kw_only=True)
+class OutboundSettings:
+    """Caps on calls to tenant-controlled targets (docs/security-outbound.md)."""
+
+    #: a response body longer than this (as received, compressed or not) is refused
+    max_response_bytes: int = 10 * 1024 * 1024
+    #: a compressed body that inflates beyond this is refused
+    max_decompressed_bytes: int = 50 * 1024 * 1024
+    #: hops a caller that follows redirects takes at most (each hop is checked again)
+    max_redirects: int = 5
+    #: the whole of a plain (not streamed) call, connect to last byte
+    call_timeout_seconds: int = 30
+    #: a proxied stream (download or upload) is cut after this many seconds without a byte
+    stream_idle_seconds: int = 60
+
+
+
+@attrs.define(kw_only=True)
+class IdentitySettings:
+    """Limits of the identity provider for clients it does not trust (docs/security-identity-trust.md)."""
+
+    #: the longest access / refresh token lifetime a self-registered (third-party) client may ask for
+    max_access_token_ttl: int = 3600
+    max_refresh_token_ttl: int = 2592000
+    #: how long the connect API remembers that a grant is not revoked (seconds; 0: read every time)
+    grant_check_seconds: int = 5
+
+
+
+@attrs.define(kw_only=True)
+class ConnectUiSettings:
+    """The hosted connect page (docs/connect-ui.md)."""
+
+    #: how long a connect session's token works when its creator does not say
+    session_ttl_minutes: int = 30
+    #: the longest lifetime a creator may ask for
+    max_session_ttl_minutes: int = 1440
+
+
+
+@attrs.define(kw_only=True)
+class PluginsSettings:
+    """Which installed plugins load (docs/provider-packs.md)."""
+
+    #: entry-point names of plugins not to load
+    disable: list[str] = attrs.field(factory=list)
+    #: plugins whose providers replace same-named providers of other plugins, with their behaviour
+    replace: list[str] = attrs.field(factory=list)
+    #: leave a broken plugin out (reported by /health and the CLI) instead of refusing to start
+    skip_broken: bool = False
+
+
+SECTIONS = {"smtp": SmtpSettings, "branding": BrandingSettings, "stripe": StripeSettings, "compliance": ComplianceSettings, "admin": AdminSettings, "workspaces": WorkspacesSettings, "webhooks": WebhooksSettings, "retention": RetentionSettings, "outbound": OutboundSettings, "identity": IdentitySettings, "connect_ui": ConnectUiSettings, "plugins": PluginsSettings}
 FREE_TABLES = ("providers", "federation", "plans", "rate_limits")
 
 
@@ -120,15 +194,27 @@ class Settings:
     data_dir: Path = Path("./patchbay-data")
     database_url: str | None = None
     secret_key: list[str] = attrs.field(factory=list)
-    base_url: str = "http://127.0.0.1:8080"
+    #: unset: ``http://{host}:{port}`` of this server, so that ``serve --port`` also moves the URLs
+    #: it advertises and the issuer; set it when a proxy or another name stands in front
+    base_url: str | None = None
     issuer: str | None = None
     cron_secret: str | None = None
     scheduler: bool = True
     allow_insecure_targets: bool = False
     host: str = "127.0.0.1"
+    trusted_proxies: list[str] = attrs.field(factory=list)  # networks whose X-Forwarded-For is believed
     port: int = 8080
     workers: int = 16
     log_level: str = "INFO"
+    #: largest request body of a caller with a valid API key or access token (bytes); also bounds a
+    #: streamed CSV import
+    max_body_bytes: int = 64 * 1024 * 1024
+    #: largest request body of any other caller (webhook receivers, the identity provider's forms)
+    max_unauthenticated_body_bytes: int = 1024 * 1024
+    #: Redis for the rate limiter's counters across processes (``redis://host:6379/0``); unset: the
+    #: database on PostgreSQL, process memory on SQLite
+    redis_url: str | None = None
+    plugins: PluginsSettings = attrs.field(factory=PluginsSettings)
     smtp: SmtpSettings = attrs.field(factory=SmtpSettings)
     branding: BrandingSettings = attrs.field(factory=BrandingSettings)
     stripe: StripeSettings = attrs.field(factory=StripeSettings)
@@ -136,6 +222,10 @@ class Settings:
     admin: AdminSettings = attrs.field(factory=AdminSettings)
     workspaces: WorkspacesSettings = attrs.field(factory=WorkspacesSettings)
     webhooks: WebhooksSettings = attrs.field(factory=WebhooksSettings)
+    retention: RetentionSettings = attrs.field(factory=RetentionSettings)
+    outbound: OutboundSettings = attrs.field(factory=OutboundSettings)
+    identity: IdentitySettings = attrs.field(factory=IdentitySettings)
+    connect_ui: ConnectUiSettings = attrs.field(factory=ConnectUiSettings)
     providers: dict[str, dict[str, Any]] = attrs.field(factory=dict)
     federation: dict[str, dict[str, Any]] = attrs.field(factory=dict)
     plans: dict[str, dict[str, Any]] = attrs.field(factory=dict)
@@ -147,11 +237,15 @@ class Settings:
 
     @property
     def resolved_issuer(self) -> str:
-        return (self.issuer or self.base_url).rstrip("/")
+        return (self.issuer or self.public_base_url).rstrip("/")
 
     @property
     def public_base_url(self) -> str:
-        return self.base_url.rstrip("/")
+        if self.base_url:
+            return self.base_url.rstrip("/")
+        host = "127.0.0.1" if self.host in ("0.0.0.0", "", "::") else self.host
+        host = f"[{host}]" if ":" in host else host
+        return f"http://{host}:{self.port}"
 
 
 def _convert(name: str, value: Any, kind: Any) -> Any:
@@ -271,8 +365,20 @@ def _validate(settings: Settings) -> None:
     url = settings.resolved_database_url
     if not url.startswith(("sqlite+aiosqlite://", "postgresql+asyncpg://")):
         raise SettingsError(f"PATCHBAY_DATABASE_URL: {url!r} must start with sqlite+aiosqlite:// or postgresql+asyncpg://")
+    for network in settings.trusted_proxies:
+        try:
+            ipaddress.ip_network(network, strict=False)
+        except ValueError:
+            raise SettingsError(f"PATCHBAY_TRUSTED_PROXIES: {network!r} is not an address or network") from None
     if not 0 < settings.port < 65536:
         raise SettingsError(f"PATCHBAY_PORT: {settings.port} is not a TCP port")
+    for name in ("max_access_token_ttl", "max_refresh_token_ttl"):
+        if getattr(settings.identity, name) <= 0:
+            raise SettingsError(f"PATCHBAY_IDENTITY_{name.upper()}: must be a positive number of seconds")
+    if settings.identity.grant_check_seconds < 0:
+        raise SettingsError("PATCHBAY_IDENTITY_GRANT_CHECK_SECONDS: must be 0 or more")
+    if settings.workspaces.default_plan not in WORKSPACE_PLANS:
+        raise SettingsError(f"PATCHBAY_WORKSPACES_DEFAULT_PLAN: {settings.workspaces.default_plan!r} is not one of {', '.join(WORKSPACE_PLANS)}")
     if settings.workers < 0:
         raise SettingsError("PATCHBAY_WORKERS: must be 0 or more")
     if settings.log_level.upper() not in {"DEBUG", "INFO", "WARNING", "ERROR"}:

@@ -6,6 +6,7 @@ import time
 from typing import Any
 
 from patchbay.core.appkeys import DB, SECRETS, SETTINGS, SIGNING_KEYS
+from patchbay.core.identity.models import OidcClient
 from patchbay.core.security.api_keys import create_api_key
 from patchbay.core.workspaces.service import create_workspace
 
@@ -18,8 +19,17 @@ async def create_workspace_with_key(app, *, name: str = "Acme", plan: str = "fre
     return {"workspace_id": workspace.id, "api_key": issued.key, "headers": {"x-api-key": issued.key}}
 
 
+TESTING_CLIENT_ID = "patchbay-testing"
+
+
 async def sign_access_token(app, claims: dict[str, Any], *, lifetime: int = 3600) -> str:
-    """An access token of this service's identity provider, as the connect API accepts it."""
+    """An access token of this service's identity provider, as the connect API accepts it: issued
+    to a first-party client (``claims["client_id"]``, default ``patchbay-testing``, created here)."""
+    client_id = claims.get("client_id") or TESTING_CLIENT_ID
+    async with app[DB].transaction() as session:
+        if await session.get(OidcClient, client_id) is None:
+            session.add(OidcClient(client_id=client_id, client_name=client_id, application=client_id, token_endpoint_auth_method="none",
+                                   scope="openid", trust="first_party"))  # fmt: skip
     now = int(time.time())
-    body = {"iss": app[SETTINGS].resolved_issuer, "iat": now, "exp": now + lifetime, "token_type": "access_token", **claims}
+    body = {"iss": app[SETTINGS].resolved_issuer, "iat": now, "exp": now + lifetime, "token_type": "access_token", "client_id": client_id, **claims}
     return await app[SIGNING_KEYS].sign(body)

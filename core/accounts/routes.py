@@ -16,7 +16,7 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.exc import IntegrityError
 
 from patchbay.core.accounts.auth import is_operator
-from patchbay.core.appkeys import DB
+from patchbay.core.appkeys import DB, SETTINGS
 from patchbay.core.http.bodies import page_envelope, page_params, read_object
 from patchbay.core.http.errors import bad_request, conflict, forbidden, not_found, unauthorized
 from patchbay.core.http.lookups import get_or_404
@@ -63,7 +63,7 @@ async def create_account(request: web.Request) -> web.Response:
     """Create an account (``{name, plan?, externalId?}``; idempotent by externalId). Operator only."""
     _operator_only(request)
     body = await read_object(request)
-    name, plan, external_id = body.get("name"), body.get("plan", "free"), body.get("externalId")
+    name, plan, external_id = body.get("name"), body.get("plan", request.app[SETTINGS].workspaces.default_plan), body.get("externalId")
     if not isinstance(name, str):
         raise bad_request("Validation failed: name is required")
     if external_id is not None and not isinstance(external_id, str):

@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import select
 
 from patchbay.core.appkeys import DB, REGISTRY
-from patchbay.core.billing.limits import enforce_limit, record_usage
+from patchbay.core.billing.limits import consume
 from patchbay.core.connections.models import Connection
 from patchbay.core.http.errors import ApiError
 
@@ -103,7 +103,7 @@ async def run_action(
 ) -> Any:
     """Run ``action_name`` of the connection's provider with ``inputs``; answers its result.
 
-    ``action_name`` may be qualified (``hubspot.create_contact``). Raises :class:`ActionFailed`
+    ``action_name`` may be qualified (``acme.create_contact``). Raises :class:`ActionFailed`
     (404 unknown action or connection, 400 bad inputs, 403 plan cap, 502 the provider failed)."""
     from patchbay.core.connections.client import open_client
 
@@ -117,10 +117,9 @@ async def run_action(
     inputs = check_inputs(dict(action.inputs), inputs)
     async with app[DB].transaction() as session:
         try:
-            await enforce_limit(session, workspace_id, "action_executions")
+            await consume(session, workspace_id, "action_executions")
         except ApiError as error:
             raise ActionFailed(error.status_code, error.message) from None
-        await record_usage(session, workspace_id, "action_executions")
     client = await open_client(app, workspace_id=workspace_id, connection_id=connection_id)
     try:
         result = await action.run(client, inputs)

@@ -1,4 +1,6 @@
-"""Alert subscriptions: who hears about a flow execution's success or failure (spec 2.9)."""
+"""Alert subscriptions: who hears about a flow execution's success or failure (spec 2.9) and about
+the operator events of ``operator_events`` (a connection refused for good, a webhook subscription
+disabled, a job kind failing repeatedly)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,9 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from patchbay.core.storage.base import Base, IdMixin, TenantScoped, TimestampMixin
 
-EVENT_TYPES = ("flow.failed", "flow.succeeded")
+FLOW_EVENT_TYPES = ("flow.failed", "flow.succeeded")
+OPERATOR_EVENT_TYPES = ("connection.invalid", "webhook.subscription_disabled", "jobs.failing")
+EVENT_TYPES = FLOW_EVENT_TYPES + OPERATOR_EVENT_TYPES
 
 
 class AlertSubscription(IdMixin, TimestampMixin, TenantScoped, Base):

@@ -8,10 +8,12 @@ from aiohttp import web
 from sqlalchemy import select
 
 from patchbay.core.alerts.models import EVENT_TYPES, AlertSubscription
+from patchbay.core.alerts import operator_events
 from patchbay.core.alerts.service import JOB_KIND, deliver_job
-from patchbay.core.appkeys import DB, JOBS, OUTBOUND, REGISTRY
+from patchbay.core.appkeys import CRON, DB, JOBS, OUTBOUND, REGISTRY, SETTINGS
 from patchbay.core.http.bodies import read_object
 from patchbay.core.http.errors import bad_request, not_found
+from patchbay.core.jobs.cron import CronJob
 from patchbay.core.outbound import UnsafeTarget
 from patchbay.core.security.auth import principal_of, requires
 from patchbay.core.timeutil import iso
@@ -70,12 +72,15 @@ async def list_alerts(request: web.Request) -> web.Response:
 @routes.post("/connect/v1/alerts")
 @requires("alerts.write")
 async def create_alert(request: web.Request) -> web.Response:
-    """Subscribe a channel target to flow.failed / flow.succeeded."""
+    """Subscribe a channel target to flow.failed / flow.succeeded and the operator events."""
     body = await read_object(request)
     channel = body.get("channel")
     channels = request.app[REGISTRY].objects("alert_channels")
     if not isinstance(channel, str) or channel not in channels:
         raise bad_request(f"channel must be one of {', '.join(sorted(channels)) or '(none installed)'}")
+    problem = getattr(channels[channel], "configuration_problem", lambda _settings: None)(request.app[SETTINGS])
+    if problem:
+        raise bad_request(f"channel {channel} cannot deliver here: {problem}")
     target = _check_target(request, channel, body.get("target"))
     event_types = _event_types(body.get("eventTypes", ["flow.failed"]))
     is_active = body.get("isActive", True)
@@ -127,3 +132,5 @@ async def delete_alert(request: web.Request) -> web.Response:
 def setup(app: web.Application) -> None:
     app.router.add_routes(routes)
     app[JOBS].register(JOB_KIND, deliver_job, max_attempts=5, backoff_base=2.0, backoff_cap=300.0)
+    app[JOBS].register(operator_events.FANOUT_JOB, operator_events.fanout_job, max_attempts=operator_events.FANOUT_MAX_ATTEMPTS, backoff_base=2.0)
+    app[CRON].add(CronJob("job-failures", operator_events.CHECK_INTERVAL_SECONDS, operator_events.check_job_failures))

@@ -1,5 +1,6 @@
 """Alert delivery (spec 6.1): when an execution of a live run ends, one ``alerts.deliver`` job per
-matching active subscription is enqueued in the transaction that records the outcome; the job hands
+matching active subscription is enqueued in the transaction that records the outcome (operator
+events, ``operator_events``, reach the same job through a fan-out job of their own); the job hands
 the alert to the channel registered under the subscription's ``channel`` (``register_alert_channels``)
 and the queue retries it when the channel raises. Delivery never blocks the execution."""
 
@@ -69,7 +70,8 @@ async def deliver_job(context: JobContext) -> None:
         if subscription is None or not subscription.is_active:
             return
         alert = dict(context.payload["alert"])
-        alert["flowName"] = await session.scalar(select(Flow.name).where(Flow.id == alert["flowId"])) or ""
+        if "flowId" in alert:
+            alert["flowName"] = await session.scalar(select(Flow.name).where(Flow.id == alert["flowId"])) or ""
     channel = app[REGISTRY].get("alert_channels", subscription.channel)
     if channel is None:
         raise PermanentFailure(f"no alert channel named {subscription.channel!r} is installed")

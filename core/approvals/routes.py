@@ -86,7 +86,9 @@ async def get_policy(request: web.Request) -> web.Response:
 @routes.patch("/connect/v1/approvals/policy")
 @requires("approvals.write")
 async def update_policy(request: web.Request) -> web.Response:
-    """Update the approval policy: enabled, providers, categories, approverRoles, approverUserIds."""
+    """Update the approval policy: enabled, providers, categories, approverRoles, approverUserIds.
+
+    Only an approver under the current policy may (403 otherwise)."""
     principal = principal_of(request)
     body = await read_json(request)
     if not isinstance(body, dict):
@@ -94,7 +96,7 @@ async def update_policy(request: web.Request) -> web.Response:
     changes = _policy_changes(body)
     async with request.app[DB].transaction(tenant=principal.workspace_id) as session:
         try:
-            policy = await service.update_policy(session, principal.workspace_id, changes, by=principal.subject)
+            policy = await service.update_policy(session, principal.workspace_id, changes, principal=principal)
         except service.ApprovalError as error:
             raise bad_request(f"Validation failed: {error}") from None
         return web.json_response(policy_json(policy))

@@ -12,6 +12,11 @@ Who approves: a principal holding ``approvals.write`` that is either an organiza
 credential (an API key, a client_credentials token: no user membership) or a member user whose role
 is in the policy's ``approver_roles`` (default ``["admin"]``) or whose id is in
 ``approver_user_ids``.
+
+Only an approver (under the policy as it stands) changes the policy, so a manager can neither make
+managers approvers nor turn the policy off. Importing existing tokens
+(:func:`require_ungated_or_approver`) has no credentials an approver could later connect with, so
+an import that the policy gates is refused (403) unless an approver makes it.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from patchbay.core.appkeys import DB, REGISTRY, SECRETS
 from patchbay.core.approvals.models import ApprovalPolicy, ApprovalRequest
 from patchbay.core.billing.limits import app_of
+from patchbay.core.connections import service as connections
 from patchbay.core.http.errors import ApiError, conflict, forbidden
 from patchbay.core.http.lookups import get_or_404
 from patchbay.core.security.auth import Principal
@@ -50,9 +56,12 @@ async def get_policy(session: AsyncSession, workspace_id: str) -> ApprovalPolicy
     return await session.scalar(select(ApprovalPolicy).where(ApprovalPolicy.workspace_id == workspace_id))
 
 
-async def update_policy(session: AsyncSession, workspace_id: str, changes: dict[str, Any], *, by: str | None) -> ApprovalPolicy:
-    """Apply ``changes`` (keys: enabled, providers, categories, approver_roles, approver_user_ids)."""
+async def update_policy(session: AsyncSession, workspace_id: str, changes: dict[str, Any], *, principal: Principal) -> ApprovalPolicy:
+    """Apply ``changes`` (keys: enabled, providers, categories, approver_roles, approver_user_ids);
+    403 unless ``principal`` is an approver under the current policy."""
     policy = await get_policy(session, workspace_id)
+    if not await is_approver(session, policy, workspace_id, principal):
+        raise forbidden("Only an approver of this organization can change the approval policy")
     if policy is None:
         policy = ApprovalPolicy(workspace_id=workspace_id, enabled=False, providers=[], categories=[], approver_roles=["admin"], approver_user_ids=[])
         session.add(policy)
@@ -61,7 +70,7 @@ async def update_policy(session: AsyncSession, workspace_id: str, changes: dict[
             raise ApprovalError(f"approverRoles: {role!r} is not one of {', '.join(ROLES)}")
     for key, value in changes.items():
         setattr(policy, key, value)
-    policy.updated_by = by
+    policy.updated_by = principal.subject
     await session.flush()
     return policy
 
@@ -95,6 +104,19 @@ async def is_approver(session: AsyncSession, policy: ApprovalPolicy | None, work
 # ---------------------------------------------------------------------------------------------
 
 
+async def _needs_approval(session: AsyncSession, workspace_id: str, provider: str, principal: Principal) -> bool:
+    policy = await get_policy(session, workspace_id)
+    if policy is None or not policy.enabled or not _requires_approval(app_of(session), policy, provider):
+        return False
+    return not await is_approver(session, policy, workspace_id, principal)
+
+
+async def require_ungated_or_approver(session: AsyncSession, *, workspace_id: str, provider: str, principal: Principal) -> None:
+    """403 when the policy gates ``provider`` and ``principal`` is not an approver (token imports)."""
+    if await _needs_approval(session, workspace_id, provider, principal):
+        raise forbidden(f"The approval policy gates {provider}: only an approver can import its connections")
+
+
 async def gate_connect(session: AsyncSession, *, workspace_id: str, provider: str, principal: Principal, payload: dict[str, Any] | None) -> str | None:
     """The id of a new pending approval request when this connect needs approval, else None.
 
@@ -103,14 +125,9 @@ async def gate_connect(session: AsyncSession, *, workspace_id: str, provider: st
         OAuth flow again: an approved OAuth request of the same requester and provider is consumed
         here and None returned.
     """
-    policy = await get_policy(session, workspace_id)
-    if policy is None or not policy.enabled:
+    if not await _needs_approval(session, workspace_id, provider, principal):
         return None
     app = app_of(session)
-    if not _requires_approval(app, policy, provider):
-        return None
-    if await is_approver(session, policy, workspace_id, principal):
-        return None
     payload = payload or {}
     credentials = payload.get("credentials")
     if not credentials:
@@ -137,7 +154,9 @@ async def gate_connect(session: AsyncSession, *, workspace_id: str, provider: st
         status="pending",
         requested_by=principal.subject,
         requested_by_kind=principal.kind,
-        credentials=app[SECRETS].encrypt(json.dumps({"credentials": credentials, "params": payload.get("params") or {}})) if credentials else None,
+        credentials=app[SECRETS].encrypt(json.dumps({"credentials": credentials, "params": payload.get("params") or {}, "endUserId": payload.get("endUserId")}))
+        if credentials
+        else None,
         meta=metadata,
         reason=payload.get("reason") if isinstance(payload.get("reason"), str) else None,
     )
@@ -189,9 +208,11 @@ async def approve(app: web.Application, *, workspace_id: str, request_id: str, p
     if request.kind == "api_key":
         try:
             stored = json.loads(app[SECRETS].decrypt(request.credentials or "null")) or {}
-            connection_id = await _connect(
-                app, workspace_id=workspace_id, provider=request.provider, credentials=stored.get("credentials") or {}, metadata=dict(request.meta or {}), params=stored.get("params") or {}
-            )
+            connection = await connections.connect_with_api_key(
+                app, workspace_id=workspace_id, provider_name=request.provider, credentials=stored.get("credentials") or {},
+                metadata=dict(request.meta or {}), params=stored.get("params") or {}, end_user_id=stored.get("endUserId"),
+            )  # fmt: skip
+            connection_id = connection.id
         except BaseException:
             await _finish(app, workspace_id, request_id, principal, status="pending")
             raise
@@ -201,17 +222,3 @@ async def approve(app: web.Application, *, workspace_id: str, request_id: str, p
 async def deny(app: web.Application, *, workspace_id: str, request_id: str, principal: Principal, note: str | None = None) -> ApprovalRequest:
     await _load_for_decision(app, workspace_id, request_id, principal)
     return await _finish(app, workspace_id, request_id, principal, status="denied", decision_note=note)
-
-
-async def _connect(app: web.Application, *, workspace_id: str, provider: str, credentials: dict[str, Any], metadata: dict[str, Any], params: dict[str, Any]) -> str | None:
-    try:
-        from patchbay.core.connections import service as connections
-    except ImportError:
-        connections = None
-    connect = getattr(connections, "connect_with_api_key", None)
-    if connect is None:
-        raise ApiError(501, "Connections service is not available")
-    result = await connect(app, workspace_id=workspace_id, provider_name=provider, credentials=credentials, metadata=metadata, params=params)
-    if isinstance(result, dict):
-        return result.get("id") or result.get("connectionId")
-    return getattr(result, "id", None)

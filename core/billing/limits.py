@@ -11,9 +11,9 @@ Use from any feature, inside the transaction that makes the change::
 or, for a monthly resource, ``await consume(session, workspace_id, "action_executions")``: check and
 count in one statement, so concurrent requests cannot both take the last unit.
 
-``enforce_limit`` raises ``core.http.errors.plan_limit(resource)``, i.e. 403
-``Plan limit exceeded for <resource>``, when ``current + adding`` would go over the workspace plan's
-limit. Resources (``RESOURCES``):
+``enforce_limit`` raises :func:`limit_reached`, i.e. 403 ``Plan limit exceeded for <resource>``
+followed by the plan's cap and the remedy (``patchbay workspaces set-plan``), when ``current +
+adding`` would go over the workspace plan's limit. Resources (``RESOURCES``):
 
 - monthly, metered by ``record_usage`` (one row per workspace, metric and UTC month, upserted):
   ``template_clones`` (Free 3, Starter 10, Professional and Enterprise unlimited: spec 8A),
@@ -51,7 +51,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from patchbay.core.appkeys import DB, LIMITS, SETTINGS
 from patchbay.core.billing.models import UsageCounter
-from patchbay.core.http.errors import plan_limit
+from patchbay.core.http.errors import ApiError
 from patchbay.core.settings import SettingsError
 from patchbay.core.timeutil import new_id, utcnow
 from patchbay.core.workspaces.models import PLANS, Workspace
@@ -165,15 +165,24 @@ async def workspace_plan(session: AsyncSession, workspace_id: str) -> str:
     return plan or "free"
 
 
+def limit_reached(workspace_id: str, plan: str, resource: str, limit: int) -> ApiError:
+    """403 ``Plan limit exceeded for <resource>``, saying what the plan allows and how an operator
+    lifts it."""
+    return ApiError(403, f"Plan limit exceeded for {resource}: plan {plan} allows {limit}{' this month' if resource in MONTHLY_RESOURCES else ''}; "
+                         f"an operator lifts it with `patchbay workspaces set-plan --workspace {workspace_id} --plan enterprise` "
+                         f"or a [plans.{plan}] setting")  # fmt: skip
+
+
 async def enforce_limit(session: AsyncSession, workspace_id: str, resource: str, *, adding: int = 1) -> None:
     """Raise 403 ``Plan limit exceeded for <resource>`` when adding ``adding`` would go over the
     workspace plan's limit of ``resource``."""
     limits = _limits_for_session(session)
-    limit = limits.limit(await workspace_plan(session, workspace_id), resource)
+    plan = await workspace_plan(session, workspace_id)
+    limit = limits.limit(plan, resource)
     if limit is None:
         return
     if await limits.current(session, workspace_id, resource) + adding > limit:
-        raise plan_limit(resource)
+        raise limit_reached(workspace_id, plan, resource, limit)
 
 
 async def monthly_usage(session: AsyncSession, workspace_id: str, metric: str, period: str | None = None) -> int:
@@ -206,9 +215,10 @@ async def consume(session: AsyncSession, workspace_id: str, resource: str, amoun
     (concurrent callers cannot both take the last unit); 403 otherwise."""
     if resource not in MONTHLY_RESOURCES:
         raise ValueError(f"{resource!r} is not a monthly resource")
-    limit = _limits_for_session(session).limit(await workspace_plan(session, workspace_id), resource)
+    plan = await workspace_plan(session, workspace_id)
+    limit = _limits_for_session(session).limit(plan, resource)
     if limit is not None and amount > limit:
-        raise plan_limit(resource)
+        raise limit_reached(workspace_id, plan, resource, limit)
     statement = _counter_upsert(session, workspace_id, resource, amount, limit=limit).returning(UsageCounter.__table__.c.id)
     if (await session.execute(statement)).first() is None:
-        raise plan_limit(resource)
+        raise limit_reached(workspace_id, plan, resource, limit)

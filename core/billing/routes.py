@@ -7,9 +7,9 @@ then set through the CLI or the accounts API.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-import attrs
 from aiohttp import web
 from sqlalchemy import select
 
@@ -20,6 +20,7 @@ from patchbay.core.billing.models import UsageCounter
 from patchbay.core.billing.payments import PAID_PLANS, CheckoutRequest, PaymentProviderError, WebhookVerificationError
 from patchbay.core.http.bodies import query_int, read_body
 from patchbay.core.http.errors import ApiError, bad_request, conflict, not_found
+from patchbay.core.http.openapi import accepts
 from patchbay.core.security.auth import principal_of, requires
 from patchbay.core.users.models import User
 
@@ -88,7 +89,7 @@ async def get_usage_history(request: web.Request) -> web.Response:
     return web.json_response({"data": data})
 
 
-@attrs.define
+@dataclass
 class CheckoutDto:
     plan: str
     successUrl: str | None = None
@@ -96,6 +97,7 @@ class CheckoutDto:
 
 
 @routes.post("/connect/v1/billing/checkout")
+@accepts(CheckoutDto)
 @requires("billing.write")
 async def create_checkout(request: web.Request) -> web.Response:
     """Start a checkout of a paid plan (``{plan, successUrl?, cancelUrl?}``); answers ``{url, id}``."""
@@ -130,12 +132,13 @@ async def create_checkout(request: web.Request) -> web.Response:
     return web.json_response({"id": session_.id, "url": session_.url, "provider": name}, status=201)
 
 
-@attrs.define
+@dataclass
 class PortalDto:
     returnUrl: str | None = None
 
 
 @routes.post("/connect/v1/billing/portal")
+@accepts(PortalDto, required=False)
 @requires("billing.write")
 async def create_portal(request: web.Request) -> web.Response:
     """Open a customer-portal session (``{returnUrl?}``); answers ``{url}``."""

@@ -4,7 +4,6 @@ callback, a signed-in user's own request, and the status by confirmation code)."
 from __future__ import annotations
 
 import html
-import json
 
 from aiohttp import web
 from sqlalchemy import select
@@ -12,7 +11,8 @@ from sqlalchemy import select
 from patchbay.core.appkeys import DB, JOBS, SETTINGS
 from patchbay.core.compliance import service
 from patchbay.core.compliance.models import DeletionRequest
-from patchbay.core.http.errors import bad_request, not_found
+from patchbay.core.http.bodies import parse_json, read_form
+from patchbay.core.http.errors import bad_request, not_found, unauthorized
 from patchbay.core.security.auth import authenticate
 from patchbay.core.timeutil import iso
 
@@ -64,13 +64,10 @@ async def _signed_request(request: web.Request) -> str | None:
         raw = await request.read()
         if not raw.strip():
             return None
-        try:
-            body = json.loads(raw)
-        except ValueError:
-            raise bad_request("Malformed JSON body") from None
+        body = parse_json(raw)
         value = body.get("signed_request") if isinstance(body, dict) else None
     else:
-        value = (await request.post()).get("signed_request")
+        value = (await read_form(request)).get("signed_request")
     if value is not None and not isinstance(value, str):
         raise bad_request("Validation failed: signed_request must be a string")
     return value
@@ -92,7 +89,9 @@ async def request_deletion(request: web.Request) -> web.Response:
             raise bad_request(str(error)) from None
         source, subject = "meta", str(data["user_id"])
     else:
-        principal = await authenticate(request)
+        principal = await authenticate(request)  # user tokens of first-party clients only (docs/security-identity-trust.md)
+        if principal is None and request.headers.get("Authorization"):
+            raise unauthorized()  # a token, but not one of a first-party app (or its grant was revoked)
         if principal is None or principal.kind != "access_token" or not principal.subject or principal.subject == principal.client_id:
             raise bad_request("Validation failed: signed_request is required (or a signed-in user's access token)")
         source, subject = "user", principal.subject

@@ -9,6 +9,8 @@ from typing import Any
 
 from aiohttp import web
 
+from patchbay.core.appkeys import DB
+from patchbay.core.approvals.service import require_ungated_or_approver
 from patchbay.core.connections import service
 from patchbay.core.http.bodies import read_object
 from patchbay.core.http.errors import bad_request
@@ -39,7 +41,7 @@ def _expires_at(value: Any) -> datetime | None:
 async def import_connection(request: web.Request) -> web.Response:
     """Import existing OAuth tokens as a connection of the caller's workspace:
     ``{providerType, credentials: {accessToken, refreshToken?, expiresAt?}, metadata?, params?}``;
-    answers 201 ``{connectionId}``."""
+    answers 201 ``{connectionId}``. A provider the approval policy gates is imported by approvers only (403)."""
     principal = principal_of(request)
     body = await read_object(request)
     provider_type = body.get("providerType")
@@ -55,6 +57,8 @@ async def import_connection(request: web.Request) -> web.Response:
     if not isinstance(metadata, dict) or not isinstance(params, dict):
         raise bad_request("Validation failed: metadata and params must be objects")
     scopes = credentials.get("scopes") or body.get("scopes") or []
+    async with request.app[DB].session(tenant=principal.workspace_id) as session:
+        await require_ungated_or_approver(session, workspace_id=principal.workspace_id, provider=provider_type, principal=principal)
     row = await service.import_tokens(
         request.app, workspace_id=principal.workspace_id, provider_name=provider_type, access_token=credentials["accessToken"],
         refresh_token=refresh_token, expires_at=_expires_at(credentials.get("expiresAt")), metadata=metadata, params=params,

@@ -2,19 +2,19 @@
 
 :class:`ProviderAuth` does all of it from the provider's definition (OAuth endpoints, token auth
 style, scope separator, credential templates, health check). A provider that behaves differently
-registers a subclass through the ``register_auth`` hook and overrides only what differs, e.g.
-Salesforce taking its API base URL (``instance_url``) from the token response::
+registers a subclass through the ``register_auth`` hook and overrides only what differs, e.g. a
+provider whose token response names the API host of the account (``instance_url``)::
 
     from patchbay import ProviderAuth, hookimpl
 
-    class SalesforceAuth(ProviderAuth):
+    class AcmeAuth(ProviderAuth):
         def token_set(self, provider, body):
             tokens = super().token_set(provider, body)
             return attrs.evolve(tokens, params={"instance_url": body["instance_url"]})
 
     @hookimpl
     def register_auth(register):
-        register("salesforce", SalesforceAuth())
+        register("acme", AcmeAuth())
 
 Methods receive an :class:`AuthContext` (the provider, the outbound HTTP session, the OAuth app and
 the connection parameters), never storage: the core stores what they return.
@@ -27,7 +27,8 @@ import hashlib
 import json
 import re
 import secrets
-from collections.abc import Callable, Mapping
+import zlib
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, quote, urlencode
@@ -35,6 +36,7 @@ from urllib.parse import parse_qsl, quote, urlencode
 import aiohttp
 import attrs
 
+from patchbay.core.outbound import ResponseTooLarge
 from patchbay.core.plugins.provider import Provider, template_fields
 from patchbay.core.timeutil import utcnow
 
@@ -99,6 +101,15 @@ class AuthContext:
     params: Mapping[str, str] = attrs.field(factory=dict)
     #: the outbound guard every URL passes (raises on a refused target)
     guard: Callable[[str], str] | None = None
+    #: reads a response's body within the outbound size and decompression caps
+    read_body: Callable[[aiohttp.ClientResponse], Awaitable[bytes]] | None = None
+
+    async def body(self, response: aiohttp.ClientResponse) -> bytes:
+        """``response``'s body, read through the outbound caps when the context has them."""
+        try:
+            return await (self.read_body or aiohttp.ClientResponse.read)(response)
+        except zlib.error:
+            raise ProviderAuthError(f"{self.provider.display_name} answered a body that does not match its Content-Encoding") from None
 
     def url(self, template: str) -> str:
         url = fill_url(template, self.provider, self.params)
@@ -183,7 +194,7 @@ class ProviderAuth:
 
     def deferred_params(self, provider: Provider) -> tuple[str, ...]:
         """Connection parameters an OAuth login need not be given: those the authorization and
-        token URLs do not use (the token response may carry them, e.g. Pipedrive's ``api_domain``),
+        token URLs do not use (the token response may carry them, e.g. an ``api_domain``),
         plus ``learned_params``. The callback still requires each one before it stores the
         connection."""
         used = template_fields(provider.authorization_url or "") | template_fields(provider.token_url or "")
@@ -243,9 +254,11 @@ class ProviderAuth:
         form = _authenticate_client(provider, oauth_app, form, headers)
         try:
             async with ctx.http.post(ctx.url(provider.token_url), data=form, headers=headers, allow_redirects=False) as response:
-                raw = await response.read()
+                raw = await ctx.body(response)
                 status = response.status
                 content_type = response.headers.get("Content-Type", "")
+        except ResponseTooLarge as error:
+            raise ProviderAuthError(f"{provider.display_name} token endpoint answered too large a body: {error}") from None
         except (aiohttp.ClientError, TimeoutError) as error:
             raise ProviderAuthError(f"{provider.display_name} token endpoint unreachable: {type(error).__name__}") from None
         body = _parse_token_body(raw, content_type)
@@ -307,8 +320,7 @@ class ProviderAuth:
             form = _authenticate_client(provider, ctx.app, form, headers)
         try:
             async with ctx.http.post(ctx.url(provider.revocation_url), data=form, headers=headers, allow_redirects=False) as response:
-                await response.read()
-                return response.status < 400
+                return response.status < 400  # the body is not needed: released unread
         except (aiohttp.ClientError, TimeoutError):
             return False
 

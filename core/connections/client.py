@@ -16,7 +16,6 @@ of a provider).
 
 from __future__ import annotations
 
-import gzip
 import json
 import zlib
 from collections.abc import Mapping
@@ -26,11 +25,12 @@ from aiohttp import web
 from multidict import CIMultiDict, CIMultiDictProxy
 from sqlalchemy import select
 
-from patchbay.core.appkeys import DB
+from patchbay.core.appkeys import DB, OUTBOUND
 from patchbay.core.connections.models import ACTIVE_STATUSES, Connection
 from patchbay.core.connections.runtime import ConnectionState
 from patchbay.core.connections.store import load_state
 from patchbay.core.http.errors import ApiError
+from patchbay.core.outbound import ResponseTooLarge, inflate
 from patchbay.core.plugins.provider import Provider
 from patchbay.core.proxy import engine
 
@@ -60,18 +60,6 @@ class ProviderResponse:
 
     def __repr__(self) -> str:
         return f"<ProviderResponse {self.status} {len(self.body)} bytes>"
-
-
-def _decode(body: bytes, encoding: str) -> bytes:
-    encoding = encoding.strip().lower()
-    if encoding == "gzip":
-        return gzip.decompress(body)
-    if encoding == "deflate":
-        try:
-            return zlib.decompress(body)
-        except zlib.error:
-            return zlib.decompress(body, -zlib.MAX_WBITS)
-    return body
 
 
 class ConnectionClient:
@@ -140,16 +128,19 @@ class ConnectionClient:
         self._state, response = await engine.send(
             self._app, self._state, method=method.upper(), path=path, query=query or None, headers=outgoing, body=body, source=self._source
         )
+        outbound = self._app[OUTBOUND]
         try:
-            raw = await response.read()
+            raw = await outbound.read_body(response, decode=False)
+            encoding = response.headers.get("Content-Encoding")
+            if encoding:
+                try:
+                    raw = inflate(raw, encoding, limit=outbound.limits.max_decompressed_bytes)
+                except zlib.error:
+                    pass  # a body that is not what its Content-Encoding says is answered as it came
+        except ResponseTooLarge as error:
+            raise ApiError(502, f"{self.provider.display_name} answered too large a body: {error}") from None
         finally:
             response.release()
-        encoding = response.headers.get("Content-Encoding")
-        if encoding:
-            try:
-                raw = _decode(raw, encoding)
-            except (OSError, zlib.error, EOFError):
-                pass
         return ProviderResponse(response.status, response.headers, raw)
 
     async def get(self, path: str, **kwargs: Any) -> ProviderResponse:

@@ -47,6 +47,8 @@ class Connection(IdMixin, TimestampMixin, TenantScoped, Base):
     refresh_failures: Mapped[int] = mapped_column(Integer, default=0)
     #: Where the OAuth app credentials of this connection come from: deployment, byoa, connection.
     oauth_app: Mapped[str | None] = mapped_column(String(20))
+    #: the customer's end user who made the connection on the hosted connect page
+    end_user_id: Mapped[str | None] = mapped_column(String(255), index=True)
 
 
 class OAuthState(IdMixin, TenantScoped, Base):

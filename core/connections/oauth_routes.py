@@ -17,9 +17,9 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import html
 import json
 import logging
+from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 from urllib.parse import urlencode, urlsplit
@@ -28,12 +28,15 @@ from aiohttp import web
 from sqlalchemy import delete, select
 
 from patchbay.core.appkeys import DB, REGISTRY, SECRETS, SETTINGS
+from patchbay.core.http.bodies import read_form
 from patchbay.core.approvals.service import gate_connect
 from patchbay.core.connections import service
+from patchbay.core.connections.oauth_binding import begin_url, is_bound_here, set_binding_cookie
 from patchbay.core.connections.auth import ProviderAuthError, TemplateError, auth_for, connection_params, fill_url, pkce_pair
 from patchbay.core.connections.models import ByoaCredential, Connection, OAuthState
 from patchbay.core.connections.refresh import RefreshFailed, can_refresh, refresh_connection
 from patchbay.core.connections.store import auth_context, enforce_provider_limit, get_row, load_state, oauth_app_for, save_connection, token_credentials
+from patchbay.core.http.pages import html_page
 from patchbay.core.http.errors import ApiError, bad_request, not_found, unauthorized
 from patchbay.core.security.auth import Principal, authenticate, principal_of, require_principal, requires, verify_access_token
 from patchbay.core.plugins.provider import template_fields
@@ -50,15 +53,28 @@ def callback_url(app: web.Application, provider: str) -> str:
     return f"{app[SETTINGS].public_base_url}/auth/{provider}/callback"
 
 
+def _state_message(row: OAuthState) -> bytes:
+    return "|".join((row.id, row.workspace_id, row.provider, row.return_to or "", row.callback_uri)).encode()
+
+
 def _state_mac(app: web.Application, row: OAuthState) -> str:
-    message = "|".join((row.id, row.workspace_id, row.provider, row.return_to or "", row.callback_uri))
-    return app[SECRETS].sign(message.encode())
+    return app[SECRETS].sign(_state_message(row))
 
 
-async def _login_principal(request: web.Request) -> Principal:
+def state_is_authentic(app: web.Application, row: OAuthState, state: str) -> bool:
+    """Whether ``state`` (``<id>.<mac>``) is the one issued for the login ``row``, under any
+    configured secret key (a login started before a key rotation completes after it)."""
+    state_id, _, mac = state.partition(".")
+    return state_id == row.id and bool(mac) and app[SECRETS].verify_signature(_state_message(row), mac)
+
+
+async def _login_principal(request: web.Request) -> tuple[Principal, bool]:
+    """The caller, and whether it was authenticated by ``token=`` in the URL (a link)."""
     principal = await authenticate(request)
     token = request.query.get("token")
+    by_link = False
     if (principal is None or principal.workspace_id is None) and token:
+        by_link = True
         try:
             claims = await verify_access_token(request.app, token)
         except InvalidToken:
@@ -69,7 +85,7 @@ async def _login_principal(request: web.Request) -> Principal:
         raise unauthorized()
     if not principal.can("connections.write"):
         raise ApiError(403, "Missing permission: connections.write")
-    return principal
+    return principal, by_link
 
 
 def _wants_json(request: web.Request) -> bool:
@@ -97,27 +113,34 @@ async def login(request: web.Request) -> web.StreamResponse:
     ``{authorizationUrl}`` instead of redirecting; 202 ``{status: pending_approval, approvalId}``
     when the workspace's approval policy holds the request.
     """
+    principal, by_link = await _login_principal(request)
+    return await begin_login(request, principal, request.match_info["providerType"], request.query, by_link=by_link)
+
+
+async def begin_login(request: web.Request, principal: Principal, provider_type: str, query: Mapping[str, str], *, by_link: bool = False) -> web.StreamResponse:
+    """The login's work for an authenticated ``principal`` with the login's ``query`` (also used by
+    the hosted connect page for its end user). ``by_link``: authenticated by a token in the URL, so
+    the browser is sent to the confirmation page that binds it first."""
     app = request.app
-    principal = await _login_principal(request)
-    provider = service.provider_or_404(app, request.match_info["providerType"])
+    provider = service.provider_or_404(app, provider_type)
     workspace_id = principal.workspace_id
-    account_id = request.query.get("account_id")
+    account_id = query.get("account_id")
     if account_id and account_id != workspace_id:
         raise not_found(f"Account not found: {account_id}")
     if provider.auth_mode != "oauth2":
         raise bad_request(f"{provider.display_name} does not connect with OAuth: use POST /connect/v1/providers/{provider.name}/connect")
-    return_to = _check_return_to(request.query.get("redirect_uri"))
+    return_to = _check_return_to(query.get("redirect_uri"))
     handler = auth_for(app[REGISTRY], provider.name)
     deferred = handler.deferred_params(provider)
-    params = service.split_params(provider, {k: v for k, v in request.query.items() if k in provider.connection_params}, None, learned=deferred)
+    params = service.split_params(provider, {k: v for k, v in query.items() if k in provider.connection_params}, None, learned=deferred)
     try:
         for template in (provider.authorization_url or "", provider.token_url or "", provider.api_base_url):
             if not template_fields(template) - set(params) - set(provider.connection_param_defaults):
                 fill_url(template, provider, connection_params(provider, params))
     except TemplateError as error:
         raise bad_request(str(error)) from None
-    metadata = _metadata_query(request.query.get("metadata"))
-    reconnect = request.query.get("connection_id")
+    metadata = _metadata_query(query.get("metadata"))
+    reconnect = query.get("connection_id")
     async with app[DB].transaction(tenant=workspace_id) as session:
         if reconnect:
             row = await get_row(session, reconnect)
@@ -134,7 +157,7 @@ async def login(request: web.Request) -> web.StreamResponse:
             f"No OAuth app is configured for {provider.display_name}: save your own with POST /byoa/{provider.name}/credentials, "
             f"or set client_id and client_secret in [providers.{provider.name}]"
         )
-    scopes = _scopes(request.query.get("scopes"))
+    scopes = _scopes(query.get("scopes"))
     if scopes is None:
         scopes = await _byoa_scopes(app, workspace_id, provider.name) if oauth_app.source == "byoa" else None
     if not scopes:
@@ -146,16 +169,21 @@ async def login(request: web.Request) -> web.StreamResponse:
         oauth_app=oauth_app.source, expires_at=utcnow() + STATE_LIFETIME,
         meta={"scopes": scopes, "requestedBy": principal.subject, "metadata": metadata},
     )  # fmt: skip
+    ctx = auth_context(app, provider, oauth_app, params)
     async with app[DB].transaction(tenant=workspace_id) as session:
         await session.execute(delete(OAuthState).where(OAuthState.expires_at < utcnow()))
         session.add(state_row)
         await session.flush()
-    state = f"{state_row.id}.{_state_mac(app, state_row)}"
-    ctx = auth_context(app, provider, oauth_app, params)
-    url = handler.authorization_url(ctx, redirect_uri=state_row.callback_uri, state=state, scopes=scopes, code_challenge=challenge)
+        state = f"{state_row.id}.{_state_mac(app, state_row)}"
+        url = handler.authorization_url(ctx, redirect_uri=state_row.callback_uri, state=state, scopes=scopes, code_challenge=challenge)
+        state_row.meta = {**state_row.meta, "authorizationUrl": url}
     if _wants_json(request):
-        return web.json_response({"authorizationUrl": url, "expiresAt": iso(state_row.expires_at)})
-    raise web.HTTPFound(url)
+        return web.json_response({"authorizationUrl": begin_url(app, provider.name, state), "expiresAt": iso(state_row.expires_at)})
+    if by_link:
+        raise web.HTTPFound(begin_url(app, provider.name, state))
+    response = web.HTTPFound(url)
+    set_binding_cookie(app, response, state_row)
+    raise response
 
 
 def _metadata_query(value: str | None) -> dict[str, Any]:
@@ -187,28 +215,24 @@ async def _byoa_scopes(app: web.Application, workspace_id: str, provider: str) -
 # ---------------------------------------------------------------------------------------------
 
 
-def _page(title: str, message: str, status: int) -> web.Response:
-    body = (
-        "<!doctype html><html><head><meta charset='utf-8'><title>" + html.escape(title) + "</title></head>"
-        "<body style='font-family:sans-serif;max-width:36rem;margin:4rem auto'><h1>" + html.escape(title) + "</h1>"
-        "<p>" + html.escape(message) + "</p></body></html>"
-    )
-    return web.Response(text=body, content_type="text/html", status=status, headers={"Cache-Control": "no-store"})
-
-
 def _back(return_to: str, values: dict[str, str]) -> web.HTTPFound:
     return web.HTTPFound(return_to + ("&" if "?" in return_to else "?") + urlencode(values))
 
 
-async def _take_state(app: web.Application, provider: str, state: str) -> OAuthState | None:
+class _NotBound(Exception):
+    """The state is genuine but this browser did not start its login (it is left for the one that did)."""
+
+
+async def _take_state(request: web.Request, provider: str, state: str) -> OAuthState | None:
     """The login the state names, removed so that it works once; None when forged or unknown."""
-    state_id, _, mac = state.partition(".")
-    if not state_id or not mac:
-        return None
+    app = request.app
+    state_id = state.partition(".")[0]
     async with app[DB].transaction() as session:
         row = await session.scalar(select(OAuthState).where(OAuthState.id == state_id))
-        if row is None or row.provider != provider or not hmac.compare_digest(_state_mac(app, row), mac):
+        if row is None or row.provider != provider or not state_is_authentic(app, row, state):
             return None
+        if not is_bound_here(request, row.id):
+            raise _NotBound
         result = await session.execute(delete(OAuthState).where(OAuthState.id == state_id).execution_options(synchronize_session=False))
         if result.rowcount != 1:
             return None  # another callback with the same state got there first
@@ -218,7 +242,7 @@ async def _take_state(app: web.Application, provider: str, state: str) -> OAuthS
 def _fail(row: OAuthState | None, error: str, description: str) -> web.StreamResponse:
     if row is not None and row.return_to:
         raise _back(row.return_to, {"status": "error", "provider": row.provider, "error": error, "error_description": description})
-    return _page("Connection failed", description, 400)
+    return html_page("Connection failed", description, 400)
 
 
 @routes.get("/auth/{providerType}/callback")
@@ -228,9 +252,12 @@ async def callback(request: web.Request) -> web.StreamResponse:
     app = request.app
     provider = service.provider_or_404(app, request.match_info["providerType"])
     state = request.query.get("state", "")
-    row = await _take_state(app, provider.name, state) if state else None
+    try:
+        row = await _take_state(request, provider.name, state) if state else None
+    except _NotBound:
+        return html_page("Connection failed", "This connection was not started in this browser. Start it again from your app.", 403)
     if row is None:
-        return _page("Connection failed", "This sign-in link is invalid, expired or was already used. Start the connection again.", 400)
+        return html_page("Connection failed", "This sign-in link is invalid, expired or was already used. Start the connection again.", 400)
     if row.expires_at < utcnow():
         return _fail(row, "expired_state", "The sign-in took too long. Start the connection again.")
     if request.query.get("error"):
@@ -265,7 +292,7 @@ async def callback(request: web.Request) -> web.StreamResponse:
         return _fail(row, "connection_refused", error.message)
     if row.return_to:
         raise _back(row.return_to, {"status": "connected", "provider": provider.name, "connectionId": connection.id})
-    return _page("Connected", f"{provider.display_name} is connected. You can close this window.", 200)
+    return html_page("Connected", f"{provider.display_name} is connected. You can close this window.", 200)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -348,7 +375,7 @@ async def deauthorize(request: web.Request) -> web.Response:
         for connection_id in ids:
             await service.disconnect(app, workspace_id=principal.workspace_id, connection_id=connection_id)
         return web.json_response({"success": True, "disconnected": len(ids)}, status=201)
-    form = await request.post()
+    form = await read_form(request)
     signed = form.get("signed_request")
     secret = app[REGISTRY].provider_secrets(provider.name).client_secret
     user = _signed_request_user(str(signed), secret) if signed and secret else None

@@ -25,6 +25,7 @@ from datetime import timedelta
 from aiohttp import web
 from sqlalchemy import or_, update
 
+from patchbay.core.alerts import operator_events
 from patchbay.core.appkeys import DB, REGISTRY
 from patchbay.core.connections.auth import ProviderAuthError, auth_for
 from patchbay.core.connections.models import Connection
@@ -185,6 +186,7 @@ async def _record_failure(app: web.Application, state: ConnectionState, error: P
         values = {"refresh_error": error.message[:1000], "refresh_failures": failures + 1, "refresh_lease_until": None, "refresh_lease_owner": None, "updated_at": now}
         if error.permanent:
             values.update(status="invalid", health="invalid")
+            operator_events.connection_invalid(session, state, error.message)
         else:
             values["refresh_retry_at"] = now + timedelta(seconds=min(COOLDOWN_MAX, COOLDOWN_BASE * 2**failures))
             if state.expires_within(0):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
@@ -17,12 +18,31 @@ from patchbay.core.connections import service
 from patchbay.core.connections.models import ACTIVE_STATUSES, Connection, ProxyCallLog
 from patchbay.core.connections.runtime import runtime
 from patchbay.core.connections.store import active_connection, get_row
-from patchbay.core.http.bodies import page_envelope, page_params, query_int, read_object
+from patchbay.core.http.bodies import page_envelope, page_params, query_int, read_object, structure
 from patchbay.core.http.errors import bad_request
+from patchbay.core.http.openapi import accepts
 from patchbay.core.security.auth import principal_of, requires
 from patchbay.core.timeutil import iso
+from patchbay.core.webhooks.routing_keys import ensure_routing_keys_free
 
 routes = web.RouteTableDef()
+
+
+@dataclass
+class ApiKeyCredentials:
+    """``apiKey`` (the key, a username or a client id by auth mode) and ``apiSecret``."""
+
+    apiKey: str | None = None
+    apiSecret: str | None = None
+
+
+@dataclass
+class ConnectDto:
+    """The body of ``POST /connect/v1/providers/{providerType}/connect``."""
+
+    credentials: ApiKeyCredentials | None = None
+    metadata: dict[str, Any] | None = None
+    params: dict[str, Any] | None = None
 
 
 def connection_json(row: Connection) -> dict[str, Any]:
@@ -41,17 +61,19 @@ def connection_json(row: Connection) -> dict[str, Any]:
         "metadata": row.meta or {},
         "params": row.params or {},
         "scopes": row.scopes or [],
+        "endUserId": row.end_user_id,
         "createdAt": iso(row.created_at),
         "updatedAt": iso(row.updated_at),
     }
 
 
 # ---------------------------------------------------------------------------------------------
-# /providers/{type}/...
+# /providers/{providerType}/...
 # ---------------------------------------------------------------------------------------------
 
 
-@routes.post("/connect/v1/providers/{type}/connect")
+@routes.post("/connect/v1/providers/{providerType}/connect")
+@accepts(ConnectDto)
 @requires("connections.write")
 async def connect(request: web.Request) -> web.Response:
     """Connect an API-key provider with ``{credentials: {apiKey, apiSecret?}, metadata?, params?}``.
@@ -61,15 +83,13 @@ async def connect(request: web.Request) -> web.Response:
     """
     principal = principal_of(request)
     app = request.app
-    provider = service.provider_or_404(app, request.match_info["type"])
+    provider = service.provider_or_404(app, request.match_info["providerType"])
     body = await read_object(request)
-    credentials = body.get("credentials", {} if provider.auth_mode == "none" else None)
-    if not isinstance(credentials, dict):
+    dto = structure(body, ConnectDto)
+    if dto.credentials is None and provider.auth_mode != "none":
         raise bad_request("Validation failed: credentials is required (an object with apiKey)")
-    metadata = body.get("metadata") or {}
-    params = body.get("params") or {}
-    if not isinstance(metadata, dict) or not isinstance(params, dict):
-        raise bad_request("Validation failed: metadata and params must be objects")
+    credentials = {key: value for key, value in asdict(dto.credentials or ApiKeyCredentials()).items() if value is not None}
+    metadata, params = dto.metadata or {}, dto.params or {}
     if provider.auth_mode == "oauth2":
         raise bad_request(f"{provider.display_name} connects with OAuth: use GET /auth/{provider.name}/login")
     async with app[DB].transaction(tenant=principal.workspace_id) as session:
@@ -82,12 +102,12 @@ async def connect(request: web.Request) -> web.Response:
     return web.json_response({"success": True, "connectionId": row.id}, status=201)
 
 
-@routes.get("/connect/v1/providers/{type}/status")
+@routes.get("/connect/v1/providers/{providerType}/status")
 @requires("connections.view")
 async def provider_status(request: web.Request) -> web.Response:
     """The caller's connection state for a provider: ``{status, connectedAt, metadata}``."""
     principal = principal_of(request)
-    provider = service.provider_or_404(request.app, request.match_info["type"])
+    provider = service.provider_or_404(request.app, request.match_info["providerType"])
     async with request.app[DB].session(tenant=principal.workspace_id) as session:
         row = await active_connection(session, provider.name)
         if row is None:
@@ -100,13 +120,13 @@ async def provider_status(request: web.Request) -> web.Response:
                               "health": row.health, "expiresAt": iso(row.expires_at)})  # fmt: skip
 
 
-@routes.delete("/connect/v1/providers/{type}/disconnect")
+@routes.delete("/connect/v1/providers/{providerType}/disconnect")
 @requires("connections.write")
 async def provider_disconnect(request: web.Request) -> web.Response:
     """Disconnect every active connection of the provider, revoking the credentials at the
     provider where it allows: ``{success, disconnected, revoked}``."""
     principal = principal_of(request)
-    provider = service.provider_or_404(request.app, request.match_info["type"])
+    provider = service.provider_or_404(request.app, request.match_info["providerType"])
     ids = await service.active_connection_ids(request.app, workspace_id=principal.workspace_id, provider=provider.name)
     revoked = 0
     for connection_id in ids:
@@ -140,7 +160,8 @@ async def connections_health(request: web.Request) -> web.Response:
 @routes.get("/connect/v1/connections")
 @requires("connections.view")
 async def list_connections(request: web.Request) -> web.Response:
-    """The workspace's connections, newest first; ``?provider=`` and ``?status=`` filter."""
+    """The workspace's connections, newest first; ``?provider=``, ``?status=`` and ``?endUserId=``
+    (the end user who connected on the hosted connect page) filter."""
     principal = principal_of(request)
     page, limit = page_params(request)
     conditions = []
@@ -148,6 +169,8 @@ async def list_connections(request: web.Request) -> web.Response:
         conditions.append(Connection.provider == request.query["provider"])
     if request.query.get("status"):
         conditions.append(Connection.status == request.query["status"])
+    if request.query.get("endUserId"):
+        conditions.append(Connection.end_user_id == request.query["endUserId"])
     async with request.app[DB].session(tenant=principal.workspace_id) as session:
         total = await session.scalar(select(func.count()).select_from(Connection).where(*conditions))
         rows = await session.scalars(
@@ -180,7 +203,9 @@ async def update_connection(request: web.Request) -> web.Response:
     async with request.app[DB].transaction(tenant=principal.workspace_id) as session:
         row = await get_row(session, request.match_info["id"])
         merged = {**(row.meta or {}), **metadata}
-        row.meta = {key: value for key, value in merged.items() if value is not None}
+        merged = {key: value for key, value in merged.items() if value is not None}
+        await ensure_routing_keys_free(request.app, workspace_id=principal.workspace_id, provider=row.provider, metadata=merged)
+        row.meta = merged
         await session.flush()
         answer = connection_json(row)
     runtime(request.app).forget(row.id)

@@ -25,7 +25,7 @@ import attrs
 from aiohttp import web
 from sqlalchemy import insert
 
-from patchbay.core.appkeys import CONNECTIONS, DB, SETTINGS
+from patchbay.core.appkeys import CONNECTIONS, DB, METRICS, SETTINGS
 from patchbay.core.connections.models import ProxyCallLog
 from patchbay.core.ratelimit.limiter import parse_limit
 from patchbay.core.timeutil import new_id, utcnow
@@ -35,6 +35,10 @@ log = logging.getLogger(__name__)
 CACHE_SECONDS = 5.0
 AUDIT_FLUSH_SECONDS = 0.5
 AUDIT_BATCH = 500
+#: rows kept while the database cannot take them; beyond this the oldest are dropped (and counted)
+AUDIT_MAX_PENDING = 20_000
+#: waits between failed writes grow from one second to this
+AUDIT_RETRY_CAP_SECONDS = 30.0
 
 
 @attrs.define(kw_only=True)
@@ -116,10 +120,15 @@ class ConnectionLimiter:
 
 class AuditBuffer:
     """Collects audit rows and inserts them in batches (every ``AUDIT_FLUSH_SECONDS`` or
-    ``AUDIT_BATCH`` rows); ``flush()`` writes what is pending now."""
+    ``AUDIT_BATCH`` rows); ``flush()`` writes what is pending now. While the database fails, writes
+    are retried with growing waits and at most ``max_pending`` rows are kept: the oldest beyond that
+    are dropped, with a log line that counts them, so an outage never exhausts memory."""
 
-    def __init__(self, app: web.Application) -> None:
+    def __init__(self, app: web.Application, *, max_pending: int = AUDIT_MAX_PENDING) -> None:
         self._app = app
+        self.max_pending = max_pending
+        #: rows dropped because the buffer was full while the database failed
+        self.dropped = 0
         self._rows: list[dict[str, Any]] = []
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
@@ -131,12 +140,23 @@ class AuditBuffer:
              "method": method, "path": path[:2000], "status": status, "duration_ms": round(duration_ms, 3),
              "error": error, "created_at": utcnow()}
         )  # fmt: skip
+        if METRICS in self._app:  # the proxy's upstream latency per provider, for /metrics
+            self._app[METRICS].proxy_upstream.labels(provider).observe(duration_ms / 1000)
+        self._bound()
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._run())
         if len(self._rows) >= AUDIT_BATCH:
             self._wake.set()
 
+    def _bound(self) -> None:
+        excess = len(self._rows) - self.max_pending
+        if excess > 0:
+            del self._rows[:excess]
+            self.dropped += excess
+            log.warning("proxy audit buffer full while the database fails: dropped %d oldest rows (%d so far)", excess, self.dropped)
+
     async def _run(self) -> None:
+        wait = 1.0
         while self._rows:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), AUDIT_FLUSH_SECONDS)
@@ -144,8 +164,11 @@ class AuditBuffer:
             try:
                 await self.flush()
             except Exception:
-                log.exception("writing %d proxy audit rows failed; retrying", len(self._rows))
-                await asyncio.sleep(1)
+                log.exception("writing %d proxy audit rows failed; retrying in %gs", len(self._rows), wait)
+                await asyncio.sleep(wait)
+                wait = min(AUDIT_RETRY_CAP_SECONDS, wait * 2)
+            else:
+                wait = 1.0
 
     async def flush(self) -> None:
         async with self._flush_lock:
@@ -157,6 +180,7 @@ class AuditBuffer:
                     await session.execute(insert(ProxyCallLog.__table__), rows)
             except Exception:
                 self._rows[:0] = rows
+                self._bound()
                 raise
 
     async def close(self) -> None:

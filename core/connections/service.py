@@ -14,6 +14,7 @@ from sqlalchemy import select, update
 from patchbay.core.appkeys import DB, REGISTRY
 from patchbay.core.connections.auth import OAuthApp, ProviderAuthError, TemplateError, auth_for, connection_params, fill_url
 from patchbay.core.connections.client import client_for_state
+from patchbay.core.connections.lifecycle import ConnectionRemoval, removal_listeners
 from patchbay.core.connections.models import ACTIVE_STATUSES, Connection
 from patchbay.core.connections.refresh import RefreshFailed, can_refresh, refresh_connection
 from patchbay.core.connections.runtime import ConnectionState, runtime
@@ -74,9 +75,12 @@ async def connect_with_api_key(
     metadata: Mapping[str, Any] | None = None,
     params: Mapping[str, Any] | None = None,
     validate: bool = True,
+    reconnect_id: str | None = None,
+    end_user_id: str | None = None,
 ) -> Connection:
     """Connect the workspace to an API-key provider (API key, basic, or client credentials) and
-    answer the stored connection.
+    answer the stored connection; ``reconnect_id`` renews that connection's credentials instead;
+    ``end_user_id`` is the customer's end user it is made for (the connect UI).
 
     ``credentials`` is the body's ``{apiKey, apiSecret?}``. When the provider has a cheap check
     (its definition's ``health_check`` or an auth hook's ``check``), the credential is proved
@@ -122,11 +126,14 @@ async def connect_with_api_key(
         if verdict is False:
             raise bad_request(f"Credentials rejected by {provider.display_name}")
     async with app[DB].transaction(tenant=workspace_id) as session:
-        return await save_connection(
+        connection = await save_connection(
             app, session, workspace_id=workspace_id, provider=provider.name, credentials=stored, params={**values, **learnt},
             metadata={**learnt_meta, **dict(metadata or {})}, scopes=scopes, expires_at=expires_at, oauth_app=oauth_app,
-            new_connection_id=connection_id, health={True: "healthy"}.get(verdict),
+            connection_id=reconnect_id, new_connection_id=connection_id, health={True: "healthy"}.get(verdict),
         )  # fmt: skip
+        if end_user_id is not None:
+            connection.end_user_id = end_user_id
+        return connection
 
 
 async def import_tokens(
@@ -168,8 +175,8 @@ async def fresh_token(app: web.Application, *, workspace_id: str, connection_id:
 
 async def disconnect(app: web.Application, *, workspace_id: str, connection_id: str, revoke: bool = True, delete: bool = False) -> bool:
     """Revoke the credential at the provider where its definition allows (never blocking), then mark
-    the connection disconnected (credentials wiped) or delete it. Answers whether the provider
-    confirmed the revocation."""
+    the connection disconnected (credentials wiped) or delete it, telling the removal listeners
+    (``lifecycle``) in the same transaction. Answers whether the provider confirmed the revocation."""
     state = await load_state(app, connection_id, workspace_id=workspace_id, fresh=True)
     revoked = False
     provider = app[REGISTRY].provider(state.provider)
@@ -182,6 +189,9 @@ async def disconnect(app: web.Application, *, workspace_id: str, connection_id: 
             log.warning("revoking connection %s at %s failed", connection_id, state.provider, exc_info=True)
     async with app[DB].transaction(tenant=workspace_id) as session:
         row = await get_row(session, connection_id)
+        if row.status != "disconnected" or delete:
+            removal = ConnectionRemoval(workspace_id=row.workspace_id, provider=row.provider, connection_id=row.id, end_user_id=row.end_user_id, deleted=delete)
+            await removal_listeners(app).notify(session, removal)
         if delete:
             await session.delete(row)
         else:

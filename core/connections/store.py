@@ -21,6 +21,7 @@ from patchbay.core.connections.runtime import ConnectionState, runtime
 from patchbay.core.http.errors import ApiError
 from patchbay.core.plugins.provider import Provider
 from patchbay.core.timeutil import utcnow
+from patchbay.core.webhooks.routing_keys import ensure_routing_keys_free
 
 
 class ConnectionNotFound(ApiError):
@@ -161,6 +162,7 @@ async def save_connection(
     row.credentials = encrypt_credentials(app, credentials)
     row.params = {**(row.params or {}), **dict(params or {})}
     row.meta = {**(row.meta or {}), **dict(metadata or {})}
+    await ensure_routing_keys_free(app, workspace_id=workspace_id, provider=provider, metadata=row.meta)
     row.scopes = list(scopes)
     row.expires_at = expires_at
     row.oauth_app = oauth_app
@@ -222,4 +224,5 @@ async def oauth_app_for(app: web.Application, *, workspace_id: str, provider: st
 def auth_context(app: web.Application, provider: Provider, oauth_app: OAuthApp | None, params: Mapping[str, Any] | None) -> AuthContext:
     """The context handed to a provider's auth handler: the outbound client and guard, the OAuth
     app and the connection's parameters."""
-    return AuthContext(provider=provider, http=app[OUTBOUND].session, app=oauth_app, params=connection_params(provider, params), guard=app[OUTBOUND].check)
+    return AuthContext(provider=provider, http=app[OUTBOUND].session, app=oauth_app, params=connection_params(provider, params), guard=app[OUTBOUND].check,
+                       read_body=app[OUTBOUND].read_body)

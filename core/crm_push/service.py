@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import inspect
 import logging
+from datetime import timedelta
 from typing import Any
 
 from aiohttp import web
-from sqlalchemy import select
+from sqlalchemy import and_, or_, select, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from patchbay.core.appkeys import DB, JOBS, REGISTRY, SETTINGS
@@ -20,11 +22,13 @@ from patchbay.core.connections.models import Connection
 from patchbay.core.jobs.queue import JobContext
 from patchbay.core.leads.models import Lead, LeadSync
 from patchbay.core.leads.service import destination_lead
-from patchbay.core.timeutil import utcnow
+from patchbay.core.timeutil import new_id, utcnow
 
 log = logging.getLogger(__name__)
 
 PUSH_JOB = "crm.push"
+#: a sync ``pushing`` for longer than this was abandoned by a worker that died; it may be taken again
+PUSH_LEASE = timedelta(minutes=10)
 
 
 async def maybe_await(value: Any) -> Any:
@@ -51,26 +55,62 @@ async def destinations(app: web.Application, session: AsyncSession, workspace_id
 
 
 async def schedule_push(app: web.Application, session: AsyncSession, lead: Lead, *, only_failed: bool = False) -> int:
-    """Queue a push of ``lead`` to every destination of its workspace (those not synced yet; with
-    ``only_failed`` only those that failed); answers how many pushes were queued."""
+    """Queue a push of ``lead`` to every destination of its workspace that has no push queued, in
+    flight or done (with ``only_failed`` only those that failed); answers how many were queued.
+
+    Each step is a conditional write (a new sync inserted unless one exists, a failed one moved to
+    pending only if it is still failed), so concurrent callers (retry-sync, push-batch, the cron,
+    new events) queue one push per lead and destination between them."""
     targets = await destinations(app, session, lead.workspace_id)
-    existing = {s.connection_id: s for s in (await session.scalars(select(LeadSync).where(LeadSync.lead_id == lead.id))).all()}
+    existing = {s.connection_id: s.status for s in (await session.scalars(select(LeadSync).where(LeadSync.lead_id == lead.id))).all()}
     queued = 0
     for connection in targets:
-        sync = existing.get(connection.id)
-        if sync is None:
-            if only_failed:
-                continue
-            sync = LeadSync(workspace_id=lead.workspace_id, lead_id=lead.id, connection_id=connection.id, provider=connection.provider)
-            session.add(sync)
-            await session.flush()
-        elif sync.status == "synced" or (only_failed and sync.status != "failed"):
+        status = existing.get(connection.id)
+        if status is None and not only_failed:
+            sync_id = await _insert_sync(app, session, lead, connection)
+        elif status != "synced":
+            sync_id = await _requeue(session, connection.id, lead.id)
+        else:
             continue
-        sync.status = "pending"
-        app[JOBS].enqueue(session, PUSH_JOB, {"sync_id": sync.id}, workspace_id=lead.workspace_id)
-        queued += 1
+        if sync_id is not None:
+            app[JOBS].enqueue(session, PUSH_JOB, {"sync_id": sync_id}, workspace_id=lead.workspace_id)
+            queued += 1
     await refresh_status(session, lead)
     return queued
+
+
+async def _insert_sync(app: web.Application, session: AsyncSession, lead: Lead, connection: Connection) -> str | None:
+    now = utcnow()
+    insert = postgresql.insert if app[DB].is_postgres else sqlite.insert
+    statement = (
+        insert(LeadSync.__table__)
+        .values(id=new_id(), workspace_id=lead.workspace_id, lead_id=lead.id, connection_id=connection.id, provider=connection.provider,
+                status="pending", attempts=0, created_at=now, updated_at=now)  # fmt: skip
+        .on_conflict_do_nothing(index_elements=["lead_id", "connection_id"])
+        .returning(LeadSync.__table__.c.id)
+    )
+    return await session.scalar(statement)
+
+
+def _requeueable(now):
+    """Syncs to queue again: failed ones, and pending or pushing ones left for longer than
+    ``PUSH_LEASE`` (their job or worker died); a second job for a live one only fails to claim it."""
+    table = LeadSync.__table__
+    return or_(table.c.status == "failed", and_(table.c.status.in_(("pending", "pushing")), table.c.updated_at < now - PUSH_LEASE))
+
+
+async def _requeue(session: AsyncSession, connection_id: str, lead_id: str) -> str | None:
+    """Move the sync back to pending if it may be queued again (:func:`_requeueable`), in one
+    conditional UPDATE; its id when it was moved."""
+    table = LeadSync.__table__
+    now = utcnow()
+    statement = (
+        update(table)
+        .where(table.c.lead_id == lead_id, table.c.connection_id == connection_id, _requeueable(now))
+        .values(status="pending", updated_at=now)
+        .returning(table.c.id)
+    )
+    return await session.scalar(statement)
 
 
 async def refresh_status(session: AsyncSession, lead: Lead) -> None:
@@ -89,9 +129,11 @@ async def push_job(context: JobContext) -> None:
     """Push one lead to one destination and record the outcome; a failure is recorded, not raised:
     ``retry-failed-syncs`` tries it again later."""
     app = context.app
+    if not await _claim(app, context.payload["sync_id"]):
+        return  # pushed, in flight elsewhere, or no longer wanted
     async with app[DB].session() as session:
         sync = await session.get(LeadSync, context.payload["sync_id"])
-        if sync is None or sync.status == "synced":
+        if sync is None:
             return
         lead = await session.get(Lead, sync.lead_id)
         workspace_id, connection_id, provider = sync.workspace_id, sync.connection_id, sync.provider
@@ -122,6 +164,17 @@ async def push_job(context: JobContext) -> None:
         await refresh_status(session, lead)
 
 
+async def _claim(app: web.Application, sync_id: str) -> bool:
+    """Take the sync for this push (pending -> pushing) so no other job pushes it too. A push whose
+    worker died is taken again after ``PUSH_LEASE``."""
+    table = LeadSync.__table__
+    now = utcnow()
+    abandoned = and_(table.c.status == "pushing", table.c.updated_at < now - PUSH_LEASE)
+    statement = update(table).where(table.c.id == sync_id, or_(table.c.status == "pending", abandoned)).values(status="pushing", updated_at=now)
+    async with app[DB].transaction() as session:
+        return (await session.execute(statement)).rowcount == 1
+
+
 async def test_destinations(app: web.Application, workspace_id: str) -> list[dict[str, Any]]:
     async with app[DB].session(tenant=workspace_id) as session:
         targets = await destinations(app, session, workspace_id)
@@ -141,15 +194,17 @@ async def test_destinations(app: web.Application, workspace_id: str) -> list[dic
 
 
 async def retry_failed_syncs(app: web.Application) -> dict[str, Any]:
-    """Cron ``retry-failed-syncs``: queue again every failed sync with attempts left."""
+    """Cron ``retry-failed-syncs``: queue again every failed sync with attempts left, and every
+    push abandoned by a job or worker that died."""
     max_attempts = app[SETTINGS].webhooks.crm_sync_max_attempts
     queued = 0
     async with app[DB].transaction() as session:
-        syncs = (await session.scalars(select(LeadSync).where(LeadSync.status == "failed", LeadSync.attempts < max_attempts).limit(500))).all()
+        due = select(LeadSync).where(_requeueable(utcnow()), LeadSync.attempts < max_attempts).limit(500)
+        syncs = (await session.scalars(due)).all()
         for sync in syncs:
-            sync.status = "pending"
-            app[JOBS].enqueue(session, PUSH_JOB, {"sync_id": sync.id}, workspace_id=sync.workspace_id)
-            queued += 1
+            if await _requeue(session, sync.connection_id, sync.lead_id) is not None:
+                app[JOBS].enqueue(session, PUSH_JOB, {"sync_id": sync.id}, workspace_id=sync.workspace_id)
+                queued += 1
         lead_ids = {sync.lead_id for sync in syncs}
         for lead in (await session.scalars(select(Lead).where(Lead.id.in_(lead_ids)))).all() if lead_ids else ():
             await refresh_status(session, lead)

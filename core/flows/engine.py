@@ -8,7 +8,7 @@ the alerts of a live run are enqueued in that same transaction, so they are sent
 execution ends and never block it.
 
 Crash safety: steps with side effects (http, action, table.upsert, delay) are checkpointed as they
-finish. When a process dies mid-execution its job's lease runs out and another worker claims the
+finish (the last step of a flow by the final write itself, which follows at once). When a process dies mid-execution its job's lease runs out and another worker claims the
 job; the execution is still ``running``, its checkpointed steps are reused (not repeated) and the
 rest run, so the execution ends completed or failed instead of staying stuck in ``running``. The
 final write only succeeds while the execution is ``running``, so a duplicate delivery of the job
@@ -31,7 +31,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from patchbay.core.appkeys import DB, FLOW_RUNNER, JOBS
 from patchbay.core.flows.models import FlowExecution, FlowExecutionStep, FlowVersion
 from patchbay.core.flows.steps import Deferred, RunContext, StepFailed, step_type
-from patchbay.core.flows.templating import TemplateFailure, render_value
+from patchbay.core.flows.templating import TemplateFailure, deadline, render_value
 from patchbay.core.jobs.queue import JobContext
 from patchbay.core.storage.base import UtcDateTime
 from patchbay.core.timeutil import new_id, utcnow
@@ -107,10 +107,21 @@ class Outcome:
     records: list[StepRecord]
 
 
+async def _render_and_run(kind: Any, context: RunContext, raw: dict[str, Any], record: StepRecord, timeout: float) -> Any:
+    """Render the step's values in a worker thread (a heavy template must not block the event loop),
+    then run it; the render's deadline is the end of the step's timeout."""
+    prepare = getattr(kind, "prepare", None)
+    with deadline(time.monotonic() + timeout):
+        config = await asyncio.to_thread(render_value, prepare(raw) if prepare else raw, context.template_context())
+        record.input = config
+        return await kind.run(context, config)
+
+
 async def run_steps(app: Any, context: RunContext, steps: list[dict[str, Any]], done: dict[int, StepRecord], checkpoint=None) -> Outcome:
     """Run ``steps`` in order, reusing the records in ``done`` (a resumed execution).
 
-    ``checkpoint(records)`` is awaited after each step with side effects. A failed step fails the
+    ``checkpoint(records)`` is awaited after each step with side effects but the last (whose record
+    the finish writes in the same batched transaction a checkpoint would). A failed step fails the
     execution; a filter that does not pass ends it as completed; later steps are recorded skipped.
     """
     records: list[StepRecord] = []
@@ -139,12 +150,9 @@ async def run_steps(app: Any, context: RunContext, steps: list[dict[str, Any]], 
         try:
             if kind is None:
                 raise StepFailed(f"unknown step type {kind_name!r}")
-            prepare = getattr(kind, "prepare", None)
-            config = render_value(prepare(raw) if prepare else raw, context.template_context())
-            record.input = config
             timeout = float(step.get("timeoutSeconds") or DEFAULT_STEP_TIMEOUT)
             try:
-                record.output = await asyncio.wait_for(kind.run(context, config), timeout)
+                record.output = await asyncio.wait_for(_render_and_run(kind, context, raw, record, timeout), timeout)
             except TimeoutError:
                 raise StepFailed(f"step timed out after {timeout:g}s") from None
         except Deferred as wait:
@@ -168,8 +176,8 @@ async def run_steps(app: Any, context: RunContext, steps: list[dict[str, Any]], 
             status, error, stopped = "failed", f"step {step_id!r} failed: {record.error}", True
         elif kind_name == "filter" and isinstance(record.output, dict) and not record.output.get("passed"):
             stopped = True
-        elif checkpoint is not None and getattr(kind, "side_effects", True):
-            await checkpoint(records)
+        elif checkpoint is not None and getattr(kind, "side_effects", True) and position < len(steps) - 1:
+            await checkpoint(records)  # the last step needs none: the finish stores it as durably, in one batched write
     return Outcome(status, error, records)
 
 
@@ -273,6 +281,8 @@ class FlowRunner:
         self.versions: OrderedDict[tuple[str, int], list] = OrderedDict()
         self._starts = Batcher(self._start_many)
         self._finishes = Batcher(self._finish_many)
+        self._lookups = Batcher(self._lookup_many)
+        self._checkpoints = Batcher(self._checkpoint_many)
         #: sessions opened by steps at once; more would overflow the connection pool, and on
         #: PostgreSQL every overflow connection is a new server process, opened and closed again
         self.step_sessions = asyncio.Semaphore(STEP_SESSIONS)
@@ -359,6 +369,39 @@ class FlowRunner:
             return finished
         return {u["id"] for u in updates}
 
+    # -- steps' database work, shared by concurrent executions -----------------------------------
+
+    async def lookup(self, workspace_id: str, table_slug: str, column: str, value: Any) -> dict[str, Any] | None:
+        """The ``table.lookup`` of one execution, answered with those of the executions running
+        alongside: one session and three queries per workspace in the batch."""
+        result = await self._lookups.submit((workspace_id, table_slug, column, value))
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    async def _lookup_many(self, items: list[tuple[str, str, str, Any]]) -> list[Any]:
+        from patchbay.core.tables.service import lookup_rows
+
+        by_workspace: dict[str, list[int]] = {}
+        for index, item in enumerate(items):
+            by_workspace.setdefault(item[0], []).append(index)
+        results: list[Any] = [None] * len(items)
+        for workspace_id, indexes in by_workspace.items():
+            async with self.step_sessions, self.app[DB].session(tenant=workspace_id) as session:
+                found = await lookup_rows(session, workspace_id=workspace_id, lookups=[items[i][1:] for i in indexes])
+            for index, result in zip(indexes, found, strict=True):
+                results[index] = result
+        return results
+
+    async def checkpoint(self, rows: list[dict[str, Any]]) -> None:
+        """Store finished steps' records; concurrent executions' checkpoints share a transaction."""
+        await self._checkpoints.submit(rows)
+
+    async def _checkpoint_many(self, batches: list[list[dict[str, Any]]]) -> list[None]:
+        async with self.app[DB].transaction() as session:
+            await _insert_steps(self.app, session, [row for rows in batches for row in rows])
+        return [None] * len(batches)
+
     # -- version snapshots -----------------------------------------------------------------------
 
     async def version_steps(self, flow_id: str, version: int) -> list[dict[str, Any]]:
@@ -402,8 +445,7 @@ async def run_execution(app: Any, execution_id: str) -> str | None:
         return "failed"
 
     async def checkpoint(records: list[StepRecord]) -> None:
-        async with app[DB].transaction() as session:
-            await _insert_steps(app, session, _step_rows(records, workspace_id, execution_id))
+        await runner.checkpoint(_step_rows(records, workspace_id, execution_id))
         for record in records:
             record.written = True
 

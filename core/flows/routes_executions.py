@@ -11,6 +11,7 @@ from patchbay.core.flows import engine, service
 from patchbay.core.flows.models import EXECUTION_STATUSES, FlowExecution
 from patchbay.core.http.bodies import page_envelope, page_params
 from patchbay.core.http.errors import bad_request, not_found
+from patchbay.core.http.openapi import PAGE_QUERY, query
 from patchbay.core.security.auth import principal_of, requires
 
 routes = web.RouteTableDef()
@@ -19,11 +20,14 @@ routes = web.RouteTableDef()
 async def _page(request: web.Request, statement) -> web.Response:
     page, limit = page_params(request)
     async with request.app[DB].session(tenant=principal_of(request).workspace_id) as session:
-        if "flow_id" in request.match_info:
-            await service.get_flow(session, request.match_info["flow_id"])
+        if "flowId" in request.match_info:
+            await service.get_flow(session, request.match_info["flowId"])
         total = await session.scalar(select(func.count()).select_from(statement.subquery()))
         rows = (await session.scalars(statement.order_by(FlowExecution.created_at.desc(), FlowExecution.id).offset((page - 1) * limit).limit(limit))).all()
     return web.json_response(page_envelope([service.execution_json(e) for e in rows], page, limit, total or 0))
+
+
+STATUS_QUERY = {"type": "string", "enum": list(EXECUTION_STATUSES)}
 
 
 def _status_filter(request: web.Request, statement):
@@ -35,11 +39,12 @@ def _status_filter(request: web.Request, statement):
     return statement
 
 
-@routes.get("/connect/v1/flows/{flow_id}/executions")
+@routes.get("/connect/v1/flows/{flowId}/executions")
+@query(**PAGE_QUERY, status=STATUS_QUERY)
 @requires("flows.view")
 async def list_executions(request: web.Request) -> web.Response:
     """A flow's executions, newest first (paginated; ``?status=`` filters)."""
-    statement = _status_filter(request, select(FlowExecution).where(FlowExecution.flow_id == request.match_info["flow_id"]))
+    statement = _status_filter(request, select(FlowExecution).where(FlowExecution.flow_id == request.match_info["flowId"]))
     return await _page(request, statement)
 
 
@@ -50,35 +55,35 @@ async def _execution(session, flow_id: str, execution_id: str) -> FlowExecution:
     return execution
 
 
-@routes.get("/connect/v1/flows/{flow_id}/executions/{execution_id}")
+@routes.get("/connect/v1/flows/{flowId}/executions/{executionId}")
 @requires("flows.view")
 async def get_execution(request: web.Request) -> web.Response:
     """One execution with its steps."""
     async with request.app[DB].session(tenant=principal_of(request).workspace_id) as session:
-        execution = await _execution(session, request.match_info["flow_id"], request.match_info["execution_id"])
+        execution = await _execution(session, request.match_info["flowId"], request.match_info["executionId"])
         steps = await service.execution_steps(session, execution.id)
     return web.json_response({**service.execution_json(execution), "steps": [service.step_json(s) for s in steps]})
 
 
-@routes.get("/connect/v1/flows/{flow_id}/executions/{execution_id}/steps")
+@routes.get("/connect/v1/flows/{flowId}/executions/{executionId}/steps")
 @requires("task_history.view")
 async def list_execution_steps(request: web.Request) -> web.Response:
     """Each step of an execution: rendered input, output and error."""
     async with request.app[DB].session(tenant=principal_of(request).workspace_id) as session:
-        execution = await _execution(session, request.match_info["flow_id"], request.match_info["execution_id"])
+        execution = await _execution(session, request.match_info["flowId"], request.match_info["executionId"])
         steps = await service.execution_steps(session, execution.id)
     return web.json_response([service.step_json(s) for s in steps])
 
 
-@routes.post("/connect/v1/flows/{flow_id}/executions/{execution_id}/replay")
+@routes.post("/connect/v1/flows/{flowId}/executions/{executionId}/replay")
 @requires("flows.write", "task_history.view")
 async def replay_execution(request: web.Request) -> web.Response:
     """Run the flow again with the execution's original trigger payload: the published version, or
     the current steps of a flow never published. Answers the new (pending) execution."""
     workspace_id = principal_of(request).workspace_id
     async with request.app[DB].transaction(tenant=workspace_id) as session:
-        flow = await service.get_flow(session, request.match_info["flow_id"])
-        original = await _execution(session, flow.id, request.match_info["execution_id"])
+        flow = await service.get_flow(session, request.match_info["flowId"])
+        original = await _execution(session, flow.id, request.match_info["executionId"])
         row = {"workspace_id": workspace_id, "flow_id": flow.id, "trigger_source": "replay", "trigger_payload": original.trigger_payload,
                "replay_of": original.id}  # fmt: skip
         if flow.published_version is not None:
@@ -91,6 +96,7 @@ async def replay_execution(request: web.Request) -> web.Response:
 
 
 @routes.get("/connect/v1/task-history")
+@query(**PAGE_QUERY, status=STATUS_QUERY, flowId={"type": "string"})
 @requires("task_history.view")
 async def task_history(request: web.Request) -> web.Response:
     """Executions across every flow of the workspace; ``?status=`` and ``?flowId=`` filter."""

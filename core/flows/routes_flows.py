@@ -3,6 +3,7 @@ trigger and action options a flow editor offers."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
@@ -11,10 +12,11 @@ from sqlalchemy.exc import IntegrityError
 
 from patchbay.core.appkeys import DB, FLOW_RUNNER, JOBS, REGISTRY
 from patchbay.core.flows import engine, service
-from patchbay.core.flows.models import Flow, FlowExecution
+from patchbay.core.flows.models import FLOW_STATUSES, Flow, FlowExecution
 from patchbay.core.flows.steps import known_step_types
-from patchbay.core.http.bodies import page_envelope, page_params, read_json, read_object
+from patchbay.core.http.bodies import page_envelope, page_params, read_json, read_object, structure
 from patchbay.core.http.errors import bad_request, conflict, not_found
+from patchbay.core.http.openapi import PAGE_QUERY, accepts, query
 from patchbay.core.security.auth import principal_of, requires
 from patchbay.core.timeutil import iso
 
@@ -84,6 +86,7 @@ async def get_action_options(request: web.Request) -> web.Response:
 
 
 @routes.get("/connect/v1/flows")
+@query(**PAGE_QUERY, status={"type": "string", "enum": list(FLOW_STATUSES)})
 @requires("flows.view")
 async def list_flows(request: web.Request) -> web.Response:
     """The workspace's flows, newest first; ``?status=`` filters."""
@@ -91,6 +94,8 @@ async def list_flows(request: web.Request) -> web.Response:
     status = request.query.get("status")
     statement = select(Flow)
     if status:
+        if status not in FLOW_STATUSES:
+            raise bad_request(f"status must be one of {', '.join(FLOW_STATUSES)}")
         statement = statement.where(Flow.status == status)
     async with request.app[DB].session(tenant=principal_of(request).workspace_id) as session:
         total = await session.scalar(select(func.count()).select_from(statement.subquery()))
@@ -112,16 +117,16 @@ async def create_flow(request: web.Request) -> web.Response:
     return web.json_response(service.flow_json(flow), status=201)
 
 
-@routes.get("/connect/v1/flows/{id}")
+@routes.get("/connect/v1/flows/{flowId}")
 @requires("flows.view")
 async def get_flow(request: web.Request) -> web.Response:
     """One flow."""
     async with request.app[DB].session(tenant=principal_of(request).workspace_id) as session:
-        flow = await service.get_flow(session, request.match_info["id"])
+        flow = await service.get_flow(session, request.match_info["flowId"])
     return web.json_response(service.flow_json(flow))
 
 
-@routes.patch("/connect/v1/flows/{id}")
+@routes.patch("/connect/v1/flows/{flowId}")
 @requires("flows.write")
 async def update_flow(request: web.Request) -> web.Response:
     """Edit a flow; a published flow becomes a draft and its published version keeps running."""
@@ -136,18 +141,18 @@ async def update_flow(request: web.Request) -> web.Response:
     if "trigger" in body:
         changes["trigger"] = _trigger(body["trigger"])
     async with request.app[DB].transaction(tenant=principal_of(request).workspace_id) as session:
-        flow = await service.get_flow(session, request.match_info["id"], lock=True)
+        flow = await service.get_flow(session, request.match_info["flowId"], lock=True)
         if changes:
             service.edit(flow, changes)
     return web.json_response(service.flow_json(flow))
 
 
-@routes.delete("/connect/v1/flows/{id}")
+@routes.delete("/connect/v1/flows/{flowId}")
 @requires("flows.write")
 async def delete_flow(request: web.Request) -> web.Response:
     """Delete a flow with its versions, executions, triggers and schedules."""
     async with request.app[DB].transaction(tenant=principal_of(request).workspace_id) as session:
-        flow = await service.get_flow(session, request.match_info["id"])
+        flow = await service.get_flow(session, request.match_info["flowId"])
         await session.delete(flow)
     return web.json_response({"success": True, "id": flow.id})
 
@@ -155,14 +160,14 @@ async def delete_flow(request: web.Request) -> web.Response:
 async def _publishing(request: web.Request, change) -> web.Response:
     try:
         async with request.app[DB].transaction(tenant=principal_of(request).workspace_id) as session:
-            flow = await service.claim_next_version(session, request.match_info["id"])
+            flow = await service.claim_next_version(session, request.match_info["flowId"])
             await change(session, flow)
     except IntegrityError:
         raise conflict("The flow was published concurrently; try again") from None
     return web.json_response({"id": flow.id, "version": flow.version, "status": flow.status, "published_at": iso(flow.published_at)}, status=201)
 
 
-@routes.post("/connect/v1/flows/{id}/publish")
+@routes.post("/connect/v1/flows/{flowId}/publish")
 @requires("flows.write")
 async def publish_flow(request: web.Request) -> web.Response:
     """Publish: snapshot the steps as a new version that live triggers run."""
@@ -174,7 +179,7 @@ async def publish_flow(request: web.Request) -> web.Response:
     return await _publishing(request, change)
 
 
-@routes.post("/connect/v1/flows/{id}/revert/{version}")
+@routes.post("/connect/v1/flows/{flowId}/revert/{version}")
 @requires("flows.write")
 async def revert_flow(request: web.Request) -> web.Response:
     """Restore the steps of a version and publish them as a new version."""
@@ -189,47 +194,52 @@ async def revert_flow(request: web.Request) -> web.Response:
     return await _publishing(request, change)
 
 
-@routes.get("/connect/v1/flows/{id}/versions")
+@routes.get("/connect/v1/flows/{flowId}/versions")
 @requires("flows.view")
 async def list_versions(request: web.Request) -> web.Response:
     """The version history, newest first; ``?steps=true`` includes each snapshot."""
     with_steps = request.query.get("steps", "").lower() in ("1", "true", "yes")
     async with request.app[DB].session(tenant=principal_of(request).workspace_id) as session:
-        flow = await service.get_flow(session, request.match_info["id"])
+        flow = await service.get_flow(session, request.match_info["flowId"])
         rows = await service.versions(session, flow.id)
     return web.json_response([service.version_json(v, with_steps=with_steps) for v in rows])
 
 
-@routes.patch("/connect/v1/flows/{id}/toggle")
+@dataclass
+class ToggleDto:
+    """The optional body of the toggle: ``isActive`` sets the state, without it the state flips."""
+
+    isActive: bool | None = None
+
+
+@routes.patch("/connect/v1/flows/{flowId}/toggle")
+@accepts(ToggleDto, required=False)
 @requires("flows.write")
 async def toggle_flow(request: web.Request) -> web.Response:
     """Pause or resume the live runs of a published flow (its triggers and schedules)."""
-    body: dict[str, Any] = {}
-    if (await request.read()).strip():
-        raw = await read_json(request)
-        body = raw if isinstance(raw, dict) else {}
+    body = structure(await read_json(request), ToggleDto) if (await request.read()).strip() else ToggleDto()
     async with request.app[DB].transaction(tenant=principal_of(request).workspace_id) as session:
-        flow = await service.get_flow(session, request.match_info["id"], lock=True)
-        if isinstance(body.get("isActive"), bool):
+        flow = await service.get_flow(session, request.match_info["flowId"], lock=True)
+        if body.isActive is not None:
             if flow.published_version is None:
                 service.toggle(flow)  # refuses with the reason
-            flow.is_active = body["isActive"]
+            flow.is_active = body.isActive
         else:
             service.toggle(flow)
     return web.json_response(service.flow_json(flow))
 
 
-@routes.post("/connect/v1/flows/{id}/archive")
+@routes.post("/connect/v1/flows/{flowId}/archive")
 @requires("flows.write")
 async def archive_flow(request: web.Request) -> web.Response:
     """Archive (retire) a flow: it no longer runs; publish or revert brings it back."""
     async with request.app[DB].transaction(tenant=principal_of(request).workspace_id) as session:
-        flow = await service.get_flow(session, request.match_info["id"], lock=True)
+        flow = await service.get_flow(session, request.match_info["flowId"], lock=True)
         service.archive(flow)
     return web.json_response(service.flow_json(flow), status=201)
 
 
-@routes.post("/connect/v1/flows/{id}/test")
+@routes.post("/connect/v1/flows/{flowId}/test")
 @requires("flows.write")
 async def test_flow(request: web.Request) -> web.Response:
     """Run the current steps now with the body as the trigger payload; no alerts are sent."""
@@ -239,7 +249,7 @@ async def test_flow(request: web.Request) -> web.Response:
         payload = await read_json(request)
     workspace_id = principal_of(request).workspace_id
     async with request.app[DB].session(tenant=workspace_id) as session:
-        flow = await service.get_flow(session, request.match_info["id"])
+        flow = await service.get_flow(session, request.match_info["flowId"])
     steps = _steps(request, flow.steps)
     execution_id = await engine.run_test(request.app, workspace_id=workspace_id, flow_id=flow.id, steps=steps, payload=payload)
     async with request.app[DB].session(tenant=workspace_id) as session:

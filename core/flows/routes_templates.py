@@ -1,6 +1,6 @@
 """Flow templates over HTTP (spec 4.9, 2.6): the list (system, public and the caller's own, most
 cloned first), one template, clone into a draft flow bound to a compatible connection (monthly cap
-of 8A), and ``POST /connect/v1/flows/{id}/publish-as-template``."""
+of 8A), and ``POST /connect/v1/flows/{flowId}/publish-as-template``."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from sqlalchemy import or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from patchbay.core.appkeys import DB, REGISTRY
-from patchbay.core.billing.limits import enforce_limit, record_usage
+from patchbay.core.billing.limits import consume, enforce_limit
 from patchbay.core.connections.models import Connection
 from patchbay.core.flows import service
 from patchbay.core.flows.models import Flow, FlowTemplate, FlowTriggerSubscription
@@ -103,7 +103,7 @@ async def clone_template(request: web.Request) -> web.Response:
     workspace_id = principal_of(request).workspace_id
     async with request.app[DB].transaction(tenant=workspace_id) as session:
         template = await _template(session, request.match_info["slug"], workspace_id)
-        await enforce_limit(session, workspace_id, "template_clones")
+        await consume(session, workspace_id, "template_clones")
         trigger = dict(template.trigger or {})
         provider = trigger.get("providerType")
         live = (await session.scalars(select(Connection).where(Connection.status != "disconnected").order_by(Connection.created_at))).all()
@@ -132,7 +132,6 @@ async def clone_template(request: web.Request) -> web.Response:
             await enforce_limit(session, workspace_id, "active_triggers")
             session.add(FlowTriggerSubscription(flow_id=flow.id, provider_type=provider, trigger_name=trigger["triggerName"],
                                                 kind=trigger.get("kind") or "webhook", connection_id=connection_id, config={}, is_active=True))  # fmt: skip
-        await record_usage(session, workspace_id, "template_clones")
         await session.execute(
             update(FlowTemplate).where(FlowTemplate.id == template.id).values(clone_count=FlowTemplate.clone_count + 1).execution_options(synchronize_session=False)
         )
@@ -156,11 +155,13 @@ def _slugify(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:80] or "flow"
 
 
-@routes.post("/connect/v1/flows/{id}/publish-as-template")
+@routes.post("/connect/v1/flows/{flowId}/publish-as-template")
 @requires("templates.publish")
 async def publish_as_template(request: web.Request) -> web.Response:
     """Share a flow as a template: ``{visibility: private | public | pending_review, category?}``;
-    publishing the same flow again updates its template."""
+    publishing the same flow again updates its template. ``public`` is a request: the template is
+    ``pending_review`` (seen by its workspace only) until an operator approves it with
+    ``patchbay templates approve``; republishing a public template sends it back to review."""
     body: dict[str, Any] = {}
     if (await request.read()).strip():
         raw = await read_json(request)
@@ -175,7 +176,7 @@ async def publish_as_template(request: web.Request) -> web.Response:
         raise bad_request("category must be a string")
     workspace_id = principal_of(request).workspace_id
     async with request.app[DB].transaction(tenant=workspace_id) as session:
-        flow = await service.get_flow(session, request.match_info["id"])
+        flow = await service.get_flow(session, request.match_info["flowId"])
         template = await session.scalar(select(FlowTemplate).where(FlowTemplate.source_flow_id == flow.id, FlowTemplate.workspace_id == workspace_id))
         created = template is None
         if created:
@@ -184,7 +185,7 @@ async def publish_as_template(request: web.Request) -> web.Response:
         steps = _unbind(flow.steps or [])
         trigger = {k: v for k, v in (flow.trigger or {}).items() if k != "connectionId"} or None
         template.name, template.description, template.category = flow.name, flow.description or "", category
-        template.trigger, template.steps, template.visibility = trigger, steps, visibility
+        template.trigger, template.steps, template.visibility = trigger, steps, "private" if visibility == "private" else "pending_review"
         template.providers = sorted({s["provider"] for s in steps if isinstance(s, dict) and s.get("type") == "action" and s.get("provider")})
     return web.json_response(template_json(template), status=201)
 

@@ -9,13 +9,15 @@ the engine to checkpoint the execution after the step, so a resumed execution do
 from __future__ import annotations
 
 import asyncio
+import codecs
 import json
+import zlib
 from typing import Any
 
 import attrs
 
 from patchbay.core.appkeys import DB, FLOW_RUNNER, OUTBOUND, REGISTRY
-from patchbay.core.outbound import UnsafeTarget
+from patchbay.core.outbound import ResponseTooLarge, UnsafeTarget
 
 #: Delays up to this many seconds are waited inline; longer ones park the execution durably.
 INLINE_DELAY_SECONDS = 30.0
@@ -94,6 +96,7 @@ class Http:
             raise StepFailed(str(error)) from None
         headers = {str(k): str(v) for k, v in (config.get("headers") or {}).items()}
         headers.setdefault("Accept-Encoding", "identity")
+        headers.setdefault("Idempotency-Key", f"{context.execution_id}:{config.get('id', '')}")  # the same on a re-run after a crash
         body = config.get("body")
         kwargs: dict[str, Any] = {"headers": headers}
         if body is not None:
@@ -101,9 +104,15 @@ class Http:
                 kwargs["json"] = body
             else:
                 kwargs["data"] = str(body)
-        async with context.app[OUTBOUND].session.request(method, url, **kwargs) as response:
-            text = await response.text(errors="replace")
-            status = response.status
+        outbound = context.app[OUTBOUND]
+        try:
+            async with outbound.session.request(method, url, **kwargs, **outbound.follow()) as response:
+                text = _text(await outbound.read_body(response), response.charset)
+                status = response.status
+        except UnsafeTarget as error:  # a redirect hop or an address refused at connect time
+            raise StepFailed(str(error)) from None
+        except (ResponseTooLarge, zlib.error) as error:
+            raise StepFailed(f"{method} {url}: {error}") from None
         try:
             parsed: Any = json.loads(text) if text else None
         except ValueError:
@@ -111,6 +120,14 @@ class Http:
         if not 200 <= status < 300:
             raise StepFailed(f"HTTP {status} from {method} {url}: {text[:500]}")
         return {"status": status, "body": parsed}
+
+
+def _text(body: bytes, charset: str | None) -> str:
+    try:
+        codecs.lookup(charset or "utf-8")
+    except LookupError:
+        charset = None
+    return body.decode(charset or "utf-8", "replace")
 
 
 class ActionStep:
@@ -163,18 +180,13 @@ class TableUpsert:
 
 
 class TableLookup:
+    """Concurrent executions' lookups are answered together (see ``FlowRunner.lookup``)."""
+
     side_effects = False
 
     async def run(self, context: RunContext, config: dict[str, Any]) -> Any:
-        from patchbay.core.tables.service import lookup_row
-
         _require(config, "table", "column")
-        async with context.app[FLOW_RUNNER].step_sessions, context.app[DB].session(tenant=context.workspace_id) as session:
-            row = await lookup_row(
-                session, workspace_id=context.workspace_id, table_slug=str(config["table"]),
-                column=str(config["column"]), value=config.get("value"),
-            )  # fmt: skip
-            return _row_json(row)
+        return _row_json(await context.app[FLOW_RUNNER].lookup(context.workspace_id, str(config["table"]), str(config["column"]), config.get("value")))
 
 
 class Delay:

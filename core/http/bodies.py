@@ -2,20 +2,101 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any, TypeVar
 
+import attrs
 import cattrs
+import cattrs.gen
 from aiohttp import web
+from multidict import MultiDictProxy
 
-from patchbay.core.http.errors import bad_request
+from patchbay.core.appkeys import SETTINGS
+from patchbay.core.http.errors import ApiError, bad_request
+from patchbay.core.security.auth import authenticate
 
 T = TypeVar("T")
 
 converter = cattrs.Converter(forbid_extra_keys=False)
 
+
+class WrongType(TypeError):
+    """A JSON value of the wrong type where a model field wants a scalar or an object."""
+
+
+def _exactly(kind: type | tuple[type, ...], label: str):
+    """A structure hook that takes a value only as JSON gave it: cattrs' own would turn ``"yes"``
+    into ``True`` and ``5`` into ``"5"``."""
+    wants_bool = kind is bool
+
+    def hook(value: Any, _type: Any) -> Any:
+        if isinstance(value, bool) is not wants_bool or not isinstance(value, kind):
+            raise WrongType(f"must be {label}")
+        return value
+
+    return hook
+
+
+for _kind, _label in ((str, "a string"), (bool, "true or false"), (int, "an integer"), ((int, float), "a number")):
+    converter.register_structure_hook(float if _kind == (int, float) else _kind, _exactly(_kind, _label))
+converter.register_structure_hook_func(lambda kind: kind == dict[str, Any], _exactly(dict, "an object"))
+
+
+def is_model(kind: Any) -> bool:
+    """A request model: an attrs class, or a dataclass (whose JSON Schema ``core.http.openapi``
+    publishes through pydantic)."""
+    return isinstance(kind, type) and (attrs.has(kind) or dataclasses.is_dataclass(kind))
+
+
+@converter.register_structure_hook_factory(is_model)
+def _object_model(cls: type) -> Any:
+    """A model takes only a JSON object (cattrs would read ``"x"`` as an object without fields)."""
+    inner = cattrs.gen.make_dict_structure_fn(cls, converter, _cattrs_forbid_extra_keys=False)
+    check = _exactly(dict, "an object")
+
+    def hook(value: Any, kind: Any) -> Any:
+        return inner(check(value, kind), kind)
+
+    return hook
+
 MAX_PAGE_SIZE = 100
+
 DEFAULT_PAGE_SIZE = 20
+
+
+def body_too_large(limit: int) -> ApiError:
+    """413 for a body over ``limit``; reading past the limit raises aiohttp's own 413, which the
+    error middleware puts in the same shape."""
+    return ApiError(413, f"Request body is larger than {limit} bytes")
+
+
+@web.middleware
+async def body_limit_middleware(request: web.Request, handler) -> web.StreamResponse:
+    """Bound what a request may make the server buffer: ``max_body_bytes`` for a caller with a valid
+    credential, ``max_unauthenticated_body_bytes`` for everyone else (a webhook receiver's body is
+    refused before its signature is checked). A declared ``Content-Length`` over the limit is
+    refused unread; a chunked body fails with 413 when reading passes the limit."""
+    if not request.body_exists:
+        return await handler(request)
+    settings = request.app[SETTINGS]
+    authenticated = await authenticate(request) is not None
+    limit = settings.max_body_bytes if authenticated else settings.max_unauthenticated_body_bytes
+    if request.content_length is not None and request.content_length > limit:
+        raise body_too_large(limit)
+    return await handler(request.clone(client_max_size=limit))
+
+
+def parse_json(raw: bytes | str) -> Any:
+    """``raw`` decoded as JSON; 400 ``Malformed JSON body``, or 400 naming the nesting when the
+    document is nested deeper than the decoder can recurse (a few KB of ``[`` would otherwise
+    end in a RecursionError)."""
+    try:
+        return json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise bad_request("Malformed JSON body") from None
+    except RecursionError:
+        raise bad_request("Malformed JSON body: nested too deeply") from None
 
 
 async def read_json(request: web.Request) -> Any:
@@ -23,10 +104,16 @@ async def read_json(request: web.Request) -> Any:
     raw = await request.read()
     if not raw.strip():
         raise bad_request("Request body is required")
+    return parse_json(raw)
+
+
+async def read_form(request: web.Request) -> MultiDictProxy:
+    """The form body (urlencoded or multipart); 400 ``Malformed form body`` when it cannot be parsed
+    (a multipart type without a boundary, an unknown charset, a truncated part)."""
     try:
-        return json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise bad_request("Malformed JSON body") from None
+        return await request.post()
+    except (ValueError, LookupError, UnicodeDecodeError) as error:
+        raise bad_request(f"Malformed form body: {error}") from None
 
 
 async def read_object(request: web.Request) -> dict[str, Any]:
@@ -41,10 +128,20 @@ def structure(data: Any, cls: type[T]) -> T:
     try:
         return converter.structure(data, cls)
     except cattrs.BaseValidationError as error:
-        details = cattrs.transform_error(error, path="body")
+        details = [_named(detail) for detail in cattrs.transform_error(error, path="body", format_exception=_format)]
         raise bad_request("Validation failed: " + "; ".join(details)) from None
     except (TypeError, ValueError) as error:
         raise bad_request(f"Validation failed: {error}") from None
+
+
+def _format(error: BaseException, kind: type | None) -> str:
+    return str(error) if isinstance(error, WrongType) else cattrs.v.format_exception(error, kind)
+
+
+def _named(detail: str) -> str:
+    """``"must be a string @ body.credentials.apiKey"`` as ``"credentials.apiKey must be a string"``."""
+    message, _, path = detail.rpartition(" @ ")
+    return f"{path.removeprefix('body.')} {message}" if message.startswith("must be ") else detail
 
 
 async def read_body(request: web.Request, cls: type[T]) -> T:

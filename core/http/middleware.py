@@ -11,6 +11,7 @@ from aiohttp import web
 from aiohttp.abc import AbstractAccessLogger
 
 from patchbay.core.appkeys import RATE_LIMITER, REQUEST_ID, SETTINGS
+from patchbay.core.http.client_address import client_address
 from patchbay.core.http.errors import ApiError
 from patchbay.core.ratelimit.limiter import parse_limit
 from patchbay.core.security.auth import authenticate
@@ -42,15 +43,36 @@ async def throttle_middleware(request: web.Request, handler) -> web.StreamRespon
     if item is None:
         return await handler(request)
     principal = await authenticate(request)
-    key = f"connect:ws:{principal.workspace_id}" if principal and principal.workspace_id else f"connect:ip:{request.remote}"
+    key = f"connect:ws:{principal.workspace_id}" if principal and principal.workspace_id else f"connect:ip:{client_address(request)}"
     decision = await request.app[RATE_LIMITER].hit(key, item)
     if not decision.allowed:
         raise ApiError(429, "ThrottlerException: Too Many Requests", headers={"Retry-After": str(decision.retry_after)})
     return await handler(request)
 
 
+#: Route variables whose values are credentials (invite and link tokens, codes, keys): never logged.
+_SECRET_VARIABLE = re.compile(r"(token|secret|code|password|api_?key)$", re.IGNORECASE)
+REDACTED = "[redacted]"
+
+
+def loggable_path(request: web.BaseRequest) -> str:
+    """The request's path with credential-like route variables replaced; the query is never
+    logged (OAuth codes, states and link tokens travel there)."""
+    match_info = getattr(request, "match_info", None)
+    resource = getattr(getattr(match_info, "route", None), "resource", None)
+    secrets = {name for name in (match_info or {}) if _SECRET_VARIABLE.search(name)}
+    if resource is None or not secrets:
+        return request.path
+    values = {name: REDACTED if name in secrets else value for name, value in match_info.items()}
+    try:
+        return resource.url_for(**values).path.replace("%5Bredacted%5D", REDACTED)
+    except (KeyError, ValueError, TypeError):
+        return resource.canonical
+
+
 class JsonAccessLogger(AbstractAccessLogger):
-    """One JSON line per request: method, path, status, duration, request id, remote."""
+    """One JSON line per request: method, path (credentials redacted), status, duration, request
+    id, client address (trusted proxies honoured)."""
 
     def log(self, request: web.BaseRequest, response: web.StreamResponse, duration: float) -> None:
         if not self.logger.isEnabledFor(logging.INFO):
@@ -59,10 +81,10 @@ class JsonAccessLogger(AbstractAccessLogger):
             "ts": round(time.time(), 3),
             "request_id": request.get(REQUEST_ID),
             "method": request.method,
-            "path": request.path,
+            "path": loggable_path(request),
             "status": response.status,
             "duration_ms": round(duration * 1000, 2),
-            "remote": request.remote,
+            "remote": client_address(request),
         }
         self.logger.info(json.dumps(record))
 

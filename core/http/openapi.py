@@ -3,6 +3,11 @@
 Each operation's summary and description come from its handler's docstring; the permissions a
 handler requires (``security.auth.requires``) are listed in ``x-permissions``. A handler without a
 docstring is a documentation bug that the test suite reports.
+
+Request bodies: a handler decorated with :func:`accepts` names the model it reads with
+``core.http.bodies.structure``; that dataclass is both what validates the body (cattrs) and what the
+document publishes, its JSON Schema made by pydantic's ``TypeAdapter`` (no converter of our own).
+Errors (``4XX``) have the schema ``Error``: ``{statusCode, message}``.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import re
 from typing import Any
 
 from aiohttp import web
+from pydantic import TypeAdapter
 
 from patchbay.core.appkeys import SETTINGS
 
@@ -19,33 +25,113 @@ _OPENAPI = web.AppKey("openapi_document", dict)
 _PARAM = re.compile(r"\{([^}:]+)(?::[^}]*)?\}")
 
 
+#: the methods a route registered for any method (``"*"``, the proxy's passthrough) documents
+ANY_METHOD = ("GET", "POST", "PUT", "PATCH", "DELETE")
+
+
 def route_paths(app: web.Application) -> list[tuple[str, str, Any]]:
-    """``(method, path, handler)`` of every route, ``HEAD`` and ``OPTIONS`` aside."""
-    found = []
+    """``(method, path, handler)`` of every route, ``HEAD`` and ``OPTIONS`` aside; a route for any
+    method is listed once per method of ``ANY_METHOD`` not registered on the same path."""
+    found, wildcard = [], []
     for route in app.router.routes():
-        if route.method in ("HEAD", "OPTIONS", "*"):
+        if route.method in ("HEAD", "OPTIONS"):
             continue
         info = route.resource.get_info() if route.resource else {}
-        path = info.get("path") or info.get("formatter") or (info.get("prefix", "") + "/{path}")
-        found.append((route.method, _PARAM.sub(r"{\1}", path), route.handler))
+        path = _PARAM.sub(r"{\1}", info.get("path") or info.get("formatter") or (info.get("prefix", "") + "/{path}"))
+        (wildcard if route.method == "*" else found).append((route.method, path, route.handler))
+    taken = {(method, path) for method, path, _ in found}
+    found += [(method, path, handler) for _, path, handler in wildcard for method in ANY_METHOD if (method, path) not in taken]
     return found
+
+
+def _operation_ids(routes: list[tuple[str, str, Any]]) -> dict[tuple[str, str], str]:
+    """``method_handler`` for each route, or ``method_path`` where a handler serves several paths
+    (cron jobs, health aliases, per-provider CRM routes): operationIds are unique."""
+    by_handler = {(method, path): f"{method.lower()}_{getattr(handler, '__name__', 'handler')}" for method, path, handler in routes}
+    counts: dict[str, int] = {}
+    for name in by_handler.values():
+        counts[name] = counts.get(name, 0) + 1
+    return {key: name if counts[name] == 1 else f"{key[0].lower()}_{re.sub(r'[^0-9A-Za-z]+', '_', key[1]).strip('_')}" for key, name in by_handler.items()}
+
+
+def accepts(model: type, *, required: bool = True) -> Any:
+    """Decorate a handler (above ``@requires``): its JSON body is ``model``, a dataclass read with
+    ``core.http.bodies.structure`` (``required=False``: the body may be left out)."""
+
+    def mark(handler: Any) -> Any:
+        handler.patchbay_body = (model, required)
+        return handler
+
+    return mark
+
+
+def query(**parameters: dict[str, Any]) -> Any:
+    """Decorate a handler (above ``@requires``) with the JSON Schemas of its query parameters, by
+    name (``PAGE_QUERY`` for a page list)."""
+
+    def mark(handler: Any) -> Any:
+        handler.patchbay_query = parameters
+        return handler
+
+    return mark
+
+
+#: ``page`` and ``limit`` of every page list (contract section 4)
+PAGE_QUERY: dict[str, dict[str, Any]] = {
+    "page": {"type": "integer", "minimum": 1, "default": 1},
+    "limit": {"type": "integer", "minimum": 1, "maximum": 100, "default": 20},
+}
+
+
+ERROR_SCHEMA = {"type": "object", "required": ["statusCode", "message"],
+                "properties": {"statusCode": {"type": "integer"}, "message": {"type": "string"}}}  # fmt: skip
+
+
+def _request_body(model: type, required: bool, schemas: dict[str, Any]) -> dict[str, Any]:
+    """The ``requestBody`` of ``model``; its schema and the ones it refers to go to ``schemas``."""
+    schema = TypeAdapter(model).json_schema(ref_template="#/components/schemas/{model}")
+    schemas.update(schema.pop("$defs", {}))
+    schemas[model.__name__] = schema
+    return {"required": required, "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{model.__name__}"}}}}
+
+
+def _tag(path: str) -> str:
+    """The area of a path: its first segment after the API prefix (``/connect/v1/flows/..`` is
+    ``flows``)."""
+    parts = [part for part in path.split("/") if part and not part.startswith("{")]
+    for prefix in (["connect", "v1"], ["api", "v1"], ["api"]):
+        if parts[: len(prefix)] == prefix and len(parts) > len(prefix):
+            return parts[len(prefix)]
+    return parts[0] if parts else "root"
 
 
 def build_document(app: web.Application) -> dict[str, Any]:
     paths: dict[str, dict[str, Any]] = {}
-    for method, path, handler in route_paths(app):
+    schemas: dict[str, Any] = {"Error": ERROR_SCHEMA}
+    routes = route_paths(app)
+    operation_ids = _operation_ids(routes)
+    for method, path, handler in routes:
         doc = inspect.getdoc(handler) or ""
         summary, _, description = doc.partition("\n\n")
         operation: dict[str, Any] = {
             "summary": " ".join(summary.split()),
-            "operationId": f"{method.lower()}_{getattr(handler, '__name__', 'handler')}",
-            "responses": {"default": {"description": "See the interface specification"}},
+            "operationId": operation_ids[(method, path)],
+            "tags": [_tag(path)],
+            "responses": {
+                "default": {"description": "See the interface specification"},
+                "4XX": {"description": "The request was refused", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
+            },
         }
+        body = getattr(handler, "patchbay_body", None)
+        if body is not None:
+            operation["requestBody"] = _request_body(*body, schemas)
         if description:
             operation["description"] = description
         params = _PARAM.findall(path)
         if params:
             operation["parameters"] = [{"name": p, "in": "path", "required": True, "schema": {"type": "string"}} for p in params]
+        for name, schema in getattr(handler, "patchbay_query", {}).items():
+            operation.setdefault("parameters", []).append({"name": name, "in": "query", "required": False, "schema": schema})
         if getattr(handler, "patchbay_authenticated", False):
             operation["security"] = [{"apiKey": []}, {"bearer": []}]
             operation["x-permissions"] = list(getattr(handler, "patchbay_permissions", ()))
@@ -55,6 +141,7 @@ def build_document(app: web.Application) -> dict[str, Any]:
         "info": {"title": "patchbay", "version": "1"},
         "servers": [{"url": app[SETTINGS].public_base_url}],
         "components": {
+            "schemas": dict(sorted(schemas.items())),
             "securitySchemes": {
                 "apiKey": {"type": "apiKey", "in": "header", "name": "x-api-key"},
                 "bearer": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"},

@@ -1,4 +1,9 @@
-"""The provider registry over HTTP: ``GET /connect/v1/providers`` and ``/providers/{type}`` (4.3)."""
+"""The provider registry over HTTP: ``GET /connect/v1/providers`` and ``/providers/{type}`` (4.3).
+
+The list keeps the spec's shape (an array of providers) and narrows it with ``?search=`` (name or
+display name), ``?category=``, ``?capability=`` and ``?authMode=``; ``?page=``/``?limit=`` page it,
+with the number of matches in ``X-Total-Count``. The detail adds ``connect``: the credential fields,
+their labels, the connection parameters, the API's base URL and the documentation link."""
 
 from __future__ import annotations
 
@@ -6,8 +11,10 @@ from typing import Any
 
 from aiohttp import web
 
-from patchbay.core.appkeys import REGISTRY
-from patchbay.core.http.errors import not_found
+from patchbay.core.appkeys import REGISTRY, SETTINGS
+from patchbay.core.connections.facts import connect_facts, logo_svg
+from patchbay.core.http.errors import bad_request, not_found
+from patchbay.core.http.openapi import PAGE_QUERY, query
 from patchbay.core.plugins.provider import Provider
 from patchbay.core.plugins.registry import Registry
 from patchbay.core.security.auth import requires
@@ -39,22 +46,68 @@ def get_provider(registry: Registry, name: str) -> Provider:
     return provider
 
 
+MAX_LIMIT = 100
+
+
+def _positive(query, name: str, *, maximum: int | None = None) -> int | None:
+    raw = query.get(name)
+    if raw is None:
+        return None
+    if not raw.isdigit() or int(raw) < 1 or (maximum is not None and int(raw) > maximum):
+        raise bad_request(f"Validation failed: {name} must be a whole number from 1" + (f" to {maximum}" if maximum else ""))
+    return int(raw)
+
+
+def matching_providers(registry: Registry, query) -> list[Provider]:
+    """The registry's providers that pass the list's filters, by name."""
+    search = (query.get("search") or "").strip().lower()
+    category, capability, auth_mode = query.get("category"), query.get("capability"), query.get("authMode")
+    found = []
+    for provider in sorted(registry.providers.values(), key=lambda p: p.name):
+        if search and search not in provider.name.lower() and search not in provider.display_name.lower():
+            continue
+        if category and category not in provider.all_categories:
+            continue
+        if capability and capability not in provider.capabilities:
+            continue
+        if auth_mode and provider.auth_mode != auth_mode:
+            continue
+        found.append(provider)
+    return found
+
+
 @routes.get("/connect/v1/providers")
+@query(**PAGE_QUERY, search={"type": "string"}, category={"type": "string"}, capability={"type": "string"}, authMode={"type": "string"})
 @requires()
 async def list_providers(request: web.Request) -> web.Response:
-    """Every installed provider; ``?category=`` filters."""
-    category = request.query.get("category")
-    providers = sorted(request.app[REGISTRY].providers.values(), key=lambda p: p.name)
-    if category:
-        providers = [p for p in providers if category in p.all_categories]
-    return web.json_response([provider_json(p) for p in providers])
+    """Installed providers; ``?search=``, ``?category=``, ``?capability=``, ``?authMode=`` filter,
+    ``?page=``/``?limit=`` page (``X-Total-Count`` tells how many match)."""
+    page = _positive(request.query, "page")
+    limit = _positive(request.query, "limit", maximum=MAX_LIMIT)
+    providers = matching_providers(request.app[REGISTRY], request.query)
+    total = len(providers)
+    if page is not None or limit is not None:
+        size = limit or 20
+        start = ((page or 1) - 1) * size
+        providers = providers[start : start + size]
+    return web.json_response([provider_json(p) for p in providers], headers={"X-Total-Count": str(total)})
 
 
-@routes.get("/connect/v1/providers/{type}")
+@routes.get("/connect/v1/providers/{providerType}")
 @requires()
 async def get_provider_route(request: web.Request) -> web.Response:
-    """One provider; unknown type: 404."""
-    return web.json_response(provider_json(get_provider(request.app[REGISTRY], request.match_info["type"])))
+    """One provider with what connecting it takes (``connect``); unknown type: 404."""
+    provider = get_provider(request.app[REGISTRY], request.match_info["providerType"])
+    return web.json_response({**provider_json(provider), "connect": connect_facts(provider, request.app[SETTINGS].public_base_url)})
+
+
+@routes.get("/connect/v1/providers/{providerType}/logo.svg")
+async def provider_logo(request: web.Request) -> web.Response:
+    """The provider's logo (an SVG monogram), public so that an ``<img>`` can show it; unknown
+    type: 404."""
+    provider = get_provider(request.app[REGISTRY], request.match_info["providerType"])
+    return web.Response(text=logo_svg(provider), content_type="image/svg+xml",
+                        headers={"Cache-Control": "public, max-age=86400", "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'"})  # fmt: skip
 
 
 def setup(app: web.Application) -> None:

@@ -1,11 +1,15 @@
-"""``GET /`` (what this service is) and ``GET /health`` (is the database reachable)."""
+"""``GET /`` (what this service is), ``GET /health`` (is the database reachable), and the probes of
+an orchestrator: ``GET /livez`` or ``/health/live`` (the process answers: restart it when this
+fails) and ``GET /readyz`` or ``/health/ready`` (send it traffic: started, not stopping, database
+reachable)."""
 
 from __future__ import annotations
 
+import attrs
 from aiohttp import web
 from sqlalchemy import text
 
-from patchbay.core.appkeys import DB, REGISTRY, SETTINGS
+from patchbay.core.appkeys import DB, READINESS, REGISTRY, SETTINGS
 
 routes = web.RouteTableDef()
 
@@ -26,16 +30,68 @@ async def root(request: web.Request) -> web.Response:
     )
 
 
-@routes.get("/health")
-async def health(request: web.Request) -> web.Response:
-    """200 ``{"status": "ok"}`` when the database answers, else 503."""
+@attrs.define
+class Readiness:
+    """Whether this process should receive traffic: from the end of start-up to the start of shutdown."""
+
+    accepting: bool = False
+
+
+async def _database_error(request: web.Request) -> str | None:
     try:
         async with request.app[DB].session() as session:
             await session.execute(text("SELECT 1"))
     except Exception as error:  # any database failure makes the service unhealthy
-        return web.json_response({"status": "error", "database": type(error).__name__}, status=503)
-    return web.json_response({"status": "ok", "database": request.app[DB].dialect})
+        return type(error).__name__
+    return None
+
+
+@routes.get("/health")
+async def health(request: web.Request) -> web.Response:
+    """200 ``{"status": "ok"}`` when the database answers, else 503; plugins left out as broken
+    (``[plugins] skip_broken``) are listed under ``pluginErrors`` with status ``degraded``."""
+    error = await _database_error(request)
+    if error:
+        return web.json_response({"status": "error", "database": error}, status=503)
+    body = {"status": "ok", "database": request.app[DB].dialect}
+    load_errors = request.app[REGISTRY].load_errors
+    if load_errors:
+        body |= {"status": "degraded", "pluginErrors": [error.as_json() for error in load_errors]}
+    return web.json_response(body)
+
+
+@routes.get("/health/live")
+@routes.get("/livez")
+async def livez(_request: web.Request) -> web.Response:
+    """200 while the process's event loop answers; touches nothing else (a database outage is not a
+    reason to restart the process)."""
+    return web.json_response({"status": "ok"})
+
+
+@routes.get("/health/ready")
+@routes.get("/readyz")
+async def readyz(request: web.Request) -> web.Response:
+    """200 when started, not stopping and the database answers; else 503 with the reason."""
+    if not request.app[READINESS].accepting:
+        return web.json_response({"status": "unavailable", "reason": "starting or stopping"}, status=503)
+    error = await _database_error(request)
+    if error:
+        return web.json_response({"status": "unavailable", "reason": f"database: {error}"}, status=503)
+    return web.json_response({"status": "ok"})
+
+
+async def _accept_traffic(app: web.Application):
+    app[READINESS].accepting = True
+    yield
+    app[READINESS].accepting = False
+
+
+async def _stop_accepting(app: web.Application) -> None:
+    app[READINESS].accepting = False
 
 
 def setup(app: web.Application) -> None:
+    app[READINESS] = Readiness()
+    app.cleanup_ctx.append(_accept_traffic)
+    app.on_shutdown.append(_stop_accepting)
     app.router.add_routes(routes)

@@ -14,6 +14,7 @@ from multidict import MultiDict
 from sqlalchemy import select
 
 from patchbay.core.appkeys import DB, REGISTRY, SETTINGS, SIGNING_KEYS
+from patchbay.core.http.bodies import read_form
 from patchbay.core.identity.claims import UserFacts, load_user_facts, scope_list
 from patchbay.core.identity.clients import Client
 from patchbay.core.identity.http import OAUTH_SERVER, PREFIX, add_route, client_ip, load_client, new_context, oauth_error, oauth_request, rate_limit
@@ -63,7 +64,7 @@ async def proceed(request: web.Request, params: dict[str, Any], client: Client, 
                   fresh_login: bool = False, consented: bool = False) -> web.Response:  # fmt: skip
     """Continue an authorization request whose client and redirect_uri are already validated."""
     post = request.method == "POST"
-    session = session or current_session(request)
+    session = session or await current_session(request)
     facts: UserFacts | None = None
     if session is not None:
         async with request.app[DB].session() as db_session:
@@ -71,6 +72,7 @@ async def proceed(request: web.Request, params: dict[str, Any], client: Client, 
     ctx = new_context(request.app)
     ctx.clients[client.client_id] = client
     ctx.auth_time = session.auth_time if session else None
+    ctx.session_id = session.id if session else None
     CURRENT.set(ctx)
     server = request.app[OAUTH_SERVER]
     oauth = oauth_request(request, MultiDict(params))
@@ -123,7 +125,7 @@ async def proceed(request: web.Request, params: dict[str, Any], client: Client, 
 
 async def authorize(request: web.Request) -> web.Response:
     """Start an authorization: validate it, then send the browser to login, consent or the client."""
-    params = request.query if request.method == "GET" else await request.post()
+    params = request.query if request.method == "GET" else await read_form(request)
     headers = await rate_limit(request, "oidc_authorize", f"ip:{client_ip(request)}")
     duplicated = sorted({key for key in params if len(params.getall(key)) > 1})
     if "client_id" in duplicated or "redirect_uri" in duplicated:
@@ -151,7 +153,7 @@ add_route(routes, ("GET", "POST"), f"{PREFIX}/authorize", authorize)
 async def continue_signed_in(request: web.Request, params: dict[str, Any], client: Client, user_id: str) -> web.Response:
     """After a login (password or federated): start the session and resume the authorization."""
     carrier = web.Response()
-    session = start_session(request, carrier, user_id)
+    session = await start_session(request, carrier, user_id)
     response = await proceed(request, params, client, session=session, fresh_login=True)
     for cookie in carrier.cookies.values():
         response.cookies[cookie.key] = cookie

@@ -14,7 +14,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from patchbay.core.identity.claims import SCOPES_SUPPORTED, scope_list
-from patchbay.core.identity.models import OidcClient
+from patchbay.core.identity.models import TRUST_LEVELS, OidcClient
 from patchbay.core.security.permissions import PERMISSIONS, permissions_for_roles
 from patchbay.core.security.secrets import SecretBox, random_token
 
@@ -145,8 +145,12 @@ class ClientConflict(ValueError):
     pass
 
 
-async def create_client(session: AsyncSession, box: SecretBox, metadata: dict[str, Any], *, workspace_id: str | None = None) -> IssuedClient:
-    """Store a client from validated metadata; the secret is returned once and kept as a digest."""
+async def create_client(session: AsyncSession, box: SecretBox, metadata: dict[str, Any], *, workspace_id: str | None = None,
+                        trust: str = "third_party") -> IssuedClient:  # fmt: skip
+    """Store a client from validated metadata; the secret is returned once and kept as a digest.
+    ``trust`` is the operator's to grant (``patchbay clients create``); registration leaves the default."""
+    if trust not in TRUST_LEVELS:
+        raise ValueError(f"trust must be one of {', '.join(TRUST_LEVELS)}")
     application = metadata["application"] or f"app-{random_token(9)}"
     if await session.scalar(select(OidcClient.client_id).where(OidcClient.application == application)):
         raise ClientConflict(f"application {application!r} is already registered")
@@ -156,6 +160,7 @@ async def create_client(session: AsyncSession, box: SecretBox, metadata: dict[st
         secret_digest=box.digest(secret) if secret else None,
         application=application,
         workspace_id=workspace_id,
+        trust=trust,
         **{key: value for key, value in metadata.items() if key not in ("application", "response_types")},
     )
     session.add(row)
@@ -182,6 +187,7 @@ class Client(ClientMixin):
     refresh_token_ttl: int
     workspace_id: str | None
     permissions: tuple[str, ...] | None
+    trust: str
     box: SecretBox = attrs.field(eq=False, repr=False)
 
     @classmethod
@@ -191,12 +197,22 @@ class Client(ClientMixin):
             redirect_uris=tuple(row.redirect_uris), grant_types=tuple(row.grant_types), token_endpoint_auth_method=row.token_endpoint_auth_method,
             scope=row.scope, logo_uri=row.logo_uri, client_uri=row.client_uri, require_pkce=row.require_pkce,
             refresh_token_rotation=row.refresh_token_rotation, access_token_ttl=row.access_token_ttl, refresh_token_ttl=row.refresh_token_ttl,
-            workspace_id=row.workspace_id, permissions=tuple(row.permissions) if row.permissions is not None else None, box=box,
+            workspace_id=row.workspace_id, permissions=tuple(row.permissions) if row.permissions is not None else None,
+            trust=row.trust or "third_party", box=box,
         )  # fmt: skip
 
     @property
     def is_public(self) -> bool:
         return self.token_endpoint_auth_method == "none"
+
+    @property
+    def is_platform(self) -> bool:
+        return self.trust == "platform"
+
+    @property
+    def is_first_party(self) -> bool:
+        """The operator's own apps (and platform clients): their user tokens open the connect API."""
+        return self.trust in ("first_party", "platform")
 
     @property
     def allowed_scopes(self) -> set[str]:

@@ -9,10 +9,12 @@ from typing import Any
 from aiohttp import web
 
 from patchbay.core.appkeys import DB, RATE_LIMITER, SECRETS, SETTINGS, SIGNING_KEYS
+from patchbay.core.http.client_address import client_address
 from patchbay.core.http.errors import ERROR_FORMATTERS, ApiError
 from patchbay.core.identity.clients import ClientCache
 from patchbay.core.identity.server import AioOAuth2Request, Context, OAuthResult, PatchbayAuthorizationServer
 from patchbay.core.ratelimit.limiter import parse_limit
+from patchbay.core.settings import RATE_LIMIT_DEFAULTS
 
 PREFIX = "/api/v1/oidc"
 OAUTH_SERVER = web.AppKey("oidc_server", PatchbayAuthorizationServer)
@@ -71,7 +73,7 @@ def add_route(routes: web.RouteTableDef, methods: tuple[str, ...], path: str, ha
 async def rate_limit(request: web.Request, name: str, key: str) -> dict[str, str]:
     """Count one request against ``[rate_limits] name`` for ``key``; 429 of 7B when exceeded.
     Returns the X-RateLimit headers to put on the answer."""
-    item = parse_limit(request.app[SETTINGS].rate_limits[name])
+    item = parse_limit(request.app[SETTINGS].rate_limits.get(name, RATE_LIMIT_DEFAULTS[name]))  # settings built in code may omit a key
     if item is None:
         return {}
     decision = await request.app[RATE_LIMITER].hit(f"oidc:{name}:{key}", item)
@@ -82,7 +84,8 @@ async def rate_limit(request: web.Request, name: str, key: str) -> dict[str, str
 
 
 def client_ip(request: web.Request) -> str:
-    return request.remote or "unknown"
+    """The client's address for the per-address limits (trusted proxies honoured)."""
+    return client_address(request)
 
 
 def new_context(app: web.Application) -> Context:

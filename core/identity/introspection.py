@@ -6,10 +6,11 @@ from __future__ import annotations
 from aiohttp import web
 
 from patchbay.core.appkeys import DB
+from patchbay.core.http.bodies import read_form
 
-from patchbay.core.identity.http import OAUTH_SERVER, PREFIX, add_route, client_ip, load_client, new_context, oauth_request, rate_limit, to_response
+from patchbay.core.identity.http import OAUTH_SERVER, PREFIX, add_route, load_client, new_context, oauth_request, rate_limit, to_response
 from patchbay.core.identity.server import CURRENT, AccessView, apply_writes
-from patchbay.core.identity.token_endpoint import load_refresh, presented_client_id
+from patchbay.core.identity.token_endpoint import limit_key, load_refresh, presented_client_id
 from patchbay.core.identity.userinfo import grant_revoked
 from patchbay.core.security.auth import verify_access_token
 from patchbay.core.security.signing_keys import InvalidToken
@@ -18,11 +19,10 @@ routes = web.RouteTableDef()
 
 
 async def _prepare(request: web.Request, limit: str):
-    form = await request.post()
-    client_id = presented_client_id(request, form)
-    headers = await rate_limit(request, limit, f"client:{client_id}" if client_id else f"ip:{client_ip(request)}")
+    form = await read_form(request)
+    client = await load_client(request, presented_client_id(request, form))
+    headers = await rate_limit(request, limit, limit_key(request, form, client))
     ctx = new_context(request.app)
-    client = await load_client(request, client_id)
     if client is not None:
         ctx.clients[client.client_id] = client
     await load_refresh(request, ctx, form.get("token"))

@@ -14,9 +14,15 @@ from patchbay.core.storage.base import Base, IdMixin, TimestampMixin
 from patchbay.core.timeutil import utcnow
 
 
+TRUST_LEVELS = ("third_party", "first_party", "platform")
+
+
 class OidcClient(TimestampMixin, Base):
     """A registered relying party (spec 2.15). ``workspace_id`` binds a client_credentials client
-    to a workspace so that its tokens open the connect API for it."""
+    to a workspace so that its tokens open the connect API for it. ``trust`` is granted by the
+    operator, never self-served: ``third_party`` (every dynamically registered client),
+    ``first_party`` (the operator's own apps: user tokens open the connect API) or ``platform``
+    (app backends that may use the platform REST API)."""
 
     __tablename__ = "oidc_clients"
 
@@ -36,6 +42,7 @@ class OidcClient(TimestampMixin, Base):
     refresh_token_ttl: Mapped[int] = mapped_column(default=86400)
     workspace_id: Mapped[str | None] = mapped_column(String(36), ForeignKey("workspaces.id", ondelete="CASCADE"), index=True)
     permissions: Mapped[list[Any] | None]
+    trust: Mapped[str] = mapped_column(String(20), default="third_party", server_default="third_party")
 
 
 class AuthorizationCode(IdMixin, Base):
@@ -56,6 +63,7 @@ class AuthorizationCode(IdMixin, Base):
     expires_at: Mapped[datetime]
     used_at: Mapped[datetime | None]
     grant_id: Mapped[str | None] = mapped_column(String(36))
+    session_id: Mapped[str | None] = mapped_column(String(36), index=True)  # the sign-in session it was issued in
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 

@@ -12,15 +12,17 @@ import jinja2
 from aiohttp import web
 from sqlalchemy import select, update
 
-from patchbay.core.appkeys import DB, SETTINGS, SIGNING_KEYS
+from patchbay.core.appkeys import DB, SECRETS, SETTINGS, SIGNING_KEYS
+from patchbay.core.http.bodies import read_form
 from patchbay.core.identity.authorize import continue_signed_in, error_to_client, proceed, read_interaction, redirect
 from patchbay.core.identity.claims import SCOPE_DESCRIPTIONS, scope_list
-from patchbay.core.identity.http import PREFIX, add_route, load_client
-from patchbay.core.identity.models import Consent, RefreshToken
-from patchbay.core.identity.session import check_csrf, csrf_token, current_session, end_session, seal, unseal
+from patchbay.core.identity.http import PREFIX, add_route, client_ip, load_client, rate_limit
+from patchbay.core.identity.models import AuthorizationCode, Consent, Grant, RefreshToken
+from patchbay.core.identity.session import LoginSession, check_csrf, clear_cookie, csrf_token, current_session, seal, unseal
 from patchbay.core.security.signing_keys import InvalidToken
 from patchbay.core.timeutil import utcnow
-from patchbay.core.users.service import find_user_by_email, verify_password
+from patchbay.core.users.service import find_user_by_email, normalise_email, verify_password
+from patchbay.core.users.sessions import end_session as end_user_session
 
 routes = web.RouteTableDef()
 JINJA = web.AppKey("oidc_jinja", jinja2.Environment)
@@ -59,6 +61,15 @@ async def _interaction(request: web.Request, value: str | None):
 # -- login ----------------------------------------------------------------------------------------
 
 
+async def throttle_login(request: web.Request, email: str) -> None:
+    """Count a login attempt per client address and per account (two windows, so the wait grows
+    from a minute to an hour); the 429 of 7B once one is exceeded."""
+    await rate_limit(request, "oidc_login_ip", f"ip:{client_ip(request)}")
+    account = request.app[SECRETS].digest(normalise_email(email))  # no addresses in the counter table
+    await rate_limit(request, "oidc_login_account", account)
+    await rate_limit(request, "oidc_login_account_hourly", account)
+
+
 async def login_page(request: web.Request) -> web.Response:
     """The branded login page of an authorization request."""
     params, client = await _interaction(request, request.query.get("interaction"))
@@ -70,16 +81,17 @@ async def login_page(request: web.Request) -> web.Response:
 
 async def login_submit(request: web.Request) -> web.Response:
     """Check the email and password, start the session and continue the authorization."""
-    form = await request.post()
+    form = await read_form(request)
     params, client = await _interaction(request, form.get("interaction"))
     if params is None:
         return message(request, "Sign-in link expired", "Go back to the application and start again.", 400)
     if not check_csrf(request, form.get("csrf")):
         return message(request, "Form expired", "Reload the page and try again.", 403)
     email = (form.get("email") or "").strip()
+    await throttle_login(request, email)
     async with request.app[DB].session() as session:
         user = await find_user_by_email(session, email) if email else None
-    ok = user is not None and await asyncio.to_thread(verify_password, user.password_hash, form.get("password") or "")
+    ok = await asyncio.to_thread(verify_password, user.password_hash if user else None, form.get("password") or "")
     if not ok:
         return render(request, "login.html", {"interaction": form["interaction"], "client": client, "email": email,
                                               "error": "The email or password is not correct."}, status=401)  # fmt: skip
@@ -92,7 +104,7 @@ async def login_submit(request: web.Request) -> web.Response:
 async def consent_page(request: web.Request) -> web.Response:
     """What the application asks for, to allow or deny."""
     params, client = await _interaction(request, request.query.get("interaction"))
-    if params is None or current_session(request) is None:
+    if params is None or await current_session(request) is None:
         return message(request, "Consent link expired", "Go back to the application and start again.", 400)
     scopes = [(scope, SCOPE_DESCRIPTIONS.get(scope, scope)) for scope in scope_list(params.get("scope") or "openid")]
     return render(request, "consent.html", {"interaction": request.query["interaction"], "client": client, "scopes": scopes})
@@ -100,9 +112,9 @@ async def consent_page(request: web.Request) -> web.Response:
 
 async def consent_submit(request: web.Request) -> web.Response:
     """Record the decision: allow remembers it and continues, deny answers access_denied."""
-    form = await request.post()
+    form = await read_form(request)
     params, client = await _interaction(request, form.get("interaction"))
-    session = current_session(request)
+    session = await current_session(request)
     if params is None or session is None:
         return message(request, "Consent link expired", "Go back to the application and start again.", 400)
     if not check_csrf(request, form.get("csrf")):
@@ -127,40 +139,85 @@ def _origin(uri: str) -> tuple[str, str, int | None]:
     return parts.scheme, (parts.hostname or "").lower(), parts.port
 
 
+def _return_allowed(client, uri: str) -> bool:
+    """A post-logout return URL on the origin of one of the client's registered redirect URIs."""
+    return client is not None and _origin(uri) in {_origin(registered) for registered in client.redirect_uris}
+
+
+def _with_state(uri: str, state: str | None) -> str:
+    return uri + (("&" if "?" in uri else "?") + urlencode({"state": state}) if state else "")
+
+
+async def _sign_out(request: web.Request, session_ids: set[str]) -> None:
+    """End the sign-in sessions and revoke the grants (and their refresh tokens) issued in them."""
+    if not session_ids:
+        return
+    issued = select(AuthorizationCode.grant_id).where(AuthorizationCode.session_id.in_(session_ids), AuthorizationCode.grant_id.is_not(None))
+    now = utcnow()
+    async with request.app[DB].transaction() as db:
+        for session_id in session_ids:
+            await end_user_session(db, session_id)
+        await db.execute(update(Grant).where(Grant.id.in_(issued), Grant.revoked_at.is_(None)).values(revoked_at=now))
+        await db.execute(update(RefreshToken).where(RefreshToken.grant_id.in_(issued), RefreshToken.revoked_at.is_(None)).values(revoked_at=now))
+
+
+async def _sessions_of_grant(request: web.Request, grant_id: str | None) -> set[str]:
+    if not grant_id:
+        return set()
+    async with request.app[DB].session() as db:
+        found = await db.scalar(select(AuthorizationCode.session_id).where(AuthorizationCode.grant_id == grant_id))
+    return {found} if found else set()
+
+
+def _confirm_sign_out(request: web.Request, session: LoginSession, client, target: str | None) -> web.Response:
+    """The "Sign out?" page; its form posts a ticket bound to this browser's session."""
+    ticket = seal(request.app, "signout-confirm", {"to": target, "s": session.id}, 600)
+    scheme, host, port = _origin(target) if target else ("", "", None)
+    return render(request, "logout.html", {"client": client, "target": target, "ticket": ticket,
+                                           "target_origin": f"{scheme}://{host}" + (f":{port}" if port else "")})  # fmt: skip
+
+
 async def end_session_endpoint(request: web.Request) -> web.Response:
-    """RP-initiated logout: check the hint and the return URL, revoke the refresh tokens of the user
-    and client, then sign the browser out."""
-    params = request.query if request.method == "GET" else await request.post()
+    """RP-initiated logout. With a valid ``id_token_hint``: end the session named by it (and the
+    browser's, when it is the same user's), revoke what was issued in them and the user's refresh
+    tokens of the client, then return to a registered URL. Without one, or with the hint of another
+    user than the browser's, nothing is confirmed, so the user is asked first (RP-Initiated Logout
+    1.0, section 2) and only then signed out."""
+    params = request.query if request.method == "GET" else await read_form(request)
     hint, client_id = params.get("id_token_hint"), params.get("client_id")
     post_logout = params.get("post_logout_redirect_uri")
-    user_id = None
-    if hint:
-        try:
-            claims = await request.app[SIGNING_KEYS].verify(hint)  # an expired hint still names the user
-        except InvalidToken:
-            return message(request, "Sign-out failed", "The id_token_hint is not valid.", 400)
-        if claims.get("iss") != request.app[SETTINGS].resolved_issuer or claims.get("token_type", "id_token") != "id_token":
-            return message(request, "Sign-out failed", "The id_token_hint was not issued here.", 400)
-        if client_id and client_id != claims.get("aud"):
-            return message(request, "Sign-out failed", "client_id does not match the id_token_hint.", 400)
-        client_id, user_id = claims.get("aud"), claims.get("sub")
-    else:
-        session = current_session(request)
-        user_id = session.user_id if session else None
-    client = await load_client(request, client_id) if client_id else None
-    if post_logout:
-        if client is None or _origin(post_logout) not in {_origin(uri) for uri in client.redirect_uris}:
-            return message(request, "Sign-out failed", "post_logout_redirect_uri is not allowed for this client.", 400)
+    session = await current_session(request)
+    if not hint:
+        client = await load_client(request, client_id)
+        if session is None:
+            return message(request, "Signed out", "You are signed out.", 200)
+        target = _with_state(post_logout, params.get("state")) if post_logout and _return_allowed(client, post_logout) else None
+        return _confirm_sign_out(request, session, client, target)
+    try:
+        claims = await request.app[SIGNING_KEYS].verify(hint)  # an expired hint still names the user
+    except InvalidToken:
+        return message(request, "Sign-out failed", "The id_token_hint is not valid.", 400)
+    if claims.get("iss") != request.app[SETTINGS].resolved_issuer or claims.get("token_type", "id_token") != "id_token":
+        return message(request, "Sign-out failed", "The id_token_hint was not issued here.", 400)
+    if client_id and client_id != claims.get("aud"):
+        return message(request, "Sign-out failed", "client_id does not match the id_token_hint.", 400)
+    client = await load_client(request, claims.get("aud"))
+    if post_logout and not _return_allowed(client, post_logout):
+        return message(request, "Sign-out failed", "post_logout_redirect_uri is not allowed for this client.", 400)
+    user_id = claims.get("sub")
+    target = _with_state(post_logout, params.get("state")) if post_logout else None
+    if session is not None and session.user_id != user_id:  # someone else's hint: this browser's user decides
+        return _confirm_sign_out(request, session, client, target)
+    ending = await _sessions_of_grant(request, claims.get("sid"))
+    if session is not None:
+        ending.add(session.id)
+    await _sign_out(request, ending)
     if user_id and client is not None:
-        async with request.app[DB].transaction() as session:
-            await session.execute(
+        async with request.app[DB].transaction() as db:
+            await db.execute(
                 update(RefreshToken).where(RefreshToken.user_id == user_id, RefreshToken.client_id == client.client_id, RefreshToken.revoked_at.is_(None))
                 .values(revoked_at=utcnow())
             )  # fmt: skip
-    target = None
-    if post_logout:
-        state = params.get("state")
-        target = post_logout + (("&" if "?" in post_logout else "?") + urlencode({"state": state}) if state else "")
     return redirect(f"{PREFIX}/signout?" + urlencode({"t": seal(request.app, "signout", {"to": target}, 300)}), post=request.method == "POST")
 
 
@@ -169,7 +226,22 @@ async def signout(request: web.Request) -> web.Response:
     data = unseal(request.app, "signout", request.query.get("t"))
     target = data.get("to") if data else None
     response = redirect(target, post=False) if target else message(request, "Signed out", "You are signed out.", 200)
-    end_session(request, response)
+    clear_cookie(request, response)
+    return response
+
+
+async def signout_confirmed(request: web.Request) -> web.Response:
+    """The user clicked "Sign out" on the confirmation page: end the session, then return."""
+    form = await read_form(request)
+    data = unseal(request.app, "signout-confirm", form.get("t"))
+    session = await current_session(request)
+    if data is None or not check_csrf(request, form.get("csrf")):
+        return message(request, "Form expired", "Reload the page and try again.", 403)
+    if session is not None and session.id == data.get("s"):
+        await _sign_out(request, {session.id})
+    target = data.get("to")
+    response = redirect(target, post=True) if target else message(request, "Signed out", "You are signed out.", 200)
+    clear_cookie(request, response)
     return response
 
 
@@ -185,3 +257,4 @@ add_route(routes, ("GET",), f"{PREFIX}/consent", consent_page)
 add_route(routes, ("POST",), f"{PREFIX}/consent", consent_submit)
 add_route(routes, ("GET", "POST"), f"{PREFIX}/end-session", end_session_endpoint)
 add_route(routes, ("GET",), f"{PREFIX}/signout", signout)
+add_route(routes, ("POST",), f"{PREFIX}/signout", signout_confirmed)

@@ -1,9 +1,9 @@
 """Platform REST for app clients (5B point 4): ``/api/v1/organizations/*`` and ``/api/v1/users/*``.
 
 Callers are app backends: a client_credentials access token, or ``x-client-id`` and
-``x-client-secret``. A token issued to a user (authorization_code) answers 401 here. A client bound
-to a workspace sees and changes only that organization and its members; an unbound client is a
-platform client and sees all of them."""
+``x-client-secret``, of a client the operator marked ``platform`` (any other client gets 403). A
+token issued to a user (authorization_code) answers 401 here. A client bound to a workspace sees and
+changes only that organization and its members; an unbound platform client sees all of them."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from patchbay.core.security.auth import verify_access_token
 from patchbay.core.security.signing_keys import InvalidToken
 from patchbay.core.timeutil import iso
 from patchbay.core.users.models import User
-from patchbay.core.users.service import UserError, create_user, hash_password
+from patchbay.core.users.service import UserError, change_password, create_user
 from patchbay.core.workspaces.models import PLANS, ROLES, Membership, Workspace
 from patchbay.core.workspaces.service import WorkspaceError, add_member, create_workspace
 
@@ -46,7 +46,7 @@ async def _caller(request: web.Request) -> AppCaller:
         client: Client | None = await load_client(request, client_id)
         if client is None or client.is_public or not client.check_client_secret(secret):
             raise unauthorized()
-        return AppCaller(client.client_id, client.workspace_id)
+        return _trusted(client)
     scheme, _, token = request.headers.get("Authorization", "").partition(" ")
     if scheme.lower() != "bearer" or not token:
         raise unauthorized()
@@ -59,6 +59,14 @@ async def _caller(request: web.Request) -> AppCaller:
     client = await load_client(request, claims["client_id"])
     if client is None:
         raise unauthorized()
+    return _trusted(client)
+
+
+def _trusted(client: Client) -> AppCaller:
+    """Platform trust is granted by the operator (``patchbay clients create --platform``), never
+    self-served: an authenticated client without it is refused."""
+    if not client.is_platform:
+        raise forbidden("This client is not trusted with the platform API")
     return AppCaller(client.client_id, client.workspace_id)
 
 
@@ -69,7 +77,7 @@ def app_client(handler=None, *, users: bool = False):
     def decorate(handler):
         @functools.wraps(handler)
         async def wrapper(request: web.Request) -> web.StreamResponse:
-            session = current_session(request) if users else None
+            session = await current_session(request) if users else None
             has_credentials = request.headers.get("Authorization") or request.headers.get("x-client-id")
             if session is not None and not has_credentials:
                 request[APP_CLIENT] = AppCaller(None, None, session.user_id)
@@ -134,6 +142,16 @@ async def _get_user(session, caller: AppCaller, user_id: str) -> User:
     return row
 
 
+async def _check_bound_client_may_change(session, caller: AppCaller, user: User, body: dict[str, Any]) -> None:
+    """The account-level changes a client bound to one organization may not make (issue 11)."""
+    if "emailVerified" in body:
+        raise forbidden("A client bound to an organization cannot change whether an email address is verified")
+    if "password" in body:
+        elsewhere = await session.scalar(select(Membership.id).where(Membership.user_id == user.id, Membership.workspace_id != caller.workspace_id).limit(1))
+        if elsewhere is not None:
+            raise forbidden("A client bound to an organization cannot set the password of a user who belongs to other organizations")
+
+
 # -- organizations --------------------------------------------------------------------------------
 
 
@@ -183,10 +201,13 @@ async def get_organization(request: web.Request) -> web.Response:
 @routes.patch("/api/v1/organizations/{id}")
 @app_client
 async def update_organization(request: web.Request) -> web.Response:
-    """Rename an organization or change its plan."""
+    """Rename an organization or change its plan (plans are the operator's: unbound clients only)."""
+    caller: AppCaller = request[APP_CLIENT]
     body = await read_object(request)
+    if caller.workspace_id is not None and "plan" in body:
+        raise forbidden("A client bound to an organization cannot change its plan")
     async with request.app[DB].transaction() as session:
-        row = await _get_org(session, request[APP_CLIENT], request.match_info["id"])
+        row = await _get_org(session, caller, request.match_info["id"])
         if (name := _optional_str(body, "name")) is not None:
             if not name.strip():
                 raise bad_request("Validation failed: name must not be empty")
@@ -270,6 +291,8 @@ async def create_platform_user(request: web.Request) -> web.Response:
         except UserError as error:
             raise (conflict(str(error)) if "already exists" in str(error) else bad_request(f"Validation failed: {error}")) from None
         if body.get("emailVerified") is True:
+            if caller.workspace_id is not None:
+                raise forbidden("A client bound to an organization cannot mark an email address as verified")
             user.email_verified = True
         if caller.workspace_id is not None:
             await add_member(session, workspace_id=caller.workspace_id, user_id=user.id, role=role)
@@ -288,10 +311,14 @@ async def get_platform_user(request: web.Request) -> web.Response:
 @routes.patch("/api/v1/users/{id}")
 @app_client
 async def update_platform_user(request: web.Request) -> web.Response:
-    """Change a user's profile, type or password."""
+    """Change a user's profile, type or password. A workspace-bound client may not vouch for an
+    email address, nor set the password of a member who also belongs to other workspaces."""
+    caller: AppCaller = request[APP_CLIENT]
     body = await read_object(request)
     async with request.app[DB].transaction() as session:
-        row = await _get_user(session, request[APP_CLIENT], request.match_info["id"])
+        row = await _get_user(session, caller, request.match_info["id"])
+        if caller.workspace_id is not None:
+            await _check_bound_client_may_change(session, caller, row, body)
         for key, column in PROFILE_FIELDS.items():
             if key in body:
                 setattr(row, column, _optional_str(body, key))
@@ -302,7 +329,7 @@ async def update_platform_user(request: web.Request) -> web.Response:
         if (password := _optional_str(body, "password")) is not None:
             if len(password) < 8:
                 raise bad_request("Validation failed: password must have at least 8 characters")
-            row.password_hash = hash_password(password)
+            await change_password(session, row, password)
     return web.json_response(user_json(row))
 
 

@@ -11,6 +11,7 @@ from aiohttp import web
 
 from patchbay.core.appkeys import DB, SECRETS, SETTINGS
 from patchbay.core.http.bodies import read_object
+from patchbay.core.http.errors import ApiError
 from patchbay.core.identity.clients import ClientConflict, ClientMetadataError, create_client, validate_metadata
 from patchbay.core.identity.discovery import discovery_document
 from patchbay.core.identity.http import NO_STORE, PREFIX, add_route, client_ip, oauth_error, rate_limit
@@ -28,7 +29,8 @@ class _Payload(JsonPayload):
 
 
 class Registration(ClientRegistrationEndpoint):
-    """Open registration: anyone may register a client (as node-oidc-provider's default)."""
+    """Open registration: anyone may register a client (as node-oidc-provider's default). What
+    anyone registers is a third-party client, with lifetimes capped by ``[identity]``."""
 
     def __init__(self, issuer: str) -> None:
         super().__init__(server=None)
@@ -46,8 +48,8 @@ async def register(request: web.Request) -> web.Response:
     headers = await rate_limit(request, "oidc_register", f"ip:{client_ip(request)}")
     try:
         body = await read_object(request)
-    except web.HTTPException:
-        return oauth_error(400, "invalid_client_metadata", "the body must be a JSON object", headers)
+    except ApiError as error:
+        return oauth_error(400, "invalid_client_metadata", error.message, headers)
     json_request = JsonRequest(request.method, str(request.url), dict(request.headers))
     json_request.payload = _Payload({k: v for k, v in body.items() if k not in ("require_pkce", "refresh_token_rotation", "application", "access_token_ttl", "refresh_token_ttl", "permissions")})
     try:
@@ -59,6 +61,10 @@ async def register(request: web.Request) -> web.Response:
         return oauth_error(400, error.error, error.description or error.error, headers)
     except ClientMetadataError as error:
         return oauth_error(400, error.error, str(error), headers)
+    limits = request.app[SETTINGS].identity
+    for name, most in (("access_token_ttl", limits.max_access_token_ttl), ("refresh_token_ttl", limits.max_refresh_token_ttl)):
+        if metadata[name] > most:
+            return oauth_error(400, "invalid_client_metadata", f"{name} may be at most {most} seconds for a registered client", headers)
     metadata["permissions"] = None  # a dynamically registered client is bound to no workspace
     try:
         async with request.app[DB].transaction() as session:

@@ -102,6 +102,7 @@ class RefreshView:
     grant_revoked: bool
     auth_time: int
     token: str
+    issued_at: int
 
     def check_client(self, client: Client) -> bool:
         return self.client_id == client.client_id
@@ -152,6 +153,7 @@ class Context:
     refresh: RefreshView | None = None
     access: AccessView | None = None
     auth_time: int | None = None
+    session_id: str | None = None  # the sign-in session an authorization code is issued in
     grant_id: str | None = None
     revoke_grant: str | None = None  # a replayed code or refresh token: revoke what it issued
     writes: list[Write] = attrs.field(factory=list)
@@ -283,7 +285,7 @@ class CodeGrant(AuthorizationCodeGrant):
             code_digest=ctx.box.digest(code), client_id=request.client.client_id, user_id=request.user.id,
             redirect_uri=data["redirect_uri"], scope=request.scope, nonce=data.get("nonce"),
             code_challenge=data.get("code_challenge"), code_challenge_method=data.get("code_challenge_method"),
-            auth_time=ctx.auth_time or int(time.time()), expires_at=utcnow() + timedelta(seconds=CODE_LIFETIME),
+            auth_time=ctx.auth_time or int(time.time()), expires_at=utcnow() + timedelta(seconds=CODE_LIFETIME), session_id=ctx.session_id,
         )  # fmt: skip
 
         async def write(session: AsyncSession) -> bool:
@@ -504,7 +506,7 @@ class Introspection(IntrospectionEndpoint):
             return {"active": True, "scope": c.get("scope", ""), "client_id": c.get("client_id"), "token_type": "Bearer",
                     "exp": c.get("exp"), "iat": c.get("iat"), "sub": c.get("sub"), "iss": c.get("iss"), "aud": c.get("aud")}  # fmt: skip
         return {"active": True, "scope": token.scope, "client_id": token.client_id, "token_type": "refresh_token",
-                "exp": int(token.expires_at), "iat": None, "sub": token.user_id, "iss": ctx.issuer, "aud": token.client_id}  # fmt: skip
+                "exp": int(token.expires_at), "iat": token.issued_at, "sub": token.user_id, "iss": ctx.issuer, "aud": token.client_id}  # fmt: skip
 
 
 class Revocation(RevocationEndpoint):

@@ -1,4 +1,5 @@
-"""The browser side of the identity provider: the signed session cookie, CSRF tokens and the signed
+"""The browser side of the identity provider: the session cookie (a random token naming a
+server-side session), CSRF tokens and the signed
 "interaction" that carries an authorization request through the login and consent pages."""
 
 from __future__ import annotations
@@ -8,11 +9,13 @@ import json
 import time
 from typing import Any
 
-import attrs
 from aiohttp import web
 
-from patchbay.core.appkeys import SECRETS, SETTINGS
+from patchbay.core.appkeys import DB, IDP_SESSION, SECRETS, SETTINGS
 from patchbay.core.security.secrets import random_token
+from patchbay.core.users.sessions import LiveSession, find_session
+from patchbay.core.users.sessions import end_session as end_user_session
+from patchbay.core.users.sessions import start_session as start_user_session
 
 SESSION_COOKIE = "pb_idp_session"
 CSRF_COOKIE = "pb_idp_csrf"
@@ -49,32 +52,39 @@ def unseal(app: web.Application, purpose: str, value: str | None) -> dict[str, A
     return _decode(app, purpose, value)
 
 
-@attrs.frozen
-class LoginSession:
-    user_id: str
-    auth_time: int
-    sid: str
+LoginSession = LiveSession
 
 
 def _secure(app: web.Application) -> bool:
     return app[SETTINGS].resolved_issuer.startswith("https://")
 
 
-def current_session(request: web.Request) -> LoginSession | None:
-    data = _decode(request.app, "session", request.cookies.get(SESSION_COOKIE))
-    if data is None:
-        return None
-    return LoginSession(data["u"], data["t"], data["s"])
+async def current_session(request: web.Request) -> LoginSession | None:
+    """The live server-side session of the request's cookie (looked up once per request)."""
+    if IDP_SESSION not in request:
+        token = request.cookies.get(SESSION_COOKIE)
+        found = None
+        if token:
+            async with request.app[DB].session() as db:
+                found = await find_session(db, request.app[SECRETS], token)
+        request[IDP_SESSION] = found
+    return request[IDP_SESSION]
 
 
-def start_session(request: web.Request, response: web.StreamResponse, user_id: str) -> LoginSession:
-    session = LoginSession(user_id, int(time.time()), random_token(12))
-    value = _encode(request.app, "session", {"u": session.user_id, "t": session.auth_time, "s": session.sid, "exp": session.auth_time + SESSION_SECONDS})
-    response.set_cookie(SESSION_COOKIE, value, httponly=True, samesite="Lax", secure=_secure(request.app), path="/")
+async def start_session(request: web.Request, response: web.StreamResponse, user_id: str) -> LoginSession:
+    """Sign ``user_id`` in: a new session row, its token in the cookie of ``response``; the browser's
+    previous session ends (a copy of its old cookie opens nothing)."""
+    previous = await current_session(request)
+    async with request.app[DB].transaction() as db:
+        if previous is not None:
+            await end_user_session(db, previous.id)
+        token, session = await start_user_session(db, request.app[SECRETS], user_id, SESSION_SECONDS)
+    response.set_cookie(SESSION_COOKIE, token, httponly=True, samesite="Lax", secure=_secure(request.app), path="/", max_age=SESSION_SECONDS)
+    request[IDP_SESSION] = session
     return session
 
 
-def end_session(request: web.Request, response: web.StreamResponse) -> None:
+def clear_cookie(request: web.Request, response: web.StreamResponse) -> None:
     response.del_cookie(SESSION_COOKIE, path="/", secure=_secure(request.app), httponly=True, samesite="Lax")
 
 

@@ -13,7 +13,9 @@ from aiohttp import web
 from sqlalchemy import select
 
 from patchbay.core.appkeys import DB, SECRETS, SIGNING_KEYS
+from patchbay.core.http.bodies import read_form
 from patchbay.core.identity.claims import load_user_facts
+from patchbay.core.identity.clients import Client
 from patchbay.core.identity.http import OAUTH_SERVER, PREFIX, add_route, client_ip, load_client, new_context, oauth_error, oauth_request, rate_limit, to_response
 from patchbay.core.identity.models import AuthorizationCode, Grant, RefreshToken
 from patchbay.core.identity.server import CURRENT, CodeView, Context, RefreshView, WriteConflict, apply_writes, revoke_grant
@@ -21,16 +23,31 @@ from patchbay.core.identity.server import CURRENT, CodeView, Context, RefreshVie
 routes = web.RouteTableDef()
 
 
-def presented_client_id(request: web.Request, form) -> str | None:
-    """The client id of client_secret_basic or of the form, for rate limiting and loading."""
+def presented_credentials(request: web.Request, form) -> tuple[str | None, str | None]:
+    """``(client_id, client_secret)`` of client_secret_basic, else of the form."""
     header = request.headers.get("Authorization", "")
     if header[:6].lower() == "basic ":
         try:
             decoded = base64.b64decode(header[6:].strip()).decode()
         except (binascii.Error, UnicodeDecodeError):
-            return form.get("client_id")
-        return unquote(decoded.partition(":")[0]) or None
-    return form.get("client_id")
+            return form.get("client_id"), form.get("client_secret")
+        client_id, _, secret = decoded.partition(":")
+        return unquote(client_id) or None, unquote(secret) or None
+    return form.get("client_id"), form.get("client_secret")
+
+
+def presented_client_id(request: web.Request, form) -> str | None:
+    """The client id of client_secret_basic or of the form, for loading the client."""
+    return presented_credentials(request, form)[0]
+
+
+def limit_key(request: web.Request, form, client: Client | None) -> str:
+    """What a token, introspection or revocation request counts against: the client once its secret
+    checks out, else the caller's address (a made-up client id must not open a fresh limit)."""
+    _, secret = presented_credentials(request, form)
+    if client is not None and secret and client.check_client_secret(secret):
+        return f"client:{client.client_id}"
+    return f"ip:{client_ip(request)}"
 
 
 async def load_refresh(request: web.Request, ctx: Context, token: str | None) -> None:
@@ -45,7 +62,8 @@ async def load_refresh(request: web.Request, ctx: Context, token: str | None) ->
             return
         row, grant = found
         ctx.refresh = RefreshView(row.id, row.grant_id, row.client_id, row.user_id, row.scope, row.expires_at.timestamp(),
-                                  row.revoked_at is not None, row.rotated_at is not None, grant.revoked_at is not None, grant.auth_time, token)  # fmt: skip
+                                  row.revoked_at is not None, row.rotated_at is not None, grant.revoked_at is not None, grant.auth_time, token,
+                                  int(row.created_at.timestamp()))  # fmt: skip
         facts = await load_user_facts(session, row.user_id)
     if facts is not None:
         ctx.users[facts.id] = facts
@@ -66,15 +84,14 @@ async def _load_code(request: web.Request, ctx: Context, code: str | None) -> No
 
 async def token(request: web.Request) -> web.Response:
     """Issue tokens for the authorization_code, refresh_token and client_credentials grants."""
-    form = await request.post()
+    form = await read_form(request)
     duplicated = sorted({key for key in form if len(form.getall(key)) > 1})
     if duplicated:
         return oauth_error(400, "invalid_request", f"parameter(s) sent more than once: {', '.join(duplicated)}")
-    client_id = presented_client_id(request, form)
-    limit_headers = await rate_limit(request, "oidc_token", f"client:{client_id}" if client_id else f"ip:{client_ip(request)}")
+    client = await load_client(request, presented_client_id(request, form))
+    limit_headers = await rate_limit(request, "oidc_token", limit_key(request, form, client))
     app = request.app
     ctx = new_context(app)
-    client = await load_client(request, client_id)
     if client is not None:
         ctx.clients[client.client_id] = client
     grant_type = form.get("grant_type")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from patchbay.core.appkeys import DB, SECRETS
+from patchbay.core.http.bodies import read_form
 from patchbay.core.identity.claims import load_user_facts, scope_list, user_claims
 from patchbay.core.identity.http import NO_STORE, PREFIX, add_route, rate_limit
 from patchbay.core.identity.models import Grant
@@ -33,7 +34,7 @@ async def userinfo(request: web.Request) -> web.Response:
     """The signed-in user's claims for the scopes of the Bearer access token."""
     scheme, _, token = request.headers.get("Authorization", "").partition(" ")
     if not request.headers.get("Authorization") and request.method == "POST" and request.content_type == "application/x-www-form-urlencoded":
-        scheme, token = "bearer", (await request.post()).get("access_token") or ""  # RFC 6750 2.2, form body
+        scheme, token = "bearer", (await read_form(request)).get("access_token") or ""  # RFC 6750 2.2, form body
     if scheme.lower() != "bearer" or not token.strip():
         return web.json_response({"error": "invalid_token", "error_description": "Bearer access token required"}, status=401,
                                  headers={**NO_STORE, "WWW-Authenticate": 'Bearer realm="patchbay"'})  # fmt: skip

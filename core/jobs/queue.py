@@ -248,6 +248,19 @@ class JobQueue:
                 update(Job).where(Job.id == job.id, Job.locked_by == worker_id).values(**values).execution_options(synchronize_session=False)
             )
 
+    async def release(self, worker_id: str, job_ids: list[str]) -> None:
+        """Give back jobs this worker claimed but did not finish (it is stopping): queued again at
+        once, and the interrupted attempt does not count."""
+        if not job_ids:
+            return
+        async with self.db.transaction() as session:
+            await session.execute(
+                update(Job)
+                .where(Job.id.in_(job_ids), Job.locked_by == worker_id, Job.status == "running")
+                .values(status="queued", attempts=Job.attempts - 1, lease_until=None, locked_by=None, run_at=utcnow(), updated_at=utcnow())
+                .execution_options(synchronize_session=False)
+            )
+
     def retry_delay(self, job: Job, error: BaseException) -> float | None:
         """Seconds until the next attempt, or None when the job has failed for good."""
         if isinstance(error, PermanentFailure) or job.attempts >= job.max_attempts:

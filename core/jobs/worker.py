@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import socket
@@ -17,14 +16,19 @@ log = logging.getLogger(__name__)
 
 POLL_SECONDS = 0.5
 DONE_FLUSH_SECONDS = 0.005
+#: how long running jobs may take to finish once the worker stops, before they are cancelled
+GRACE_SECONDS = 5.0
 
 
 class Worker:
     """Runs up to ``concurrency`` jobs at once until ``stop()``. Finished jobs are marked done in
     batches, so a burst of short jobs costs one UPDATE per batch, not one per job."""
 
-    def __init__(self, app: Any, queue: JobQueue, *, concurrency: int = 16, poll_seconds: float = POLL_SECONDS) -> None:
+    def __init__(
+        self, app: Any, queue: JobQueue, *, concurrency: int = 16, poll_seconds: float = POLL_SECONDS, grace_seconds: float = GRACE_SECONDS
+    ) -> None:
         self.app = app
+        self.grace_seconds = grace_seconds
         self.queue = queue
         self.concurrency = concurrency
         self.poll_seconds = poll_seconds
@@ -35,6 +39,9 @@ class Worker:
         self._stopping = asyncio.Event()
 
     async def run(self) -> None:
+        """Claim and run jobs until :meth:`stop` (or cancellation). On the way out, running jobs get
+        ``grace_seconds`` to finish; the rest are cancelled and released for another worker, so a
+        stop always ends in bounded time and leaves no job claimed by a process that is gone."""
         flusher = asyncio.create_task(self._flush_done_loop())
         heartbeat = asyncio.create_task(self._heartbeat_loop())
         try:
@@ -52,11 +59,23 @@ class Worker:
                 if not jobs or len(self._running) >= self.concurrency:
                     await self._idle()
         finally:
-            flusher.cancel()
-            heartbeat.cancel()
-            if self._running:
-                await asyncio.gather(*self._running.values(), return_exceptions=True)
-            await self._flush_done()
+            await self._wind_down(flusher, heartbeat)
+
+    async def _wind_down(self, *helpers: asyncio.Task) -> None:
+        running = dict(self._running)
+        if running:
+            _, late = await asyncio.wait(list(running.values()), timeout=self.grace_seconds)
+            for task in late:
+                task.cancel()
+            if late:
+                await asyncio.wait(late)
+                unfinished = [job_id for job_id, task in running.items() if task in late]
+                log.warning("stopping: released %d unfinished jobs for another worker", len(unfinished))
+                await self.queue.release(self.id, unfinished)
+        for helper in helpers:
+            helper.cancel()
+        await asyncio.gather(*helpers, return_exceptions=True)
+        await self._flush_done()
 
     async def _idle(self) -> None:
         waits = [asyncio.ensure_future(self.queue.wake.wait()), asyncio.ensure_future(self._stopping.wait())]
@@ -121,5 +140,7 @@ class Worker:
     async def _heartbeat_loop(self) -> None:
         while True:
             await asyncio.sleep(self.queue.lease_seconds / 3)
-            with contextlib.suppress(Exception):
+            try:
                 await self.queue.extend_leases(self.id, list(self._running))
+            except Exception:
+                log.warning("extending the leases of %d running jobs failed; another worker may claim them", len(self._running), exc_info=True)

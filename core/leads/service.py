@@ -130,6 +130,19 @@ async def save_lead(
     return lead, True
 
 
+_MERGED = ("form_id", "email", "phone", "first_name", "last_name", "full_name")
+
+
+def merge_lead(lead: Lead, data: LeadData) -> None:
+    """Update a known person's lead with what a newer lead of theirs says: values it carries win,
+    custom fields are merged; the lead keeps its identity (id, provider lead id, first event)."""
+    cleaned = clean_lead(data)
+    for name in _MERGED:
+        if cleaned[name] not in (None, ""):
+            setattr(lead, name, cleaned[name])
+    lead.fields = {**(lead.fields or {}), **cleaned["fields"]}
+
+
 def lead_json(lead: Lead, syncs: list[Any] | None = None) -> dict[str, Any]:
     body = {
         "id": lead.id,

@@ -4,7 +4,10 @@ Every hook is synchronous and called with keyword arguments only. Apart from
 ``register_providers``, each hook receives a ``register`` callable and registers objects with it;
 the core looks those objects up by key (usually a provider name) when it needs them, so no hook is
 broadcast to every plugin on a request. Methods of registered objects may be coroutines; the core
-awaits them. Registering two objects under one key is an error that names both plugins.
+awaits them. Registering two objects under one key is an error that names both plugins. Objects
+keyed by a provider name must name an installed provider (a plugin lists providers of other packs it
+adds to in a module attribute ``extends``, and is then skipped for those not installed); a hook
+implementation whose name is no hook below is refused.
 
 Implement a hook with ``from patchbay import hookimpl``. Provider packs live in the entry-point group
 ``patchbay.providers``, every other plugin in ``patchbay.plugins``.
@@ -177,6 +180,9 @@ def register_alert_channels(register):
         sender, starttls, use_tls) and ``check(url)``, which raises ``ValueError`` for a URL that is
         not an allowed outbound target. The channel name is what ``POST /connect/v1/alerts`` accepts
         as ``channel``; the built-in ``email``, ``webhook`` and ``chat`` use this same hook.
+        A channel may also have ``configuration_problem(settings) -> str | None``: why it cannot
+        deliver with this deployment's settings (``email`` without ``[smtp] host``), or ``None``;
+        a subscription to such a channel is refused with that reason instead of failing later.
     """
 
 

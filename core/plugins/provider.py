@@ -56,6 +56,9 @@ class DefinitionError(ValueError):
     """A provider definition is inconsistent; the message names the provider and the field."""
 
 
+TEMPLATED_URL_FIELDS = ("api_base_url", "authorization_url", "token_url", "revocation_url")
+
+
 def template_fields(template: str) -> set[str]:
     """The ``{placeholder}`` names used in a template string."""
     return {field for _, field, _, _ in string.Formatter().parse(template) if field}
@@ -114,6 +117,13 @@ class Provider:
     def all_categories(self) -> tuple[str, ...]:
         return (self.category, *[c for c in self.categories if c != self.category])
 
+    def templated_params(self) -> set[str]:
+        """The connection parameters some template of the definition uses (its URLs and its
+        credential headers and query)."""
+        urls = [getattr(self, field) for field in TEMPLATED_URL_FIELDS]
+        templates = [*(url for url in urls if url), *self.credential_headers.values(), *self.credential_query.values()]
+        return set().union(*(template_fields(template) for template in templates)) - CREDENTIAL_FIELDS
+
     def validate(self) -> None:
         """Raise :class:`DefinitionError` when the definition contradicts itself."""
         problems = list(self._problems())
@@ -140,7 +150,7 @@ class Provider:
         if self.auth_mode == "oauth2_cc" and not self.token_url:
             yield "auth_mode 'oauth2_cc' needs token_url"
         params = set(self.connection_params)
-        for field in ("api_base_url", "authorization_url", "token_url", "revocation_url"):
+        for field in TEMPLATED_URL_FIELDS:
             url = getattr(self, field)
             if url is None:
                 continue

@@ -26,7 +26,7 @@ from patchbay.core.connections.auth import TemplateError, auth_for, connection_p
 from patchbay.core.connections.refresh import REFRESHABLE_MODES, RefreshFailed, can_refresh, refresh_connection
 from patchbay.core.connections.runtime import ConnectionState, Throttled, retry_seconds, runtime
 from patchbay.core.http.errors import ApiError
-from patchbay.core.outbound import UnsafeTarget
+from patchbay.core.outbound import StreamIdle, UnsafeTarget
 from patchbay.core.plugins.provider import Provider
 
 #: A 429 whose wait is at most this long is retried once after the wait.
@@ -156,12 +156,14 @@ async def send(
     headers: Mapping[str, str] | None = None,
     body: bytes | AsyncIterable[bytes] | None = None,
     replayable: bool = True,
+    stream: bool = False,
     source: str = "proxy",
 ) -> tuple[ConnectionState, aiohttp.ClientResponse]:
     """Make the call and answer the (possibly refreshed) state and the provider's response, not
     read yet: the caller reads or streams it and must release it. ``replayable`` is false for a
     streamed body, which cannot be sent twice (no retry then; the 401 still refreshes the token for
-    the next call). ``query`` as a string is an already-encoded query string."""
+    the next call). ``query`` as a string is an already-encoded query string. ``stream`` is for a
+    caller that streams the body on: no total time budget then, only the outbound idle limit."""
     started = time.perf_counter()
     rt = runtime(app)
     provider = provider_of(app, state)
@@ -185,7 +187,7 @@ async def send(
                 # Not fatal: the provider may still accept the token; its answer is passed through.
         refreshed = waited = False
         while True:
-            response = await _send_once(app, state, provider, method, path, query, headers, body)
+            response = await _send_once(app, state, provider, method, path, query, headers, body, stream)
             status = response.status
             if status == 401 and not refreshed and can_refresh(app, state):
                 refreshed = True
@@ -218,7 +220,7 @@ async def send(
         )  # fmt: skip
 
 
-async def _send_once(app, state, provider, method, path, query, headers, body) -> aiohttp.ClientResponse:
+async def _send_once(app, state, provider, method, path, query, headers, body, stream) -> aiohttp.ClientResponse:
     url = target_url(base_url(app, state, provider), path)
     auth_headers, auth_query = injected(app, state, provider)
     outgoing = CIMultiDict(headers or {})
@@ -240,8 +242,12 @@ async def _send_once(app, state, provider, method, path, query, headers, body) -
     if customizer is not None and hasattr(customizer, "prepare"):
         customizer.prepare(call)
     try:
-        return await app[OUTBOUND].session.request(call.method, call.url, headers=call.headers, data=call.body, allow_redirects=False)
+        outbound = app[OUTBOUND]
+        timeout = outbound.stream_timeout() if stream else outbound.call_timeout()
+        return await outbound.session.request(call.method, call.url, headers=call.headers, data=call.body, allow_redirects=False, timeout=timeout)
     except UnsafeTarget as error:
         raise ProviderCallError(400, f"Refused target: {error}") from None
+    except StreamIdle as error:
+        raise ProviderCallError(408, f"The request body stopped arriving: {error}") from None
     except (aiohttp.ClientError, TimeoutError, OSError) as error:
         raise ProviderCallError(502, f"{provider.display_name} is unreachable: {type(error).__name__}") from None

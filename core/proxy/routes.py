@@ -17,10 +17,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import aiohttp
 from aiohttp import web
 from multidict import CIMultiDict
 
-from patchbay.core.appkeys import DB
+from patchbay.core.appkeys import DB, OUTBOUND
 from patchbay.core.connections.models import ACTIVE_STATUSES, Connection
 from patchbay.core.connections.runtime import ConnectionState
 from patchbay.core.connections.store import ConnectionNotFound, load_state
@@ -72,8 +73,15 @@ async def _answer(request: web.Request, upstream) -> web.StreamResponse:
         if length is not None:
             response.content_length = length
         await response.prepare(request)
-        async for chunk in upstream.content.iter_chunked(CHUNK):
-            await response.write(chunk)
+        try:
+            async for chunk in upstream.content.iter_chunked(CHUNK):
+                await response.write(chunk)
+        except (aiohttp.ClientError, TimeoutError):
+            # The provider failed or went quiet mid-stream: the status is sent already, so the
+            # only honest answer is a cut connection, never a body that looks complete.
+            if request.transport is not None:
+                request.transport.close()
+            return response
         await response.write_eof()
         return response
     finally:
@@ -110,7 +118,7 @@ async def proxy(request: web.Request) -> web.StreamResponse:
             headers.setdefault("Content-Type", "application/json")
     _, upstream = await send(
         request.app, state, method=method, path=path, headers=headers, body=body,
-        query=[(str(k), str(v)) for k, v in query.items()] if query else None,
+        query=[(str(k), str(v)) for k, v in query.items()] if query else None, stream=True,
     )  # fmt: skip
     return await _answer(request, upstream)
 
@@ -133,12 +141,12 @@ async def proxy_passthrough(request: web.Request) -> web.StreamResponse:
         if length is not None and length <= BUFFER_LIMIT:
             body = await request.read()
         else:
-            body = request.content.iter_chunked(CHUNK)
+            body = request.app[OUTBOUND].idle_limited(request.content.iter_chunked(CHUNK))
             replayable = False
             if length is not None:
                 headers["Content-Length"] = str(length)
     _, upstream = await send(
         request.app, state, method=request.method, path="/" + request.match_info["path"], headers=headers, body=body,
-        query=request.rel_url.raw_query_string or None, replayable=replayable,
+        query=request.rel_url.raw_query_string or None, replayable=replayable, stream=True,
     )  # fmt: skip
     return await _answer(request, upstream)

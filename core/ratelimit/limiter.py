@@ -1,10 +1,9 @@
-"""Fixed-window rate limiting with two backends: in memory (one process) and in the database
-(every process sharing the counters). Limits are written ``"N/minute"`` (``limits``' notation) or
-``"off"``."""
+"""Fixed-window rate limiting on the ``limits`` library's storages: Redis when ``redis_url`` is set
+(every process shares the counters), else the database on PostgreSQL (shared too), else process
+memory. Limits are written ``"N/minute"`` (``limits``' notation) or ``"off"``."""
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import math
 import time
@@ -12,12 +11,17 @@ from datetime import UTC, datetime, timedelta
 
 import attrs
 import limits
-from sqlalchemy import delete
+from limits.aio.storage import MemoryStorage, Storage
+from limits.storage import storage_from_string
+from sqlalchemy import delete, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 
 from patchbay.core.ratelimit.models import RateLimitCounter
 from patchbay.core.storage.db import Database
 from patchbay.core.timeutil import utcnow
+
+#: prefix of every key this service writes to a shared Redis
+REDIS_KEY_PREFIX = "patchbay-ratelimit"
 
 
 @attrs.frozen
@@ -34,38 +38,64 @@ def parse_limit(text: str) -> limits.RateLimitItem | None:
     return None if text == "off" else limits.parse(text)
 
 
-class MemoryBackend:
-    def __init__(self) -> None:
-        self._counts: dict[tuple[str, int], int] = {}
-        self._lock = asyncio.Lock()
+class DatabaseStorage(Storage):
+    """A ``limits`` storage in the ``rate_limit_counters`` table: one row per key and window, the
+    window being ``now // expiry`` so that every process agrees on it."""
 
-    async def incr(self, key: str, window: int, expires_at: float) -> int:
-        slot = (key, window)
-        count = self._counts.get(slot, 0) + 1
-        self._counts[slot] = count
-        if len(self._counts) > 100_000:
-            current = int(time.time())
-            self._counts = {k: v for k, v in self._counts.items() if k[1] >= current - 3600}
-        return count
+    STORAGE_SCHEME = ["patchbay+database"]
 
-    async def purge(self) -> int:
-        return 0
-
-
-class DatabaseBackend:
     def __init__(self, db: Database) -> None:
+        super().__init__()
         self._db = db
         self._insert = postgresql.insert if db.is_postgres else sqlite.insert
 
-    async def incr(self, key: str, window: int, expires_at: float) -> int:
-        statement = self._insert(RateLimitCounter).values(
-            key=key, window=window, count=1, expires_at=datetime.fromtimestamp(expires_at, UTC)
-        )
+    @property
+    def base_exceptions(self) -> type[Exception] | tuple[type[Exception], ...]:
+        return ()
+
+    async def incr(self, key: str, expiry: int, amount: int = 1) -> int:
+        window = int(time.time() // expiry)
+        expires_at = datetime.fromtimestamp((window + 1) * expiry, UTC)
+        statement = self._insert(RateLimitCounter).values(key=key, window=window, count=amount, expires_at=expires_at)
         statement = statement.on_conflict_do_update(
-            index_elements=["key", "window"], set_={"count": RateLimitCounter.count + 1}
+            index_elements=["key", "window"], set_={"count": RateLimitCounter.count + amount}
         ).returning(RateLimitCounter.count)
         async with self._db.transaction() as session:
             return (await session.execute(statement)).scalar_one()
+
+    async def _current(self, key: str) -> RateLimitCounter | None:
+        async with self._db.session() as session:
+            statement = (
+                select(RateLimitCounter)
+                .where(RateLimitCounter.key == key, RateLimitCounter.expires_at > utcnow())
+                .order_by(RateLimitCounter.window.desc())
+                .limit(1)
+            )
+            return (await session.execute(statement)).scalar_one_or_none()
+
+    async def get(self, key: str) -> int:
+        row = await self._current(key)
+        return row.count if row is not None else 0
+
+    async def get_expiry(self, key: str) -> float:
+        row = await self._current(key)
+        if row is None:
+            return time.time()
+        expires_at = row.expires_at if row.expires_at.tzinfo else row.expires_at.replace(tzinfo=UTC)
+        return expires_at.timestamp()
+
+    async def check(self) -> bool:
+        async with self._db.session() as session:
+            await session.execute(select(func.count()).select_from(RateLimitCounter).limit(1))
+        return True
+
+    async def reset(self) -> int | None:
+        async with self._db.transaction() as session:
+            return (await session.execute(delete(RateLimitCounter))).rowcount
+
+    async def clear(self, key: str) -> None:
+        async with self._db.transaction() as session:
+            await session.execute(delete(RateLimitCounter).where(RateLimitCounter.key == key))
 
     async def purge(self) -> int:
         async with self._db.transaction() as session:
@@ -73,17 +103,26 @@ class DatabaseBackend:
             return result.rowcount
 
 
+def storage_for(db: Database, redis_url: str | None) -> Storage:
+    """Redis when configured, else the database on PostgreSQL, else memory."""
+    if redis_url:
+        return storage_from_string("async+" + redis_url, key_prefix=REDIS_KEY_PREFIX)
+    return DatabaseStorage(db) if db.is_postgres else MemoryStorage()
+
+
 class RateLimiter:
-    def __init__(self, backend: MemoryBackend | DatabaseBackend) -> None:
-        self.backend = backend
+    def __init__(self, storage: Storage) -> None:
+        self.storage = storage
 
     async def hit(self, key: str, item: limits.RateLimitItem, cost: int = 1) -> Decision:
-        period = item.get_expiry()
-        now = time.time()
-        window = int(now // period)
-        reset = (window + 1) * period
-        count = 0
-        for _ in range(cost):
-            count = await self.backend.incr(f"{key}:{period}", window, reset)
+        """Count ``cost`` against ``item`` for ``key`` (refused hits count too, as in ``limits``'
+        fixed window) and say whether the caller is still within the limit."""
+        storage_key = item.key_for(key)
+        count = await self.storage.incr(storage_key, item.get_expiry(), amount=cost)
+        reset = await self.storage.get_expiry(storage_key)
         allowed = count <= item.amount
-        return Decision(allowed, item.amount, max(0, item.amount - count), max(1, math.ceil(reset - now)))
+        return Decision(allowed, item.amount, max(0, item.amount - count), max(1, math.ceil(reset - time.time())))
+
+    async def purge(self) -> int:
+        """Delete expired counter rows (the database storage); the others expire on their own."""
+        return await self.storage.purge() if isinstance(self.storage, DatabaseStorage) else 0

@@ -2,8 +2,9 @@
 
 A request carries either ``x-api-key`` (a key of one workspace with a set of permissions) or an
 access token of our own identity provider in ``Authorization`` (with or without ``Bearer ``): its
-signature is checked against our signing keys, then issuer, expiry and token type; the tenant is
-its ``organization_id`` and the permissions its ``permissions``. Handlers declare what they need with
+signature is checked against our signing keys, then issuer, expiry and token type, then that its
+client may open the connect API (a user's token: first-party client, grant not revoked); the tenant
+is its ``organization_id`` and the permissions its ``permissions``. Handlers declare what they need with
 :func:`requires`; nothing else reads credentials.
 """
 
@@ -18,10 +19,11 @@ from typing import Any, Literal
 
 import attrs
 from aiohttp import web
-from sqlalchemy import update
+from sqlalchemy import select, update
 
 from patchbay.core.appkeys import DB, PRINCIPAL, SECRETS, SETTINGS, SIGNING_KEYS
-from patchbay.core.http.errors import forbidden, unauthorized
+from patchbay.core.http.errors import ApiError, forbidden, unauthorized
+from patchbay.core.identity.models import Grant, OidcClient
 from patchbay.core.security.api_keys import find_api_key
 from patchbay.core.security.models import ApiKey
 from patchbay.core.security.signing_keys import InvalidToken
@@ -83,6 +85,11 @@ async def _from_api_key(app: web.Application, key: str) -> Principal | None:
     return principal
 
 
+def forget_cached_api_keys(app: web.Application) -> None:
+    """Drop this process's verified keys, so that a revocation made here takes effect at once."""
+    _api_key_cache.pop(app[DB], None)
+
+
 async def _lookup_api_key(app: web.Application, key: str) -> Principal | None:
     async with app[DB].session() as session:
         record = await find_api_key(session, app[SECRETS], key)
@@ -94,10 +101,46 @@ async def _lookup_api_key(app: web.Application, key: str) -> Principal | None:
     return Principal("api_key", record.workspace_id, frozenset(record.permissions), subject=record.id)
 
 
+#: Per process: (client id, grant id) -> (checked at, opens the connect API). A revoked grant or a
+#: demoted client stops working within ``[identity] grant_check_seconds``.
+_token_trust_cache: weakref.WeakKeyDictionary[Any, dict[tuple[str, str | None], tuple[float, bool]]] = weakref.WeakKeyDictionary()
+
+
+async def _opens_connect_api(app: web.Application, claims: dict[str, Any]) -> bool:
+    """An access token opens the connect API only if its client still exists and, for a user's
+    token, the client is first-party (or platform) and the grant it came from is not revoked.
+    Third-party apps a user signed in to get identity, not the keys to the user's workspaces."""
+    client_id = claims.get("client_id")
+    if not isinstance(client_id, str):
+        return False
+    service = claims.get("sub") == client_id  # client_credentials: its workspace was bound by the operator
+    grant_id = None if service else claims.get("grant_id")  # every user token of the token endpoint names its grant
+    cache = _token_trust_cache.setdefault(app[DB], {})
+    hit = cache.get((client_id, grant_id))
+    ttl = app[SETTINGS].identity.grant_check_seconds
+    if hit is not None and time.monotonic() - hit[0] < ttl:
+        return hit[1]
+    async with app[DB].session() as session:
+        trust = await session.scalar(select(OidcClient.trust).where(OidcClient.client_id == client_id))
+        allowed = trust is not None
+        if allowed and not service:
+            allowed = trust in ("first_party", "platform")
+        if allowed and isinstance(grant_id, str):
+            revoked = await session.execute(select(Grant.revoked_at).where(Grant.id == grant_id, Grant.client_id == client_id))
+            row = revoked.first()
+            allowed = row is not None and row.revoked_at is None
+    if len(cache) > 10_000:
+        cache.clear()
+    cache[(client_id, grant_id)] = (time.monotonic(), allowed)
+    return allowed
+
+
 async def _from_token(app: web.Application, token: str) -> Principal | None:
     try:
         claims = await verify_access_token(app, token)
     except InvalidToken:
+        return None
+    if not await _opens_connect_api(app, claims):
         return None
     permissions = claims.get("permissions") or []
     return Principal(
@@ -128,11 +171,18 @@ async def authenticate(request: web.Request) -> Principal | None:
 async def require_principal(request: web.Request, *permissions: str) -> Principal:
     """The authenticated workspace principal holding every one of ``permissions``; 401 or 403."""
     principal = await authenticate(request)
-    if principal is None or principal.workspace_id is None:
+    if principal is None:
+        raise unauthorized()
+    if principal.workspace_id is None:
+        if principal.kind == "access_token":
+            raise ApiError(401, "Unauthorized: the access token names no workspace (organization_id); request the `organization` scope")
         raise unauthorized()
     missing = [p for p in permissions if not principal.can(p)]
     if missing:
-        raise forbidden(f"Missing permission: {', '.join(missing)}")
+        scope_hint = ""
+        if principal.kind == "access_token" and "permissions" not in (principal.claims or {}):
+            scope_hint = " (the access token carries no permissions: request the `permissions` scope)"
+        raise forbidden(f"Missing permission: {', '.join(missing)}{scope_hint}")
     return principal
 
 

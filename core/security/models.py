@@ -20,8 +20,9 @@ class ApiKey(IdMixin, TimestampMixin, TenantScoped, Base):
     prefix: Mapped[str] = mapped_column(String(20))
     key_digest: Mapped[str] = mapped_column(String(64), unique=True)
     permissions: Mapped[list[Any]] = mapped_column(default=list)
-    last_used_at: Mapped[datetime | None]
+    last_used_at: Mapped[datetime | None]  # written at most once a minute per key (security.auth)
     revoked_at: Mapped[datetime | None]
+    expires_at: Mapped[datetime | None]  # None: never expires
 
 
 class SigningKey(TimestampMixin, Base):

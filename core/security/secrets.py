@@ -13,6 +13,7 @@ import base64
 import hashlib
 import hmac
 import logging
+import os
 import secrets as _random
 from pathlib import Path
 
@@ -33,13 +34,17 @@ def _derive(secret: str, purpose: bytes) -> bytes:
     return HKDF(algorithm=hashes.SHA256(), length=32, salt=b"patchbay", info=purpose).derive(secret.encode())
 
 
+def _mac(key: bytes, message: bytes) -> str:
+    return base64.urlsafe_b64encode(hmac.new(key, message, hashlib.sha256).digest()).rstrip(b"=").decode()
+
+
 class SecretBox:
     def __init__(self, secrets: list[str]) -> None:
         if not secrets:
             raise ValueError("at least one secret key is needed")
         self._fernet = MultiFernet([Fernet(base64.urlsafe_b64encode(_derive(s, b"encryption"))) for s in secrets])
         self._digest_keys = [_derive(s, b"digest") for s in secrets]
-        self._signing_key = _derive(secrets[0], b"signing")
+        self._signing_keys = [_derive(s, b"signing") for s in secrets]
 
     def encrypt(self, plaintext: str) -> str:
         return self._fernet.encrypt(plaintext.encode()).decode()
@@ -63,11 +68,13 @@ class SecretBox:
         return [hmac.new(key, value.encode(), hashlib.sha256).hexdigest() for key in self._digest_keys]
 
     def sign(self, message: bytes) -> str:
-        """A url-safe HMAC of ``message``, for short-lived signed values (OAuth state, CSRF)."""
-        return base64.urlsafe_b64encode(hmac.new(self._signing_key, message, hashlib.sha256).digest()).rstrip(b"=").decode()
+        """A url-safe HMAC of ``message`` under the first key, for short-lived signed values (OAuth
+        state, CSRF)."""
+        return _mac(self._signing_keys[0], message)
 
     def verify_signature(self, message: bytes, signature: str) -> bool:
-        return hmac.compare_digest(self.sign(message), signature)
+        """Whether ``signature`` is the HMAC of ``message`` under any configured key."""
+        return any(hmac.compare_digest(_mac(key, message), signature) for key in self._signing_keys)
 
 
 def load_or_create_secrets(configured: list[str], data_dir: Path) -> list[str]:
@@ -80,8 +87,9 @@ def load_or_create_secrets(configured: list[str], data_dir: Path) -> list[str]:
         return [path.read_text().strip()]
     data_dir.mkdir(parents=True, exist_ok=True)
     secret = _random.token_urlsafe(32)
-    path.write_text(secret + "\n")
-    path.chmod(0o600)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)  # private from its first byte
+    with os.fdopen(descriptor, "w") as file:
+        file.write(secret + "\n")
     log.warning("PATCHBAY_SECRET_KEY is not set: generated one into %s; set it explicitly in production", path)
     return [secret]
 

@@ -11,8 +11,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, DateTime, ForeignKey, MetaData, String, event
+from sqlalchemy import JSON, DateTime, ForeignKey, MetaData, String, Table, event
 from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.sql import visitors
+from sqlalchemy.sql.selectable import Alias, Join, Select
 from sqlalchemy.orm import DeclarativeBase, Mapped, ORMExecuteState, Session, declared_attr, mapped_column, with_loader_criteria
 from sqlalchemy.types import TypeDecorator
 
@@ -78,13 +80,67 @@ class CrossTenantWrite(RuntimeError):
 TENANT_KEY = "tenant_id"
 
 
+class CoreTenantQuery(RuntimeError):
+    """A tenant session ran a Core query on a tenant-scoped table that it cannot scope (the table
+    inside a subquery or CTE): query the model instead, or use a session without a tenant."""
+
+
+def _tenant_table_names() -> frozenset[str]:
+    return frozenset(m.local_table.name for m in Base.registry.mappers if issubclass(m.class_, TenantScoped))
+
+
+def _core_tenant_tables(statement: Any) -> list[Table | Alias]:
+    """The tenant-scoped tables a statement names only as plain Core tables (``Model.__table__``, or
+    an alias of one); a table also named through its model is scoped by ``with_loader_criteria``."""
+    names = _tenant_table_names()
+    elements = list(visitors.iterate(statement))
+    through_models = {entity.mapper.local_table.name for e in elements if (entity := e._annotations.get("parententity")) is not None}
+    found: list[Table | Alias] = []
+    for element in elements:
+        table = element.element if isinstance(element, Alias) else element
+        if isinstance(table, Table) and table.name in names and table.name not in through_models and element not in found:
+            found.append(element)
+    return found
+
+
+def _joined_tables(froms: Any) -> list[Any]:
+    """The tables and aliases of FROM clauses, looking into joins but not into subqueries."""
+    found: list[Any] = []
+    for clause in froms:
+        if isinstance(clause, Join):
+            found += _joined_tables([clause.left, clause.right])
+        else:
+            found.append(clause)
+    return found
+
+
+def _scope_core_statement(statement: Any, tenant: str) -> Any:
+    """``statement`` with ``workspace_id = tenant`` on each Core tenant table it reads or changes."""
+    core_tables = _core_tenant_tables(statement)
+    if not core_tables:
+        return statement
+    froms = _joined_tables(statement.get_final_froms() if isinstance(statement, Select) else [statement.table])
+    direct = {id(f) for f in froms}
+    aliased = {id(f.element) for f in froms if isinstance(f, Alias)}
+    for table in core_tables:
+        if id(table) in aliased and id(table) not in direct:
+            continue  # the table under a direct alias: the alias is scoped
+        if id(table) not in direct:
+            raise CoreTenantQuery(f"Core query on tenant-scoped table {table.name} inside a subquery in a tenant session")
+        statement = statement.where(table.c.workspace_id == tenant)
+    return statement
+
+
 @event.listens_for(Session, "do_orm_execute")
 def _scope_queries_to_tenant(state: ORMExecuteState) -> None:
+    """In a tenant session, every SELECT, UPDATE and DELETE sees only the tenant's rows: ORM entities
+    through ``with_loader_criteria``, plain Core tables (``Model.__table__``) by an added WHERE."""
     tenant = state.session.info.get(TENANT_KEY)
     if tenant is None:
         return
     if state.is_select or state.is_update or state.is_delete:
-        state.statement = state.statement.options(
+        statement = _scope_core_statement(state.statement, tenant)
+        state.statement = statement.options(
             with_loader_criteria(TenantScoped, lambda cls: cls.workspace_id == tenant, include_aliases=True, track_closure_variables=False)
         )
 

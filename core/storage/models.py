@@ -5,6 +5,7 @@ from patchbay.core.alerts import models as alerts  # noqa: F401
 from patchbay.core.approvals import models as approvals  # noqa: F401
 from patchbay.core.billing import models as billing  # noqa: F401
 from patchbay.core.compliance import models as compliance  # noqa: F401
+from patchbay.core.connect_ui import models as connect_ui  # noqa: F401
 from patchbay.core.connections import models as connections  # noqa: F401
 from patchbay.core.flows import models as flows  # noqa: F401
 from patchbay.core.identity import models as identity  # noqa: F401

@@ -18,11 +18,14 @@ from typing import Any
 
 from aiohttp import web
 
-from patchbay.core.http.bodies import read_object
+from patchbay.core.http.bodies import body_too_large, read_object
 from patchbay.core.http.errors import bad_request
 
 CHUNK_BYTES = 256 * 1024
 JSON_SLICE = 256 * 1024
+#: longest record (characters) held while waiting for its end: an unbalanced quote would otherwise
+#: make the rest of the upload one record in memory
+MAX_RECORD_CHARS = 1024 * 1024
 
 
 async def csv_source(request: web.Request) -> tuple[AsyncIterator[str], dict[str, Any]]:
@@ -43,9 +46,16 @@ async def _slices(text: str) -> AsyncIterator[str]:
 
 
 async def _decoded(request: web.Request) -> AsyncIterator[str]:
+    """The body as text, read as it arrives; 413 once it passes the request's body limit (a
+    streamed body is not bounded by aiohttp's ``client_max_size``)."""
     decoder = codecs.getincrementaldecoder("utf-8-sig")()  # drops a byte-order mark
+    limit = request.client_max_size
+    received = 0
     try:
         async for chunk in request.content.iter_chunked(CHUNK_BYTES):
+            received += len(chunk)
+            if received > limit:
+                raise body_too_large(limit)
             text = decoder.decode(chunk)
             if text:
                 yield text
@@ -62,17 +72,22 @@ async def csv_records(chunks: AsyncIterator[str]) -> AsyncIterator[list[tuple[in
     pending: list[str] = []
     quotes = 0
     line = 0
+    pending_chars = 0
     async for chunk in chunks:
         parts = (carry + chunk).split("\n")
         carry = parts.pop()
         ready: list[str] = []
         for part in parts:
             pending.append(part + "\n")
+            pending_chars += len(part) + 1
             quotes += part.count('"')
             if not quotes % 2:
                 ready.extend(pending)
                 pending.clear()
-                quotes = 0
+                pending_chars = quotes = 0
+        if pending_chars + len(carry) > MAX_RECORD_CHARS:
+            first_line = line + len(ready) + 1
+            raise bad_request(f"CSV record at line {first_line} is longer than {MAX_RECORD_CHARS} characters (an unbalanced quote?)")
         if ready:
             batch, line = _parse(ready, line)
             if batch:

@@ -14,11 +14,12 @@ import re
 from collections.abc import AsyncIterator
 from typing import Any
 
-from sqlalchemy import and_, delete, func, select, text
+from sqlalchemy import Integer, and_, delete, func, select, text
+from sqlalchemy import column as sql_column
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from patchbay.core.http.errors import bad_request, conflict, not_found
+from patchbay.core.http.errors import ApiError, bad_request, conflict, not_found
 from patchbay.core.tables.models import DataTable, TableRow
 from patchbay.core.tables.schema import Schema, ValueRejected, coerce, validate_columns
 from patchbay.core.tables.search import matches, search_text_of
@@ -118,9 +119,49 @@ async def create_table(session: AsyncSession, *, workspace_id: str, name: str, s
     return table
 
 
+ERASE_BATCH = 1000
+
+
+def merged_columns(current: list[dict[str, str]], changes: dict[str, Any]) -> list[dict[str, str]]:
+    """The schema after a PATCH: ``columns`` adds or retypes the columns it names and keeps every
+    other column (a merge, never a silent replacement); ``removeColumns`` names the columns to drop."""
+    columns = {column["name"]: column for column in current}
+    if "columns" in changes:
+        for column in validate_columns(changes["columns"]):
+            columns[column["name"]] = column
+    removed = changes.get("removeColumns")
+    if removed is not None:
+        if not isinstance(removed, list) or not all(isinstance(name, str) for name in removed):
+            raise bad_request("Validation failed: 'removeColumns' must be a list of column names")
+        unknown = [name for name in removed if name not in columns]
+        if unknown:
+            raise bad_request(f"Validation failed: removeColumns names no column {', '.join(unknown)}")
+        for name in removed:
+            del columns[name]
+    return list(columns.values())
+
+
+async def _erase_values(session: AsyncSession, table: DataTable, names: set[str]) -> None:
+    """Remove dropped columns' values from every row (and from its search text), batch by batch, so
+    that no value lives on unseen in storage or search once its column is gone."""
+    after = ""
+    while True:
+        rows = (await session.execute(
+            select(TableRow.id, TableRow.data).where(TableRow.table_id == table.id, TableRow.id > after).order_by(TableRow.id).limit(ERASE_BATCH)
+        )).all()  # fmt: skip
+        if not rows:
+            return
+        changed = [{"row_id": row_id, "data": {k: v for k, v in data.items() if k not in names}} for row_id, data in rows if names & set(data or {})]
+        for change in changed:
+            await session.execute(
+                TableRow.__table__.update().where(TableRow.__table__.c.id == change["row_id"]).values(data=change["data"], search_text=search_text_of(change["data"].values()))
+            )
+        after = rows[-1][0]
+
+
 async def update_table(session: AsyncSession, table: DataTable, changes: dict[str, Any]) -> DataTable:
-    """Rename, describe or change the schema. Columns may be added, removed or retyped; existing
-    rows keep their data (a removed column's values stay in the rows but are no longer written)."""
+    """Rename, describe or change the schema. ``columns`` merges into the schema (adds or retypes the
+    named columns, keeps the rest); ``removeColumns`` drops columns together with their values."""
     if "name" in changes:
         if not isinstance(changes["name"], str) or not changes["name"].strip():
             raise bad_request("Validation failed: 'name' must be a non-empty string")
@@ -129,8 +170,12 @@ async def update_table(session: AsyncSession, table: DataTable, changes: dict[st
         if changes["description"] is not None and not isinstance(changes["description"], str):
             raise bad_request("Validation failed: 'description' must be a string")
         table.description = changes["description"]
-    if "columns" in changes:
-        table.columns = validate_columns(changes["columns"])
+    if "columns" in changes or "removeColumns" in changes:
+        before = {column["name"] for column in table.columns or []}
+        table.columns = merged_columns(list(table.columns or []), changes)
+        dropped = before - {column["name"] for column in table.columns}
+        if dropped:
+            await _erase_values(session, table, dropped)
     if "slug" in changes and changes["slug"] != table.slug:
         slug = changes["slug"]
         if not isinstance(slug, str) or not _SLUG.match(slug):
@@ -284,43 +329,110 @@ async def paged(session: AsyncSession, model: type, where, order_by: tuple, page
 async def find_row(session: AsyncSession, table: DataTable, column: str, value: Any) -> TableRow | None:
     """The most recently updated row whose ``column`` equals ``value`` (converted to the column's
     type), or None. ``column`` may also be ``id`` or ``external_key``."""
-    statement = select(TableRow).where(TableRow.table_id == table.id, TableRow.workspace_id == table.workspace_id)
+    condition = _row_condition(session.bind.dialect.name, table, column, value)
+    if condition is None:
+        return None
+    return await session.scalar(_newest(select(TableRow), table, condition))
+
+
+def _newest(statement, table: DataTable, condition):
+    statement = statement.where(TableRow.table_id == table.id, TableRow.workspace_id == table.workspace_id, condition)
+    return statement.order_by(TableRow.updated_at.desc(), TableRow.id.desc()).limit(1)
+
+
+def _row_condition(dialect: str, table: DataTable, column: str, value: Any, suffix: str = ""):
+    """The WHERE clause matching ``column`` = ``value`` in ``table``, or None when no row can
+    match; 400 for an unknown column of a strict table. ``suffix`` keeps bind names apart when
+    several conditions share one statement."""
     if column in ("id", "external_key"):
-        if value is None:
-            return None
-        statement = statement.where(getattr(TableRow, column) == str(value))
-    else:
-        schema = Schema(table.columns or [])
-        kind = schema.types.get(column)
-        if schema.strict and kind is None:
-            raise bad_request(f"Validation failed: Unknown column '{column}'")
-        try:
-            typed = coerce(column, kind or "json", value)
-        except ValueRejected:
-            return None  # nothing of that column's type can equal it
-        if typed is None:
-            return None
-        statement = statement.where(_data_equals(session.bind.dialect.name, column, typed))
-    statement = statement.order_by(TableRow.updated_at.desc(), TableRow.id.desc()).limit(1)
-    return await session.scalar(statement)
+        return None if value is None else getattr(TableRow, column) == str(value)
+    typed = _typed(table, column, value)
+    return None if typed is None else _data_equals(dialect, column, typed, suffix)
 
 
-def _data_equals(dialect: str, column: str, value: Any):
+def _typed(table: DataTable, column: str, value: Any) -> Any:
+    """``value`` converted to the type of data column ``column``; None when nothing can equal it."""
+    schema = Schema(table.columns or [])
+    kind = schema.types.get(column)
+    if schema.strict and kind is None:
+        raise bad_request(f"Validation failed: Unknown column '{column}'")
+    try:
+        return coerce(column, kind or "json", value)
+    except ValueRejected:
+        return None  # nothing of that column's type can equal it
+
+
+def _data_equals(dialect: str, column: str, value: Any, suffix: str = ""):
+    path, given, name = f"lookup_path{suffix}", f"lookup_value{suffix}", f"lookup_column{suffix}"
     if dialect == "postgresql":
-        return text("(table_rows.data -> :lookup_column) = CAST(:lookup_value AS jsonb)").bindparams(
-            lookup_column=column, lookup_value=json.dumps(value)
-        )
+        return text(f"(table_rows.data -> :{name}) = CAST(:{given} AS jsonb)").bindparams(**{name: column, given: json.dumps(value)})
     if isinstance(value, bool):
         value = int(value)
     elif isinstance(value, dict | list):
-        return text("json(json_extract(table_rows.data, :lookup_path)) = json(:lookup_value)").bindparams(
-            lookup_path=f'$."{column}"', lookup_value=json.dumps(value)
-        )
-    return text("json_extract(table_rows.data, :lookup_path) = :lookup_value").bindparams(lookup_path=f'$."{column}"', lookup_value=value)
+        return text(f"json(json_extract(table_rows.data, :{path})) = json(:{given})").bindparams(**{path: f'$."{column}"', given: json.dumps(value)})
+    return text(f"json_extract(table_rows.data, :{path}) = :{given}").bindparams(**{path: f'$."{column}"', given: value})
 
 
 async def lookup_row(session: AsyncSession, *, workspace_id: str, table_slug: str, column: str, value: Any) -> dict[str, Any] | None:
-    """The flow step ``table.lookup``: the most recently updated matching row, or None."""
-    table = await get_table(session, workspace_id, table_slug)
-    row = await find_row(session, table, column, value)
-    return row_json(row) if row is not None else None
+    """One ``table.lookup``: the most recently updated matching row, or None."""
+    result = (await lookup_rows(session, workspace_id=workspace_id, lookups=[(table_slug, column, value)]))[0]
+    if isinstance(result, Exception):
+        raise result
+    return result
+
+
+async def lookup_rows(session: AsyncSession, *, workspace_id: str, lookups: list[tuple[str, str, Any]]) -> list[dict[str, Any] | None | Exception]:
+    """Many ``table.lookup`` steps of one workspace at once. ``lookups`` are ``(table_slug,
+    column, value)``; the answer has, at each lookup's position, its row, None, or the error it
+    alone would raise. On PostgreSQL the data-column lookups are one prepared statement (the arrays
+    of lookups joined laterally to the newest matching row); the rest cost one probe each, all in
+    one statement."""
+    slugs = {slug for slug, _, _ in lookups}
+    tables = {t.slug: t for t in (await session.scalars(select(DataTable).where(DataTable.workspace_id == workspace_id, DataTable.slug.in_(slugs)))).all()}
+    dialect = session.bind.dialect.name
+    results: list[dict[str, Any] | None | Exception] = [None] * len(lookups)
+    probes = {}
+    arrays: dict[str, list] = {"idx": [], "tables": [], "cols": [], "vals": []}
+    for index, (slug, column, value) in enumerate(lookups):
+        table = tables.get(slug)
+        if table is None:
+            results[index] = not_found(f"Table not found: {slug}")
+            continue
+        try:
+            if dialect == "postgresql" and column not in ("id", "external_key"):
+                typed = _typed(table, column, value)
+                if typed is not None:
+                    for name, item in zip(arrays, (index, table.id, column, json.dumps(typed)), strict=True):
+                        arrays[name].append(item)
+                continue
+            condition = _row_condition(dialect, table, column, value, suffix=f"_{index}")
+        except ApiError as error:
+            results[index] = error
+            continue
+        if condition is not None:
+            probes[index] = _newest(select(TableRow.id), table, condition).scalar_subquery().label(f"lookup_{index}")
+    if arrays["idx"]:
+        for found in (await session.execute(_NEWEST_OF_MANY, {"ws": workspace_id, **arrays})).mappings():
+            results[found["idx"]] = {"id": found["id"], "tableId": found["table_id"], "external_key": found["external_key"], "data": found["data"],
+                                     "createdAt": iso(found["created_at"]), "updatedAt": iso(found["updated_at"])}  # fmt: skip
+    if probes:
+        ids = (await session.execute(select(*probes.values()))).one()
+        found_ids = {row_id for row_id in ids if row_id is not None}
+        rows = {row.id: row for row in (await session.scalars(select(TableRow).where(TableRow.id.in_(found_ids))))} if found_ids else {}
+        for index, row_id in zip(probes, ids, strict=True):
+            if row_id is not None:
+                results[index] = row_json(rows[row_id])
+    return results
+
+
+_ROW = TableRow.__table__.c
+_NEWEST_OF_MANY = text("""
+    SELECT v.idx, r.id, r.table_id, r.external_key, r.data, r.created_at, r.updated_at
+    FROM unnest(CAST(:idx AS integer[]), CAST(:tables AS text[]), CAST(:cols AS text[]), CAST(CAST(:vals AS text[]) AS jsonb[]))
+         AS v(idx, table_id, col, val)
+    CROSS JOIN LATERAL (
+        SELECT t.id, t.table_id, t.external_key, t.data, t.created_at, t.updated_at FROM table_rows t
+        WHERE t.table_id = v.table_id AND t.workspace_id = :ws AND (t.data -> v.col) = v.val
+        ORDER BY t.updated_at DESC, t.id DESC LIMIT 1
+    ) AS r
+""").columns(sql_column("idx", Integer), _ROW.id, _ROW.table_id, _ROW.external_key, _ROW.data, _ROW.created_at, _ROW.updated_at)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from sqlalchemy import String
+from datetime import datetime
+
+from sqlalchemy import ForeignKey, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from patchbay.core.storage.base import Base, IdMixin, TimestampMixin
+from patchbay.core.timeutil import utcnow
 
 
 class User(IdMixin, TimestampMixin, Base):
@@ -20,3 +23,18 @@ class User(IdMixin, TimestampMixin, Base):
     phone_number: Mapped[str | None] = mapped_column(String(40))
     email_verified: Mapped[bool] = mapped_column(default=False)
     user_type: Mapped[str | None] = mapped_column(String(40))
+
+
+class SignInSession(IdMixin, Base):
+    """A browser's sign-in at the identity provider. The cookie holds a random token; only its keyed
+    digest is stored, so the table alone cannot be replayed. Ended by sign-out, a password change
+    or expiry; removed with its user."""
+
+    __tablename__ = "user_sessions"
+
+    token_digest: Mapped[str] = mapped_column(String(64), unique=True)
+    user_id: Mapped[str] = mapped_column(String(36), ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    auth_time: Mapped[int]
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    expires_at: Mapped[datetime]
+    ended_at: Mapped[datetime | None]

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import functools
+import secrets
+
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from patchbay.core.users.models import User
+from patchbay.core.users.sessions import end_user_sessions
 
 _hasher = PasswordHasher()
 
@@ -20,11 +24,16 @@ def hash_password(password: str) -> str:
     return _hasher.hash(password)
 
 
+@functools.cache
+def _dummy_hash() -> str:
+    return _hasher.hash(secrets.token_urlsafe(16))
+
+
 def verify_password(password_hash: str | None, password: str) -> bool:
-    if not password_hash:
-        return False
+    """Whether ``password`` matches; without a hash (unknown user, no password) a dummy one is
+    checked anyway, so the answer takes as long and timing does not tell whether an account exists."""
     try:
-        return _hasher.verify(password_hash, password)
+        return _hasher.verify(password_hash or _dummy_hash(), password) and password_hash is not None
     except (VerificationError, InvalidHashError):
         return False
 
@@ -57,3 +66,25 @@ async def create_user(session: AsyncSession, *, email: str, password: str | None
     session.add(user)
     await session.flush()
     return user
+
+
+async def list_users(session: AsyncSession) -> list[User]:
+    """Every user, oldest first (the operator's view)."""
+    return list((await session.scalars(select(User).order_by(User.created_at, User.id))).all())
+
+
+async def find_user(session: AsyncSession, id_or_email: str) -> User | None:
+    """A user by id, or by e-mail address when the value has an ``@``."""
+    if "@" in id_or_email:
+        return await find_user_by_email(session, id_or_email)
+    return await session.get(User, id_or_email)
+
+
+async def delete_user(session: AsyncSession, user: User) -> None:
+    """Delete a user; memberships, grants and sessions go with it through the foreign keys."""
+    await session.delete(user)
+    await session.flush()
+async def change_password(session: AsyncSession, user: User, password: str) -> None:
+    """Set ``user``'s password and end all their sign-in sessions (whoever knew the old one is out)."""
+    user.password_hash = hash_password(password)
+    await end_user_sessions(session, user.id)

@@ -1,6 +1,8 @@
-"""Forwarding events to subscriptions (spec 6.3, contract section 7), one job per attempt.
+"""Forwarding events to subscriptions (spec 6.3, contract section 7).
 
-Each attempt is a job ``webhooks.deliver`` ``{delivery_id, attempt}``. It POSTs the event, then in
+The first attempts of the deliveries that one processing pass creates are one job,
+``webhooks.deliver_batch`` ``{delivery_ids}`` (see :func:`deliver_batch_job`); every other attempt
+is a job ``webhooks.deliver`` ``{delivery_id, attempt}``. It POSTs the event, then in
 one transaction logs the attempt, updates the delivery and, when another try is due, queues the next
 attempt's job with its delay: the attempt log and the schedule never disagree. A job that finds its
 attempt already logged does nothing, so a re-run after a crash does not log twice (the POST itself
@@ -25,6 +27,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 
 import aiohttp
+import attrs
 from aiohttp import web
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -34,13 +37,16 @@ from patchbay.core.jobs.queue import JobContext
 from patchbay.core.outbound import UnsafeTarget
 from patchbay.core.security.secrets import DecryptionError
 from patchbay.core.settings import WebhooksSettings
-from patchbay.core.timeutil import iso, utcnow
+from patchbay.core.timeutil import iso, new_id, utcnow
 from patchbay.core.webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEvent, WebhookSubscription
 from patchbay.core.webhooks.signing import signature_headers
 
 log = logging.getLogger(__name__)
 
 DELIVER_JOB = "webhooks.deliver"
+DELIVER_BATCH_JOB = "webhooks.deliver_batch"
+#: first attempts of one batch job in flight at once
+BATCH_CONCURRENCY = 64
 EXCERPT_BYTES = 1024
 
 
@@ -127,27 +133,43 @@ def subscription_secrets(app: web.Application, subscription: WebhookSubscription
     return secrets
 
 
-async def deliver_job(context: JobContext) -> None:
-    app = context.app
-    delivery_id, attempt = context.payload["delivery_id"], int(context.payload["attempt"])
-    async with app[DB].session() as session:
-        delivery = await session.get(WebhookDelivery, delivery_id)
-        if delivery is None or delivery.status != "pending" or delivery.attempts >= attempt:
-            return
-        subscription = await session.get(WebhookSubscription, delivery.subscription_id)
-        event = await session.get(WebhookEvent, delivery.event_id)
-    if subscription is None or not subscription.is_active or event is None:
-        reason = "the subscription was deleted" if subscription is None else "the subscription is disabled" if event is not None else "the event is gone"
-        await _close(app, delivery, reason)
-        return
+@attrs.define
+class _Outcome:
+    """What one HTTP attempt came to."""
+
+    status_code: int | None = None
+    excerpt: str | None = None
+    error: str | None = None
+    retry_after: str | None = None
+    unsafe: bool = False
+    duration_ms: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.status_code is not None and 200 <= self.status_code < 300
+
+    @property
+    def gone(self) -> bool:
+        return self.status_code == 410
+
+
+def _closing_reason(subscription: WebhookSubscription | None, event: WebhookEvent | None) -> str | None:
+    if subscription is None:
+        return "the subscription was deleted"
+    if not subscription.is_active:
+        return "the subscription is disabled"
+    return "the event is gone" if event is None else None
+
+
+async def _attempt(app: web.Application, subscription: WebhookSubscription, event: WebhookEvent) -> _Outcome | str:
+    """POST ``event`` to ``subscription``: the outcome, or why the delivery must close untried."""
     settings = app[SETTINGS].webhooks
     body = forward_body(event)
     timestamp = int(time.time())
     try:
         secrets = subscription_secrets(app, subscription)
     except DecryptionError:
-        await _close(app, delivery, "the callback secret cannot be decrypted with the configured keys")
-        return
+        return "the callback secret cannot be decrypted with the configured keys"
     headers = {
         "Content-Type": "application/json",
         "User-Agent": "patchbay-webhooks/1",
@@ -158,41 +180,143 @@ async def deliver_job(context: JobContext) -> None:
         "webhook-timestamp": str(timestamp),
         **signature_headers(secrets, event.id, timestamp, body),
     }
-    status_code, excerpt, error, retry_after, unsafe = None, None, None, None, False
+    outcome = _Outcome()
     started = time.perf_counter()
     try:
         app[OUTBOUND].check(subscription.url)
         timeout = aiohttp.ClientTimeout(total=settings.attempt_timeout_seconds)
         async with app[OUTBOUND].session.post(subscription.url, data=body, headers=headers, timeout=timeout, allow_redirects=False) as response:
-            status_code = response.status
-            retry_after = response.headers.get("Retry-After")
-            excerpt = (await response.content.read(EXCERPT_BYTES)).decode("utf-8", "replace")
+            outcome.status_code = response.status
+            outcome.retry_after = response.headers.get("Retry-After")
+            outcome.excerpt = (await response.content.read(EXCERPT_BYTES)).decode("utf-8", "replace")
     except UnsafeTarget as exc:
-        error, unsafe = f"refused target: {exc}", True
+        outcome.error, outcome.unsafe = f"refused target: {exc}", True
     except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
-        error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    duration_ms = int((time.perf_counter() - started) * 1000)
-    ok = status_code is not None and 200 <= status_code < 300
-    gone = status_code == 410
-    delay = None if ok or gone or unsafe else next_delay(settings, long_tail=subscription.long_tail, attempt=attempt, status=status_code, retry_after=retry_after)
+        outcome.error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    outcome.duration_ms = int((time.perf_counter() - started) * 1000)
+    return outcome
+
+
+def _next_delay(app: web.Application, subscription: WebhookSubscription, attempt: int, outcome: _Outcome) -> float | None:
+    if outcome.ok or outcome.gone or outcome.unsafe:
+        return None
+    return next_delay(app[SETTINGS].webhooks, long_tail=subscription.long_tail, attempt=attempt, status=outcome.status_code, retry_after=outcome.retry_after)
+
+
+def _delivery_values(outcome: _Outcome, attempt: int, delay: float | None, now) -> dict[str, Any]:
+    values: dict[str, Any] = {"attempts": attempt, "last_status_code": outcome.status_code, "last_error": outcome.error, "updated_at": now}
+    if outcome.ok:
+        values.update(status="succeeded", delivered_at=now, next_attempt_at=None)
+    elif outcome.gone:
+        values.update(status="gone", next_attempt_at=None)
+    elif delay is None:
+        values.update(status="failed", next_attempt_at=None)
+    else:
+        values.update(next_attempt_at=now + timedelta(seconds=delay))
+    return values
+
+
+async def deliver_job(context: JobContext) -> None:
+    app = context.app
+    delivery_id, attempt = context.payload["delivery_id"], int(context.payload["attempt"])
+    async with app[DB].session() as session:
+        delivery = await session.get(WebhookDelivery, delivery_id)
+        if delivery is None or delivery.status != "pending" or delivery.attempts >= attempt:
+            return
+        subscription = await session.get(WebhookSubscription, delivery.subscription_id)
+        event = await session.get(WebhookEvent, delivery.event_id)
+    reason = _closing_reason(subscription, event)
+    outcome = reason or await _attempt(app, subscription, event)
+    if isinstance(outcome, str):
+        await _close(app, delivery, outcome)
+        return
+    delay = _next_delay(app, subscription, attempt, outcome)
     now = utcnow()
     async with app[DB].transaction(tenant=delivery.workspace_id) as session:
-        session.add(WebhookAttempt(delivery_id=delivery.id, number=attempt, status_code=status_code, duration_ms=duration_ms, response_excerpt=excerpt, error=error))
-        values: dict[str, Any] = {"attempts": attempt, "last_status_code": status_code, "last_error": error, "updated_at": now}
-        if ok:
-            values.update(status="succeeded", delivered_at=now, next_attempt_at=None)
-        elif gone:
-            values.update(status="gone", next_attempt_at=None)
-        elif delay is None:
-            values.update(status="failed", next_attempt_at=None)
-        else:
-            values.update(next_attempt_at=now + timedelta(seconds=delay))
+        session.add(WebhookAttempt(delivery_id=delivery.id, number=attempt, status_code=outcome.status_code, duration_ms=outcome.duration_ms,
+                                   response_excerpt=outcome.excerpt, error=outcome.error))  # fmt: skip
+        values = _delivery_values(outcome, attempt, delay, now)
         await session.execute(update(WebhookDelivery).where(WebhookDelivery.id == delivery.id).values(**values).execution_options(synchronize_session=False))
         subscription = await session.get(WebhookSubscription, subscription.id)
         if subscription is not None:
-            _track_health(settings, subscription, ok=ok, gone=gone, exhausted=not ok and delay is None)
+            _track_health(app[SETTINGS].webhooks, subscription, ok=outcome.ok, gone=outcome.gone, exhausted=not outcome.ok and delay is None)
         if delay is not None:
             app[JOBS].enqueue(session, DELIVER_JOB, {"delivery_id": delivery.id, "attempt": attempt + 1}, delay=delay, workspace_id=delivery.workspace_id)
+
+
+async def deliver_batch_job(context: JobContext) -> None:
+    """The first attempts of many deliveries (``{delivery_ids}``): read in three queries, POSTed
+    concurrently, then logged in one transaction that claims each delivery's first attempt (a
+    delivery whose first attempt is logged already is left alone, so a re-run logs nothing twice)
+    and queues the second attempts, as ``webhooks.deliver`` jobs, of those that failed."""
+    app = context.app
+    ids = list(context.payload["delivery_ids"])
+    async with app[DB].session() as session:
+        statement = select(WebhookDelivery).where(WebhookDelivery.id.in_(ids), WebhookDelivery.status == "pending", WebhookDelivery.attempts < 1)
+        deliveries = list((await session.scalars(statement)).all())
+        subscription_ids = {d.subscription_id for d in deliveries}
+        subscriptions = {s.id: s for s in (await session.scalars(select(WebhookSubscription).where(WebhookSubscription.id.in_(subscription_ids)))).all()}
+        event_ids = {d.event_id for d in deliveries}
+        events = {e.id: e for e in (await session.scalars(select(WebhookEvent).where(WebhookEvent.id.in_(event_ids)))).all()}
+    slots = asyncio.Semaphore(BATCH_CONCURRENCY)
+
+    async def attempt(delivery: WebhookDelivery) -> _Outcome | str:
+        subscription, event = subscriptions.get(delivery.subscription_id), events.get(delivery.event_id)
+        reason = _closing_reason(subscription, event)
+        if reason:
+            return reason
+        async with slots:
+            return await _attempt(app, subscription, event)
+
+    outcomes = await asyncio.gather(*(attempt(delivery) for delivery in deliveries))
+    closed = [(delivery, outcome) for delivery, outcome in zip(deliveries, outcomes, strict=True) if isinstance(outcome, str)]
+    tried = [(delivery, outcome) for delivery, outcome in zip(deliveries, outcomes, strict=True) if not isinstance(outcome, str)]
+    for delivery, reason in closed:
+        await _close(app, delivery, reason)
+    if tried:
+        await _log_first_attempts(app, tried)
+
+
+async def _log_first_attempts(app: web.Application, tried: list[tuple[WebhookDelivery, _Outcome]]) -> None:
+    now = utcnow()
+    async with app[DB].transaction() as session:
+        claimed = set(
+            (
+                await session.scalars(
+                    update(WebhookDelivery)
+                    .where(WebhookDelivery.id.in_([d.id for d, _ in tried]), WebhookDelivery.status == "pending", WebhookDelivery.attempts < 1)
+                    .values(attempts=1, updated_at=now)
+                    .returning(WebhookDelivery.id)
+                    .execution_options(synchronize_session=False)
+                )
+            ).all()
+        )
+        mine = [(delivery, outcome) for delivery, outcome in tried if delivery.id in claimed]
+        if not mine:
+            return
+        subscriptions = {s.id: s for s in (await session.scalars(select(WebhookSubscription).where(WebhookSubscription.id.in_({d.subscription_id for d, _ in mine})))).all()}
+        attempts, rows = [], []
+        for delivery, outcome in mine:
+            subscription = subscriptions.get(delivery.subscription_id)
+            delay = _next_delay(app, subscription, 1, outcome) if subscription is not None else None
+            attempts.append({"id": new_id(), "workspace_id": delivery.workspace_id, "delivery_id": delivery.id, "number": 1, "status_code": outcome.status_code,
+                             "duration_ms": outcome.duration_ms, "response_excerpt": outcome.excerpt, "error": outcome.error, "created_at": now, "updated_at": now})  # fmt: skip
+            rows.append({"id": delivery.id, **_delivery_values(outcome, 1, delay, now)})
+            if subscription is not None:
+                _track_health(app[SETTINGS].webhooks, subscription, ok=outcome.ok, gone=outcome.gone, exhausted=not outcome.ok and delay is None)
+            if delay is not None:
+                app[JOBS].enqueue(session, DELIVER_JOB, {"delivery_id": delivery.id, "attempt": 2}, delay=delay, workspace_id=delivery.workspace_id)
+        await session.execute(WebhookAttempt.__table__.insert(), attempts)
+        for values in _same_keys(rows):
+            await session.execute(update(WebhookDelivery), values)
+
+
+def _same_keys(rows: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """Rows grouped by their set of keys (a bulk UPDATE by primary key takes one shape at a time)."""
+    groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault(tuple(sorted(row)), []).append(row)
+    return list(groups.values())
 
 
 def _track_health(settings: WebhooksSettings, subscription: WebhookSubscription, *, ok: bool, gone: bool, exhausted: bool) -> None:
@@ -212,6 +336,9 @@ def _track_health(settings: WebhooksSettings, subscription: WebhookSubscription,
         subscription.disabled_at = now
         subscription.disabled_reason = reason
         log.warning("ALERT: webhook subscription %s (workspace %s, %s) disabled: %s", subscription.id, subscription.workspace_id, subscription.url, reason)
+        from patchbay.core.alerts.operator_events import webhook_subscription_disabled
+
+        webhook_subscription_disabled(subscription, reason)
 
 
 async def _close(app: web.Application, delivery: WebhookDelivery, reason: str) -> None:

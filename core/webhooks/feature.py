@@ -9,7 +9,7 @@ from aiohttp import web
 from patchbay.core.appkeys import CRON, DB, JOBS, SETTINGS, WEBHOOK_INGEST
 from patchbay.core.jobs.cron import CronJob
 from patchbay.core.webhooks import events, inbound, subscriptions
-from patchbay.core.webhooks.delivery import DELIVER_JOB, deliver_job
+from patchbay.core.webhooks.delivery import DELIVER_BATCH_JOB, DELIVER_JOB, deliver_batch_job, deliver_job
 from patchbay.core.webhooks.ingest import PROCESS_JOB, IngestWriter
 from patchbay.core.webhooks.listeners import get_listeners
 from patchbay.core.webhooks.processing import process_job
@@ -32,4 +32,5 @@ def setup(app: web.Application) -> None:
     app.cleanup_ctx.append(_ingest_writer)
     app[JOBS].register(PROCESS_JOB, process_job, max_attempts=10)
     app[JOBS].register(DELIVER_JOB, deliver_job, max_attempts=3)
+    app[JOBS].register(DELIVER_BATCH_JOB, deliver_batch_job, max_attempts=3)
     app[CRON].add(CronJob("renew-webhook-subscriptions", 3600, renew_webhook_subscriptions))

@@ -1,9 +1,12 @@
 """Processing of stored inbound events, after the 200 (spec 6.2, contract section 7).
 
-A batch job per ingest commit processes its events one by one. For each: drop a delivery that was
-received before (DUPLICATE), parse the body, split it into the provider events it carries, route
+A batch job per ingest commit processes its events: the common ones in one pass (see ``batch``),
+the rest one by one, as described here. For each: drop a delivery that was
+received before (DUPLICATE: the same body, or an event whose provider event id the workspace has
+processed already; it is neither forwarded nor shown to flows), parse the body, split it into the provider events it carries, route
 each to a workspace (``?connectionId=`` or the provider's routing keys against connection
-metadata), fetch and store the lead it announces, then, in one transaction: record the outcome,
+metadata), fetch and store the lead it announces (a person the workspace knows already has their lead
+updated, never a second lead; the event is forwarded like any other), then, in one transaction: record the outcome,
 queue the forwarding to the workspace's subscriptions, call the listeners (flow triggers) and queue
 the CRM pushes. The outcome is written only while the event is still RECEIVED, so a job that runs
 twice after a crash changes nothing the second time.
@@ -12,6 +15,7 @@ twice after a crash changes nothing the second time.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import uuid
@@ -20,14 +24,15 @@ from typing import Any
 from aiohttp import web
 from sqlalchemy import and_, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from patchbay.core.appkeys import DB, REGISTRY
 from patchbay.core.connections.models import Connection
 from patchbay.core.crm_push.service import maybe_await, open_connection_client, schedule_push
 from patchbay.core.jobs.queue import JobContext
-from patchbay.core.leads.models import Lead
-from patchbay.core.leads.service import lead_json, lock_workspace_leads, save_lead
+from patchbay.core.leads.service import lead_json, lock_workspace_leads, merge_lead, save_lead
 from patchbay.core.timeutil import utcnow
+from patchbay.core.webhooks.batch import process_batch
 from patchbay.core.webhooks.delivery import create_deliveries
 from patchbay.core.webhooks.listeners import get_listeners
 from patchbay.core.webhooks.models import WebhookEvent
@@ -46,39 +51,72 @@ class _AlreadyProcessed(Exception):
 BATCH_CONCURRENCY = 8
 
 
+class TransientProcessingError(Exception):
+    """Some events of a batch met a passing failure (the database or network); the job retries them."""
+
+
+def is_transient(error: BaseException) -> bool:
+    """A failure that says nothing about the event: the database or the network, worth a retry."""
+    if isinstance(error, DBAPIError):
+        return isinstance(error, OperationalError | InterfaceError) or error.connection_invalidated
+    return isinstance(error, ConnectionError | TimeoutError)
+
+
 async def process_job(context: JobContext) -> dict[str, Any]:
+    """Process a batch: first in one pass (``batch``), then one by one what that pass leaves over
+    (or the whole batch, if its transaction failed). An event whose processing raises is FAILED with
+    the error as its reason, except for transient errors: those leave it RECEIVED and the job
+    retries (on its last attempt they fail it too), so an event never waits on a retry for an error
+    that will not pass."""
     event_ids = list(context.payload.get("event_ids", ()))
+    final = context.is_last_attempt
+    try:
+        left = await process_batch(context.app, event_ids)
+    except Exception as error:
+        if not final and is_transient(error):
+            raise TransientProcessingError(f"the batch of {len(event_ids)} events will be retried: {error!r}") from error
+        log.warning("processing %d inbound events in one pass failed; processing them one by one: %r", len(event_ids), error)
+        left = event_ids
     slots = asyncio.Semaphore(BATCH_CONCURRENCY)
 
     async def one(event_id: str) -> None:
         async with slots:
-            await process_event(context.app, event_id)
+            await process_event(context.app, event_id, retry_transient=not final)
 
-    await asyncio.gather(*(one(event_id) for event_id in event_ids))
-    return {"processed": len(event_ids)}
+    outcomes = await asyncio.gather(*(one(event_id) for event_id in left), return_exceptions=True)
+    transient = [error for error in outcomes if isinstance(error, BaseException)]
+    if transient:
+        raise TransientProcessingError(f"{len(transient)} of {len(left)} events will be retried: {transient[0]!r}") from transient[0]
+    return {"processed": len(event_ids), "one_by_one": len(left)}
 
 
-async def process_event(app: web.Application, event_id: str) -> None:
+async def process_event(app: web.Application, event_id: str, *, retry_transient: bool = False) -> None:
     async with app[DB].session() as session:
         event = await session.get(WebhookEvent, event_id)
     if event is None:
         return
     handler = app[REGISTRY].get("webhooks", event.provider)
     if event.status == "RECEIVED":
-        try:
+        async with _failing_on_error(app, event.id, retry_transient):
             await _process_root(app, handler, event)
-        except Exception as error:
-            log.exception("processing inbound event %s failed", event_id)
-            await _fail(app, event.id, f"processing error: {error!r}")
     async with app[DB].session() as session:
         children = (await session.scalars(select(WebhookEvent).where(WebhookEvent.parent_id == event_id, WebhookEvent.status == "RECEIVED"))).all()
     for child in children:
         item = InboundEvent(type=child.event_type or "unknown", data=child.payload or {}, external_id=child.external_id)
-        try:
+        async with _failing_on_error(app, child.id, retry_transient):
             await _process_item(app, handler, child, item)
-        except Exception as error:
-            log.exception("processing inbound event %s failed", child.id)
-            await _fail(app, child.id, f"processing error: {error!r}")
+
+
+@contextlib.asynccontextmanager
+async def _failing_on_error(app: web.Application, event_id: str, retry_transient: bool):
+    try:
+        yield
+    except Exception as error:
+        if retry_transient and is_transient(error):
+            log.warning("processing inbound event %s met a transient error; it will be retried: %r", event_id, error)
+            raise
+        log.exception("processing inbound event %s failed", event_id)
+        await _fail(app, event_id, f"processing error: {error!r}"[:2000])
 
 
 async def _process_root(app: web.Application, handler: WebhookHandler | None, event: WebhookEvent) -> None:
@@ -186,20 +224,19 @@ async def _process_item(app: web.Application, handler: WebhookHandler | None, ev
         return
     workspace_id = connection.workspace_id
     lead_ref = handler.lead_ref(item) if handler is not None else None
-    lead_data, lead_error, existing_lead = None, None, None
-    if lead_ref:
-        async with app[DB].session(tenant=workspace_id) as session:
-            existing_lead = await session.scalar(select(Lead.id).where(Lead.provider == event.provider, Lead.external_id == str(lead_ref)))
-        if existing_lead is None:
-            try:
-                client = await open_connection_client(app, workspace_id=workspace_id, connection_id=connection.id)
-                lead_data = await maybe_await(handler.fetch_lead(client, item))
-            except Exception as error:
-                lead_error = f"lead extraction failed: {error}"[:2000]
+    lead_data, lead_error = None, None
+    repeated = await _repeat_of(app, event, workspace_id, item.external_id)
+    if lead_ref and repeated is None:
+        try:
+            client = await open_connection_client(app, workspace_id=workspace_id, connection_id=connection.id)
+            lead_data = await maybe_await(handler.fetch_lead(client, item))
+        except Exception as error:
+            lead_error = f"lead extraction failed: {error}"[:2000]
     try:
         async with app[DB].transaction() as session:
             # Claim first: the write takes SQLite's write lock (so the reads below see every
-            # committed lead) and the row lock on PostgreSQL; a second run finds nothing to claim.
+            # committed lead and event) and the row lock on PostgreSQL; a second run finds nothing
+            # to claim. The workspace's lead lock serialises concurrent copies of one event.
             claimed = await session.execute(
                 update(WebhookEvent)
                 .where(WebhookEvent.id == event.id, WebhookEvent.status == "RECEIVED")
@@ -208,28 +245,29 @@ async def _process_item(app: web.Application, handler: WebhookHandler | None, ev
             )
             if claimed.rowcount != 1:
                 raise _AlreadyProcessed
-            lead, created = None, False
-            if lead_data is not None:
+            if item.external_id or lead_data is not None:
                 await lock_workspace_leads(session, workspace_id)
-                lead, created = await save_lead(
-                    session, workspace_id=workspace_id, provider=event.provider, data=lead_data, connection_id=connection.id, event_id=event.id, source="webhook"
-                )
-            if existing_lead is not None:
-                status, reason = "DUPLICATE", f"lead {existing_lead} already exists"
-            elif lead is not None and not created:
-                status, reason = "DUPLICATE", f"lead {lead.id} already exists"
-            elif lead_error:
-                status, reason = "FAILED", lead_error
+            repeated = await _repeat_of(app, event, workspace_id, item.external_id, session=session)
+            lead, created = None, False
+            if repeated is not None:
+                status, reason = "DUPLICATE", f"the same provider event ({item.external_id}) was received before as event {repeated}"
             else:
-                status, reason = "PROCESSED", None
+                if lead_data is not None:
+                    lead, created = await save_lead(
+                        session, workspace_id=workspace_id, provider=event.provider, data=lead_data, connection_id=connection.id, event_id=event.id, source="webhook"
+                    )
+                    if not created:  # a new event about a person the workspace knows: update, do not duplicate
+                        merge_lead(lead, lead_data)
+                        await session.flush()
+                status, reason = ("FAILED", lead_error) if lead_error else ("PROCESSED", None)
             payload = dict(base["payload"])
-            if lead is not None and created:
+            if lead is not None:
                 payload["lead"] = lead_json(lead)
             await session.execute(
                 update(WebhookEvent)
                 .where(WebhookEvent.id == event.id)
                 .values(status=status, reason=reason, event_type=base["event_type"], payload=payload, external_id=base["external_id"],
-                        lead_id=(lead.id if lead is not None else existing_lead))  # fmt: skip
+                        lead_id=(lead.id if lead is not None else None))  # fmt: skip
                 .execution_options(synchronize_session=False)
             )
             if status != "DUPLICATE":
@@ -240,6 +278,28 @@ async def _process_item(app: web.Application, handler: WebhookHandler | None, ev
                 await schedule_push(app, session, lead)
     except _AlreadyProcessed:
         return
+
+
+async def _repeat_of(app: web.Application, event: WebhookEvent, workspace_id: str, external_id: str | None, *, session=None) -> str | None:
+    """The id of an earlier event of the workspace with the same provider event id, already
+    processed (forwarded or failed): this event is a repeated delivery of it."""
+    if not external_id:
+        return None
+    statement = (
+        select(WebhookEvent.id)
+        .where(
+            WebhookEvent.provider == event.provider,
+            WebhookEvent.workspace_id == workspace_id,
+            WebhookEvent.external_id == external_id,
+            WebhookEvent.id != event.id,
+            WebhookEvent.status.in_(("PROCESSED", "FAILED")),
+        )
+        .limit(1)
+    )
+    if session is not None:
+        return await session.scalar(statement)
+    async with app[DB].session() as own:
+        return await own.scalar(statement)
 
 
 async def _finish_unrouted(app: web.Application, event_id: str, status: str, reason: str, **values: Any) -> None:

@@ -108,6 +108,10 @@ class WebhookHandler:
         """The provider events in a parsed JSON body. Required."""
         raise NotImplementedError
 
+    #: The connection metadata names that ``routing_keys`` matches; a workspace setting one of them
+    #: claims the provider's events, so each value is held by one workspace (``routing_keys`` module).
+    routing_metadata_keys: tuple[str, ...] = ()
+
     def routing_keys(self, event: InboundEvent) -> Iterable[tuple[str, str]]:
         """``(metadata_key, value)`` pairs: the event belongs to the connection of this provider whose
         metadata has ``metadata_key == value`` (the first pair that matches wins). Default: none, so

@@ -7,6 +7,17 @@ import base64
 import binascii
 import hashlib
 import hmac
+import secrets as _random
+
+SECRET_PREFIX = "whsec_"
+
+
+def generate_secret(nbytes: int = 24) -> str:
+    """A new signing secret in the Standard Webhooks form, ``whsec_<standard base64>``, which the
+    specification's libraries decode to the HMAC key. (Secrets generated before this were
+    ``whsec_<URL-safe text>``: those that do not decode keep signing with their UTF-8 bytes, as
+    they always did; rotating the secret gives one the libraries accept.)"""
+    return SECRET_PREFIX + base64.b64encode(_random.token_bytes(nbytes)).decode()
 
 
 def connect_signature(secret: str, body: bytes) -> str:
@@ -17,9 +28,9 @@ def connect_signature(secret: str, body: bytes) -> str:
 def standard_key(secret: str) -> bytes:
     """The HMAC key of a secret under Standard Webhooks: a ``whsec_<base64>`` secret is its decoded
     bytes (as the specification's libraries expect); any other secret is its UTF-8 bytes."""
-    if secret.startswith("whsec_"):
+    if secret.startswith(SECRET_PREFIX):
         try:
-            return base64.b64decode(secret[len("whsec_") :], validate=True)
+            return base64.b64decode(secret[len(SECRET_PREFIX) :], validate=True)
         except (binascii.Error, ValueError):
             pass
     return secret.encode()

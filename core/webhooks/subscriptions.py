@@ -20,11 +20,14 @@ from patchbay.core.http.errors import bad_request, not_found
 from patchbay.core.http.providers import get_provider
 from patchbay.core.outbound import UnsafeTarget
 from patchbay.core.security.auth import principal_of, requires
-from patchbay.core.security.secrets import random_token
 from patchbay.core.timeutil import iso, utcnow
 from patchbay.core.webhooks.models import WebhookSubscription
+from patchbay.core.webhooks.signing import generate_secret
 
 routes = web.RouteTableDef()
+
+#: patchbay's own events about a provider's connections, sent whether or not the provider has webhooks
+CONNECTION_EVENTS = frozenset({"connection.created", "connection.reconnected", "connection.failed", "connection.removed"})
 
 
 def subscription_json(subscription: WebhookSubscription) -> dict[str, Any]:
@@ -101,6 +104,10 @@ async def subscribe(request: web.Request) -> web.Response:
         raise bad_request("Validation failed: url (or callbackUrl) is required")
     url = _url(request, body.get("url") if body.get("url") is not None else body.get("callbackUrl"), "url" if body.get("url") is not None else "callbackUrl")
     events = _events(body)
+    if not provider.webhooks and not CONNECTION_EVENTS.issuperset(events):
+        raise bad_request(
+            f"Validation failed: {provider.name} sends no webhooks; a subscription to it can receive only connection events ({', '.join(sorted(CONNECTION_EVENTS))})"
+        )
     secret = _secret(body)
     long_tail = _bool(body, "longTailRetries") or False
     workspace_id = principal_of(request).workspace_id
@@ -164,7 +171,7 @@ async def rotate_secret(request: web.Request) -> web.Response:
     """Replace the callbackSecret; the old one keeps signing beside it for the overlap."""
     raw = await request.read()
     body = await read_object(request) if raw.strip() else {}
-    new_secret = _secret(body) or "whsec_" + random_token(24)
+    new_secret = _secret(body) or generate_secret()
     overlap = body.get("overlapSeconds", request.app[SETTINGS].webhooks.secret_overlap_hours * 3600)
     if not isinstance(overlap, int) or isinstance(overlap, bool) or overlap < 0:
         raise bad_request("Validation failed: overlapSeconds must be a whole number of seconds")

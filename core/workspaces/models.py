@@ -8,9 +8,10 @@ from typing import Any
 from sqlalchemy import ForeignKey, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
+from patchbay.core.settings import WORKSPACE_PLANS
 from patchbay.core.storage.base import Base, IdMixin, TenantScoped, TimestampMixin
 
-PLANS = ("free", "starter", "professional", "enterprise")
+PLANS = WORKSPACE_PLANS
 ROLES = ("admin", "manager", "viewer")
 
 

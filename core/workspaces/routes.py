@@ -13,24 +13,25 @@ Who may call what:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-import attrs
 from aiohttp import web
 from sqlalchemy import func, select
 
 from patchbay.core.accounts.auth import is_operator, require_user
 from patchbay.core.appkeys import DB, JOBS, SECRETS, SETTINGS
 from patchbay.core.http.bodies import page_envelope, page_params, read_body, read_json
-from patchbay.core.http.errors import ApiError, bad_request, conflict, not_found, unauthorized
-from patchbay.core.security.auth import authenticate, principal_of, requires
+from patchbay.core.http.errors import ApiError, bad_request, conflict, forbidden, not_found, unauthorized
+from patchbay.core.http.openapi import accepts
+from patchbay.core.security.auth import Principal, authenticate, principal_of, requires
 from patchbay.core.timeutil import iso
 from patchbay.core.users.models import User
 from patchbay.core.users.service import find_user_by_email
 from patchbay.core.workspaces import service
 from patchbay.core.workspaces.mail import INVITE_EMAIL_JOB, invite_url, link_url, send_invite_email
-from patchbay.core.workspaces.models import Invite, JoinRequest, Workspace
+from patchbay.core.workspaces.models import Invite, JoinRequest, Membership, Workspace
 
 routes = web.RouteTableDef()
 PREFIX = "/connect/v1/workspaces"
@@ -125,7 +126,7 @@ async def list_workspaces(request: web.Request) -> web.Response:
     return web.json_response(page_envelope(items[(page - 1) * limit : page * limit], page, limit, len(items)))
 
 
-@attrs.define
+@dataclass
 class CreateWorkspaceDto:
     name: str
     externalId: str | None = None
@@ -134,18 +135,45 @@ class CreateWorkspaceDto:
     ownerEmail: str | None = None
 
 
+async def _server_caller(request: web.Request) -> Principal | None:
+    """A workspace's API key or client_credentials token (server-to-server, spec 4.21), which must
+    hold ``workspace.admin``; None for any other caller."""
+    principal = await authenticate(request)
+    if principal is None or principal.workspace_id is None:
+        return None
+    if principal.kind == "access_token" and principal.subject != principal.client_id:
+        return None  # a user's token: the signed-in-user path
+    if not principal.can("workspace.admin"):
+        raise forbidden("Missing permission: workspace.admin")
+    return principal
+
+
+async def _member_owner(session, workspace_id: str, body: CreateWorkspaceDto) -> str:
+    """The owner named by a workspace's credential, who must be a member of that workspace."""
+    owner = await session.get(User, body.ownerUserId) if body.ownerUserId else await find_user_by_email(session, body.ownerEmail or "")
+    member = owner and await session.scalar(select(Membership.id).where(Membership.workspace_id == workspace_id, Membership.user_id == owner.id))
+    if not member:
+        raise bad_request("Validation failed: the owner must be a member of the calling workspace")
+    return owner.id
+
+
 @routes.post(PREFIX)
+@accepts(CreateWorkspaceDto)
 async def create_workspace(request: web.Request) -> web.Response:
-    """Create a workspace (server-to-server with the admin API key, or a signed-in user);
-    idempotent by externalId."""
+    """Create a workspace (server-to-server with the admin API key or a workspace's credential
+    holding ``workspace.admin``, or a signed-in user); idempotent by externalId. A workspace's
+    credential may name as owner only a member of its own workspace."""
     operator = is_operator(request)
-    principal = None if operator else await require_user(request)
+    server = None if operator else await _server_caller(request)
+    principal = None if operator or server else await require_user(request)
     body = await read_body(request, CreateWorkspaceDto)
     if body.plan and not operator:
         raise bad_request("Validation failed: plan can only be set with the admin API key")
     async with request.app[DB].transaction() as session:
         owner_id = principal.subject if principal else None
-        if operator and body.ownerUserId:
+        if server and (body.ownerUserId or body.ownerEmail):
+            owner_id = await _member_owner(session, server.workspace_id, body)
+        elif operator and body.ownerUserId:
             owner_id = body.ownerUserId if await session.get(User, body.ownerUserId) else None
             if owner_id is None:
                 raise bad_request("Validation failed: ownerUserId is not a user")
@@ -157,7 +185,7 @@ async def create_workspace(request: web.Request) -> web.Response:
         elif principal is not None:
             await _user(session, principal)
         try:
-            workspace, created = await service.create_workspace(session, name=body.name, plan=body.plan or "free", external_id=body.externalId)
+            workspace, created = await service.create_workspace(session, name=body.name, plan=body.plan or request.app[SETTINGS].workspaces.default_plan, external_id=body.externalId)
         except service.WorkspaceError as error:
             raise bad_request(f"Validation failed: {error}") from None
         if created and owner_id:
@@ -197,7 +225,7 @@ async def accept_invite(request: web.Request) -> web.Response:
         return web.json_response({"workspace": workspace_json(workspace, membership.role), "role": membership.role}, status=201)
 
 
-@attrs.define
+@dataclass
 class CreateInviteDto:
     email: str
     role: str = "viewer"
@@ -205,6 +233,7 @@ class CreateInviteDto:
 
 
 @routes.post(PREFIX + "/{id}/invite")
+@accepts(CreateInviteDto)
 @requires("workspace.admin")
 async def create_invite(request: web.Request) -> web.Response:
     """Invite an email address (``{email, role?, expiresInHours?}``); the invite is emailed."""
@@ -243,7 +272,7 @@ async def public_info(request: web.Request) -> web.Response:
     return web.json_response({"id": workspace.id, "name": workspace.name, "slug": workspace.slug, "memberCount": members or 0, "createdAt": iso(workspace.created_at)})
 
 
-@attrs.define
+@dataclass
 class RequestJoinDto:
     workspaceId: str | None = None
     slug: str | None = None
@@ -251,6 +280,7 @@ class RequestJoinDto:
 
 
 @routes.post(PREFIX + "/join/request")
+@accepts(RequestJoinDto)
 async def request_join(request: web.Request) -> web.Response:
     """Ask to join a workspace (``{workspaceId | slug, message?}``) as the signed-in user."""
     principal = await require_user(request)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from patchbay.core.security.secrets import SecretBox, random_token
@@ -48,6 +48,26 @@ async def create_workspace(session: AsyncSession, *, name: str, plan: str = "fre
     session.add(workspace)
     await session.flush()
     return workspace, True
+
+
+async def list_workspaces(session: AsyncSession) -> list[Workspace]:
+    """Every workspace, oldest first (the operator's view)."""
+    return list((await session.scalars(select(Workspace).order_by(Workspace.created_at, Workspace.id))).all())
+
+
+async def member_counts(session: AsyncSession) -> dict[str, int]:
+    rows = await session.execute(select(Membership.workspace_id, func.count()).group_by(Membership.workspace_id))
+    return dict(rows.all())
+
+
+async def delete_workspace(session: AsyncSession, workspace_id: str) -> bool:
+    """Delete a workspace and, through the foreign keys, everything it owns; False if unknown."""
+    workspace = await session.get(Workspace, workspace_id)
+    if workspace is None:
+        return False
+    await session.delete(workspace)
+    await session.flush()
+    return True
 
 
 async def add_member(session: AsyncSession, *, workspace_id: str, user_id: str, role: str) -> Membership:

@@ -11,7 +11,7 @@ import pytest
 from aiohttp import web
 
 from patchbay.core.testing import create_workspace_with_key
-from patchbay.core.webhooks.testing import LocalServer, add_connection
+from patchbay.testing import LocalServer, add_connection
 
 
 class FakeApi(LocalServer):
@@ -121,7 +121,7 @@ async def test_execute_validates_inputs_and_counts_against_the_monthly_cap(setup
     await client.post("/api/execute", json={"connectionId": connection_id, "action": "hubspot.create_contact", "inputs": {"email": "b@b.co"}}, headers=h)
     await client.post("/api/execute", json={"connectionId": connection_id, "action": "create_contact", "inputs": {"email": "c@b.co"}}, headers=h)
     capped = await client.post("/api/execute", json={"connectionId": connection_id, "action": "create_contact", "inputs": {"email": "d@b.co"}}, headers=h)
-    assert capped.status == 403 and (await capped.json())["message"] == "Plan limit exceeded for action_executions"
+    assert capped.status == 403 and (await capped.json())["message"].startswith("Plan limit exceeded for action_executions:")
     assert len(fake.calls) == 3
     viewer = await create_workspace_with_key(client.server.app, name="V", permissions=["actions.view"])
     assert (await client.post("/api/execute", json={"connectionId": connection_id, "action": "create_contact", "inputs": {}}, headers=viewer["headers"])).status == 403

@@ -18,7 +18,7 @@ from patchbay.core.flows.testing import drain as drain_jobs
 from patchbay.core.jobs.models import Job
 from patchbay.core.settings import SmtpSettings
 from patchbay.core.testing import create_workspace_with_key
-from patchbay.core.webhooks.testing import Receiver
+from patchbay.testing import Receiver
 
 
 class _Mailbox:
@@ -144,3 +144,12 @@ async def test_alert_routes_validate_toggle_and_scope(aiohttp_client, make_app, 
     assert (await client.delete(f"/connect/v1/alerts/{created['id']}", headers=other["headers"])).status == 404
     assert (await client.delete(f"/connect/v1/alerts/{created['id']}", headers=h)).status == 200
     assert await (await client.get("/connect/v1/alerts", headers=h)).json() == []
+
+
+async def test_an_email_alert_without_smtp_is_refused_up_front(aiohttp_client, make_app):
+    client = await aiohttp_client(make_app())
+    ws = await create_workspace_with_key(client.server.app)
+    response = await client.post("/connect/v1/alerts", json={"channel": "email", "target": "ops@example.com"}, headers=ws["headers"])
+    assert response.status == 400
+    assert "[smtp] host" in (await response.json())["message"]
+    assert await (await client.get("/connect/v1/alerts", headers=ws["headers"])).json() == []

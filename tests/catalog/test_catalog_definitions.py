@@ -113,7 +113,8 @@ def test_meta_lead_ads_is_facebook(providers):
     assert meta.token_url.startswith("https://graph.facebook.com/v22.0/")
     assert meta.scopes == ("leads_retrieval", "pages_show_list", "pages_manage_metadata", "pages_read_engagement", "ads_management")
     assert meta.webhooks is True
-    assert set(meta.capabilities) == {"oauth", "proxy", "webhook_receive", "lead_sync"}
+    # actions and triggers are derived from the facebook actions and triggers registered for it
+    assert set(meta.capabilities) == {"oauth", "proxy", "webhook_receive", "lead_sync", "actions", "triggers"}
 
 
 def test_mapped_details_of_well_known_providers(providers):

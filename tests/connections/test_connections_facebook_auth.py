@@ -1,4 +1,4 @@
-"""The Meta auth hook (providers/facebook_auth): the short-lived token of the code exchange is traded
+"""The Meta auth hook (providers/meta/auth.py): the short-lived token of the code exchange is traded
 for a long-lived one and the Meta user is recorded, so that Meta's deauthorization callback finds
 the connection. The catalog's facebook definition is pointed at the fake provider."""
 

@@ -235,3 +235,14 @@ async def test_metadata_on_login_and_patch(api, ws):
     assert bad.status == 400
     other = await create_workspace_with_key(api.server.app, name="Other")
     assert (await api.patch(f"/connect/v1/connections/{connection_id}", json={"metadata": {}}, headers=other["headers"])).status == 404
+
+
+async def test_a_login_started_before_a_secret_key_rotation_completes_after_it(api, ws):
+    from patchbay.core.appkeys import SECRETS, SETTINGS
+    from patchbay.core.security.secrets import SecretBox, load_or_create_secrets
+
+    location, query = await authorize(await start_login(api, ws))  # state signed with the old key
+    settings = api.server.app[SETTINGS]
+    api.server.app[SECRETS] = SecretBox(["a new first key", *load_or_create_secrets(settings.secret_key, settings.data_dir)])
+    done = await api.get(urlsplit(location).path, params=query, allow_redirects=False)
+    assert parse_qs(urlsplit(done.headers["Location"]).query)["status"] == ["connected"]

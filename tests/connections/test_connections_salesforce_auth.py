@@ -1,4 +1,4 @@
-"""The Salesforce auth hook (providers/salesforce_auth): the org's instance_url comes from the token
+"""The Salesforce auth hook (providers/salesforce/auth.py): the org's instance_url comes from the token
 response, a login does not ask for it, and proxied calls go to it. The catalog's salesforce
 definition is pointed at the fake provider with ``[providers.salesforce]`` overrides."""
 

@@ -82,3 +82,85 @@ def test_bad_setting_is_a_clear_error(run, monkeypatch):
     monkeypatch.setenv("PATCHBAY_DATABASE_URL", "mysql://nope")
     result = run("db", "upgrade", ok=False)
     assert "invalid setting: PATCHBAY_DATABASE_URL" in result.output
+
+
+def js(*args: str):
+    """Run a command with ``--json`` (the caller's last argument) and answer its parsed output."""
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+def test_workspaces_list_show_delete(run):
+    first = js("workspaces", "create", "--name", "First", "--json")
+    second = js("workspaces", "create", "--name", "Second", "--plan", "starter", "--json")
+    js("users", "create", "--email", "a@example.com", "--password", "long-enough-1", "--workspace", first["id"], "--json")
+    listed = js("workspaces", "list", "--json")
+    assert [(w["name"], w["plan"], w["members"]) for w in listed] == [("First", "enterprise", 1), ("Second", "starter", 0)]  # default_plan: enterprise
+    assert js("workspaces", "show", second["id"], "--json")["name"] == "Second"
+
+    refused = CliRunner().invoke(cli, ["workspaces", "delete", first["id"]], input="n\n")
+    assert "Aborted" in refused.output
+    assert len(js("workspaces", "list", "--json")) == 2
+    assert js("workspaces", "delete", first["id"], "--yes", "--json") == {"id": first["id"], "deleted": True}
+    assert [w["name"] for w in js("workspaces", "list", "--json")] == ["Second"]
+    assert "no workspace with id" in run("workspaces", "show", first["id"], ok=False).output
+    assert js("users", "show", "a@example.com", "--json")["memberships"] == []
+
+
+def test_users_list_show_delete(run):
+    workspace = js("workspaces", "create", "--name", "Team", "--json")
+    user = js("users", "create", "--email", "Person@Example.com", "--password", "long-enough-1", "--workspace", workspace["id"], "--role", "viewer", "--json")
+    assert [u["email"] for u in js("users", "list", "--json")] == ["person@example.com"]
+    shown = js("users", "show", user["id"], "--json")
+    assert shown["memberships"] == [{"workspaceId": workspace["id"], "name": "Team", "role": "viewer"}]
+    assert js("users", "show", "PERSON@example.com", "--json")["id"] == user["id"]
+    assert js("users", "delete", "person@example.com", "--yes", "--json")["deleted"] is True
+    assert js("users", "list", "--json") == []
+    assert js("workspaces", "show", workspace["id"], "--json")["members"] == 0
+    assert "no user" in run("users", "delete", "nobody@example.com", "--yes", ok=False).output
+def test_api_keys_list_revoke_and_expiry(run):
+    workspace = json.loads(run("workspaces", "create", "--name", "Acme", "--json").output)
+    expiring = json.loads(run("api-keys", "create", "--workspace", workspace["id"], "--expires-in", "30d", "--json").output)
+    forever = json.loads(run("api-keys", "create", "--workspace", workspace["id"], "--json").output)
+    assert expiring["expiresAt"] and forever["expiresAt"] is None
+    assert "positive duration" in run("api-keys", "create", "--workspace", workspace["id"], "--expires-in", "soon", ok=False).output
+
+    listing = run("api-keys", "list", "--workspace", workspace["id"], "--json").output
+    assert {k["id"] for k in json.loads(listing)} == {expiring["id"], forever["id"]}
+    assert expiring["key"] not in listing and forever["key"] not in listing
+
+    assert json.loads(run("api-keys", "revoke", forever["id"], "--json").output)["revoked"] is True
+    statuses = {k["id"]: k["status"] for k in json.loads(run("api-keys", "list", "--workspace", workspace["id"], "--json").output)}
+    assert statuses == {expiring["id"]: "active", forever["id"]: "revoked"}
+    assert "no active API key" in run("api-keys", "revoke", forever["id"], ok=False).output
+
+
+def test_api_keys_show_and_delete(run):
+    workspace = js("workspaces", "create", "--name", "Keys", "--json")
+    key = js("api-keys", "create", "--workspace", workspace["id"], "--name", "ci", "--json")
+    shown = js("api-keys", "show", key["id"], "--json")
+    assert shown["name"] == "ci" and shown["status"] == "active" and "key" not in shown
+    js("api-keys", "revoke", key["id"], "--json")
+    assert js("api-keys", "show", key["id"], "--json")["status"] == "revoked"
+    assert "Aborted" in CliRunner().invoke(cli, ["api-keys", "delete", key["id"]], input="n\n").output
+    assert js("api-keys", "delete", key["id"], "--yes", "--json") == {"id": key["id"], "deleted": True}
+    assert js("api-keys", "list", "--workspace", workspace["id"], "--json") == []
+    assert "no API key with id" in run("api-keys", "show", key["id"], ok=False).output
+
+
+def test_clients_list_show_delete(run, tmp_path):
+    workspace = js("workspaces", "create", "--name", "Apps", "--json")
+    web_app = js("clients", "create", "--name", "Web app", "--redirect-uri", "https://app.example.com/cb", "--json")
+    machine = js("clients", "create", "--name", "Machine", "--redirect-uri", "https://m.example.com/cb", "--grant-type", "client_credentials",
+                 "--workspace", workspace["id"], "--json")  # fmt: skip
+    listed = js("clients", "list", "--json")
+    assert [c["client_name"] for c in listed] == ["Machine", "Web app"]
+    assert all("client_secret" not in c and "secret_digest" not in c for c in listed)
+    assert [c["client_id"] for c in js("clients", "list", "--workspace", workspace["id"], "--json")] == [machine["client_id"]]
+    shown = js("clients", "show", web_app["client_id"], "--json")
+    assert shown["redirect_uris"] == ["https://app.example.com/cb"] and shown["trust"] == "third_party"
+    assert js("clients", "delete", web_app["client_id"], "--yes", "--json") == {"client_id": web_app["client_id"], "deleted": True}
+    assert rows(tmp_path, f"SELECT count(*) FROM oidc_clients WHERE client_id = '{web_app['client_id']}'") == [(0,)]
+    assert "no client with id" in run("clients", "show", web_app["client_id"], ok=False).output
+    assert "no client with id" in run("clients", "delete", web_app["client_id"], "--yes", ok=False).output

@@ -223,3 +223,94 @@ async def test_maintenance_purges_old_finished_jobs_only(make_app, aiohttp_clien
     assert (await purge(app))["jobsPurged"] == 1
     async with app[DB].session() as session:
         assert set(await session.scalars(select(Job.id))) == {kept.id, pending.id}
+
+
+async def test_a_stopped_worker_ends_in_bounded_time_and_releases_a_job_that_does_not_finish(db):
+    queue = JobQueue(db)
+    started = asyncio.Event()
+
+    async def endless(ctx):
+        started.set()
+        await asyncio.Event().wait()
+
+    queue.register("endless", endless)
+    async with db.transaction() as session:
+        queue.enqueue(session, "endless")
+    worker = Worker(None, queue, poll_seconds=0.05, grace_seconds=0.2)
+    task = asyncio.create_task(worker.run())
+    await asyncio.wait_for(started.wait(), 10)
+    task.cancel()  # what asyncio.Runner.close and a SIGTERM'd server do
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, 10)
+    async with db.session() as session:
+        job = await session.scalar(select(Job))
+    assert (job.status, job.attempts, job.locked_by, job.lease_until) == ("queued", 0, None, None)
+    assert [t for t in asyncio.all_tasks() if t is not asyncio.current_task() and "Worker" in repr(t.get_coro())] == []
+
+
+async def test_a_failing_lease_extension_is_logged(db, caplog):
+    queue = JobQueue(db, lease_seconds=0.15)
+    started = asyncio.Event()
+
+    async def slow(ctx):
+        started.set()
+        await asyncio.sleep(0.5)
+
+    async def broken(worker_id, job_ids):
+        raise ConnectionError("database unreachable")
+
+    queue.register("slow", slow)
+    async with db.transaction() as session:
+        queue.enqueue(session, "slow")
+    queue.extend_leases = broken
+    await run_until(Worker(None, queue, poll_seconds=0.05), lambda: _done(db, 1))
+    assert any("extending the leases" in r.getMessage() and r.exc_info for r in caplog.records)
+
+
+async def test_maintenance_purges_records_past_their_retention_in_batches(make_app, aiohttp_client, monkeypatch):
+    from datetime import timedelta
+
+    from patchbay.core.appkeys import DB
+    from patchbay.core.connections.models import ProxyCallLog
+    from patchbay.core.flows.models import Flow, FlowExecution, FlowExecutionStep
+    from patchbay.core.jobs import retention
+    from patchbay.core.jobs.maintenance import purge
+    from patchbay.core.settings import RetentionSettings
+    from patchbay.core.testing import create_workspace_with_key
+    from patchbay.core.timeutil import utcnow
+    from patchbay.core.webhooks.models import WebhookAttempt, WebhookEvent
+
+    monkeypatch.setattr(retention, "BATCH", 2)  # several batches per kind
+    app = make_app(retention=RetentionSettings(webhook_event_days=30, proxy_log_days=7, execution_days=90, delivery_attempt_days=0))
+    await aiohttp_client(app)
+    ws = (await create_workspace_with_key(app))["workspace_id"]
+    now = utcnow()
+    old_log, recent_log, old_event, old_run, running = now - timedelta(days=8), now - timedelta(days=6), now - timedelta(days=31), now - timedelta(days=91), now - timedelta(days=200)
+    async with app[DB].transaction() as session:
+        flow = Flow(workspace_id=ws, name="f")
+        session.add(flow)
+        await session.flush()
+        for n, at in enumerate([old_log] * 5 + [recent_log]):
+            session.add(ProxyCallLog(workspace_id=ws, connection_id="c", provider="p", source="proxy", method="GET", path=f"/{n}", status=200, duration_ms=1.0, created_at=at))
+        for n, at in enumerate([old_event] * 3 + [now]):
+            session.add(WebhookEvent(workspace_id=ws, provider="facebook", status="PROCESSED", body=f"body {n}", body_hash=str(n), created_at=at))
+        session.add(WebhookEvent(workspace_id=ws, provider="facebook", status="RECEIVED", body="not processed yet", body_hash="r", created_at=old_event))
+        for n in range(3):
+            session.add(WebhookAttempt(workspace_id=ws, delivery_id="d", number=n, created_at=old_event))
+        executions = [FlowExecution(workspace_id=ws, flow_id=flow.id, status=status, trigger_source="manual", finished_at=at)
+                      for status, at in [("completed", old_run), ("failed", old_run), ("completed", old_run), ("completed", now), ("running", None)]]  # fmt: skip
+        session.add_all(executions)
+        await session.flush()
+        for execution in executions:
+            session.add(FlowExecutionStep(workspace_id=ws, execution_id=execution.id, position=0, step_id="s", type="log", status="completed"))
+    result = await purge(app)
+    assert {k: result[k] for k in ("webhookEventBodiesCleared", "proxyCallLogsPurged", "executionsPurged", "deliveryAttemptsPurged")} == {
+        "webhookEventBodiesCleared": 3, "proxyCallLogsPurged": 5, "executionsPurged": 3, "deliveryAttemptsPurged": 0}  # fmt: skip
+    async with app[DB].session() as session:
+        assert list(await session.scalars(select(ProxyCallLog.created_at))) == [recent_log]
+        bodies = dict((await session.execute(select(WebhookEvent.body_hash, WebhookEvent.body))).all())
+        assert bodies == {"0": None, "1": None, "2": None, "3": "body 3", "r": "not processed yet"}
+        kept = set(await session.scalars(select(FlowExecution.id)))
+        assert kept == {executions[3].id, executions[4].id}
+        assert set(await session.scalars(select(FlowExecutionStep.execution_id))) == kept
+        assert await session.scalar(select(func.count()).select_from(WebhookAttempt)) == 3  # 0 days: kept forever

@@ -2,7 +2,7 @@
 
 import pytest
 
-from patchbay.core.outbound import Outbound, PublicOnlyResolver, UnsafeTarget, check_target
+from patchbay.core.outbound import Outbound, ResponseTooLarge, UnsafeTarget, check_target, inflate, is_public_address
 
 
 @pytest.mark.parametrize(
@@ -20,9 +20,31 @@ def test_public_https_target_and_insecure_mode():
     assert check_target("http://127.0.0.1:9000/in", allow_insecure=True)
 
 
-async def test_resolver_drops_private_addresses():
-    with pytest.raises(OSError, match="public address"):
-        await PublicOnlyResolver().resolve("localhost", 443)
+@pytest.mark.parametrize(
+    "address",
+    ["127.0.0.1", "10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254", "100.64.0.1", "0.0.0.0", "224.0.0.1",
+     "255.255.255.255", "::1", "::", "::ffff:127.0.0.1", "::ffff:169.254.169.254", "fc00::1", "fd12:3456::1", "fe80::1%eth0",
+     "ff02::1", "2002:7f00:1::", "64:ff9b::a9fe:a9fe"],
+)  # fmt: skip
+def test_private_and_special_addresses_are_not_public(address):
+    assert not is_public_address(address)
+
+
+@pytest.mark.parametrize("address", ["93.184.216.34", "8.8.8.8", "2606:4700:4700::1111", "::ffff:8.8.8.8"])
+def test_global_unicast_addresses_are_public(address):
+    assert is_public_address(address)
+
+
+def test_inflate_stops_at_the_limit():
+    import gzip
+    import zlib
+
+    assert inflate(gzip.compress(b"a" * 1000), "gzip", limit=1000) == b"a" * 1000
+    assert inflate(zlib.compress(b"b" * 10), "deflate", limit=100) == b"b" * 10
+    assert inflate(zlib.compress(b"c" * 10)[2:-4], "deflate", limit=100) == b"c" * 10  # raw deflate
+    assert inflate(b"plain", "identity", limit=1) == b"plain"
+    with pytest.raises(ResponseTooLarge):
+        inflate(gzip.compress(b"a" * 1001), "gzip", limit=1000)
 
 
 async def test_guarded_session_cannot_reach_loopback_by_name(aiohttp_server):
@@ -41,3 +63,15 @@ async def test_guarded_session_cannot_reach_loopback_by_name(aiohttp_server):
             await outbound.session.get(f"http://localhost:{server.port}/")
     finally:
         await outbound.close()
+
+
+def test_outbound_caps_are_settings(make_app):
+    from patchbay.core.appkeys import OUTBOUND
+    from patchbay.core.settings import load_settings
+
+    settings = load_settings({}, {"PATCHBAY_OUTBOUND_STREAM_IDLE_SECONDS": "5", "PATCHBAY_OUTBOUND_MAX_RESPONSE_BYTES": "1000"})
+    assert settings.outbound.stream_idle_seconds == 5 and settings.outbound.max_response_bytes == 1000
+    assert settings.outbound.call_timeout_seconds == 30 and settings.outbound.max_decompressed_bytes == 50 * 1024 * 1024
+    app = make_app(outbound=settings.outbound)
+    assert app[OUTBOUND].limits.stream_idle_seconds == 5
+    assert app[OUTBOUND].stream_timeout().total is None and app[OUTBOUND].stream_timeout().sock_read == 5

@@ -1,40 +1,79 @@
-"""Rate limiting in memory and in the database, and the connect API throttle (429 of 7A)."""
+"""Rate limiting in memory, in the database and in Redis, and the connect API throttle (429 of 7A)."""
+
+import secrets
 
 import pytest
+from limits.aio.storage import MemoryStorage
 
-from patchbay.core.ratelimit.limiter import DatabaseBackend, MemoryBackend, RateLimiter, parse_limit
+from patchbay.core.appkeys import RATE_LIMITER
+from patchbay.core.ratelimit.limiter import DatabaseStorage, RateLimiter, parse_limit, storage_for
 from patchbay.core.settings import RATE_LIMIT_DEFAULTS
 from patchbay.core.storage.db import Database
 from patchbay.core.testing import create_workspace_with_key
 
+REDIS_URL = "redis://127.0.0.1:6379/5"
 
-@pytest.fixture(params=["memory", "database"])
+
+@pytest.fixture(params=["memory", "database", "redis"])
 async def limiter(request, database_url):
     db = Database(database_url)
-    yield RateLimiter(MemoryBackend() if request.param == "memory" else DatabaseBackend(db))
+    storage = {"memory": MemoryStorage, "database": lambda: DatabaseStorage(db), "redis": lambda: storage_for(db, REDIS_URL)}[request.param]()
+    yield RateLimiter(storage)
     await db.close()
+
+
+def unique(name: str) -> str:
+    """A key no earlier run left in the shared Redis."""
+    return f"{name}-{secrets.token_hex(6)}"
 
 
 async def test_limit_allows_then_refuses(limiter):
     item = parse_limit("3/minute")
-    decisions = [await limiter.hit("k", item) for _ in range(4)]
+    key = unique("k")
+    decisions = [await limiter.hit(key, item) for _ in range(4)]
     assert [d.allowed for d in decisions] == [True, True, True, False]
     assert [d.remaining for d in decisions] == [2, 1, 0, 0]
     assert 1 <= decisions[-1].retry_after <= 60
-    assert (await limiter.hit("other", item)).allowed  # keys are independent
+    assert (await limiter.hit(unique("other"), item)).allowed  # keys are independent
 
 
 async def test_database_counters_are_shared_between_limiters(pg_url):
     first, second = Database(pg_url), Database(pg_url)
     try:
         item = parse_limit("2/minute")
-        a, b = RateLimiter(DatabaseBackend(first)), RateLimiter(DatabaseBackend(second))
+        a, b = RateLimiter(DatabaseStorage(first)), RateLimiter(DatabaseStorage(second))
         assert (await a.hit("shared", item)).allowed
         assert (await b.hit("shared", item)).allowed
         assert not (await a.hit("shared", item)).allowed
     finally:
         await first.close()
         await second.close()
+
+
+async def test_redis_counters_are_shared_between_limiters():
+    item = parse_limit("2/minute")
+    a, b = RateLimiter(storage_for(None, REDIS_URL)), RateLimiter(storage_for(None, REDIS_URL))
+    key = unique("shared")
+    assert (await a.hit(key, item)).allowed
+    assert (await b.hit(key, item)).allowed
+    assert not (await a.hit(key, item)).allowed
+
+
+async def test_cost_counts_several_hits(limiter):
+    item = parse_limit("5/minute")
+    key = unique("cost")
+    assert (await limiter.hit(key, item, cost=4)).remaining == 1
+    assert not (await limiter.hit(key, item, cost=2)).allowed
+
+
+async def test_memory_limiter_keeps_counting_past_100000_keys():
+    """The hand-written limiter wiped every counter once it held 100,000 keys."""
+    limiter = RateLimiter(MemoryStorage())
+    item = parse_limit("1/hour")
+    assert (await limiter.hit("victim", item)).allowed
+    for n in range(100_050):
+        await limiter.hit(f"filler-{n}", item)
+    assert not (await limiter.hit("victim", item)).allowed
 
 
 def test_off_means_no_limit():
@@ -53,3 +92,15 @@ async def test_connect_api_throttle_answers_429_per_workspace(aiohttp_client, ma
     assert int(refused.headers["Retry-After"]) >= 1
     assert (await client.get("/connect/v1/providers", headers=two["headers"])).status == 200
     assert (await client.get("/health")).status == 200  # outside the connect API
+
+
+async def test_app_uses_redis_when_configured(aiohttp_client, make_app):
+    app = make_app(redis_url=REDIS_URL, rate_limits={**RATE_LIMIT_DEFAULTS, "connect_api": "2/minute"})
+    other = make_app(redis_url=REDIS_URL, rate_limits={**RATE_LIMIT_DEFAULTS, "connect_api": "2/minute"})
+    first, second = await aiohttp_client(app), await aiohttp_client(other)
+    await app[RATE_LIMITER].storage.reset()  # this test's address counter, left by an earlier run
+    response = await first.get("/connect/v1/providers")
+    assert response.status == 401
+    assert (await second.get("/connect/v1/providers")).status == 401
+    # both apps share one counter per address: the third request is refused whichever app answers it
+    assert (await first.get("/connect/v1/providers")).status == 429

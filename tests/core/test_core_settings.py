@@ -13,8 +13,10 @@ def write_config(tmp_path, text):
 
 def test_defaults():
     settings = load_settings({}, {})
-    assert settings.base_url == "http://127.0.0.1:8080"
+    assert settings.public_base_url == "http://127.0.0.1:8080"
     assert settings.resolved_issuer == "http://127.0.0.1:8080"
+    moved = load_settings({"port": 19081}, {})
+    assert (moved.public_base_url, moved.resolved_issuer) == ("http://127.0.0.1:19081", "http://127.0.0.1:19081")
     assert settings.scheduler is True and settings.allow_insecure_targets is False
     assert settings.resolved_database_url.startswith("sqlite+aiosqlite:///")
     assert settings.resolved_database_url.endswith("patchbay-data/patchbay.db")

@@ -11,7 +11,7 @@ from patchbay.core.appkeys import CRON, DB
 from patchbay.core.flows.testing import drain
 from patchbay.core.records.models import RecordSyncCursor
 from patchbay.core.testing import create_workspace_with_key
-from patchbay.core.webhooks.testing import LocalServer, add_connection
+from patchbay.testing import LocalServer, add_connection
 
 
 class FakeCrm(LocalServer):

@@ -9,7 +9,7 @@ import pytest
 from aiohttp import web
 
 from patchbay.core.testing import create_workspace_with_key, sign_access_token
-from patchbay.core.webhooks.testing import LocalServer, add_connection
+from patchbay.testing import LocalServer, add_connection
 
 CONTACTS = [
     {"first": "Ada", "last": "Lovelace", "email": "ada@example.com", "phone": "+44 20 7946 0000", "title": "Engineer", "company": 0},

@@ -4,7 +4,7 @@ token round-trips through the opaque cursor, and its errors answer 502 naming it
 
 from patchbay import Provider, hookimpl
 from patchbay.core.testing import create_workspace_with_key
-from patchbay.core.webhooks.testing import add_connection
+from patchbay.testing import add_connection
 
 PEOPLE = [{"id": 1, "firstName": "Ada", "email": "ada@example.com", "internal": "dropped"}, {"id": 2, "firstName": "Alan"}, {"id": 3, "firstName": "Grace"}]
 

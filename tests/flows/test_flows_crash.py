@@ -18,7 +18,7 @@ from patchbay.core.flows.engine import create_executions
 from patchbay.core.flows.models import FlowExecution, FlowExecutionStep
 from patchbay.core.jobs.models import Job
 from patchbay.core.testing import create_workspace_with_key
-from patchbay.core.webhooks.testing import Receiver
+from patchbay.testing import Receiver
 
 SCRIPT = Path(__file__).with_name("flows_crash_worker.py")
 

@@ -4,13 +4,14 @@ cap, publish-as-template visibility, and a flow from template to replay."""
 from __future__ import annotations
 
 from patchbay.core.appkeys import DB, REGISTRY
+from patchbay.core.flows import template_review
 from patchbay.core.flows.engine import validate_steps
 from patchbay.core.flows.templates_data import SYSTEM_TEMPLATES
 from patchbay.core.flows.testing import drain
 from patchbay.core.flows.triggers import fire_matching_triggers
 from patchbay.core.tables.service import create_table
 from patchbay.core.testing import create_workspace_with_key
-from patchbay.core.webhooks.testing import add_connection
+from patchbay.testing import add_connection
 
 
 def test_the_system_templates_are_valid_flows(make_app):
@@ -53,7 +54,7 @@ async def test_list_get_and_clone_with_the_monthly_cap(flows_client, flows_ws):
     for _ in range(2):
         assert (await flows_client.post(f"/connect/v1/flow-templates/{slug}/clone", json={}, headers=h)).status == 201
     capped = await flows_client.post(f"/connect/v1/flow-templates/{slug}/clone", json={}, headers=h)
-    assert capped.status == 403 and (await capped.json())["message"] == "Plan limit exceeded for template_clones"
+    assert capped.status == 403 and (await capped.json())["message"].startswith("Plan limit exceeded for template_clones:")
     ranked = await (await flows_client.get("/connect/v1/flow-templates", headers=h)).json()
     assert ranked[0]["slug"] == slug and ranked[0]["cloneCount"] == 3
     starter = await create_workspace_with_key(app, name="S", plan="starter")
@@ -82,7 +83,11 @@ async def test_publish_as_template_visibility(client, workspace):
     pending = await (await flows_client.post(f"/connect/v1/flows/{flow['id']}/publish-as-template", json={"visibility": "pending_review"}, headers=h)).json()
     assert pending["slug"] == template["slug"] and pending["visibility"] == "pending_review"
     assert (await flows_client.get(f"/connect/v1/flow-templates/{template['slug']}", headers=other["headers"])).status == 404
-    await flows_client.post(f"/connect/v1/flows/{flow['id']}/publish-as-template", json={"visibility": "public"}, headers=h)
+    asked = await (await flows_client.post(f"/connect/v1/flows/{flow['id']}/publish-as-template", json={"visibility": "public"}, headers=h)).json()
+    assert asked["visibility"] == "pending_review"  # public only after an operator's review
+    assert (await flows_client.get(f"/connect/v1/flow-templates/{template['slug']}", headers=other["headers"])).status == 404
+    async with app[DB].transaction() as session:
+        await template_review.decide(session, template["slug"], approve=True)
     assert (await flows_client.get(f"/connect/v1/flow-templates/{template['slug']}", headers=other["headers"])).status == 200
     their_hubspot = await add_connection(app, other["workspace_id"], "hubspot")
     clone = await (await flows_client.post(f"/connect/v1/flow-templates/{template['slug']}/clone", json={}, headers=other["headers"])).json()

@@ -57,3 +57,47 @@ def test_the_system_lead_template_reads_meta_field_data():
     payload = {"leadgen_id": "L1", "field_data": [{"name": "email", "values": ["a@example.com"]}, {"name": "full_name", "values": ["A"]}]}
     output = render_value(LEAD["output"], {"trigger": payload, "steps": {}})
     assert output["email"] == "a@example.com" and output["leadId"] == "L1"
+
+
+@pytest.mark.parametrize(
+    ("template", "reason"),
+    [
+        ("{{ 'x' * 10**9 }}", "longer than"),
+        ("{{ [1] * 10**8 }}", "longer than"),
+        ("{{ 9 ** 99999999 }}", "bits"),
+        ("{{ 10**2000 * 10**2000 }}", "bits"),
+        ("{% set ns = namespace(x='ab') %}{% for i in range(60) %}{% set ns.x = ns.x ~ ns.x %}{% endfor %}{{ ns.x }}", "longer than"),
+        ("{% set ns = namespace(x='ab') %}{% for i in range(60) %}{% set ns.x = ns.x + ns.x %}{% endfor %}{{ ns.x }}", "longer than"),
+        ("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}", "operations"),
+        ("{% for i in range(100000) %}{% for j in range(100000) %}x{% endfor %}{% endfor %}", "operations"),
+        ("{% for i in range(400) %}{{ 'x' * 9999 }}{% endfor %}", "longer than"),
+        ("{{ 'x'|center(10**9) }}", "center"),
+        ("{{ 'x'.ljust(10**9) }}", "ljust"),
+        ("{{ '%0999999999d' % 1 }}", "width"),
+        ("{{ '%0999999999d'|format(1) }}", "width"),
+        ("{{ '{:>999999999}'.format(1) }}", "width"),
+    ],
+)
+def test_template_work_is_bounded(template, reason):
+    with pytest.raises(TemplateFailure, match=reason):
+        render_value(template, {"trigger": {}})
+
+
+def test_bounded_operations_still_work():
+    context = {"trigger": {"name": "Ada", "items": [1, 2, 3], "n": 7}}
+    assert render_value("{{ trigger.name ~ '!' * 3 }}", context) == "Ada!!!"
+    assert render_value("{{ trigger.n ** 2 }}", context) == 49
+    assert render_value("{% for i in trigger['items'] %}{{ i }}{% endfor %}", context) == "123"
+    assert render_value("{{ '%05d'|format(trigger.n) }} {{ 'ab'|center(6) }}", context) == "00007   ab  "
+
+
+def test_a_render_stops_at_its_deadline():
+    import time
+
+    from patchbay.core.flows.templating import deadline
+
+    slow = "{% for i in range(1000) %}{% for j in range(900) %}{% endfor %}{% endfor %}"
+    began = time.monotonic()
+    with deadline(time.monotonic() + 0.05), pytest.raises(TemplateFailure, match="timeout"):
+        render_value(slow, {})
+    assert time.monotonic() - began < 5

@@ -15,7 +15,8 @@ from patchbay.core.flows.models import FlowExecution, FlowTriggerSubscription
 from patchbay.core.flows.triggers import poll_triggers
 from patchbay.core.testing import create_workspace_with_key
 from patchbay.core.webhooks.listeners import get_listeners
-from patchbay.core.webhooks.testing import FakeGraph, add_connection, leadgen_payload, meta_signature
+from patchbay.providers.meta.testing import FakeGraph, leadgen_payload, meta_signature
+from patchbay.testing import add_connection
 
 SECRET = "meta-app-secret"
 LEADGEN = {"providerType": "facebook", "triggerName": "leadgen", "kind": "webhook"}
@@ -168,7 +169,7 @@ async def test_trigger_validation_and_the_active_subscription_cap(client, worksp
         assert response.status == 201
         created.append((await response.json())["id"])
     capped = await flows_client.post(f"/connect/v1/flows/{flow_id}/triggers", json=LEADGEN, headers=h)
-    assert capped.status == 403 and (await capped.json())["message"] == "Plan limit exceeded for active_triggers"
+    assert capped.status == 403 and (await capped.json())["message"].startswith("Plan limit exceeded for active_triggers:")
     assert (await flows_client.delete(f"/connect/v1/flows/{flow_id}/triggers/{created[0]}", headers=h)).status == 200
     assert (await flows_client.post(f"/connect/v1/flows/{flow_id}/triggers", json=LEADGEN, headers=h)).status == 201
     options = await (await flows_client.get("/connect/v1/flows/trigger-options", headers=h)).json()

@@ -13,7 +13,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from patchbay.core.appkeys import DB
+from patchbay.core.appkeys import DB, SECRETS
+from patchbay.core.identity.clients import create_client, validate_metadata
 from patchbay.core.testing import create_workspace_with_key
 from patchbay.core.users.service import create_user
 from patchbay.core.workspaces.service import add_member
@@ -55,6 +56,14 @@ class Idp:
         response = await self.http.post("/api/v1/oidc/register", json=body)
         assert response.status == 201, await response.text()
         return await response.json()
+
+    async def operator_client(self, trust: str = "first_party", **metadata: Any) -> dict[str, Any]:
+        """A client as the operator creates it (``patchbay clients create --first-party``/``--platform``)."""
+        body = {"client_name": "Operator app", "redirect_uris": [REDIRECT], "grant_types": ["authorization_code", "refresh_token"],
+                "scope": "openid profile email phone organization permissions offline_access", **metadata}  # fmt: skip
+        async with self.app[DB].transaction() as session:
+            issued = await create_client(session, self.app[SECRETS], validate_metadata(body), trust=trust)
+        return {"client_id": issued.row.client_id, "client_secret": issued.client_secret}
 
     async def authorize(self, client: dict[str, Any], **params: Any):
         query = {"client_id": client["client_id"], "redirect_uri": REDIRECT, "response_type": "code", "scope": "openid", "state": "st4te", **params}

@@ -1,5 +1,7 @@
 """Userinfo, introspection (RFC 7662) and revocation (RFC 7009) per 4.23, 5B and 7B."""
 
+import time
+
 from patchbay.core.appkeys import SETTINGS
 
 
@@ -38,6 +40,9 @@ async def test_introspection_of_access_and_refresh_tokens(idp):
     response = await idp.http.post("/api/v1/oidc/introspect", data={**auth(client), "token": tokens["refresh_token"], "token_type_hint": "refresh_token"})
     body = await response.json()
     assert body["active"] is True and body["scope"] == "openid offline_access"
+    for field in ("scope", "client_id", "token_type", "exp", "iat", "sub", "iss", "aud"):  # spec 4.23, refresh tokens too
+        assert field in body, field
+    assert isinstance(body["iat"], int) and abs(body["iat"] - time.time()) < 300 and body["iat"] < body["exp"]
     for token in ("garbage", tokens["access_token"][:-4] + "AAAA"):
         response = await idp.http.post("/api/v1/oidc/introspect", data={**auth(client), "token": token})
         assert await response.json() == {"active": False}

@@ -77,10 +77,12 @@ def test_cli_creates_a_workspace_client_whose_tokens_open_the_connect_api(tmp_pa
     runner = CliRunner()
     workspace = json.loads(runner.invoke(cli, ["workspaces", "create", "--name", "Acme", "--json"]).output)
     result = runner.invoke(cli, ["clients", "create", "--name", "Backend", "--redirect-uri", "https://acme.example/cb", "--grant-type",
-                                 "client_credentials", "--workspace", workspace["id"], "--permission", "flows.view", "--json"])  # fmt: skip
+                                 "client_credentials", "--workspace", workspace["id"], "--permission", "flows.view", "--platform", "--json"])  # fmt: skip
     assert result.exit_code == 0, result.output
     body = json.loads(result.output)
-    assert body["client_secret"] and body["workspace_id"] == workspace["id"]
+    assert body["client_secret"] and body["workspace_id"] == workspace["id"] and body["trust"] == "platform"
+    plain = json.loads(runner.invoke(cli, ["clients", "create", "--name", "Plain", "--redirect-uri", "https://acme.example/cb", "--json"]).output)
+    assert plain["trust"] == "third_party"
     bad = runner.invoke(cli, ["clients", "create", "--name", "x", "--redirect-uri", "http://evil.example/cb"])
     assert bad.exit_code != 0 and "https" in bad.output
 
@@ -96,7 +98,7 @@ def test_cli_creates_a_workspace_client_whose_tokens_open_the_connect_api(tmp_pa
         return row
 
     row = asyncio.run(read())
-    assert row.workspace_id == workspace["id"] and row.permissions == ["flows.view"]
+    assert row.workspace_id == workspace["id"] and row.permissions == ["flows.view"] and row.trust == "platform"
     rotated = json.loads(runner.invoke(cli, ["clients", "rotate-secret", "--client-id", body["client_id"], "--json"]).output)
     assert rotated["client_secret"] != body["client_secret"]
     row = asyncio.run(read())

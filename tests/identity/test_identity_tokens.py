@@ -67,7 +67,7 @@ async def test_claims_follow_the_granted_scopes(idp):
 
 
 async def test_user_token_opens_the_connect_api_of_its_organization(idp):
-    client = await idp.register()
+    client = await idp.operator_client("first_party")
     body = await idp.tokens(client, scope="openid organization permissions")
     request = make_mocked_request("GET", "/connect/v1/flows", headers={"Authorization": f"Bearer {body['access_token']}"}, app=idp.app)
     principal = await authenticate(request)

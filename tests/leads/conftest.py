@@ -1,3 +1,3 @@
-"""The lead tests share the webhook tests' fixtures (``patchbay.core.webhooks.fixtures``)."""
+"""The lead tests share the webhook tests' fixtures (``patchbay.providers.meta.fixtures``)."""
 
-from patchbay.core.webhooks.fixtures import fast_webhooks, graph, helpers, receivers, wh, wh_app  # noqa: F401
+from patchbay.providers.meta.fixtures import fast_webhooks, graph, helpers, receivers, wh, wh_app  # noqa: F401

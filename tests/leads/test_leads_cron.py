@@ -13,7 +13,7 @@ from patchbay.core.leads.models import LeadImport
 from patchbay.core.testing import create_workspace_with_key
 from patchbay.core.timeutil import utcnow
 from patchbay.core.webhooks.models import WebhookRegistration
-from patchbay.core.webhooks.testing import add_connection
+from patchbay.testing import add_connection
 
 
 async def test_renewal_subscribes_each_page_once_until_due_again(wh_app, graph, aiohttp_client):

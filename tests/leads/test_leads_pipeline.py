@@ -15,9 +15,12 @@ from patchbay.core.leads.imports import import_job
 from patchbay.core.leads.models import Lead, LeadImport
 from patchbay.core.leads.service import clean_lead, normalize_email, normalize_phone
 from patchbay.core.testing import create_workspace_with_key
-from patchbay.core.webhooks.models import WebhookEvent
+from patchbay.core.webhooks.listeners import get_listeners
+from patchbay.core.webhooks.models import WebhookDelivery, WebhookEvent
 from patchbay.core.webhooks.protocol import LeadData
-from patchbay.core.webhooks.testing import FakeCrm, add_connection, leadgen_payload, meta_signature
+from patchbay.providers.hubspot.testing import FakeCrm
+from patchbay.providers.meta.testing import leadgen_payload, meta_signature
+from patchbay.testing import add_connection
 
 APP_SECRET = "meta-app-secret"
 
@@ -84,25 +87,48 @@ async def test_leadgen_event_fetches_cleans_stores_and_forwards_the_lead(leads_e
     assert listed["total"] == 1 and listed["page"] == 1 and listed["limit"] == 20
 
 
-async def test_duplicate_leads_by_lead_id_then_email_create_nothing(leads_env, graph, helpers):
+async def test_a_repeated_event_goes_nowhere_and_new_events_about_a_known_person_update_their_lead(leads_env, graph, receivers, helpers):
     client, app, ws, _ = leads_env
-    graph.add_lead("lead-1", email="ada@example.com", phone="+1 415 555 0100")
-    graph.add_lead("lead-2", email="ADA@example.com ", phone="+1 415 555 0199")  # same email
-    graph.add_lead("lead-3", email="other@example.com", phone="+1 (415) 555-0100")  # same phone
-    await send(client, leadgen_payload("page-A", "lead-1"))
+    receiver = await receivers()
+    await client.post("/connect/v1/webhooks/facebook/subscribe", json={"url": receiver.url, "events": ["leadgen"]}, headers=ws["headers"])
+    triggered = []
+
+    async def flow_trigger(session, event):
+        triggered.append(event.id)
+
+    get_listeners(app).add(flow_trigger)
+    graph.add_lead("lead-1", email="ada@example.com", phone="+1 415 555 0100", name="Ada Lovelace")
+    graph.add_lead("lead-2", email="ADA@example.com ", phone="+1 415 555 0199", name="Ada King", extra={"budget": "10k"})  # same email
+    graph.add_lead("lead-3", email="other@example.com", phone="+1 (415) 555-0199")  # the phone lead-2 gave
+    first = await send(client, leadgen_payload("page-A", "lead-1"))
     await settled(helpers, app, 1)
-    second = leadgen_payload("page-A", "lead-1")
-    second["entry"][0]["time"] = 1_700_000_999  # a new delivery about the same lead
-    await send(client, second)
-    await send(client, leadgen_payload("page-A", "lead-2"))
-    await send(client, leadgen_payload("page-A", "lead-3"))
-    rows = await settled(helpers, app, 4)
-    assert [r.status for r in rows] == ["PROCESSED", "DUPLICATE", "DUPLICATE", "DUPLICATE"]
-    assert all("already exists" in r.reason for r in rows[1:])
-    assert len({r.lead_id for r in rows}) == 1
+    again = leadgen_payload("page-A", "lead-1")
+    again["entry"][0]["time"] = 1_700_000_999  # Meta redelivers the same event (new body, same leadgen id)
+    repeat = await send(client, again)
+    await settled(helpers, app, 2)
+    second = await send(client, leadgen_payload("page-A", "lead-2"))
+    await settled(helpers, app, 3)
+    third = await send(client, leadgen_payload("page-A", "lead-3"))
+    rows = {r.id: r for r in await settled(helpers, app, 4)}
+    assert [rows[i].status for i in (first, repeat, second, third)] == ["PROCESSED", "DUPLICATE", "PROCESSED", "PROCESSED"]
+    assert "received before as event " + first in rows[repeat].reason
+    assert rows[repeat].lead_id is None and rows[first].lead_id == rows[second].lead_id == rows[third].lead_id
     async with app[DB].session() as session:
-        assert await session.scalar(select(func.count()).select_from(Lead)) == 1
-    assert [p for _, p, _, _ in graph.requests].count("/lead-1") == 1  # the known lead is not fetched again
+        (lead,) = (await session.scalars(select(Lead))).all()
+    assert (lead.external_id, lead.event_id, lead.email) == ("lead-1", first, "other@example.com")  # the newest lead's values win
+    assert (lead.full_name, lead.phone, lead.fields["budget"]) == ("Ada Lovelace", "+14155550199", "10k")
+    assert [p for _, p, _, _ in graph.requests].count("/lead-1") == 1  # the repeated event is not fetched again
+    assert sorted(triggered) == sorted([first, second, third])
+    await receiver.wait_for(3)
+    await helpers.wait_until(lambda: _deliveries_settled(app))
+    forwarded = [json.loads(r["body"]) for r in receiver.requests]
+    assert sorted(f["id"] for f in forwarded) == sorted([first, second, third])
+    assert {f["data"]["lead"]["id"] for f in forwarded} == {lead.id}
+
+
+async def _deliveries_settled(app) -> bool:
+    async with app[DB].session() as session:
+        return not await session.scalar(select(func.count()).select_from(WebhookDelivery).where(WebhookDelivery.status.notin_(("succeeded", "failed", "gone"))))
 
 
 async def test_failed_extraction_marks_the_event_failed_but_still_forwards_it(leads_env, graph, receivers, helpers):
@@ -261,6 +287,6 @@ async def test_concurrent_events_about_one_person_create_one_lead(database_url, 
 
     await process_job(JobContext(app, "job", "webhooks.process", {"event_ids": ids}, 1, 10, None))
     rows = await helpers.event_rows(app)
-    assert sorted(r.status for r in rows) == ["DUPLICATE"] * 4 + ["PROCESSED"]
+    assert sorted(r.status for r in rows) == ["DUPLICATE"] * 3 + ["PROCESSED"] * 2  # one of each event; lead-2 updates the lead
     async with app[DB].session() as session:
         assert await session.scalar(select(func.count()).select_from(Lead)) == 1

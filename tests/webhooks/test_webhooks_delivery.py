@@ -8,6 +8,7 @@ import base64
 import hashlib
 import hmac
 import json
+import time
 
 import pytest
 from sqlalchemy import select, text
@@ -17,7 +18,9 @@ from patchbay.core.settings import WebhooksSettings
 from patchbay.core.testing import create_workspace_with_key
 from patchbay.core.webhooks.delivery import next_delay, parse_retry_after
 from patchbay.core.webhooks.models import WebhookDelivery, WebhookSubscription
-from patchbay.core.webhooks.testing import add_connection, meta_signature, page_event_payload
+from patchbay.core.webhooks.signing import generate_secret, signature_headers, standard_key
+from patchbay.providers.meta.testing import meta_signature, page_event_payload
+from patchbay.testing import add_connection
 
 APP_SECRET = "meta-app-secret"
 CALLBACK_SECRET = "customer-callback-secret"
@@ -308,3 +311,43 @@ async def test_an_undecryptable_secret_fails_the_delivery_without_sending(wh, re
     delivery = await delivery_of(client, ws, event_id, helpers)
     assert delivery["status"] == "failed" and "cannot be decrypted" in delivery["lastError"] and delivery["attempts"] == 0
     assert receiver.requests == []
+
+
+async def test_a_subscription_to_a_provider_that_sends_no_webhooks_is_refused(client):
+    ws = await create_workspace_with_key(client.server.app)
+    response = await client.post("/connect/v1/webhooks/openai/subscribe", json={"url": "https://hooks.example.com/x"}, headers=ws["headers"])
+    assert response.status == 400
+    assert "openai sends no webhooks" in (await response.json())["message"]
+    listed = await client.get("/connect/v1/webhooks/openai/subscriptions", headers=ws["headers"])
+    assert await listed.json() == []
+
+
+def test_generated_secrets_verify_with_the_official_standard_webhooks_library():
+    from standardwebhooks.webhooks import Webhook
+
+    body = json.dumps({"id": "evt", "data": {"n": 1}}).encode()
+    timestamp = int(time.time())
+    for n in range(60):  # URL-safe secrets failed about two times in three
+        secret = generate_secret()
+        headers = {"webhook-id": f"msg_{n}", "webhook-timestamp": str(timestamp), **signature_headers([secret], f"msg_{n}", timestamp, body)}
+        assert Webhook(secret).verify(body, headers) == json.loads(body)  # raises WebhookVerificationError on a mismatch
+
+
+async def test_a_rotated_generated_secret_signs_what_the_official_library_verifies(wh, receivers, helpers):
+    from standardwebhooks.webhooks import Webhook
+
+    receiver = await receivers()
+    client, app, ws, sub = await setup_workspace(wh, receiver)
+    rotated = await client.post(f"/connect/v1/webhooks/facebook/subscribe/{sub['subscriptionId']}/rotate-secret", json={"overlapSeconds": 0}, headers=ws["headers"])
+    secret = (await rotated.json())["callbackSecret"]
+    assert secret.startswith("whsec_")
+    event_id = await send(client)
+    await delivery_of(client, ws, event_id, helpers)
+    request = receiver.requests[0]
+    headers = {k.lower(): v for k, v in request["headers"].items() if k.lower().startswith("webhook-")}
+    assert Webhook(secret).verify(request["body"], headers)["id"] == event_id
+
+
+def test_a_secret_stored_before_keeps_its_signing_key():
+    legacy = "whsec_ab-cd_ef" + "x" * 20  # URL-safe text: not base64, so its UTF-8 bytes stay the key
+    assert standard_key(legacy) == legacy.encode()

@@ -5,14 +5,20 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from sqlalchemy import func, select
+from sqlalchemy.exc import OperationalError
 
 from patchbay.core.appkeys import DB
 from patchbay.core.jobs.models import Job
+from patchbay.core.jobs.queue import JobContext
+from patchbay.core.testing import create_workspace_with_key
 from patchbay.core.timeutil import utcnow
 from patchbay.core.webhooks.listeners import get_listeners
 from patchbay.core.webhooks.models import WebhookDelivery, WebhookEvent
-from patchbay.core.webhooks.testing import add_connection, meta_signature, page_event_payload
+from patchbay.core.webhooks.processing import TransientProcessingError, process_job
+from patchbay.providers.meta.testing import meta_signature, page_event_payload
+from patchbay.testing import add_connection
 
 APP_SECRET = "meta-app-secret"
 
@@ -217,3 +223,61 @@ async def test_signed_bodies_that_carry_no_event_fail_with_a_reason(wh, helpers)
     await helpers.wait_until(lambda: _count_settled(helpers, app, 3))
     reasons = sorted(r.reason for r in await helpers.event_rows(app))
     assert reasons == ["the body carries no event", "the body carries no event", "the body is not valid JSON"]
+
+
+async def _process_jobs(app) -> list[Job]:
+    async with app[DB].session() as session:
+        return list((await session.scalars(select(Job).where(Job.kind == "webhooks.process"))).all())
+
+
+async def test_a_database_hiccup_retries_the_event_and_a_bug_fails_it_with_its_reason(wh, helpers):
+    client, app, first, _ = wh
+    await add_connection(app, first["workspace_id"], "facebook", meta={"page_id": "page-A"})
+    hiccups = []
+
+    async def listener(session, event):
+        if event.payload.get("n") == 1 and not hiccups:
+            hiccups.append(event.id)
+            raise OperationalError("UPDATE ...", {}, ConnectionResetError("connection lost"))
+        if event.payload.get("n") == 2:
+            raise ValueError("a listener bug")
+
+    get_listeners(app).add(listener)
+    for n in (1, 2):
+        body, headers = signed(page_event_payload("page-A", value={"n": n}))
+        assert (await client.post("/webhook/facebook", data=body, headers=headers)).status == 200
+    await helpers.wait_until(lambda: _all_settled(helpers, app), timeout=30)
+    rows = {json.loads(r.body)["entry"][0]["changes"][0]["value"]["n"]: r for r in await helpers.event_rows(app)}
+    assert hiccups == [rows[1].id]
+    assert rows[1].status == "PROCESSED" and rows[1].reason is None  # retried after the hiccup
+    assert rows[2].status == "FAILED" and "a listener bug" in rows[2].reason
+    jobs = await helpers.wait_until(lambda: _settled_jobs(app), timeout=30)
+    retried = [job for job in jobs if job.payload["event_ids"] == [rows[1].id]]
+    assert [(job.status, job.attempts) for job in retried] == [("done", 2)]
+    failed_at_once = [job for job in jobs if job.payload["event_ids"] == [rows[2].id]]
+    assert [(job.status, job.attempts) for job in failed_at_once] == [("done", 1)]
+
+
+async def _settled_jobs(app):
+    jobs = await _process_jobs(app)
+    return jobs if jobs and all(job.status in ("done", "failed") for job in jobs) else None
+
+
+async def test_a_transient_error_on_the_last_attempt_fails_the_event(wh_app, aiohttp_client, helpers):
+    client = await aiohttp_client(wh_app(background=False))
+    app = client.server.app
+    first = await create_workspace_with_key(app)
+    await add_connection(app, first["workspace_id"], "facebook", meta={"page_id": "page-A"})
+
+    async def listener(session, event):
+        raise OperationalError("UPDATE ...", {}, ConnectionResetError("connection lost"))
+
+    get_listeners(app).add(listener)
+    body, headers = signed(page_event_payload("page-A", value={"n": 1}))
+    event_id = (await (await client.post("/webhook/facebook", data=body, headers=headers)).json())["id"]
+    with pytest.raises(TransientProcessingError):
+        await process_job(JobContext(app, "job", "webhooks.process", {"event_ids": [event_id]}, 1, 10, None))
+    assert [r.status for r in await helpers.event_rows(app)] == ["RECEIVED"]
+    await process_job(JobContext(app, "job", "webhooks.process", {"event_ids": [event_id]}, 10, 10, None))
+    (row,) = await helpers.event_rows(app)
+    assert row.status == "FAILED" and "connection lost" in row.reason

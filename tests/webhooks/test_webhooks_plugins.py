@@ -9,7 +9,7 @@ import json
 
 from patchbay import InboundEvent, LeadData, Provider, WebhookHandler, hookimpl
 from patchbay.core.testing import create_workspace_with_key
-from patchbay.core.webhooks.testing import add_connection
+from patchbay.testing import add_connection
 
 SECRET = "acme-secret"
 

@@ -20,7 +20,8 @@ from patchbay.core.jobs.models import Job
 from patchbay.core.settings import load_settings
 from patchbay.core.testing import create_workspace_with_key
 from patchbay.core.webhooks.models import WebhookDelivery, WebhookEvent, WebhookSubscription
-from patchbay.core.webhooks.testing import add_connection, meta_signature, page_event_payload
+from patchbay.providers.meta.testing import meta_signature, page_event_payload
+from patchbay.testing import add_connection
 
 APP_SECRET = "restart-app-secret"
 PATCHBAY = str(Path(sys.executable).parent / "patchbay")

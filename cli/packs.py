@@ -1,0 +1,117 @@
+"""``patchbay packs``: the installed provider packs and plugins, and checking one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from string import Template
+
+import attrs
+import click
+
+from patchbay.cli.runtime import emit, json_option, registry_from, settings_from
+
+
+def _inventory(*, skip_broken: bool):
+    from patchbay.core.plugins.inventory import describe_plugins
+
+    settings = settings_from()
+    settings.plugins = attrs.evolve(settings.plugins, skip_broken=skip_broken)
+    pm, registry = registry_from(settings, quiet=True)
+    return describe_plugins(pm, registry, disabled=frozenset(settings.plugins.disable))
+
+
+@click.group("packs")
+def packs() -> None:
+    """Installed provider packs and plugins."""
+
+
+@packs.command("list")
+@json_option
+def packs_list(as_json: bool) -> None:
+    """Each installed plugin: distribution, version, providers, hooks and load error."""
+    data = _inventory(skip_broken=True)
+    lines = []
+    for item in data:
+        providers = ", ".join(item["providers"][:5]) + (f" (+{len(item['providers']) - 5})" if len(item["providers"]) > 5 else "")
+        lines.append(f"{item['name']:<24} {item['distribution']} {item['version'] or ''} [{item['status']}] {providers}")
+        if item["error"]:
+            lines.append(f"    error: {item['error']}")
+    emit(data, as_json, "\n".join(lines) or "no plugins")
+
+
+@packs.command("check")
+@click.argument("name")
+@json_option
+def packs_check(name: str, as_json: bool) -> None:
+    """Load every plugin and report whether NAME loads cleanly (exit 1 when it does not)."""
+    found = [item for item in _inventory(skip_broken=True) if item["name"] == name]
+    if not found:
+        raise click.ClickException(f"no installed plugin named {name!r} (see `patchbay packs list`)")
+    item = found[0]
+    if item["status"] == "error":
+        raise click.ClickException(f"plugin {name!r} ({item['distribution']}) is broken: {item['error']}")
+    emit(item, as_json, f"{name}: {item['status']}, {len(item['providers'])} provider(s), hooks: {', '.join(item['hooks'])}")
+
+
+TEMPLATES = Path(__file__).with_name("pack_template")
+AUTH_FIELDS = {
+    "api_key": '            auth_mode="api_key",\n            credential_headers={"x-api-key": "{api_key}"},',
+    "basic": '            auth_mode="basic",',
+    "oauth2": '            auth_mode="oauth2",\n            capabilities=("oauth", "proxy"),\n'
+              '            authorization_url="https://$name.example/oauth/authorize",\n            token_url="https://$name.example/oauth/token",',
+}
+FEATURES = ("action",)
+
+
+def _render(template: str, values: dict[str, str]) -> str:
+    return Template((TEMPLATES / template).read_text()).substitute(values)
+
+
+def scaffold(name: str, auth: str, features: tuple[str, ...], target: Path) -> list[Path]:
+    """Write a ready pack for provider ``name`` into ``target``; the files written."""
+    module = "patchbay_" + name.replace("-", "_").replace(".", "_")
+    values = {"name": name, "display": name.replace("-", " ").title(), "distribution": f"patchbay-{name}", "module": module}
+    with_action = "action" in features
+    values |= {
+        "auth_fields": Template(AUTH_FIELDS[auth]).substitute(values),
+        "with_summary": " and the get_me action" if with_action else "",
+        "imports": "Action, Provider, hookimpl" if with_action else "Provider, hookimpl",
+        "action_code": _render("action.py.tmpl", values) if with_action else "",
+        "action_test": _render("action_test.py.tmpl", values) if with_action else "",
+    }
+    files = {
+        "pyproject.toml": "pyproject.toml.tmpl",
+        f"{module}/__init__.py": "module.py.tmpl",
+        f"tests/test_{module}.py": "test_pack.py.tmpl",
+        "README.md": "README.md.tmpl",
+        ".github/workflows/test.yml": "github/test.yml.tmpl",
+    }
+    written = []
+    for relative, template in files.items():
+        path = target / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(_render(template, values))
+        written.append(path)
+    return written
+
+
+@packs.command("new")
+@click.argument("name")
+@click.option("--auth", type=click.Choice(sorted(AUTH_FIELDS)), default="api_key", show_default=True)
+@click.option("--with", "features", default="", help=f"Comma-separated extras: {', '.join(FEATURES)}.")
+@click.option("--dir", "directory", type=click.Path(file_okay=False, path_type=Path), help="Where to write the pack [./patchbay-NAME].")
+def packs_new(name: str, auth: str, features: str, directory: Path | None) -> None:
+    """Write a ready provider pack for NAME: pyproject with its entry point, module, tests, README, CI."""
+    from patchbay.core.plugins.provider import _NAME
+
+    if not _NAME.match(name):
+        raise click.BadParameter("lowercase letters, digits, '.', '_' or '-'", param_hint="NAME")
+    chosen = tuple(feature.strip() for feature in features.split(",") if feature.strip())
+    unknown = sorted(set(chosen) - set(FEATURES))
+    if unknown:
+        raise click.BadParameter(f"{', '.join(unknown)} (known: {', '.join(FEATURES)})", param_hint="--with")
+    target = directory or Path(f"patchbay-{name}")
+    if target.exists() and any(target.iterdir()):
+        raise click.ClickException(f"{target} exists and is not empty")
+    for path in scaffold(name, auth, chosen, target):
+        click.echo(f"wrote {path}")

@@ -1,0 +1,304 @@
+"""Connect sessions: create, list, revoke, resolve a token, and what the hosted page does with a
+session (connect an API-key provider for its end user, reconnect, events to the customer).
+
+Connecting itself is the connections feature's work (``connect_with_api_key``) behind the
+approvals feature's gate; this module only adds the session's rules and the end user's id."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+from typing import Any
+from urllib.parse import urlsplit
+
+from aiohttp import web
+from sqlalchemy import func, select, update
+
+from patchbay.core.appkeys import DB, REGISTRY, SECRETS, SETTINGS
+from patchbay.core.approvals.service import gate_connect
+from patchbay.core.connect_ui.models import ConnectSession
+from patchbay.core.connections import service as connections
+from patchbay.core.connections.lifecycle import ConnectionRemoval, removal_listeners
+from patchbay.core.connections.models import Connection
+from patchbay.core.connections.store import get_row
+from patchbay.core.http.errors import ApiError, bad_request, not_found
+from patchbay.core.http.lookups import get_or_404
+from patchbay.core.plugins.provider import Provider
+from patchbay.core.security.auth import Principal
+from patchbay.core.security.secrets import random_token
+from patchbay.core.timeutil import iso, utcnow
+from patchbay.core.webhooks.delivery import create_deliveries
+from patchbay.core.webhooks.models import WebhookEvent
+
+log = logging.getLogger(__name__)
+
+#: the prefix of every connect session token (tells a leaked one apart in a scan)
+TOKEN_PREFIX = "pbcs_"
+
+
+class SessionUnusable(ApiError):
+    """The token is unknown, expired, revoked or already used; ``reason`` says which."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(401, message)
+        self.why = reason
+
+
+def _string(body: dict[str, Any], field: str, *, required: bool = False, limit: int = 255) -> str | None:
+    value = body.get(field)
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or not value.strip() or len(value) > limit:
+        raise bad_request(f"Validation failed: {field} must be a non-empty string of at most {limit} characters")
+    return value.strip()
+
+
+def _return_url(value: str | None) -> str | None:
+    if value is None:
+        return None
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise bad_request("Validation failed: returnUrl must be an absolute http(s) URL")
+    return value
+
+
+def _end_user(body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    end_user = body.get("endUser")
+    if not isinstance(end_user, dict):
+        raise bad_request("Validation failed: endUser is required ({id, email?, displayName?})")
+    end_user_id = _string(end_user, "id", required=True)
+    display = {key: _string(end_user, key) for key in ("email", "displayName")}
+    return end_user_id, {key: value for key, value in display.items() if value is not None}
+
+
+def _allowed(app: web.Application, value: Any) -> list[str] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list) or not value or not all(isinstance(name, str) for name in value):
+        raise bad_request("Validation failed: allowedProviders must be a non-empty list of provider names")
+    unknown = [name for name in value if app[REGISTRY].provider(name) is None]
+    if unknown:
+        raise bad_request(f"Validation failed: unknown provider(s): {', '.join(unknown)}")
+    return list(dict.fromkeys(value))
+
+
+def _lifetime(app: web.Application, value: Any) -> timedelta:
+    settings = app[SETTINGS].connect_ui
+    if value is None:
+        return timedelta(minutes=settings.session_ttl_minutes)
+    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= settings.max_session_ttl_minutes:
+        raise bad_request(f"Validation failed: expiresInMinutes must be an integer from 1 to {settings.max_session_ttl_minutes}")
+    return timedelta(minutes=value)
+
+
+def hosted_url(app: web.Application, token: str) -> str:
+    return f"{app[SETTINGS].public_base_url}/connect/ui?session={token}"
+
+
+def session_json(row: ConnectSession) -> dict[str, Any]:
+    """A session as the API shows it: never its token."""
+    now = utcnow()
+    status = "revoked" if row.revoked_at else "used" if row.used_at else "expired" if row.expires_at <= now else "active"
+    return {
+        "id": row.id,
+        "status": status,
+        "endUser": {"id": row.end_user_id, **(row.end_user or {})},
+        "allowedProviders": row.allowed_providers,
+        "metadata": row.default_metadata or {},
+        "returnUrl": row.return_url,
+        "reconnectConnectionId": row.reconnect_id,
+        "connectionId": row.connection_id,
+        "approvalId": row.approval_id,
+        "expiresAt": iso(row.expires_at),
+        "usedAt": iso(row.used_at),
+        "revokedAt": iso(row.revoked_at),
+        "createdAt": iso(row.created_at),
+    }
+
+
+async def create_session(app: web.Application, workspace_id: str, body: dict[str, Any]) -> tuple[ConnectSession, str]:
+    """Validate ``body`` and store a new session; answers the row and its token (shown once).
+
+    ``{endUser: {id, email?, displayName?}, allowedProviders?, metadata?, returnUrl?,
+    reconnectConnectionId?, expiresInMinutes?}``."""
+    end_user_id, display = _end_user(body)
+    allowed = _allowed(app, body.get("allowedProviders"))
+    metadata = body.get("metadata") or {}
+    if not isinstance(metadata, dict):
+        raise bad_request("Validation failed: metadata must be an object")
+    return_url = _return_url(_string(body, "returnUrl", limit=2000))
+    lifetime = _lifetime(app, body.get("expiresInMinutes"))
+    reconnect = _string(body, "reconnectConnectionId", limit=36)
+    token = TOKEN_PREFIX + random_token()
+    async with app[DB].transaction(tenant=workspace_id) as session:
+        if reconnect is not None:
+            connection = await get_row(session, reconnect)  # 404 for another workspace's connection
+            allowed = [connection.provider]
+        row = ConnectSession(
+            workspace_id=workspace_id, token_digest=app[SECRETS].digest(token), end_user_id=end_user_id, end_user=display,
+            allowed_providers=allowed, default_metadata=metadata, return_url=return_url, reconnect_id=reconnect,
+            expires_at=utcnow() + lifetime,
+        )  # fmt: skip
+        session.add(row)
+        await session.flush()
+    return row, token
+
+
+async def list_sessions(app: web.Application, workspace_id: str, *, end_user_id: str | None, page: int, limit: int) -> tuple[list[ConnectSession], int]:
+    conditions = [ConnectSession.end_user_id == end_user_id] if end_user_id else []
+    async with app[DB].session(tenant=workspace_id) as session:
+        total = await session.scalar(select(func.count()).select_from(ConnectSession).where(*conditions))
+        rows = await session.scalars(
+            select(ConnectSession).where(*conditions).order_by(ConnectSession.created_at.desc(), ConnectSession.id).offset((page - 1) * limit).limit(limit)
+        )
+        return list(rows), int(total or 0)
+
+
+async def revoke_session(app: web.Application, workspace_id: str, session_id: str) -> ConnectSession:
+    async with app[DB].transaction(tenant=workspace_id) as session:
+        row = await get_or_404(session, ConnectSession, session_id, f"Connect session not found: {session_id}")
+        if row.revoked_at is None:
+            row.revoked_at = utcnow()
+        await session.flush()
+        return row
+
+
+async def usable_session(app: web.Application, token: str | None = None, *, session_id: str | None = None) -> ConnectSession:
+    """The session of a token (or of an id the page's cookie carries) while it may still connect;
+    raises :class:`SessionUnusable`."""
+    if token is not None:
+        condition = ConnectSession.token_digest.in_(app[SECRETS].digests(token)) if token.startswith(TOKEN_PREFIX) else None
+    else:
+        condition = ConnectSession.id == session_id
+    row = None
+    if condition is not None:
+        async with app[DB].session() as session:
+            row = await session.scalar(select(ConnectSession).where(condition))
+    if row is None:
+        raise SessionUnusable("unknown", "This connect link is not valid.")
+    if row.revoked_at is not None:
+        raise SessionUnusable("revoked", "This connect link was cancelled.")
+    if row.expires_at <= utcnow():
+        raise SessionUnusable("expired", "This connect link has expired.")
+    if row.used_at is not None:
+        raise SessionUnusable("used", "This connect link was already used.")
+    return row
+
+
+def offered_providers(app: web.Application, row: ConnectSession) -> list[Provider]:
+    """The installed, available providers the session allows, by display name."""
+    providers = [p for p in app[REGISTRY].providers.values() if p.is_available]
+    if row.allowed_providers is not None:
+        providers = [p for p in providers if p.name in row.allowed_providers]
+    return sorted(providers, key=lambda p: p.display_name.lower())
+
+
+def offered_provider(app: web.Application, row: ConnectSession, name: str) -> Provider:
+    for provider in offered_providers(app, row):
+        if provider.name == name:
+            return provider
+    raise not_found(f"Provider not offered: {name}")
+
+
+def end_user_principal(row: ConnectSession) -> Principal:
+    """Who connects through the page, as the approval gate sees them: never an approver."""
+    return Principal("api_key", row.workspace_id, frozenset({"connections.write"}), subject=f"end_user:{row.end_user_id}")
+
+
+async def connect_api_key(app: web.Application, row: ConnectSession, provider: Provider, credentials: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+    """Connect (or reconnect) the session's API-key provider with the end user's credentials.
+
+    Answers ``{status: connected|reconnected, connectionId}`` or ``{status: pending_approval,
+    approvalId}``; the session is used up either way. Raises the connection service's errors (the
+    provider refused the key, a parameter is missing) and sends ``connection.failed``."""
+    metadata = dict(row.default_metadata or {})
+    body = {"credentials": credentials, "metadata": metadata, "params": params, "endUserId": row.end_user_id}
+    async with app[DB].transaction(tenant=row.workspace_id) as session:
+        await _use(session, row)  # claimed first: a second submit racing this one finds it used
+        approval_id = None
+        if row.reconnect_id is None:
+            approval_id = await gate_connect(session, workspace_id=row.workspace_id, provider=provider.name, principal=end_user_principal(row), payload=body)
+        if approval_id is not None:
+            await _record(session, row, approval_id=approval_id)
+    if approval_id is not None:
+        return {"status": "pending_approval", "approvalId": approval_id}
+    try:
+        connection = await connections.connect_with_api_key(
+            app, workspace_id=row.workspace_id, provider_name=provider.name, credentials=credentials, metadata=metadata, params=params,
+            reconnect_id=row.reconnect_id,
+        )  # fmt: skip
+    except ApiError as error:
+        async with app[DB].transaction(tenant=row.workspace_id) as session:
+            await _record(session, row, used_at=None)  # a refused key leaves the link usable
+        await emit(app, row.workspace_id, provider.name, "connection.failed", {"endUserId": row.end_user_id, "reason": error.message, "connectSessionId": row.id})
+        raise
+    async with app[DB].transaction(tenant=row.workspace_id) as session:
+        await session.execute(
+            update(Connection).where(Connection.id == connection.id).values(end_user_id=row.end_user_id).execution_options(synchronize_session=False)
+        )
+        await _record(session, row, connection_id=connection.id)
+    event = "connection.reconnected" if row.reconnect_id else "connection.created"
+    await emit(app, row.workspace_id, provider.name, event, {"connectionId": connection.id, "endUserId": row.end_user_id, "connectSessionId": row.id})
+    return {"status": "reconnected" if row.reconnect_id else "connected", "connectionId": connection.id}
+
+
+async def hold_for_approval(app: web.Application, row: ConnectSession, approval_id: str) -> None:
+    """The workspace's policy holds the end user's OAuth connect: the session is used up."""
+    async with app[DB].transaction(tenant=row.workspace_id) as session:
+        await _use(session, row, approval_id=approval_id)
+
+
+async def finish_oauth(app: web.Application, row: ConnectSession, provider: Provider, connection_id: str) -> dict[str, Any]:
+    """Claim the connection the OAuth callback made for this session's end user. The connection
+    must carry this session's id in its metadata (put there when the login started), so a forged
+    return URL naming another connection claims nothing."""
+    async with app[DB].transaction(tenant=row.workspace_id) as session:
+        connection = await session.scalar(select(Connection).where(Connection.id == connection_id))
+        if connection is None or connection.provider != provider.name or (connection.meta or {}).get("connectSessionId") != row.id:
+            raise bad_request("The sign-in did not complete for this connect link. Start again.")
+        connection.end_user_id = row.end_user_id
+        await _use(session, row, connection_id=connection.id)
+    event = "connection.reconnected" if row.reconnect_id else "connection.created"
+    await emit(app, row.workspace_id, provider.name, event, {"connectionId": connection_id, "endUserId": row.end_user_id, "connectSessionId": row.id})
+    return {"status": "reconnected" if row.reconnect_id else "connected", "connectionId": connection_id}
+
+
+async def _record(session, row: ConnectSession, **values: Any) -> None:
+    await session.execute(update(ConnectSession).where(ConnectSession.id == row.id).values(**values).execution_options(synchronize_session=False))
+
+
+async def _use(session, row: ConnectSession, *, connection_id: str | None = None, approval_id: str | None = None) -> None:
+    """Mark the session used, once: a second submit racing this one finds it taken."""
+    result = await session.execute(
+        update(ConnectSession)
+        .where(ConnectSession.id == row.id, ConnectSession.used_at.is_(None))
+        .values(used_at=utcnow(), connection_id=connection_id, approval_id=approval_id)
+        .execution_options(synchronize_session=False)
+    )
+    if result.rowcount != 1:
+        raise SessionUnusable("used", "This connect link was already used.")
+
+
+async def emit(app: web.Application, workspace_id: str, provider: str, event_type: str, data: dict[str, Any]) -> None:
+    """Send a connection event to the workspace's webhook subscriptions of ``provider`` with the
+    same signing and retries as forwarded provider events."""
+    async with app[DB].transaction(tenant=workspace_id) as session:
+        await _record_event(app, session, workspace_id, provider, event_type, data)
+
+
+async def _record_event(app: web.Application, session, workspace_id: str, provider: str, event_type: str, data: dict[str, Any]) -> None:
+    event = WebhookEvent(workspace_id=workspace_id, provider=provider, status="PROCESSED", event_type=event_type, payload=data, processed_at=utcnow())
+    session.add(event)
+    await session.flush()
+    await create_deliveries(app, session, event)
+
+
+def announce_removals(app: web.Application) -> None:
+    """Every disconnected or deleted connection, made here or not, becomes a ``connection.removed``
+    event, written in the removal's own transaction."""
+
+    async def removed(session, removal: ConnectionRemoval) -> None:
+        data = {"connectionId": removal.connection_id, "endUserId": removal.end_user_id, "deleted": removal.deleted}
+        await _record_event(app, session, removal.workspace_id, removal.provider, "connection.removed", data)
+
+    removal_listeners(app).add(removed)

@@ -1,0 +1,135 @@
+"""``GET /metrics``: the process's figures in the Prometheus text format (prometheus-client).
+
+Two kinds of figures:
+
+- **This process's traffic**, counted as it happens: requests by method, route template and status,
+  with a latency histogram, and the proxy's upstream latency per provider (observed where the proxy
+  records its audit row: from the first send to the provider's answer, a refresh and one 429 retry
+  included). Each process counts its
+  own; Prometheus adds the processes up.
+- **The shared state**, read from the database when scraped: queued jobs and the age of the oldest
+  per kind, deliveries by status, attempts by outcome, flow executions by status, connections by
+  status (refresh failures leave a connection ``expired`` or ``invalid``) and connections whose
+  last refresh failed, by provider. Every process answers the
+  same figures for these, so dashboards should take ``max`` over instances, not ``sum``.
+
+Each app has its own ``CollectorRegistry``: several apps in one process (tests, embedding) never
+share or collide on counters.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from sqlalchemy import func, select
+
+from patchbay.core.appkeys import DB, METRICS
+from patchbay.core.connections.models import Connection
+from patchbay.core.flows.models import FlowExecution
+from patchbay.core.jobs.models import Job
+from patchbay.core.timeutil import utcnow
+from patchbay.core.webhooks.models import WebhookAttempt, WebhookDelivery
+
+routes = web.RouteTableDef()
+
+#: a route label for requests that matched no route, so that scanners cannot grow the label set
+UNMATCHED = "unmatched"
+_LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+
+
+class Metrics:
+    """The metric objects of one app."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        registry = self.registry
+        self.requests = Counter("patchbay_http_requests", "HTTP requests answered, by route template and status.", ["method", "route", "status"], registry=registry)
+        self.latency = Histogram("patchbay_http_request_duration_seconds", "Time to answer an HTTP request.", ["method", "route"], buckets=_LATENCY_BUCKETS, registry=registry)
+        self.proxy_upstream = Histogram("patchbay_proxy_upstream_duration_seconds", "Time a provider took to answer a proxied call.", ["provider"], buckets=_LATENCY_BUCKETS, registry=registry)
+        self.jobs_queued = Gauge("patchbay_jobs_queued", "Jobs waiting or running, by kind (shared state).", ["kind"], registry=registry)
+        self.jobs_oldest_age = Gauge("patchbay_jobs_oldest_age_seconds", "Age of the oldest job waiting or running, by kind (shared state).", ["kind"], registry=registry)
+        self.deliveries = Gauge("patchbay_webhook_deliveries", "Outbound webhook deliveries by status (shared state).", ["status"], registry=registry)
+        self.attempts = Gauge("patchbay_webhook_delivery_attempts", "Outbound webhook delivery attempts by outcome (shared state).", ["outcome"], registry=registry)
+        self.executions = Gauge("patchbay_flow_executions", "Flow executions by status (shared state).", ["status"], registry=registry)
+        self.connections = Gauge("patchbay_connections", "Provider connections by status; expired and invalid ones failed to refresh (shared state).", ["status"], registry=registry)
+        self.refresh_failing = Gauge("patchbay_connections_refresh_failing", "Connections whose last token refresh failed, by provider (shared state).", ["provider"], registry=registry)
+
+    def observe_request(self, method: str, route: str, status: int, seconds: float) -> None:
+        self.requests.labels(method, route, str(status)).inc()
+        self.latency.labels(method, route).observe(seconds)
+
+    async def read_shared_state(self, db) -> None:
+        """Set the shared-state gauges from the database (one grouped query per table)."""
+        now = utcnow()
+        async with db.session() as session:
+            jobs = (await session.execute(select(Job.kind, func.count(), func.min(Job.created_at)).where(Job.status.in_(("queued", "running"))).group_by(Job.kind))).all()
+            deliveries = (await session.execute(select(WebhookDelivery.status, func.count()).group_by(WebhookDelivery.status))).all()
+            succeeded, tried = (await session.execute(select(func.count().filter(WebhookAttempt.status_code.between(200, 299)), func.count()).select_from(WebhookAttempt))).one()
+            executions = (await session.execute(select(FlowExecution.status, func.count()).group_by(FlowExecution.status))).all()
+            connections = (await session.execute(select(Connection.status, func.count()).group_by(Connection.status))).all()
+            failing = (await session.execute(select(Connection.provider, func.count()).where(Connection.refresh_failures > 0, Connection.status != "disconnected").group_by(Connection.provider))).all()
+        for gauge in (self.jobs_queued, self.jobs_oldest_age, self.deliveries, self.attempts, self.executions, self.connections, self.refresh_failing):
+            gauge.clear()
+        for kind, count, oldest in jobs:
+            self.jobs_queued.labels(kind).set(count)
+            self.jobs_oldest_age.labels(kind).set(max(0.0, (now - _aware(oldest, now)).total_seconds()))
+        for status, count in deliveries:
+            self.deliveries.labels(status).set(count)
+        if tried:
+            self.attempts.labels("success").set(succeeded)
+            self.attempts.labels("failure").set(tried - succeeded)
+        for status, count in executions:
+            self.executions.labels(status).set(count)
+        for status, count in connections:
+            self.connections.labels(status).set(count)
+        for provider, count in failing:
+            self.refresh_failing.labels(provider).set(count)
+
+
+def _aware(moment: datetime, now: datetime) -> datetime:
+    return moment if moment.tzinfo else moment.replace(tzinfo=now.tzinfo)
+
+
+def _route_of(request: web.Request) -> str:
+    resource = request.match_info.route.resource
+    return resource.canonical if resource is not None else UNMATCHED
+
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+@web.middleware
+async def metrics_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Counts every answer, including the error envelope's, by the route template (never the raw
+    path: ids would make a label per resource)."""
+    started = time.perf_counter()
+    status = 500
+    try:
+        response = await handler(request)
+        status = response.status
+        return response
+    except web.HTTPException as error:
+        status = error.status
+        raise
+    finally:
+        request.app[METRICS].observe_request(request.method, _route_of(request), status, time.perf_counter() - started)
+
+
+@routes.get("/metrics")
+async def metrics(request: web.Request) -> web.Response:
+    """Prometheus text exposition of this process's figures and the shared state."""
+    collected = request.app[METRICS]
+    await collected.read_shared_state(request.app[DB])
+    response = web.Response(body=generate_latest(collected.registry))
+    response.content_type = CONTENT_TYPE_LATEST.split(";")[0]
+    return response
+
+
+def setup(app: web.Application) -> None:
+    app[METRICS] = Metrics()
+    app.middlewares.insert(0, metrics_middleware)  # outermost: it sees the final status of every answer
+    app.router.add_routes(routes)

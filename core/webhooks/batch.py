@@ -1,0 +1,300 @@
+"""Processing a batch of stored inbound events in one pass (the fast path of ``processing``).
+
+The common event — received once, one provider event in the body, routed by its routing keys or
+``?connectionId=`` — is handled for the whole batch at once: the events are read in one query,
+earlier copies looked up in one query, routed with one query per routing-key name, their leads
+fetched concurrently, and then one transaction claims them (only while still RECEIVED), writes their
+outcome, their leads, their deliveries and the delivery jobs, and calls the listeners.
+
+Everything else (a body that is not JSON or carries no or several events, a copy of an earlier
+delivery, an event that does not route, an event already claimed, or a batch whose transaction
+fails) is answered as *left over*: ``processing`` handles those one by one, with its own
+transaction each, so one bad event never fails the others and every rule keeps a single home.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+from collections import defaultdict
+from typing import Any
+
+import attrs
+from aiohttp import web
+from sqlalchemy import func, select, update
+
+from patchbay.core.appkeys import DB, JOBS, REGISTRY
+from patchbay.core.connections.models import Connection
+from patchbay.core.crm_push.service import maybe_await, open_connection_client, schedule_push
+from patchbay.core.leads.service import lead_json, lock_workspace_leads, merge_lead, save_lead
+from patchbay.core.timeutil import new_id, utcnow
+from patchbay.core.webhooks.delivery import DELIVER_BATCH_JOB, matches
+from patchbay.core.webhooks.listeners import get_listeners
+from patchbay.core.webhooks.models import WebhookDelivery, WebhookEvent, WebhookSubscription
+from patchbay.core.webhooks.protocol import InboundEvent, WebhookHandler
+
+ROUTABLE_STATUSES = ("connected", "expired", "invalid")
+
+#: the columns the pass reads (rows, not ORM objects: cheaper to load)
+_READ = (WebhookEvent.id, WebhookEvent.provider, WebhookEvent.status, WebhookEvent.parent_id, WebhookEvent.body, WebhookEvent.body_hash, WebhookEvent.connection_hint)
+
+#: lead fetches of one batch in flight at once
+FETCH_CONCURRENCY = 16
+
+
+@attrs.define
+class Routed:
+    """One event of the batch, routed, on its way to the transaction; also what listeners get
+    (``id``, ``workspace_id``, ``provider``, ``event_type``, ``payload``, ``connection_id``)."""
+
+    id: str
+    provider: str
+    handler: WebhookHandler
+    item: InboundEvent
+    connection: Connection
+    event_type: str | None = None
+    payload: dict[str, Any] = attrs.field(factory=dict)
+    lead_data: Any = None
+    lead_error: str | None = None
+
+    @property
+    def workspace_id(self) -> str:
+        return self.connection.workspace_id
+
+    @property
+    def connection_id(self) -> str:
+        return self.connection.id
+
+
+async def process_batch(app: web.Application, event_ids: list[str]) -> list[str]:
+    """Process what the fast path can of ``event_ids``; answers the ids left for one-by-one
+    processing. Raises only when the batch's transaction fails (nothing of it is then written)."""
+    async with app[DB].session() as session:
+        rows = {row.id: row for row in (await session.execute(select(*_READ).where(WebhookEvent.id.in_(event_ids)))).all()}
+    events = [rows[event_id] for event_id in dict.fromkeys(event_ids) if event_id in rows]  # in the order received
+    left = set(event_ids) - {event.id for event in events}  # gone: the one-by-one path ignores them
+    candidates: list[tuple[Any, WebhookHandler, InboundEvent]] = []
+    for event in events:
+        parsed = _single_item(app, event)
+        if parsed is None:
+            left.add(event.id)
+        else:
+            candidates.append((event, *parsed))
+    copied = await _copied(app, [event for event, _, _ in candidates])
+    candidates = [c for c in candidates if c[0].id not in copied]
+    left |= copied
+    routed, unrouted = await _route(app, candidates)
+    left |= unrouted
+    await _fetch_leads(app, routed)
+    if routed:
+        left |= await _commit(app, routed)
+    return [event_id for event_id in event_ids if event_id in left]
+
+
+def _single_item(app: web.Application, event: Any) -> tuple[WebhookHandler, InboundEvent] | None:
+    """The handler and the only provider event of a RECEIVED root event, or None (not for the fast path)."""
+    if event.status != "RECEIVED" or event.parent_id is not None:
+        return None
+    handler = app[REGISTRY].get("webhooks", event.provider)
+    if handler is None:
+        return None
+    try:
+        payload = json.loads(event.body or "")
+    except (json.JSONDecodeError, TypeError):
+        return None
+    items = handler.events(payload)
+    if inspect.isawaitable(items):  # an asynchronous handler: the one-by-one path awaits it
+        if inspect.iscoroutine(items):
+            items.close()
+        return None
+    items = list(items)
+    return (handler, items[0]) if len(items) == 1 else None
+
+
+async def _copied(app: web.Application, events: list[Any]) -> set[str]:
+    """Events whose body was received more than once (either copy): the one-by-one path decides
+    which is the original."""
+    hashes = {event.body_hash for event in events if event.body_hash}
+    if not hashes:
+        return set()
+    statement = (
+        select(WebhookEvent.provider, WebhookEvent.body_hash)
+        .where(WebhookEvent.body_hash.in_(hashes), WebhookEvent.parent_id.is_(None))
+        .group_by(WebhookEvent.provider, WebhookEvent.body_hash)
+        .having(func.count() > 1)
+    )
+    async with app[DB].session() as session:
+        repeated = {(provider, body_hash) for provider, body_hash in (await session.execute(statement)).all()}
+    return {event.id for event in events if (event.provider, event.body_hash) in repeated}
+
+
+async def _route(app: web.Application, candidates: list[tuple[Any, WebhookHandler, InboundEvent]]) -> tuple[list[Routed], set[str]]:
+    """Route the batch: one query for the ``connectionId`` hints, one per routing-key name. An event
+    that matches nothing, or connections of several workspaces, is left to the one-by-one path
+    (which records why)."""
+    hinted = {event.connection_hint for event, _, _ in candidates if event.connection_hint}
+    keyed: dict[tuple[str, str], set[str]] = defaultdict(set)  # (provider, key) -> values
+    keys_of: dict[str, list[tuple[str, str]]] = {}
+    for event, handler, item in candidates:
+        if not event.connection_hint:
+            keys_of[event.id] = [(str(key), str(value)) for key, value in await maybe_await(handler.routing_keys(item))]
+            for key, value in keys_of[event.id]:
+                keyed[(event.provider, key)].add(value)
+    by_id: dict[str, Connection] = {}
+    by_key: dict[tuple[str, str, str], list[Connection]] = defaultdict(list)  # (provider, key, value)
+    async with app[DB].session() as session:
+        if hinted:
+            by_id = {c.id: c for c in (await session.scalars(select(Connection).where(Connection.id.in_(hinted)))).all()}
+        for (provider, key), values in keyed.items():
+            statement = (
+                select(Connection)
+                .where(Connection.provider == provider, Connection.status.in_(ROUTABLE_STATUSES), Connection.meta[key].as_string().in_(values))
+                .order_by(Connection.created_at.desc())
+            )
+            for connection in (await session.scalars(statement)).all():
+                by_key[(provider, key, str((connection.meta or {}).get(key)))].append(connection)
+    routed, unrouted = [], set()
+    for event, handler, item in candidates:
+        connection = _pick(event, by_id, by_key, keys_of.get(event.id, []))
+        if connection is None:
+            unrouted.add(event.id)
+        else:
+            routed.append(Routed(event.id, event.provider, handler, item, connection, item.type, dict(item.data)))
+    return routed, unrouted
+
+
+def _pick(event: Any, by_id: dict[str, Connection], by_key: dict[tuple[str, str, str], list[Connection]], keys: list[tuple[str, str]]) -> Connection | None:
+    if event.connection_hint:
+        connection = by_id.get(event.connection_hint)
+        ok = connection is not None and connection.provider == event.provider and connection.status in ROUTABLE_STATUSES
+        return connection if ok else None
+    for key, value in keys:
+        found = by_key.get((event.provider, key, value), [])
+        if len({connection.workspace_id for connection in found}) > 1:
+            return None
+        if found:
+            return found[0]
+    return None
+
+
+async def _fetch_leads(app: web.Application, routed: list[Routed]) -> None:
+    """Fetch the leads the events announce, a few at a time; a failure is kept as the event's reason."""
+    slots = asyncio.Semaphore(FETCH_CONCURRENCY)
+
+    async def fetch(event: Routed) -> None:
+        async with slots:
+            try:
+                client = await open_connection_client(app, workspace_id=event.workspace_id, connection_id=event.connection_id)
+                event.lead_data = await maybe_await(event.handler.fetch_lead(client, event.item))
+            except Exception as error:
+                event.lead_error = f"lead extraction failed: {error}"[:2000]
+
+    wanted = [event for event in routed if event.handler.lead_ref(event.item)]
+    if wanted:
+        known = await _processed_external_ids(app, wanted)
+        await asyncio.gather(*(fetch(event) for event in wanted if (event.provider, event.workspace_id, event.item.external_id) not in known))
+
+
+async def _processed_external_ids(app: web.Application, events: list[Routed], session=None) -> dict[tuple[str, str, str], str]:
+    """``(provider, workspace, provider event id)`` of the batch's events that the workspace has
+    processed (PROCESSED or FAILED) already as other events, with such an event's id."""
+    external = {event.item.external_id for event in events if event.item.external_id}
+    if not external:
+        return {}
+    statement = select(WebhookEvent.provider, WebhookEvent.workspace_id, WebhookEvent.external_id, WebhookEvent.id).where(
+        WebhookEvent.external_id.in_(external),
+        WebhookEvent.workspace_id.in_({event.workspace_id for event in events}),
+        WebhookEvent.status.in_(("PROCESSED", "FAILED")),
+        WebhookEvent.id.not_in([event.id for event in events]),
+    )
+    if session is None:
+        async with app[DB].session() as own:
+            rows = (await own.execute(statement)).all()
+    else:
+        rows = (await session.execute(statement)).all()
+    return {(provider, workspace_id, external_id): event_id for provider, workspace_id, external_id, event_id in rows}
+
+
+async def _commit(app: web.Application, routed: list[Routed]) -> set[str]:
+    """One transaction for the batch; answers the ids another run had claimed already (left over)."""
+    now = utcnow()
+    async with app[DB].transaction() as session:
+        # Claim first: SQLite's write lock, PostgreSQL's row locks; a concurrent run claims nothing.
+        claimed = set(
+            (
+                await session.scalars(
+                    update(WebhookEvent)
+                    .where(WebhookEvent.id.in_([event.id for event in routed]), WebhookEvent.status == "RECEIVED")
+                    .values(status="PROCESSED", processed_at=now, updated_at=now)
+                    .returning(WebhookEvent.id)
+                    .execution_options(synchronize_session=False)
+                )
+            ).all()
+        )
+        mine = [event for event in routed if event.id in claimed]
+        if any(event.item.external_id or event.lead_data is not None for event in mine):
+            for workspace_id in sorted({event.workspace_id for event in mine}):  # one order: no deadlock
+                await lock_workspace_leads(session, workspace_id)
+        known = await _processed_external_ids(app, mine, session)
+        rows, forwarded, created_leads = [], [], []
+        for event in mine:
+            key = (event.provider, event.workspace_id, event.item.external_id)
+            row = {"id": event.id, "workspace_id": event.workspace_id, "connection_id": event.connection_id, "event_type": event.event_type,
+                   "external_id": event.item.external_id, "payload": event.payload, "lead_id": None, "reason": None, "status": "PROCESSED"}  # fmt: skip
+            if event.item.external_id and key in known:
+                row.update(status="DUPLICATE", reason=f"the same provider event ({event.item.external_id}) was received before as event {known[key]}")
+                rows.append(row)
+                continue
+            if event.item.external_id:
+                known[key] = event.id
+            if event.lead_data is not None:
+                lead, created = await save_lead(
+                    session, workspace_id=event.workspace_id, provider=event.provider, data=event.lead_data,
+                    connection_id=event.connection_id, event_id=event.id, source="webhook",
+                )  # fmt: skip
+                if not created:
+                    merge_lead(lead, event.lead_data)
+                    await session.flush()
+                else:
+                    created_leads.append(lead)
+                event.payload = {**event.payload, "lead": lead_json(lead)}
+                row.update(payload=event.payload, lead_id=lead.id)
+            if event.lead_error:
+                row.update(status="FAILED", reason=event.lead_error)
+            rows.append(row)
+            forwarded.append(event)
+        if rows:
+            await session.execute(update(WebhookEvent), rows)
+        await _create_deliveries(app, session, forwarded, now)
+        listeners = get_listeners(app)
+        for event in forwarded:
+            await listeners.notify(session, event)
+        for lead in created_leads:
+            await schedule_push(app, session, lead)
+    return {event.id for event in routed} - claimed
+
+
+async def _create_deliveries(app: web.Application, session, events: list[Routed], now) -> None:
+    """The deliveries of the batch's events to their workspaces' active, matching subscriptions, and
+    one job per workspace for their first attempts: one query, one INSERT each."""
+    if not events:
+        return
+    workspaces = {event.workspace_id for event in events}
+    subscriptions: dict[tuple[str, str], list[WebhookSubscription]] = defaultdict(list)
+    statement = select(WebhookSubscription).where(WebhookSubscription.workspace_id.in_(workspaces), WebhookSubscription.is_active.is_(True))
+    for subscription in (await session.scalars(statement)).all():
+        subscriptions[(subscription.workspace_id, subscription.provider)].append(subscription)
+    rows: list[dict[str, Any]] = []
+    jobs: dict[str, list[str]] = defaultdict(list)  # workspace -> delivery ids
+    for event in events:
+        for subscription in subscriptions.get((event.workspace_id, event.provider), ()):
+            if matches(subscription, event.event_type):
+                delivery_id = new_id()
+                rows.append({"id": delivery_id, "workspace_id": event.workspace_id, "event_id": event.id, "subscription_id": subscription.id,
+                             "status": "pending", "attempts": 0, "manual": False, "next_attempt_at": now, "created_at": now, "updated_at": now})  # fmt: skip
+                jobs[event.workspace_id].append(delivery_id)
+    if rows:
+        await session.execute(WebhookDelivery.__table__.insert(), rows)
+    for workspace_id, delivery_ids in jobs.items():
+        await app[JOBS].enqueue_many(session, DELIVER_BATCH_JOB, [{"delivery_ids": delivery_ids}], workspace_id=workspace_id)

@@ -1,0 +1,26 @@
+"""Close's provider pack: its mapping onto the unified CRM model and the record sources built on it
+(``crm``), with its tests beside them (``pytest providers/close``).
+
+The definition comes from the catalog pack, which this pack ``extends``.
+"""
+
+from __future__ import annotations
+
+from patchbay import hookimpl
+from patchbay.providers._shared.crm import record_source
+from patchbay.providers.close.crm import CloseMapper
+
+NAME = "close"
+extends = (NAME,)
+MAPPER = CloseMapper()
+
+
+@hookimpl
+def register_crm_mappers(register):
+    register(NAME, MAPPER)
+
+
+@hookimpl
+def register_record_sources(register):
+    for resource in MAPPER.resources:
+        register(NAME, record_source(MAPPER, resource))

@@ -1,0 +1,86 @@
+"""HubSpot CRM v3: contacts and deals; a poll trigger for new contacts and the webhook trigger of
+contact creation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from patchbay import Action, Trigger
+from patchbay.providers._shared.http import call, compact, now_epoch, schema
+
+CONTACT_FIELDS = ("email", "firstname", "lastname", "phone", "company")
+
+
+async def create_contact(client, inputs: dict[str, Any]) -> Any:
+    properties = compact({**{k: inputs.get(k) for k in CONTACT_FIELDS}, **(inputs.get("properties") or {})})
+    return await call(client, "POST", "/crm/v3/objects/contacts", json={"properties": properties})
+
+
+async def update_contact(client, inputs: dict[str, Any]) -> Any:
+    return await call(client, "PATCH", f"/crm/v3/objects/contacts/{inputs['contactId']}", json={"properties": inputs["properties"]})
+
+
+async def find_contact(client, inputs: dict[str, Any]) -> Any:
+    body = {"filterGroups": [{"filters": [{"propertyName": "email", "operator": "EQ", "value": inputs["email"]}]}], "limit": 1}
+    results = (await call(client, "POST", "/crm/v3/objects/contacts/search", json=body) or {}).get("results") or []
+    return results[0] if results else None
+
+
+async def create_deal(client, inputs: dict[str, Any]) -> Any:
+    properties = compact({"dealname": inputs["dealname"], "amount": inputs.get("amount"), "pipeline": inputs.get("pipeline"),
+                          "dealstage": inputs.get("dealstage"), **(inputs.get("properties") or {})})  # fmt: skip
+    return await call(client, "POST", "/crm/v3/objects/deals", json={"properties": properties})
+
+
+async def pipeline_options(client) -> list[dict[str, Any]]:
+    pipelines = (await call(client, "GET", "/crm/v3/pipelines/deals") or {}).get("results") or []
+    return [{"label": p.get("label"), "value": p.get("id")} for p in pipelines]
+
+
+async def poll_new_contacts(client, config: dict[str, Any], cursor: Any) -> tuple[list, Any]:
+    """Contacts created after the cursor (a createdate in ms); the first poll only sets it."""
+    if cursor is None:
+        return [], str(now_epoch() * 1000)
+    body = {
+        "filterGroups": [{"filters": [{"propertyName": "createdate", "operator": "GT", "value": str(cursor)}]}],
+        "sorts": [{"propertyName": "createdate", "direction": "ASCENDING"}],
+        "properties": list(CONTACT_FIELDS) + ["createdate"],
+        "limit": 100,
+    }
+    results = (await call(client, "POST", "/crm/v3/objects/contacts/search", json=body) or {}).get("results") or []
+    from datetime import datetime
+
+    newest = cursor
+    for item in results:
+        created = (item.get("properties") or {}).get("createdate")
+        if created:
+            try:
+                millis = str(int(datetime.fromisoformat(created.replace("Z", "+00:00")).timestamp() * 1000))
+            except ValueError:
+                millis = str(created)
+            newest = max(str(newest), millis, key=lambda v: int(v) if v.isdigit() else 0)
+    return results, newest
+
+
+def actions() -> list[Action]:
+    return [
+        Action(name="create_contact", display_name="Create contact", run=create_contact, description="Create a CRM contact.",
+               inputs=schema(("email",), email="string", firstname="string", lastname="string", phone="string", company="string", properties="object"),
+               scopes=("crm.objects.contacts.write",)),
+        Action(name="update_contact", display_name="Update contact", run=update_contact, description="Update a contact's properties.",
+               inputs=schema(("contactId", "properties"), contactId="string", properties="object"), scopes=("crm.objects.contacts.write",)),
+        Action(name="find_contact", display_name="Find contact by email", run=find_contact, description="The contact with this email, or null.",
+               inputs=schema(("email",), email="string"), scopes=("crm.objects.contacts.read",)),
+        Action(name="create_deal", display_name="Create deal", run=create_deal, description="Create a deal in a pipeline.",
+               inputs=schema(("dealname",), dealname="string", amount="string", pipeline="string", dealstage="string", properties="object"),
+               scopes=("crm.objects.deals.write",), options={"pipeline": pipeline_options}),
+    ]  # fmt: skip
+
+
+def triggers() -> list[Trigger]:
+    return [
+        Trigger(name="new_contact", display_name="New contact", kind="poll", poll=poll_new_contacts, description="A contact was created.",
+                sample={"id": "101", "properties": {"email": "ada@example.com", "firstname": "Ada"}}),
+        Trigger(name="contact.creation", display_name="Contact created (webhook)", kind="webhook", event_types=("contact.creation",),
+                description="HubSpot's contact.creation webhook event."),
+    ]  # fmt: skip

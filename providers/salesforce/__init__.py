@@ -1,0 +1,55 @@
+"""Salesforce's provider pack: its actions and triggers (``actions``), its mapping onto the unified
+CRM model and the record sources built on it (``crm``), its authentication (``auth``), its CRM
+destination (``destination``), with its tests beside them (``pytest providers/salesforce``).
+
+The definition comes from the catalog pack, which this pack ``extends``.
+"""
+
+from __future__ import annotations
+
+from patchbay import hookimpl
+from patchbay.providers._shared.crm import record_source
+from patchbay.providers.salesforce import actions
+from patchbay.providers.salesforce.auth import SalesforceAuth
+from patchbay.providers.salesforce.crm import SalesforceMapper
+from patchbay.providers.salesforce.destination import SalesforceDestination
+
+NAME = "salesforce"
+PROVIDERS = actions.PROVIDERS
+extends = PROVIDERS
+MAPPER = SalesforceMapper()
+
+
+@hookimpl
+def register_actions(register):
+    for provider in PROVIDERS:
+        for action in actions.actions():
+            register(provider, action)
+
+
+@hookimpl
+def register_triggers(register):
+    for provider in PROVIDERS:
+        for trigger in actions.triggers():
+            register(provider, trigger)
+
+
+@hookimpl
+def register_auth(register):
+    register(NAME, SalesforceAuth())
+
+
+@hookimpl
+def register_crm_mappers(register):
+    register(NAME, MAPPER)
+
+
+@hookimpl
+def register_record_sources(register):
+    for resource in MAPPER.resources:
+        register(NAME, record_source(MAPPER, resource))
+
+
+@hookimpl
+def register_crm_destinations(register):
+    register(NAME, SalesforceDestination())

@@ -1,0 +1,33 @@
+"""Zoho CRM's provider pack: its mapping onto the unified CRM model and the record sources built on
+it (``crm``), its CRM destination (``destination``), with its tests beside them (``pytest
+providers/zoho_crm``).
+
+The definition comes from the catalog pack, which this pack ``extends``.
+"""
+
+from __future__ import annotations
+
+from patchbay import hookimpl
+from patchbay.providers._shared.crm import record_source
+from patchbay.providers.zoho_crm.crm import ZohoCrmMapper
+from patchbay.providers.zoho_crm.destination import ZohoCrmDestination
+
+NAME = "zoho-crm"
+extends = (NAME,)
+MAPPER = ZohoCrmMapper()
+
+
+@hookimpl
+def register_crm_mappers(register):
+    register(NAME, MAPPER)
+
+
+@hookimpl
+def register_record_sources(register):
+    for resource in MAPPER.resources:
+        register(NAME, record_source(MAPPER, resource))
+
+
+@hookimpl
+def register_crm_destinations(register):
+    register(NAME, ZohoCrmDestination())

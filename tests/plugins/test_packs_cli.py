@@ -1,0 +1,56 @@
+"""``patchbay packs list`` and ``patchbay packs check`` over really installed distributions."""
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from patchbay.cli.main import cli
+
+GOOD = """
+    from patchbay import Provider, hookimpl
+
+    @hookimpl
+    def register_providers():
+        return [Provider(name="zorp", display_name="Zorp", category="crm", auth_mode="api_key", api_base_url="https://api.zorp.test")]
+"""
+BROKEN = """
+    raise ImportError("no module named zorp_sdk")
+"""
+
+
+@pytest.fixture
+def packs(install, monkeypatch, tmp_path):
+    install("zorp-pack", {"patchbay.providers": {"zorp": "zorp_pack_module"}}, {"zorp_pack_module": GOOD})
+    install("zorp-broken", {"patchbay.providers": {"zorp_broken": "zorp_broken_module"}}, {"zorp_broken_module": BROKEN})
+    monkeypatch.setenv("PATCHBAY_DATA_DIR", str(tmp_path / "data"))
+
+    def run(*args: str):
+        return CliRunner().invoke(cli, ["packs", *args])
+
+    return run
+
+
+def test_list_shows_distribution_version_providers_hooks_and_errors(packs, monkeypatch):
+    result = packs("list", "--json")
+    assert result.exit_code == 0, result.output
+    by_name = {item["name"]: item for item in json.loads(result.stdout)}
+    assert by_name["zorp"] == {"name": "zorp", "distribution": "zorp-pack", "version": "1.0", "status": "loaded",
+                               "providers": ["zorp"], "hooks": ["register_providers"], "error": None}  # fmt: skip
+    assert by_name["zorp_broken"]["status"] == "error" and "zorp_sdk" in by_name["zorp_broken"]["error"]
+    assert by_name["zorp_broken"]["distribution"] == "zorp-broken"
+    assert by_name["stripe_billing"]["hooks"] == ["register_payment_providers"] and by_name["stripe_billing"]["distribution"] == "patchbay"
+    assert "hubspot" in by_name["catalog"]["providers"]
+
+    monkeypatch.setenv("PATCHBAY_PLUGINS_DISABLE", "zorp")
+    by_name = {item["name"]: item for item in json.loads(packs("list", "--json").stdout)}
+    assert by_name["zorp"]["status"] == "disabled" and by_name["zorp"]["providers"] == []
+
+
+def test_check_passes_a_good_pack_and_names_a_broken_or_unknown_one(packs):
+    good = packs("check", "zorp")
+    assert good.exit_code == 0 and good.stdout.startswith("zorp: loaded, 1 provider(s)")
+    broken = packs("check", "zorp_broken")
+    assert broken.exit_code == 1 and "plugin 'zorp_broken' (zorp-broken) is broken" in broken.output and "zorp_sdk" in broken.output
+    unknown = packs("check", "zorpp")
+    assert unknown.exit_code == 1 and "no installed plugin named 'zorpp'" in unknown.output
