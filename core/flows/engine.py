@@ -142,6 +142,7 @@ async def run_steps(app: Any, context: RunContext, steps: list[dict[str, Any]], 
                 stopped = True
             continue
         record = StepRecord(position, step_id, kind_name, "completed", started_at=utcnow())
+        context.step_id = step_id
         began = time.perf_counter()
         kind = step_type(app, kind_name)
         raw = {key: value for key, value in step.items() if key not in _STEP_META_KEYS}

@@ -47,6 +47,8 @@ class RunContext:
     trigger: Any
     steps: dict[str, dict[str, Any]] = attrs.field(factory=dict)
     test: bool = False
+    #: the id of the step running now (steps of one execution run one after another)
+    step_id: str = ""
 
     def template_context(self) -> dict[str, Any]:
         return {"trigger": self.trigger, "steps": self.steps}
@@ -96,7 +98,7 @@ class Http:
             raise StepFailed(str(error)) from None
         headers = {str(k): str(v) for k, v in (config.get("headers") or {}).items()}
         headers.setdefault("Accept-Encoding", "identity")
-        headers.setdefault("Idempotency-Key", f"{context.execution_id}:{config.get('id', '')}")  # the same on a re-run after a crash
+        headers.setdefault("Idempotency-Key", f"{context.execution_id}:{context.step_id}")  # the same on a re-run after a crash
         body = config.get("body")
         kwargs: dict[str, Any] = {"headers": headers}
         if body is not None:

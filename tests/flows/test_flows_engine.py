@@ -44,9 +44,10 @@ async def ws(engine_client):
 
 @pytest.fixture
 async def target(aiohttp_server):
-    seen = []
+    seen, keys = [], []
 
     async def ok(request):
+        keys.append(request.headers.get("Idempotency-Key"))
         seen.append(await request.json() if request.can_read_body else None)
         return web.json_response({"received": seen[-1], "n": len(seen)})
 
@@ -57,7 +58,7 @@ async def target(aiohttp_server):
     app.router.add_post("/ok", ok)
     app.router.add_post("/fail", fail)
     server = await aiohttp_server(app)
-    return {"url": str(server.make_url("")), "seen": seen}
+    return {"url": str(server.make_url("")), "seen": seen, "keys": keys}
 
 
 async def _create(client, headers, steps, name="flow"):
@@ -91,6 +92,7 @@ async def test_a_test_run_renders_each_step_and_records_input_output(engine_clie
     assert by_id["post"]["input"]["body"] == {"who": "ada@example.com", "n": 42}
     assert by_id["post"]["output"]["status"] == 200 and target["seen"] == [{"who": "ada@example.com", "n": 42}]
     assert by_id["last"]["output"] == 1 and all(s["status"] == "completed" for s in execution["steps"])
+    assert target["keys"] == [f"{execution['id']}:post"]  # the execution and the step: a re-run after a crash sends the same key
 
 
 async def test_a_filter_that_fails_ends_the_execution_completed_and_skips_the_rest(engine_client, ws, target):
