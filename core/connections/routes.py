@@ -1,52 +1,38 @@
 """Providers and connections of the connect API (spec 4.3): connect with API-key credentials,
-status, disconnect, the connection list, delete, health, check-health and the audit log of calls."""
+status, disconnect, the connection list, delete, health, check-health and the audit log of calls.
+The bodies read and answered are the models of ``core.connections.api_models``."""
 
 from __future__ import annotations
 
 import base64
 import binascii
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
 from aiohttp import web
-from sqlalchemy import and_, func, or_, select
 
 from patchbay.core.appkeys import DB
 from patchbay.core.approvals.service import gate_connect
-from patchbay.core.connections import service
-from patchbay.core.connections.models import ACTIVE_STATUSES, Connection, ProxyCallLog
+from patchbay.core.connections import service, store
+from patchbay.core.connections.models import CONNECTION_STATUSES, Connection
 from patchbay.core.connections.runtime import runtime
-from patchbay.core.connections.store import active_connection, get_row
-from patchbay.core.http.bodies import page_envelope, page_params, query_int, read_object, structure
+from patchbay.core.connections.api_models import (
+    ApiKeyCredentials, AuditPage, Connected, ConnectDto, ConnectionDeleted, ConnectionOut, ConnectionPage, Disconnected,
+    HealthCheck, HealthReport, PendingApproval, ProviderStatus, UpdateConnectionDto,
+)  # fmt: skip
+from patchbay.core.http.bodies import page_params, query_int, read_object, structure
 from patchbay.core.http.errors import bad_request
-from patchbay.core.http.openapi import accepts
+from patchbay.core.http.openapi import PAGE_QUERY, accepts, query
+from patchbay.core.http.responses import reply, returns
 from patchbay.core.security.auth import principal_of, requires
 from patchbay.core.timeutil import iso
-from patchbay.core.webhooks.routing_keys import ensure_routing_keys_free
 
 routes = web.RouteTableDef()
 
 
-@dataclass
-class ApiKeyCredentials:
-    """``apiKey`` (the key, a username or a client id by auth mode) and ``apiSecret``."""
-
-    apiKey: str | None = None
-    apiSecret: str | None = None
-
-
-@dataclass
-class ConnectDto:
-    """The body of ``POST /connect/v1/providers/{providerType}/connect``."""
-
-    credentials: ApiKeyCredentials | None = None
-    metadata: dict[str, Any] | None = None
-    params: dict[str, Any] | None = None
-
-
 def connection_json(row: Connection) -> dict[str, Any]:
-    """A connection as the API shows it: never its credentials."""
+    """A connection as the API shows it (``ConnectionOut``): never its credentials."""
     return {
         "id": row.id,
         "connectionId": row.id,
@@ -74,6 +60,8 @@ def connection_json(row: Connection) -> dict[str, Any]:
 
 @routes.post("/connect/v1/providers/{providerType}/connect")
 @accepts(ConnectDto)
+@returns(Connected, status=201, description="Connected")
+@returns(PendingApproval, status=202, description="Held for approval")
 @requires("connections.write")
 async def connect(request: web.Request) -> web.Response:
     """Connect an API-key provider with ``{credentials: {apiKey, apiSecret?}, metadata?, params?}``.
@@ -95,32 +83,30 @@ async def connect(request: web.Request) -> web.Response:
     async with app[DB].transaction(tenant=principal.workspace_id) as session:
         approval_id = await gate_connect(session, workspace_id=principal.workspace_id, provider=provider.name, principal=principal, payload=body)
     if approval_id is not None:
-        return web.json_response({"status": "pending_approval", "approvalId": approval_id}, status=202)
+        return reply(request, {"status": "pending_approval", "approvalId": approval_id}, status=202)
     row = await service.connect_with_api_key(
         app, workspace_id=principal.workspace_id, provider_name=provider.name, credentials=credentials, metadata=metadata, params=params
     )
-    return web.json_response({"success": True, "connectionId": row.id}, status=201)
+    return reply(request, {"success": True, "connectionId": row.id}, status=201)
 
 
 @routes.get("/connect/v1/providers/{providerType}/status")
+@returns(ProviderStatus)
 @requires("connections.view")
 async def provider_status(request: web.Request) -> web.Response:
     """The caller's connection state for a provider: ``{status, connectedAt, metadata}``."""
     principal = principal_of(request)
     provider = service.provider_or_404(request.app, request.match_info["providerType"])
     async with request.app[DB].session(tenant=principal.workspace_id) as session:
-        row = await active_connection(session, provider.name)
-        if row is None:
-            row = await session.scalar(
-                select(Connection).where(Connection.provider == provider.name).order_by(Connection.updated_at.desc()).limit(1)
-            )
+        row = await store.latest_connection(session, provider.name)
     if row is None:
-        return web.json_response({"status": "not_connected", "connectedAt": None, "metadata": {}, "connectionId": None})
-    return web.json_response({"status": row.status, "connectedAt": iso(row.connected_at), "metadata": row.meta or {}, "connectionId": row.id,
-                              "health": row.health, "expiresAt": iso(row.expires_at)})  # fmt: skip
+        return reply(request, {"status": "not_connected", "connectedAt": None, "metadata": {}, "connectionId": None})
+    return reply(request, {"status": row.status, "connectedAt": iso(row.connected_at), "metadata": row.meta or {}, "connectionId": row.id,
+                           "health": row.health, "expiresAt": iso(row.expires_at)})  # fmt: skip
 
 
 @routes.delete("/connect/v1/providers/{providerType}/disconnect")
+@returns(Disconnected)
 @requires("connections.write")
 async def provider_disconnect(request: web.Request) -> web.Response:
     """Disconnect every active connection of the provider, revoking the credentials at the
@@ -131,7 +117,7 @@ async def provider_disconnect(request: web.Request) -> web.Response:
     revoked = 0
     for connection_id in ids:
         revoked += await service.disconnect(request.app, workspace_id=principal.workspace_id, connection_id=connection_id)
-    return web.json_response({"success": True, "disconnected": len(ids), "revoked": revoked})
+    return reply(request, {"success": True, "disconnected": len(ids), "revoked": revoked})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -140,12 +126,13 @@ async def provider_disconnect(request: web.Request) -> web.Response:
 
 
 @routes.get("/connect/v1/connections/health")
+@returns(HealthReport)
 @requires("connections.view")
 async def connections_health(request: web.Request) -> web.Response:
     """The health of every connection of the workspace (disconnected ones left out), with counts."""
     principal = principal_of(request)
     async with request.app[DB].session(tenant=principal.workspace_id) as session:
-        rows = list(await session.scalars(select(Connection).where(Connection.status != "disconnected").order_by(Connection.created_at)))
+        rows = await store.live_connections(session)
     data = [
         {"connectionId": r.id, "provider": r.provider, "status": r.status, "health": r.health or ("invalid" if r.status == "invalid" else "unknown"),
          "lastHealthCheckAt": iso(r.last_health_check_at), "expiresAt": iso(r.expires_at), "refreshError": r.refresh_error}
@@ -154,81 +141,77 @@ async def connections_health(request: web.Request) -> web.Response:
     summary: dict[str, int] = {}
     for item in data:
         summary[item["health"]] = summary.get(item["health"], 0) + 1
-    return web.json_response({"data": data, "summary": summary, "total": len(data)})
+    return reply(request, {"data": data, "summary": summary, "total": len(data)})
 
 
 @routes.get("/connect/v1/connections")
+@query(**PAGE_QUERY, provider={"type": "string"}, status={"type": "string", "enum": list(CONNECTION_STATUSES)}, endUserId={"type": "string"})
+@returns(ConnectionPage)
 @requires("connections.view")
 async def list_connections(request: web.Request) -> web.Response:
     """The workspace's connections, newest first; ``?provider=``, ``?status=`` and ``?endUserId=``
     (the end user who connected on the hosted connect page) filter."""
     principal = principal_of(request)
     page, limit = page_params(request)
-    conditions = []
-    if request.query.get("provider"):
-        conditions.append(Connection.provider == request.query["provider"])
-    if request.query.get("status"):
-        conditions.append(Connection.status == request.query["status"])
-    if request.query.get("endUserId"):
-        conditions.append(Connection.end_user_id == request.query["endUserId"])
+    status = request.query.get("status")
+    if status and status not in CONNECTION_STATUSES:
+        raise bad_request(f"Query parameter 'status' must be one of {', '.join(CONNECTION_STATUSES)}")
     async with request.app[DB].session(tenant=principal.workspace_id) as session:
-        total = await session.scalar(select(func.count()).select_from(Connection).where(*conditions))
-        rows = await session.scalars(
-            select(Connection).where(*conditions).order_by(Connection.created_at.desc(), Connection.id).offset((page - 1) * limit).limit(limit)
+        rows, total = await store.connection_page(
+            session, provider=request.query.get("provider"), status=status, end_user_id=request.query.get("endUserId"), page=page, limit=limit
         )
         data = [connection_json(row) for row in rows]
-    return web.json_response(page_envelope(data, page, limit, int(total or 0)))
+    return reply(request, {"data": data, "page": page, "limit": limit, "total": total})
 
 
 @routes.get("/connect/v1/connections/{id}")
+@returns(ConnectionOut)
 @requires("connections.view")
 async def get_connection(request: web.Request) -> web.Response:
     """One connection (never its credentials)."""
     principal = principal_of(request)
     async with request.app[DB].session(tenant=principal.workspace_id) as session:
-        row = await get_row(session, request.match_info["id"])
-    return web.json_response(connection_json(row))
+        row = await store.get_row(session, request.match_info["id"])
+    return reply(request, connection_json(row))
 
 
 @routes.patch("/connect/v1/connections/{id}")
+@accepts(UpdateConnectionDto)
+@returns(ConnectionOut)
 @requires("connections.write")
 async def update_connection(request: web.Request) -> web.Response:
     """Change a connection's metadata: ``{metadata: {...}}`` is merged into it (a key set to null
     is removed); e.g. the Facebook page whose lead webhooks belong to this connection."""
     principal = principal_of(request)
-    body = await read_object(request)
-    metadata = body.get("metadata")
-    if not isinstance(metadata, dict):
-        raise bad_request("Validation failed: metadata must be an object")
+    dto = structure(await read_object(request), UpdateConnectionDto)
     async with request.app[DB].transaction(tenant=principal.workspace_id) as session:
-        row = await get_row(session, request.match_info["id"])
-        merged = {**(row.meta or {}), **metadata}
-        merged = {key: value for key, value in merged.items() if value is not None}
-        await ensure_routing_keys_free(request.app, workspace_id=principal.workspace_id, provider=row.provider, metadata=merged)
-        row.meta = merged
-        await session.flush()
+        row = await store.merge_metadata(
+            request.app, session, workspace_id=principal.workspace_id, connection_id=request.match_info["id"], metadata=dto.metadata
+        )
         answer = connection_json(row)
     runtime(request.app).forget(row.id)
-    return web.json_response(answer)
+    return reply(request, answer)
 
 
 @routes.delete("/connect/v1/connections/{id}")
+@returns(ConnectionDeleted)
 @requires("connections.write")
 async def delete_connection(request: web.Request) -> web.Response:
     """Revoke the credential at the provider where possible and delete the connection."""
     principal = principal_of(request)
     revoked = await service.disconnect(request.app, workspace_id=principal.workspace_id, connection_id=request.match_info["id"], delete=True)
-    return web.json_response({"success": True, "revoked": revoked})
+    return reply(request, {"success": True, "revoked": revoked})
 
 
 @routes.post("/connect/v1/connections/{id}/check-health")
+@returns(HealthCheck, status=201, description="Checked")
 @requires("connections.write")
 async def check_health(request: web.Request) -> web.Response:
     """Check the connection now (refreshing an expiring token, then the provider's cheap check)."""
     principal = principal_of(request)
     result = await service.check_health(request.app, workspace_id=principal.workspace_id, connection_id=request.match_info["id"])
     result["checkedAt"] = iso(result["checkedAt"])
-    return web.json_response(result, status=201)
+    return reply(request, result, status=201)
 
 
 def _encode_cursor(moment: datetime, row_id: str) -> str:
@@ -245,6 +228,8 @@ def _decode_cursor(cursor: str) -> tuple[datetime, str]:
 
 
 @routes.get("/connect/v1/connections/{id}/audit")
+@query(limit={"type": "integer", "minimum": 1, "maximum": 200, "default": 50}, cursor={"type": "string"})
+@returns(AuditPage)
 @requires("connections.view")
 async def connection_audit(request: web.Request) -> web.Response:
     """The audit log of calls made with the connection, newest first (cursor list): method, path
@@ -252,14 +237,11 @@ async def connection_audit(request: web.Request) -> web.Response:
     principal = principal_of(request)
     connection_id = request.match_info["id"]
     limit = query_int(request, "limit", 50, maximum=200)
+    after = _decode_cursor(request.query["cursor"]) if request.query.get("cursor") else None
     await runtime(request.app).audit.flush()
     async with request.app[DB].session(tenant=principal.workspace_id) as session:
-        await get_row(session, connection_id)  # 404 for another workspace's connection
-        statement = select(ProxyCallLog).where(ProxyCallLog.connection_id == connection_id)
-        if request.query.get("cursor"):
-            moment, row_id = _decode_cursor(request.query["cursor"])
-            statement = statement.where(or_(ProxyCallLog.created_at < moment, and_(ProxyCallLog.created_at == moment, ProxyCallLog.id < row_id)))
-        rows = list(await session.scalars(statement.order_by(ProxyCallLog.created_at.desc(), ProxyCallLog.id.desc()).limit(limit + 1)))
+        await store.get_row(session, connection_id)  # 404 for another workspace's connection
+        rows = await store.audit_page(session, connection_id, after=after, limit=limit)
     more = len(rows) > limit
     rows = rows[:limit]
     data = [
@@ -268,7 +250,7 @@ async def connection_audit(request: web.Request) -> web.Response:
         for r in rows
     ]  # fmt: skip
     next_cursor = _encode_cursor(rows[-1].created_at, rows[-1].id) if more and rows else None
-    return web.json_response({"data": data, "nextCursor": next_cursor})
+    return reply(request, {"data": data, "nextCursor": next_cursor})
 
 
-__all__ = ["routes", "connection_json", "ACTIVE_STATUSES"]
+__all__ = ["routes", "connection_json"]

@@ -10,13 +10,13 @@ from datetime import datetime
 from typing import Any
 
 from aiohttp import web
-from sqlalchemy import func, select
+from sqlalchemy import and_, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from patchbay.core.appkeys import DB, OUTBOUND, REGISTRY, SECRETS
 from patchbay.core.billing.limits import enforce_limit
 from patchbay.core.connections.auth import AuthContext, OAuthApp, TokenSet, connection_params
-from patchbay.core.connections.models import ACTIVE_STATUSES, ByoaCredential, Connection
+from patchbay.core.connections.models import ACTIVE_STATUSES, ByoaCredential, Connection, ProxyCallLog
 from patchbay.core.connections.runtime import ConnectionState, runtime
 from patchbay.core.http.errors import ApiError
 from patchbay.core.plugins.provider import Provider
@@ -94,6 +94,58 @@ async def active_connection(session: AsyncSession, provider: str) -> Connection 
         .order_by(Connection.connected_at.desc().nulls_last(), Connection.created_at.desc())
         .limit(1)
     )
+
+
+async def latest_connection(session: AsyncSession, provider: str) -> Connection | None:
+    """The active connection of ``provider``, else its most recently changed one, else None."""
+    row = await active_connection(session, provider)
+    if row is not None:
+        return row
+    return await session.scalar(select(Connection).where(Connection.provider == provider).order_by(Connection.updated_at.desc()).limit(1))
+
+
+async def live_connections(session: AsyncSession) -> list[Connection]:
+    """The session workspace's connections that are not disconnected, oldest first."""
+    return list(await session.scalars(select(Connection).where(Connection.status != "disconnected").order_by(Connection.created_at)))
+
+
+async def connection_page(
+    session: AsyncSession, *, provider: str | None, status: str | None, end_user_id: str | None, page: int, limit: int
+) -> tuple[list[Connection], int]:
+    """A page of the session workspace's connections, newest first, and how many match."""
+    conditions = []
+    if provider:
+        conditions.append(Connection.provider == provider)
+    if status:
+        conditions.append(Connection.status == status)
+    if end_user_id:
+        conditions.append(Connection.end_user_id == end_user_id)
+    total = await session.scalar(select(func.count()).select_from(Connection).where(*conditions))
+    rows = await session.scalars(
+        select(Connection).where(*conditions).order_by(Connection.created_at.desc(), Connection.id).offset((page - 1) * limit).limit(limit)
+    )
+    return list(rows), int(total or 0)
+
+
+async def merge_metadata(app: web.Application, session: AsyncSession, *, workspace_id: str, connection_id: str, metadata: Mapping[str, Any]) -> Connection:
+    """Merge ``metadata`` into the connection's (a key set to None is removed), refusing a routing
+    key another workspace holds. The caller forgets the cached state once the transaction commits."""
+    row = await get_row(session, connection_id)
+    merged = {key: value for key, value in {**(row.meta or {}), **metadata}.items() if value is not None}
+    await ensure_routing_keys_free(app, workspace_id=workspace_id, provider=row.provider, metadata=merged)
+    row.meta = merged
+    await session.flush()
+    return row
+
+
+async def audit_page(session: AsyncSession, connection_id: str, *, after: tuple[datetime, str] | None, limit: int) -> list[ProxyCallLog]:
+    """Up to ``limit`` + 1 calls of the connection, newest first, older than ``after`` (the
+    ``(created_at, id)`` of the last one seen): one more than asked tells whether more follow."""
+    statement = select(ProxyCallLog).where(ProxyCallLog.connection_id == connection_id)
+    if after is not None:
+        moment, row_id = after
+        statement = statement.where(or_(ProxyCallLog.created_at < moment, and_(ProxyCallLog.created_at == moment, ProxyCallLog.id < row_id)))
+    return list(await session.scalars(statement.order_by(ProxyCallLog.created_at.desc(), ProxyCallLog.id.desc()).limit(limit + 1)))
 
 
 # ---------------------------------------------------------------------------------------------

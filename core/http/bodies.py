@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import types
+import typing
 from typing import Any, TypeVar
 
 import attrs
@@ -41,6 +43,29 @@ def _exactly(kind: type | tuple[type, ...], label: str):
 for _kind, _label in ((str, "a string"), (bool, "true or false"), (int, "an integer"), ((int, float), "a number")):
     converter.register_structure_hook(float if _kind == (int, float) else _kind, _exactly(_kind, _label))
 converter.register_structure_hook_func(lambda kind: kind == dict[str, Any], _exactly(dict, "an object"))
+
+_SCALARS = {str: "a string", int: "an integer", float: "a number", bool: "true or false", type(None): "null"}
+
+
+def _scalar_union(kind: Any) -> bool:
+    return typing.get_origin(kind) in (typing.Union, types.UnionType) and all(member in _SCALARS for member in typing.get_args(kind))
+
+
+@converter.register_structure_hook_factory(_scalar_union)
+def _one_of_scalars(kind: Any) -> Any:
+    """A union of JSON scalars (``str | float | None``): the value as JSON gave it, when it is one
+    of them (an integer is a number; ``true`` is neither)."""
+    members = typing.get_args(kind)
+    label = " or ".join(_SCALARS[member] for member in members if member is not type(None))
+
+    def hook(value: Any, _type: Any) -> Any:
+        fits = any(type(value) is member or (member is float and type(value) is int) for member in members)
+        if not fits:
+            raise WrongType(f"must be {label}")
+        return value
+
+    return hook
+
 
 
 def is_model(kind: Any) -> bool:
@@ -135,7 +160,11 @@ def structure(data: Any, cls: type[T]) -> T:
 
 
 def _format(error: BaseException, kind: type | None) -> str:
-    return str(error) if isinstance(error, WrongType) else cattrs.v.format_exception(error, kind)
+    if isinstance(error, WrongType):
+        return str(error)
+    if typing.get_origin(kind) is typing.Literal:
+        return "must be one of " + ", ".join(str(choice) for choice in typing.get_args(kind))
+    return cattrs.v.format_exception(error, kind)
 
 
 def _named(detail: str) -> str:

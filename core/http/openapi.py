@@ -7,7 +7,10 @@ docstring is a documentation bug that the test suite reports.
 Request bodies: a handler decorated with :func:`accepts` names the model it reads with
 ``core.http.bodies.structure``; that dataclass is both what validates the body (cattrs) and what the
 document publishes, its JSON Schema made by pydantic's ``TypeAdapter`` (no converter of our own).
-Errors (``4XX``) have the schema ``Error``: ``{statusCode, message}``.
+Responses: a handler decorated with ``core.http.responses.returns`` answers through that model's
+``TypeAdapter`` (``reply``), and the same adapter gives the response's schema here; a handler
+without one is documented as ``default`` without a schema. Errors (``4XX``) have the schema
+``Error``: ``{statusCode, message}``.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from aiohttp import web
 from pydantic import TypeAdapter
 
 from patchbay.core.appkeys import SETTINGS
+from patchbay.core.http.responses import declared_responses
 
 _OPENAPI = web.AppKey("openapi_document", dict)
 _PARAM = re.compile(r"\{([^}:]+)(?::[^}]*)?\}")
@@ -54,12 +58,13 @@ def _operation_ids(routes: list[tuple[str, str, Any]]) -> dict[tuple[str, str], 
     return {key: name if counts[name] == 1 else f"{key[0].lower()}_{re.sub(r'[^0-9A-Za-z]+', '_', key[1]).strip('_')}" for key, name in by_handler.items()}
 
 
-def accepts(model: type, *, required: bool = True) -> Any:
+def accepts(model: type, *, required: bool = True, also: dict[str, dict[str, Any]] | None = None) -> Any:
     """Decorate a handler (above ``@requires``): its JSON body is ``model``, a dataclass read with
-    ``core.http.bodies.structure`` (``required=False``: the body may be left out)."""
+    ``core.http.bodies.structure`` (``required=False``: the body may be left out); ``also`` maps
+    the other media types it takes to their schemas (``{"text/csv": {"type": "string"}}``)."""
 
     def mark(handler: Any) -> Any:
-        handler.patchbay_body = (model, required)
+        handler.patchbay_body = (model, required, also or {})
         return handler
 
     return mark
@@ -87,12 +92,38 @@ ERROR_SCHEMA = {"type": "object", "required": ["statusCode", "message"],
                 "properties": {"statusCode": {"type": "integer"}, "message": {"type": "string"}}}  # fmt: skip
 
 
-def _request_body(model: type, required: bool, schemas: dict[str, Any]) -> dict[str, Any]:
+def _component(name: str, schema: dict[str, Any], schemas: dict[str, Any]) -> None:
+    """Publish ``schema`` as ``components.schemas[name]``; two different schemas of one name are a
+    bug (two models of the same class name), refused here rather than one hiding the other."""
+    if schemas.setdefault(name, schema) != schema:
+        raise ValueError(f"two different models are named {name!r} in the OpenAPI document")
+
+
+def _schema(adapter: TypeAdapter, model: Any, mode: str, schemas: dict[str, Any]) -> dict[str, Any]:
+    """The schema of ``model`` (a ``$ref`` for a class); the schemas it refers to go to ``schemas``."""
+    schema = adapter.json_schema(ref_template="#/components/schemas/{model}", mode=mode)  # type: ignore[arg-type]
+    for name, definition in schema.pop("$defs", {}).items():
+        _component(name, definition, schemas)
+    if not isinstance(model, type):
+        return schema
+    _component(model.__name__, schema, schemas)
+    return {"$ref": f"#/components/schemas/{model.__name__}"}
+
+
+def _request_body(model: type, required: bool, also: dict[str, dict[str, Any]], schemas: dict[str, Any]) -> dict[str, Any]:
     """The ``requestBody`` of ``model``; its schema and the ones it refers to go to ``schemas``."""
-    schema = TypeAdapter(model).json_schema(ref_template="#/components/schemas/{model}")
-    schemas.update(schema.pop("$defs", {}))
-    schemas[model.__name__] = schema
-    return {"required": required, "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{model.__name__}"}}}}
+    content = {"application/json": {"schema": _schema(TypeAdapter(model), model, "validation", schemas)}}
+    content.update({media_type: {"schema": schema} for media_type, schema in also.items()})
+    return {"required": required, "content": content}
+
+
+def _responses(handler: Any, schemas: dict[str, Any]) -> dict[str, Any]:
+    """The declared responses of ``handler`` with their schemas, or ``default`` without one."""
+    answers = {
+        str(status): {"description": declared.description, "content": {"application/json": {"schema": _schema(declared.adapter, declared.model, "serialization", schemas)}}}
+        for status, declared in sorted(declared_responses(handler).items())
+    }
+    return answers or {"default": {"description": "See the interface specification"}}
 
 
 def _tag(path: str) -> str:
@@ -118,13 +149,13 @@ def build_document(app: web.Application) -> dict[str, Any]:
             "operationId": operation_ids[(method, path)],
             "tags": [_tag(path)],
             "responses": {
-                "default": {"description": "See the interface specification"},
+                **_responses(handler, schemas),
                 "4XX": {"description": "The request was refused", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
             },
         }
         body = getattr(handler, "patchbay_body", None)
         if body is not None:
-            operation["requestBody"] = _request_body(*body, schemas)
+            operation["requestBody"] = _request_body(*body, schemas=schemas)
         if description:
             operation["description"] = description
         params = _PARAM.findall(path)

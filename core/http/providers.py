@@ -15,11 +15,70 @@ from patchbay.core.appkeys import REGISTRY, SETTINGS
 from patchbay.core.connections.facts import connect_facts, logo_svg
 from patchbay.core.http.errors import bad_request, not_found
 from patchbay.core.http.openapi import PAGE_QUERY, query
+from patchbay.core.http.responses import reply, response_model, returns
 from patchbay.core.plugins.provider import Provider
 from patchbay.core.plugins.registry import Registry
 from patchbay.core.security.auth import requires
 
 routes = web.RouteTableDef()
+
+
+@response_model
+class ProviderSummary:
+    """A provider of the list (spec 2.1)."""
+
+    name: str
+    displayName: str
+    category: str
+    categories: list[str]
+    isAvailable: bool
+    requiresOAuth: bool
+    authMode: str
+    capabilities: list[str]
+    connectionParams: list[str]
+    scopes: list[str]
+
+
+@response_model
+class CredentialField:
+    """A field of the connect body's ``credentials``."""
+
+    name: str
+    label: str
+    required: bool
+    secret: bool
+
+
+@response_model
+class ConnectionParameter:
+    """A connection parameter (``params`` of the connect body); ``default`` when it may be left out."""
+
+    name: str
+    label: str
+    required: bool
+    default: str | None
+
+
+@response_model
+class ConnectFacts:
+    """What connecting the provider takes: ``method`` is ``oauth`` (the login flow), ``credentials``
+    (the connect route with ``credentials``) or ``none``."""
+
+    method: str
+    credentials: list[CredentialField]
+    connectionParams: list[ConnectionParameter]
+    scopes: list[str]
+    apiBaseUrl: str
+    docsUrl: str | None
+    webhooks: bool
+    logoUrl: str
+
+
+@response_model
+class ProviderDetail(ProviderSummary):
+    """One provider with its connect facts."""
+
+    connect: ConnectFacts
 
 
 def provider_json(provider: Provider) -> dict[str, Any]:
@@ -78,6 +137,7 @@ def matching_providers(registry: Registry, query) -> list[Provider]:
 
 @routes.get("/connect/v1/providers")
 @query(**PAGE_QUERY, search={"type": "string"}, category={"type": "string"}, capability={"type": "string"}, authMode={"type": "string"})
+@returns(list[ProviderSummary])
 @requires()
 async def list_providers(request: web.Request) -> web.Response:
     """Installed providers; ``?search=``, ``?category=``, ``?capability=``, ``?authMode=`` filter,
@@ -90,15 +150,16 @@ async def list_providers(request: web.Request) -> web.Response:
         size = limit or 20
         start = ((page or 1) - 1) * size
         providers = providers[start : start + size]
-    return web.json_response([provider_json(p) for p in providers], headers={"X-Total-Count": str(total)})
+    return reply(request, [provider_json(p) for p in providers], headers={"X-Total-Count": str(total)})
 
 
 @routes.get("/connect/v1/providers/{providerType}")
+@returns(ProviderDetail)
 @requires()
 async def get_provider_route(request: web.Request) -> web.Response:
     """One provider with what connecting it takes (``connect``); unknown type: 404."""
     provider = get_provider(request.app[REGISTRY], request.match_info["providerType"])
-    return web.json_response({**provider_json(provider), "connect": connect_facts(provider, request.app[SETTINGS].public_base_url)})
+    return reply(request, {**provider_json(provider), "connect": connect_facts(provider, request.app[SETTINGS].public_base_url)})
 
 
 @routes.get("/connect/v1/providers/{providerType}/logo.svg")
