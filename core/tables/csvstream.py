@@ -19,18 +19,22 @@ from typing import Any
 from aiohttp import web
 
 from patchbay.core.http.bodies import body_too_large, read_object
-from patchbay.core.http.errors import bad_request
+from patchbay.core.http.errors import ApiError, bad_request
 
 CHUNK_BYTES = 256 * 1024
 JSON_SLICE = 256 * 1024
 #: longest record (characters) held while waiting for its end: an unbalanced quote would otherwise
 #: make the rest of the upload one record in memory
 MAX_RECORD_CHARS = 1024 * 1024
+#: media types of a raw CSV body (``application/octet-stream`` is what a body without a type reads as)
+RAW_TYPES = ("text/csv", "text/plain", "application/octet-stream")
 
 
 async def csv_source(request: web.Request) -> tuple[AsyncIterator[str], dict[str, Any]]:
     """The CSV text of a request (streamed when sent raw; ``{"csv": ...}`` in a JSON body) and the
-    JSON body's other fields (empty for a raw body)."""
+    JSON body's other fields (empty for a raw body); 415 for a body of another media type."""
+    if request.content_type not in (*RAW_TYPES, "application/json"):
+        raise ApiError(415, f"Content-Type must be text/csv or application/json, not {request.content_type}")
     if request.content_type == "application/json":
         body = await read_object(request)
         text = body.get("csv")

@@ -1,4 +1,5 @@
-"""Tables over HTTP (spec 4.13): ``/connect/v1/tables`` and their rows, import and export."""
+"""Tables over HTTP (spec 4.13): ``/connect/v1/tables`` and their rows, import and export. The
+bodies read and answered are the models of ``core.tables.api_models``."""
 
 from __future__ import annotations
 
@@ -7,10 +8,15 @@ from sqlalchemy import select
 
 from patchbay.core.appkeys import DB
 from patchbay.core.billing.limits import register_counter
-from patchbay.core.http.bodies import page_envelope, page_params, read_object
+from patchbay.core.http.bodies import page_params, read_body, read_object, structure
 from patchbay.core.http.errors import bad_request
+from patchbay.core.http.openapi import PAGE_QUERY, accepts, query
+from patchbay.core.http.responses import reply, returns
 from patchbay.core.security.auth import principal_of, requires
 from patchbay.core.tables import service
+from patchbay.core.tables.api_models import (
+    CreateTableDto, CsvDto, ImportReport, RowDeleted, RowDto, RowOut, RowPage, TableDeleted, TableOut, UpdateTableDto, UpsertedRow,
+)  # fmt: skip
 from patchbay.core.tables.csvstream import csv_source
 from patchbay.core.tables.models import DataTable
 from patchbay.core.tables.transfer import export_csv, import_csv
@@ -24,6 +30,7 @@ def _tenant(request: web.Request) -> str:
 
 
 @routes.get(PREFIX)
+@returns(list[TableOut])
 @requires("tables.view")
 async def list_tables(request: web.Request) -> web.Response:
     """The caller account's tables, with their row counts."""
@@ -31,23 +38,25 @@ async def list_tables(request: web.Request) -> web.Response:
     async with request.app[DB].session(tenant=workspace_id) as session:
         tables = list(await session.scalars(select(DataTable).order_by(DataTable.created_at, DataTable.id)))
         counts = await service.row_counts(session, [table.id for table in tables])
-    return web.json_response([service.table_json(table, counts.get(table.id, 0)) for table in tables])
+    return reply(request, [service.table_json(table, counts.get(table.id, 0)) for table in tables])
 
 
 @routes.post(PREFIX)
+@accepts(CreateTableDto)
+@returns(TableOut, status=201, description="Created")
 @requires("tables.write")
 async def create_table(request: web.Request) -> web.Response:
     """Create a table: ``{name, slug?, description?, columns: [{name, type}]}``."""
-    body = await read_object(request)
+    dto = await read_body(request, CreateTableDto)
     workspace_id = _tenant(request)
+    columns = [{"name": column.name, "type": column.type} for column in dto.columns]
     async with request.app[DB].transaction(tenant=workspace_id) as session:
-        table = await service.create_table(
-            session, workspace_id=workspace_id, name=body.get("name"), slug=body.get("slug"), columns=body.get("columns", []), description=body.get("description")
-        )
-    return web.json_response(service.table_json(table, 0), status=201)
+        table = await service.create_table(session, workspace_id=workspace_id, name=dto.name, slug=dto.slug, columns=columns, description=dto.description)
+    return reply(request, service.table_json(table, 0), status=201)
 
 
 @routes.get(PREFIX + "/{slug}")
+@returns(TableOut)
 @requires("tables.view")
 async def get_table(request: web.Request) -> web.Response:
     """One table with its schema and row count."""
@@ -55,23 +64,27 @@ async def get_table(request: web.Request) -> web.Response:
     async with request.app[DB].session(tenant=workspace_id) as session:
         table = await service.get_table(session, workspace_id, request.match_info["slug"])
         counts = await service.row_counts(session, [table.id])
-    return web.json_response(service.table_json(table, counts.get(table.id, 0)))
+    return reply(request, service.table_json(table, counts.get(table.id, 0)))
 
 
 @routes.patch(PREFIX + "/{slug}")
+@accepts(UpdateTableDto)
+@returns(TableOut)
 @requires("tables.write")
 async def update_table(request: web.Request) -> web.Response:
     """Update the name, slug, description or column schema."""
     body = await read_object(request)
+    structure(body, UpdateTableDto)  # 400 naming a field of the wrong type; the service reads the keys given
     workspace_id = _tenant(request)
     async with request.app[DB].transaction(tenant=workspace_id) as session:
         table = await service.get_table(session, workspace_id, request.match_info["slug"])
         await service.update_table(session, table, body)
         counts = await service.row_counts(session, [table.id])
-    return web.json_response(service.table_json(table, counts.get(table.id, 0)))
+    return reply(request, service.table_json(table, counts.get(table.id, 0)))
 
 
 @routes.delete(PREFIX + "/{slug}")
+@returns(TableDeleted)
 @requires("tables.write")
 async def delete_table(request: web.Request) -> web.Response:
     """Delete the table and all its rows."""
@@ -79,7 +92,7 @@ async def delete_table(request: web.Request) -> web.Response:
     async with request.app[DB].transaction(tenant=workspace_id) as session:
         table = await service.get_table(session, workspace_id, request.match_info["slug"])
         await service.delete_table(session, table)
-    return web.json_response({"deleted": True, "slug": request.match_info["slug"]})
+    return reply(request, {"deleted": True, "slug": request.match_info["slug"]})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -88,6 +101,8 @@ async def delete_table(request: web.Request) -> web.Response:
 
 
 @routes.get(PREFIX + "/{slug}/rows")
+@query(**PAGE_QUERY, search={"type": "string"})
+@returns(RowPage)
 @requires("tables.view")
 async def list_rows(request: web.Request) -> web.Response:
     """Rows of the table, a page at a time; ``search`` finds rows by the words of their values."""
@@ -96,34 +111,40 @@ async def list_rows(request: web.Request) -> web.Response:
     async with request.app[DB].session(tenant=workspace_id) as session:
         table = await service.get_table(session, workspace_id, request.match_info["slug"])
         rows, total = await service.list_rows(session, table, page=page, limit=limit, search=request.query.get("search"))
-    return web.json_response(page_envelope([service.row_json(row) for row in rows], page, limit, total))
+    return reply(request, {"data": [service.row_json(row) for row in rows], "page": page, "limit": limit, "total": total})
 
 
 @routes.post(PREFIX + "/{slug}/rows")
+@accepts(RowDto)
+@returns(RowOut, status=201, description="Created")
 @requires("tables.write")
 async def create_row(request: web.Request) -> web.Response:
     """Create a row: ``{data: {}, external_key?}``; the plan caps the account's total rows."""
-    body = await read_object(request)
+    dto = await read_body(request, RowDto)
     workspace_id = _tenant(request)
     async with request.app[DB].transaction(tenant=workspace_id) as session:
         table = await service.get_table(session, workspace_id, request.match_info["slug"])
-        row = await service.create_row(session, table, body.get("data", {}), body.get("external_key"))
-    return web.json_response(service.row_json(row), status=201)
+        row = await service.create_row(session, table, dto.data, dto.external_key)
+    return reply(request, service.row_json(row), status=201)
 
 
 @routes.post(PREFIX + "/{slug}/rows/upsert")
+@accepts(RowDto)
+@returns(UpsertedRow, status=201, description="Created or merged")
 @requires("tables.write")
 async def upsert_row(request: web.Request) -> web.Response:
     """Create the row of ``external_key`` or merge ``data`` into it; ``created`` says which."""
-    body = await read_object(request)
+    dto = await read_body(request, RowDto)
     workspace_id = _tenant(request)
     async with request.app[DB].transaction(tenant=workspace_id) as session:
         table = await service.get_table(session, workspace_id, request.match_info["slug"])
-        row, created = await service.upsert(session, table, body.get("data", {}), body.get("external_key"))
-    return web.json_response({**service.row_json(row), "created": created}, status=201)
+        row, created = await service.upsert(session, table, dto.data, dto.external_key)
+    return reply(request, {**service.row_json(row), "created": created}, status=201)
 
 
 @routes.get(PREFIX + "/{slug}/rows/lookup")
+@query(column={"type": "string", "minLength": 1}, value={"type": "string"})
+@returns(RowOut | None)
 @requires("tables.view")
 async def lookup_row(request: web.Request) -> web.Response:
     """The most recently updated row whose ``column`` equals ``value``, or null."""
@@ -136,22 +157,25 @@ async def lookup_row(request: web.Request) -> web.Response:
     async with request.app[DB].session(tenant=workspace_id) as session:
         table = await service.get_table(session, workspace_id, request.match_info["slug"])
         row = await service.find_row(session, table, column, request.query["value"])
-    return web.json_response(service.row_json(row) if row is not None else None)
+    return reply(request, service.row_json(row) if row is not None else None)
 
 
 @routes.patch(PREFIX + "/{slug}/rows/{rowId}")
+@accepts(RowDto)
+@returns(RowOut)
 @requires("tables.write")
 async def update_row(request: web.Request) -> web.Response:
     """Merge ``data`` into the row."""
-    body = await read_object(request)
+    dto = await read_body(request, RowDto)
     workspace_id = _tenant(request)
     async with request.app[DB].transaction(tenant=workspace_id) as session:
         table = await service.get_table(session, workspace_id, request.match_info["slug"])
-        row = await service.update_row(session, table, request.match_info["rowId"], body.get("data", {}))
-    return web.json_response(service.row_json(row))
+        row = await service.update_row(session, table, request.match_info["rowId"], dto.data)
+    return reply(request, service.row_json(row))
 
 
 @routes.delete(PREFIX + "/{slug}/rows/{rowId}")
+@returns(RowDeleted)
 @requires("tables.write")
 async def delete_row(request: web.Request) -> web.Response:
     """Delete the row."""
@@ -159,7 +183,7 @@ async def delete_row(request: web.Request) -> web.Response:
     async with request.app[DB].transaction(tenant=workspace_id) as session:
         table = await service.get_table(session, workspace_id, request.match_info["slug"])
         await service.delete_row(session, table, request.match_info["rowId"])
-    return web.json_response({"deleted": True, "id": request.match_info["rowId"]})
+    return reply(request, {"deleted": True, "id": request.match_info["rowId"]})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -168,6 +192,8 @@ async def delete_row(request: web.Request) -> web.Response:
 
 
 @routes.post(PREFIX + "/{slug}/import")
+@accepts(CsvDto, also={"text/csv": {"type": "string"}})
+@returns(ImportReport, status=201, description="Imported")
 @requires("tables.write")
 async def import_rows(request: web.Request) -> web.Response:
     """Import CSV (raw ``text/csv`` body or ``{csv}``): answers rows created, updated and rejected."""
@@ -176,7 +202,7 @@ async def import_rows(request: web.Request) -> web.Response:
         table = await service.get_table(session, workspace_id, request.match_info["slug"])
     chunks, _ = await csv_source(request)
     report = await import_csv(request.app[DB], table, chunks)
-    return web.json_response(report.json(), status=201)
+    return reply(request, report.json(), status=201)
 
 
 @routes.get(PREFIX + "/{slug}/export")
