@@ -131,9 +131,10 @@ class Marks:
 _ENVIRON = {"PATCHBAY_SECRET_KEY": "bench-secret-key-0123456789", "PATCHBAY_ALLOW_INSECURE_TARGETS": "true", "PATCHBAY_LOG_LEVEL": "WARNING"}
 
 
-def _settings(url: str, data_dir: str) -> Settings:
+def _settings(url: str, data_dir: str, *, webhooks: bool) -> Settings:
     settings = load_settings({}, {"PATCHBAY_DATABASE_URL": url, "PATCHBAY_DATA_DIR": data_dir, **_ENVIRON})
-    settings.providers = {"facebook": {"webhook_secret": APP_SECRET, "api_base_url": "http://127.0.0.1:9"}}
+    if webhooks:  # the latency figure: Meta's webhook secret, and no call to the real Graph API
+        settings.providers = {"facebook": {"webhook_secret": APP_SECRET, "api_base_url": "http://127.0.0.1:9"}}
     return settings
 
 
@@ -267,7 +268,7 @@ async def _latency(app, port: int, workspace_id: str, marks: Marks, events: int)
 async def run(name: str, url: str, args) -> dict[str, object]:
     with tempfile.TemporaryDirectory() as data_dir:
         marks = Marks()
-        settings = _settings(url, data_dir)
+        settings = _settings(url, data_dir, webhooks=args.latency > 0)
         app = create_app(settings, plugins=[marks])  # background work on: the default workers and scheduler
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()

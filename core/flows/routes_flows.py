@@ -13,6 +13,7 @@ from sqlalchemy.exc import IntegrityError
 from patchbay.core.appkeys import DB, FLOW_RUNNER, JOBS, REGISTRY
 from patchbay.core.flows import engine, service
 from patchbay.core.flows.models import FLOW_STATUSES, Flow, FlowExecution
+from patchbay.core.flows.runner import FlowRunner
 from patchbay.core.flows.steps import known_step_types
 from patchbay.core.http.bodies import page_envelope, page_params, read_json, read_object, structure
 from patchbay.core.http.errors import bad_request, conflict, not_found
@@ -261,6 +262,6 @@ async def test_flow(request: web.Request) -> web.Response:
 
 
 def setup(app: web.Application) -> None:
-    app[FLOW_RUNNER] = engine.FlowRunner(app)
+    app[FLOW_RUNNER] = FlowRunner(app)
     app.router.add_routes(routes)
     app[JOBS].register(engine.JOB_KIND, engine.execute_job, max_attempts=10, backoff_base=1.0, backoff_cap=60.0)

@@ -14,7 +14,8 @@ A string that is exactly one ``{{ expr }}`` keeps the expression's type (a numbe
 object an object); any other string renders to a string. Dicts and lists are rendered value by value.
 The sandbox refuses attribute escapes (``__class__``, ``mro``, ``func_globals`` ...) with
 :class:`TemplateFailure` instead of yielding an empty value. Compiled templates are cached, so a flow
-run a thousand times compiles each value once.
+run a thousand times compiles each value once, and :func:`compile_value` prepares a whole step
+once for many renders.
 """
 
 from __future__ import annotations
@@ -202,37 +203,64 @@ def _compiled(source: str):
 def render_value(value: Any, context: dict[str, Any]) -> Any:
     """Render every template string inside ``value`` (a str, dict, list or scalar), within one budget
     of work and the current :func:`deadline` (``DEFAULT_RENDER_SECONDS`` from now without one)."""
-    until = _deadline.get()
-    token = _budget.set(_Budget(until if until is not None else time.monotonic() + DEFAULT_RENDER_SECONDS))
-    try:
-        return _render(value, context)
-    finally:
-        _budget.reset(token)
+    return compile_value(value).render(context)
 
 
-def _render(value: Any, context: dict[str, Any]) -> Any:
+class Compiled:
+    """A value prepared for many renders (a flow version's step, run a thousand times): its
+    templates are compiled once and its constant parts are not walked again. ``templated`` is False
+    when nothing in it is a template (rendering answers the value itself)."""
+
+    __slots__ = ("_render", "templated")
+
+    def __init__(self, render, templated: bool) -> None:
+        self._render = render
+        self.templated = templated
+
+    def render(self, context: dict[str, Any]) -> Any:
+        """Like :func:`render_value`: one budget of work, the current :func:`deadline`."""
+        if not self.templated:
+            return self._render(context)
+        until = _deadline.get()
+        token = _budget.set(_Budget(until if until is not None else time.monotonic() + DEFAULT_RENDER_SECONDS))
+        try:
+            return self._render(context)
+        finally:
+            _budget.reset(token)
+
+
+def compile_value(value: Any) -> Compiled:
+    """Prepare ``value`` for :meth:`Compiled.render`. A template that does not compile fails when
+    rendered (the step fails with the reason), not here."""
     if isinstance(value, str):
         if "{{" not in value and "{%" not in value:
-            return value
-        single, compiled = _compiled(value)
-        try:
-            if single:
-                result = compiled(**context)
-                return _plain(result)
-            return _joined(compiled.generate(**context))
-        except TemplateFailure as failure:
-            raise TemplateFailure(f"template {value!r} failed: {failure}") from None
-        except SecurityError as error:
-            raise TemplateFailure(f"template {value!r} refused by the sandbox: {error}") from None
-        except TemplateError as error:
-            raise TemplateFailure(f"template {value!r} failed: {error}") from None
-        except Exception as error:  # an expression's own error (division by zero, a bad index ...)
-            raise TemplateFailure(f"template {value!r} failed: {error!r}") from None
-    if isinstance(value, dict):
-        return {key: _render(item, context) for key, item in value.items()}
+            return Compiled(lambda context: value, False)
+        return Compiled(functools.partial(_render_template, value), True)
+    if isinstance(value, dict):  # containers are built anew by every render: a step may change its own
+        parts = {key: compile_value(item) for key, item in value.items()}
+        renders = [(key, part._render) for key, part in parts.items()]
+        return Compiled(lambda context: {key: render(context) for key, render in renders}, any(part.templated for part in parts.values()))
     if isinstance(value, list):
-        return [_render(item, context) for item in value]
-    return value
+        parts = [compile_value(item) for item in value]
+        renders = [part._render for part in parts]
+        return Compiled(lambda context: [render(context) for render in renders], any(part.templated for part in parts))
+    return Compiled(lambda context: value, False)
+
+
+def _render_template(value: str, context: dict[str, Any]) -> Any:
+    single, compiled = _compiled(value)
+    try:
+        if single:
+            return _plain(compiled(**context))
+        return _joined(compiled.generate(**context))
+    except TemplateFailure as failure:
+        raise TemplateFailure(f"template {value!r} failed: {failure}") from None
+    except SecurityError as error:
+        raise TemplateFailure(f"template {value!r} refused by the sandbox: {error}") from None
+    except TemplateError as error:
+        raise TemplateFailure(f"template {value!r} failed: {error}") from None
+    except Exception as error:  # an expression's own error (division by zero, a bad index ...)
+        raise TemplateFailure(f"template {value!r} failed: {error!r}") from None
 
 
 def _joined(chunks: Iterable[str]) -> str:

@@ -1,0 +1,74 @@
+"""Step plans: the steps of a flow prepared once for many executions (type looked up, ``prepare``
+applied, templates compiled, timeout read), cached per published version.
+
+A published version is immutable (publishing or reverting makes a new version number, editing a
+flow touches only its draft), so ``(flow id, version)`` names one plan for good: an update reaches
+the executions of the next version, in every process, with nothing to invalidate. Deleting a flow
+leaves unused plans that the LRU drops.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+import attrs
+
+from patchbay.core.flows.steps import StepFailed, step_type
+from patchbay.core.flows.templating import Compiled, compile_value
+
+DEFAULT_STEP_TIMEOUT = 30.0
+MAX_STEP_TIMEOUT = 300.0
+_STEP_META_KEYS = ("id", "type", "name", "timeoutSeconds")
+CACHE_SIZE = 2048
+
+
+@attrs.frozen
+class StepPlan:
+    position: int
+    id: str
+    type: str
+    #: the step type, or None for a type unknown in this process (the step fails)
+    kind: Any
+    #: the configuration as written (without id, type, name and timeout): the record's input until rendered
+    raw: dict[str, Any]
+    config: Compiled
+    timeout: float
+    side_effects: bool
+
+
+def plan_steps(app: Any, steps: list[dict[str, Any]]) -> list[StepPlan]:
+    plans = []
+    for position, step in enumerate(steps or []):
+        kind_name = str(step.get("type"))
+        kind = step_type(app, kind_name)
+        raw = {key: value for key, value in step.items() if key not in _STEP_META_KEYS}
+        prepare = getattr(kind, "prepare", None)
+        plans.append(StepPlan(
+            position, str(step.get("id")), kind_name, kind, raw, compile_value(prepare(raw) if prepare else raw),
+            float(step.get("timeoutSeconds") or DEFAULT_STEP_TIMEOUT), bool(getattr(kind, "side_effects", True)),
+        ))  # fmt: skip
+    return plans
+
+
+class PlanCache:
+    """Plans of published versions, least recently used dropped past ``CACHE_SIZE``."""
+
+    def __init__(self, app: Any, load) -> None:
+        self.app = app
+        self._load = load  # async (flow_id, version) -> steps or None
+        self._plans: OrderedDict[tuple[str, int], list[StepPlan]] = OrderedDict()
+
+    async def get(self, flow_id: str, version: int) -> list[StepPlan]:
+        key = (flow_id, version)
+        plans = self._plans.get(key)
+        if plans is not None:
+            self._plans.move_to_end(key)
+            return plans
+        steps = await self._load(flow_id, version)
+        if steps is None:
+            raise StepFailed(f"version {version} of flow {flow_id} does not exist")
+        plans = self._plans[key] = plan_steps(self.app, steps)
+        if len(self._plans) > CACHE_SIZE:
+            self._plans.popitem(last=False)
+        return plans

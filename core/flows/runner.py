@@ -1,0 +1,213 @@
+"""What concurrent executions of one process share: group commit of their database work (starts,
+finishes, checkpoints, table lookups), their template renders (one worker thread hop per batch)
+and the plans of published versions."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import attrs
+from sqlalchemy import select
+
+from patchbay.core.appkeys import DB
+from patchbay.core.flows import store
+from patchbay.core.flows.models import FlowVersion
+from patchbay.core.flows.plan import PlanCache, StepPlan
+from patchbay.core.flows.templating import Compiled, deadline
+from patchbay.core.timeutil import new_id, utcnow
+
+#: sessions opened by steps at once; more would overflow the connection pool, and on PostgreSQL
+#: every overflow connection is a new server process, opened and closed again
+STEP_SESSIONS = 8
+
+
+@attrs.define
+class StepRecord:
+    position: int
+    step_id: str
+    type: str
+    status: str
+    input: Any = None
+    output: Any = None
+    error: str | None = None
+    started_at: Any = None
+    finished_at: Any = None
+    duration_ms: int | None = None
+    written: bool = False
+
+    def row(self, workspace_id: str, execution_id: str) -> dict[str, Any]:
+        return {
+            "id": new_id(), "workspace_id": workspace_id, "execution_id": execution_id, "position": self.position,
+            "step_id": self.step_id, "type": self.type, "status": self.status, "input": self.input, "output": self.output,
+            "error": self.error, "started_at": self.started_at, "finished_at": self.finished_at, "duration_ms": self.duration_ms,
+        }  # fmt: skip
+
+
+def step_rows(records: list[StepRecord], workspace_id: str, execution_id: str) -> list[dict[str, Any]]:
+    return [record.row(workspace_id, execution_id) for record in records if not record.written]
+
+
+@attrs.define
+class Outcome:
+    status: str
+    error: str | None
+    records: list[StepRecord]
+
+
+class Batcher:
+    """Group commit: items submitted while a flush is running are flushed together by the next
+    ``flush(items) -> results`` call, so concurrent executions share one transaction. A result that
+    is an exception is raised to its submitter alone."""
+
+    def __init__(self, flush, *, max_batch: int = 256) -> None:
+        self._flush = flush
+        self._max = max_batch
+        self._pending: list[tuple[Any, asyncio.Future]] = []
+        self._task: asyncio.Task | None = None
+
+    async def submit(self, item: Any) -> Any:
+        future = asyncio.get_running_loop().create_future()
+        self._pending.append((item, future))
+        if self._task is None or self._task.done():
+            self._task = asyncio.create_task(self._drain())
+        result = await future
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    async def _drain(self) -> None:
+        while self._pending:
+            await asyncio.sleep(0)  # let callers resumed in this loop iteration join the batch
+            batch, self._pending = self._pending[: self._max], self._pending[self._max :]
+            await self._flush_batch(batch)
+
+    async def _flush_batch(self, batch: list[tuple[Any, asyncio.Future]]) -> None:
+        try:
+            results = await self._flush([item for item, _ in batch])
+        except Exception as error:
+            if len(batch) > 1:
+                for one in batch:  # one bad item must not fail the others
+                    await self._flush_batch([one])
+            elif not batch[0][1].done():
+                batch[0][1].set_exception(error)
+            return
+        for (_, future), result in zip(batch, results, strict=True):
+            if not future.done():
+                future.set_result(result)
+
+
+@attrs.define
+class _Finish:
+    execution: dict[str, Any]
+    outcome: Outcome
+    alerts: bool
+
+
+def _render_all(items: list[tuple[Compiled, dict[str, Any], float]]) -> list[Any]:
+    results: list[Any] = []
+    for compiled, context, until in items:
+        try:
+            with deadline(until):
+                results.append(compiled.render(context))
+        except Exception as error:  # noqa: PERF203 - each render fails alone
+            results.append(error)
+    return results
+
+
+class FlowRunner:
+    """Runs executions for one app: their database work and renders batched, their plans cached."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.plans = PlanCache(app, self._version_steps)
+        self._starts = Batcher(self._start_many)
+        self._finishes = Batcher(self._finish_many)
+        self._lookups = Batcher(self._lookup_many)
+        self._checkpoints = Batcher(self._checkpoint_many)
+        self._renders = Batcher(self._render_many)
+        self.step_sessions = asyncio.Semaphore(STEP_SESSIONS)
+
+    async def plan(self, flow_id: str, version: int) -> list[StepPlan]:
+        return await self.plans.get(flow_id, version)
+
+    async def _version_steps(self, flow_id: str, version: int) -> list[dict[str, Any]] | None:
+        async with self.app[DB].session() as session:
+            return await session.scalar(select(FlowVersion.steps).where(FlowVersion.flow_id == flow_id, FlowVersion.version == version))
+
+    # -- rendering -------------------------------------------------------------------------------
+
+    async def render(self, config: Compiled, context: dict[str, Any], timeout: float) -> Any:
+        """Render a step's configuration in a worker thread (a heavy template must not block the
+        event loop), together with the renders of the steps running alongside; the render stops
+        ``timeout`` seconds from now."""
+        return await self._renders.submit((config, context, time.monotonic() + timeout))
+
+    async def _render_many(self, items: list[tuple[Compiled, dict[str, Any], float]]) -> list[Any]:
+        return await asyncio.to_thread(_render_all, items)
+
+    # -- starting and finishing ------------------------------------------------------------------
+
+    async def start(self, execution_id: str) -> dict[str, Any] | None:
+        """Mark the execution running (again, when resumed); None when it has already ended."""
+        return await self._starts.submit(execution_id)
+
+    async def _start_many(self, ids: list[str]) -> list[dict[str, Any] | None]:
+        async with self.app[DB].engine.begin() as connection:
+            started = await store.start(connection, ids, utcnow())
+        return [started.get(execution_id) for execution_id in ids]
+
+    async def finish(self, execution: dict[str, Any], outcome: Outcome, *, alerts: bool) -> bool:
+        """Record the outcome; False when another run had already finished the execution."""
+        return await self._finishes.submit(_Finish(execution, outcome, alerts))
+
+    async def _finish_many(self, items: list[_Finish]) -> list[bool]:
+        from patchbay.core.alerts.service import enqueue_alerts
+
+        now = utcnow()
+        outcomes = [
+            (i.execution["id"], i.outcome.status, i.outcome.error, int((now - (i.execution["started_at"] or now)).total_seconds() * 1000)) for i in items
+        ]  # fmt: skip
+        async with self.app[DB].transaction() as session:
+            connection = await session.connection()
+            finished = await store.finish(connection, outcomes, now)
+            ended = [item for item in items if item.execution["id"] in finished]
+            await store.insert_steps(connection, [row for i in ended for row in step_rows(i.outcome.records, i.execution["workspace_id"], i.execution["id"])])
+            alerting = [
+                {"workspace_id": i.execution["workspace_id"], "flow_id": i.execution["flow_id"], "execution_id": i.execution["id"],
+                 "status": i.outcome.status, "error": i.outcome.error}
+                for i in ended if i.alerts
+            ]  # fmt: skip
+            await enqueue_alerts(self.app, session, alerting)
+        return [item.execution["id"] in finished for item in items]
+
+    # -- steps' database work --------------------------------------------------------------------
+
+    async def lookup(self, workspace_id: str, table_slug: str, column: str, value: Any) -> dict[str, Any] | None:
+        """The ``table.lookup`` of one execution, answered with those of the executions running
+        alongside: one session and three queries per workspace in the batch."""
+        return await self._lookups.submit((workspace_id, table_slug, column, value))
+
+    async def _lookup_many(self, items: list[tuple[str, str, str, Any]]) -> list[Any]:
+        from patchbay.core.tables.service import lookup_rows
+
+        by_workspace: dict[str, list[int]] = {}
+        for index, item in enumerate(items):
+            by_workspace.setdefault(item[0], []).append(index)
+        results: list[Any] = [None] * len(items)
+        for workspace_id, indexes in by_workspace.items():
+            async with self.step_sessions, self.app[DB].session(tenant=workspace_id) as session:
+                found = await lookup_rows(session, workspace_id=workspace_id, lookups=[items[i][1:] for i in indexes])
+            for index, result in zip(indexes, found, strict=True):
+                results[index] = result
+        return results
+
+    async def checkpoint(self, rows: list[dict[str, Any]]) -> None:
+        """Store finished steps' records; concurrent executions' checkpoints share a transaction."""
+        await self._checkpoints.submit(rows)
+
+    async def _checkpoint_many(self, batches: list[list[dict[str, Any]]]) -> list[None]:
+        async with self.app[DB].engine.begin() as connection:
+            await store.insert_steps(connection, [row for rows in batches for row in rows])
+        return [None] * len(batches)

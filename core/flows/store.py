@@ -1,0 +1,75 @@
+"""The SQL of running executions, shaped for batches: every statement here has one shape whatever
+the batch size (an expanding ``IN``, arrays on PostgreSQL, an executemany on SQLite), so SQLAlchemy
+compiles it once per process, and it runs on the transaction's connection without the ORM."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from sqlalchemy import String, bindparam, func, text
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from patchbay.core.flows.models import FlowExecution, FlowExecutionStep
+from patchbay.core.storage.base import UtcDateTime
+
+_EXECUTIONS = FlowExecution.__table__
+_STEPS = FlowExecutionStep.__table__
+STARTED = ("id", "workspace_id", "flow_id", "version", "steps", "trigger_payload", "trigger_source", "attempts", "started_at")
+
+_START = (
+    _EXECUTIONS.update()
+    .where(_EXECUTIONS.c.id.in_(bindparam("ids", expanding=True)), _EXECUTIONS.c.status.in_(("pending", "running")))
+    .values(status="running", attempts=_EXECUTIONS.c.attempts + 1, updated_at=bindparam("now", type_=UtcDateTime()),
+            started_at=func.coalesce(_EXECUTIONS.c.started_at, bindparam("now", type_=UtcDateTime())))  # fmt: skip
+    .returning(*[_EXECUTIONS.c[name] for name in STARTED])
+)
+
+_FINISH = {
+    "postgresql": text("""
+        UPDATE flow_executions AS e
+        SET status = v.status, error = v.error, finished_at = :finished, updated_at = :finished, duration_ms = v.duration_ms
+        FROM unnest(CAST(:ids AS text[]), CAST(:statuses AS text[]), CAST(:errors AS text[]), CAST(:durations AS integer[]))
+             AS v(id, status, error, duration_ms)
+        WHERE e.id = v.id AND e.status = 'running'
+        RETURNING e.id
+    """),
+    "sqlite": text("""
+        UPDATE flow_executions
+        SET status = v.status, error = v.error, finished_at = :finished, updated_at = :finished, duration_ms = v.duration_ms
+        FROM (SELECT value ->> 0 AS id, value ->> 1 AS status, value ->> 2 AS error, value ->> 3 AS duration_ms FROM json_each(:outcomes)) AS v
+        WHERE flow_executions.id = v.id AND flow_executions.status = 'running'
+        RETURNING flow_executions.id
+    """),
+}
+_FINISH = {name: statement.bindparams(bindparam("finished", type_=UtcDateTime())).columns(id=String) for name, statement in _FINISH.items()}
+
+_INSERT_STEPS = {
+    "postgresql": postgresql.insert(_STEPS).on_conflict_do_nothing(index_elements=["execution_id", "position"]),
+    "sqlite": sqlite.insert(_STEPS).on_conflict_do_nothing(index_elements=["execution_id", "position"]),
+}
+
+
+async def start(connection: AsyncConnection, ids: list[str], now: Any) -> dict[str, dict[str, Any]]:
+    """Mark the executions ``running`` (again, when resumed): one attempt more, ``started_at`` kept
+    from the first. Answers the rows changed by id; an execution that has ended is left out."""
+    result = await connection.execute(_START, {"ids": ids, "now": now})
+    return {row["id"]: dict(row) for row in result.mappings()}
+
+
+async def finish(connection: AsyncConnection, outcomes: list[tuple[str, str, str | None, int]], finished_at: Any) -> set[str]:
+    """Store each outcome ``(id, status, error, duration_ms)`` of an execution still ``running``,
+    all finished at ``finished_at``; answers the ids changed (not one another run had ended)."""
+    if connection.dialect.name == "postgresql":
+        ids, statuses, errors, durations = (list(column) for column in zip(*outcomes, strict=True))
+        params = {"ids": ids, "statuses": statuses, "errors": errors, "durations": durations}
+    else:
+        params = {"outcomes": json.dumps(outcomes)}
+    return set((await connection.execute(_FINISH[connection.dialect.name], {**params, "finished": finished_at})).scalars())
+
+
+async def insert_steps(connection: AsyncConnection, rows: list[dict[str, Any]]) -> None:
+    """Insert step records; one already stored (a checkpoint written before a crash) is kept."""
+    if rows:
+        await connection.execute(_INSERT_STEPS[connection.dialect.name], rows)
