@@ -136,6 +136,15 @@ async def start_patchbay(environ: dict[str, str]) -> tuple[asyncio.subprocess.Pr
     return process, f"http://127.0.0.1:{port}/webhook/facebook"
 
 
+async def start_profiler(pid: int, destination: Path, seconds: float) -> asyncio.subprocess.Process:
+    """py-spy sampling the server ``pid`` for ``seconds``, collapsed stacks written to ``destination``."""
+    py_spy = str(Path(sys.executable).parent / "py-spy")
+    return await asyncio.create_subprocess_exec(
+        py_spy, "record", "--format", "raw", "--rate", "200", "--duration", str(int(seconds)), "--pid", str(pid), "--output", str(destination),
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+    )  # fmt: skip
+
+
 async def steady_load(url: str, receiver: Receiver, concurrency: int, seconds: float) -> dict[str, object]:
     """Post signed events with ``concurrency`` in flight for ``seconds`` while the workers route,
     store and forward them; sample the backlog (accepted, not yet forwarded) every second; then wait
@@ -208,8 +217,11 @@ async def measure_database(label: str, database_url: str, tmp: Path, args, bare_
     await prepare(database_url, environ, receiver.url)
     try:
         process, url = await start_patchbay(environ)
+        profiler = await start_profiler(process.pid, Path(args.py_spy) / f"{label}.txt", args.seconds) if args.py_spy else None
         try:
             result = await steady_load(url, receiver, args.concurrency, args.seconds)
+            if profiler is not None:
+                await profiler.wait()
             result["jobs"] = await job_rates(database_url, result["elapsed"] + result["drain"])
         finally:
             await stop(process)
@@ -229,6 +241,7 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=20, help="duration of the steady-state load")
     parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--py-spy", metavar="DIR", help="sample the server with py-spy during the load; collapsed stacks written to DIR/<database>.txt")
     parser.add_argument("--bare-events", type=int, default=10000, help="requests sent to the bare handler")
     args = parser.parse_args()
     bare_port = free_port()

@@ -19,6 +19,7 @@ the trigger's ``event_types``, else equals the trigger's name; ``*`` matches eve
 from __future__ import annotations
 
 import logging
+from collections import defaultdict
 from typing import Any
 
 from sqlalchemy import select, update
@@ -50,6 +51,35 @@ def matches(registry: Any, subscription: FlowTriggerSubscription, event_type: st
     return "*" in types or event_type in types
 
 
+def _live_subscriptions(source: str):
+    """Active trigger subscriptions of live flows, with the flows' published versions; only the
+    webhook kind when ``source`` is ``webhook``."""
+    statement = (
+        select(FlowTriggerSubscription, Flow.published_version)
+        .join(Flow, Flow.id == FlowTriggerSubscription.flow_id)
+        .where(FlowTriggerSubscription.is_active.is_(True), is_live())
+    )
+    return statement.where(FlowTriggerSubscription.kind == "webhook") if source == "webhook" else statement
+
+
+def _execution_rows(
+    registry: Any, found: list[Any], *, workspace_id: str, event_type: str, payload: Any, source: str, dedupe: str | None, connection_id: str | None
+) -> list[dict[str, Any]]:
+    """One execution per flow among ``found`` (subscription, version) that matches the event."""
+    rows: dict[str, dict[str, Any]] = {}
+    for subscription, version in found:
+        if connection_id and subscription.connection_id and subscription.connection_id != connection_id:
+            continue
+        if not matches(registry, subscription, event_type) or subscription.flow_id in rows:
+            continue
+        rows[subscription.flow_id] = {
+            "workspace_id": workspace_id, "flow_id": subscription.flow_id, "version": version, "trigger_source": source,
+            "trigger_payload": payload, "subscription_id": subscription.id,
+            "dedupe_key": f"{source}:{dedupe}:{subscription.flow_id}" if dedupe else None,
+        }  # fmt: skip
+    return list(rows.values())
+
+
 async def fire_matching_triggers(
     app: Any,
     session: AsyncSession,
@@ -66,47 +96,50 @@ async def fire_matching_triggers(
     in ``session``'s transaction. ``source`` is ``webhook`` (webhook subscriptions) or ``records``
     (subscriptions of either kind); ``dedupe`` (an event id) makes a repeated call a no-op.
     Answers the number of executions created."""
-    statement = (
-        select(FlowTriggerSubscription, Flow.published_version)
-        .join(Flow, Flow.id == FlowTriggerSubscription.flow_id)
-        .where(
-            FlowTriggerSubscription.workspace_id == workspace_id,
-            FlowTriggerSubscription.provider_type == provider_type,
-            FlowTriggerSubscription.is_active.is_(True),
-            is_live(),
-        )
+    statement = _live_subscriptions(source).where(
+        FlowTriggerSubscription.workspace_id == workspace_id, FlowTriggerSubscription.provider_type == provider_type
     )
-    if source == "webhook":
-        statement = statement.where(FlowTriggerSubscription.kind == "webhook")
-    registry = app[REGISTRY]
-    rows: dict[str, dict[str, Any]] = {}
-    for subscription, version in (await session.execute(statement)).all():
-        if connection_id and subscription.connection_id and subscription.connection_id != connection_id:
-            continue
-        if not matches(registry, subscription, event_type) or subscription.flow_id in rows:
-            continue
-        rows[subscription.flow_id] = {
-            "workspace_id": workspace_id, "flow_id": subscription.flow_id, "version": version, "trigger_source": source,
-            "trigger_payload": payload, "subscription_id": subscription.id,
-            "dedupe_key": f"{source}:{dedupe}:{subscription.flow_id}" if dedupe else None,
-        }  # fmt: skip
-    return len(await create_executions(app, session, list(rows.values())))
+    found = (await session.execute(statement)).all()
+    rows = _execution_rows(
+        app[REGISTRY], found, workspace_id=workspace_id, event_type=event_type, payload=payload, source=source, dedupe=dedupe, connection_id=connection_id
+    )
+    return len(await create_executions(app, session, rows))
 
 
-def make_listener(app: Any):
-    """The inbound-webhook listener: ``listener(session, event)``, called in the transaction that
-    records a verified, routed event."""
+class InboundEventListener:
+    """The inbound-webhook listener, called in the transaction that records verified, routed
+    events: ``listener(session, event)`` for one, ``listener.many(session, events)`` for a batch
+    (one query for the subscriptions of every workspace and provider of the batch, one INSERT)."""
 
-    async def on_inbound_event(session: AsyncSession, event: Any) -> int:
-        workspace_id = getattr(event, "workspace_id", None)
-        if not workspace_id:
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, session: AsyncSession, event: Any) -> int:
+        return await self.many(session, [event])
+
+    async def many(self, session: AsyncSession, events: list[Any]) -> int:
+        events = [event for event in events if getattr(event, "workspace_id", None)]
+        if not events:
             return 0
-        return await fire_matching_triggers(
-            app, session, workspace_id=workspace_id, provider_type=event.provider, event_type=event.event_type,
-            payload=event.payload, source="webhook", dedupe=str(event.id), connection_id=getattr(event, "connection_id", None),
-        )  # fmt: skip
+        statement = _live_subscriptions("webhook").where(
+            FlowTriggerSubscription.workspace_id.in_({event.workspace_id for event in events}),
+            FlowTriggerSubscription.provider_type.in_({event.provider for event in events}),
+        )
+        found: dict[tuple[str, str], list[Any]] = defaultdict(list)
+        for subscription, version in (await session.execute(statement)).all():
+            found[(subscription.workspace_id, subscription.provider_type)].append((subscription, version))
+        rows = []
+        for event in events:
+            rows += _execution_rows(
+                self.app[REGISTRY], found.get((event.workspace_id, event.provider), []), workspace_id=event.workspace_id, event_type=event.event_type,
+                payload=event.payload, source="webhook", dedupe=str(event.id), connection_id=getattr(event, "connection_id", None),
+            )  # fmt: skip
+        return len(await create_executions(self.app, session, rows))
 
-    return on_inbound_event
+
+def make_listener(app: Any) -> InboundEventListener:
+    """The inbound-webhook listener (see :class:`InboundEventListener`)."""
+    return InboundEventListener(app)
 
 
 # ---------------------------------------------------------------------------------------------

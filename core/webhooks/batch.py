@@ -267,9 +267,7 @@ async def _commit(app: web.Application, routed: list[Routed]) -> set[str]:
         if rows:
             await session.execute(update(WebhookEvent), rows)
         await _create_deliveries(app, session, forwarded, now)
-        listeners = get_listeners(app)
-        for event in forwarded:
-            await listeners.notify(session, event)
+        await get_listeners(app).notify_many(session, forwarded)
         for lead in created_leads:
             await schedule_push(app, session, lead)
     return {event.id for event in routed} - claimed

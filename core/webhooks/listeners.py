@@ -9,6 +9,9 @@ session (not tenant-scoped): scope your writes with ``event.workspace_id``. ``ev
 raises rolls the whole processing back (nothing forwarded) and the event is marked FAILED with the
 error, so listeners must not fail on bad data.
 
+A listener may also have a ``many(session, events)`` method: a batch of events processed in one
+transaction is then handed to it in one call (one query for the batch instead of one per event).
+
 Register in your feature's ``setup(app)``: ``get_listeners(app).add(listener)``.
 """
 
@@ -37,6 +40,18 @@ class WebhookListeners:
     async def notify(self, session: Any, event: Any) -> None:
         for listener in self._listeners:
             await listener(session, event)
+
+    async def notify_many(self, session: Any, events: list[Any]) -> None:
+        """Notify every listener of ``events``, with one ``many`` call where a listener has one."""
+        if not events:
+            return
+        for listener in self._listeners:
+            many = getattr(listener, "many", None)
+            if many is not None:
+                await many(session, events)
+                continue
+            for event in events:
+                await listener(session, event)
 
 
 def get_listeners(app: web.Application) -> WebhookListeners:

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import json
 
-from sqlalchemy import select
+from sqlalchemy import event, select
 
 from patchbay.core.appkeys import DB
+from patchbay.core.flows.models import FlowExecution
 from patchbay.core.jobs.models import Job
 from patchbay.core.jobs.queue import JobContext
 from patchbay.core.leads.models import Lead
@@ -122,3 +123,40 @@ async def test_running_a_batch_again_changes_nothing(wh_app, aiohttp_client, hel
     await _run(app, ids)  # a job re-run after a crash between its commit and being marked done
     assert sorted((d.id, d.event_id) for d in await _rows(app, WebhookDelivery)) == before
     assert len(before) == 3 and len(await _rows(app, Job, kind="webhooks.deliver_batch")) == 2
+
+
+async def _flow_on_leadgen(client, headers, *, publish: bool = True) -> str:
+    steps = [{"id": "t", "type": "transform", "output": "{{ trigger.leadgen_id }}"}]
+    flow = await (await client.post("/connect/v1/flows", json={"name": "on lead", "steps": steps}, headers=headers)).json()
+    if publish:
+        assert (await client.post(f"/connect/v1/flows/{flow['id']}/publish", headers=headers)).status == 201
+    trigger = {"providerType": "facebook", "triggerName": "leadgen", "kind": "webhook"}
+    assert (await client.post(f"/connect/v1/flows/{flow['id']}/triggers", json=trigger, headers=headers)).status == 201
+    return flow["id"]
+
+
+async def test_a_batch_of_several_tenants_starts_each_matching_flow_once_with_one_lookup(wh_app, aiohttp_client, graph):
+    client, app, (first, second) = await _setup(wh_app, aiohttp_client)
+    first_flow = await _flow_on_leadgen(client, first["headers"])
+    second_flow = await _flow_on_leadgen(client, second["headers"])
+    draft = await _flow_on_leadgen(client, second["headers"], publish=False)
+    leads = {"lead-1": "page-A", "lead-2": "page-A", "lead-3": "page-B"}
+    for lead_id in leads:
+        graph.add_lead(lead_id, email=f"{lead_id}@example.com")
+    ids = [await _post(client, leadgen_payload(page, lead_id)) for lead_id, page in leads.items()]
+    lookups = []
+
+    def count(conn, cursor, statement, parameters, context, executemany):
+        if "FROM flow_trigger_subscriptions" in statement:
+            lookups.append(statement)
+
+    event.listen(app[DB].engine.sync_engine, "before_cursor_execute", count)
+    try:
+        assert (await _run(app, ids))["one_by_one"] == 0
+    finally:
+        event.remove(app[DB].engine.sync_engine, "before_cursor_execute", count)
+    assert len(lookups) == 1
+    await _run(app, ids)  # a re-run starts nothing twice
+    started = sorted((e.flow_id, e.workspace_id, e.trigger_payload["leadgen_id"]) for e in await _rows(app, FlowExecution))
+    expected = [(first_flow, first["workspace_id"], "lead-1"), (first_flow, first["workspace_id"], "lead-2"), (second_flow, second["workspace_id"], "lead-3")]
+    assert started == sorted(expected) and draft not in {flow for flow, _, _ in started}
