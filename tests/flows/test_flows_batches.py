@@ -1,0 +1,162 @@
+"""Executions run in batches: one job runs many executions at once, each exactly once; one that
+fails does not fail the others; plans of published versions are cached and a new version runs its
+new steps; http steps share one keep-alive session."""
+
+from __future__ import annotations
+
+import pytest
+from aiohttp import web
+from sqlalchemy import event, func, select
+
+from patchbay import hookimpl
+from patchbay.core.appkeys import DB
+from patchbay.core.flows.engine import EXECUTIONS_PER_JOB, create_executions, run_execution
+from patchbay.core.flows.models import Flow, FlowExecution, FlowExecutionStep
+from patchbay.core.flows.service import publish
+from patchbay.core.jobs.models import Job
+from patchbay.core.testing import create_workspace_with_key
+
+
+class OddOutputs:
+    """Plugin step types: ``test.unstorable`` answers what JSON cannot hold."""
+
+    class Unstorable:
+        side_effects = False
+
+        async def run(self, context, config):
+            return {"a set": {1, 2}}
+
+    @hookimpl
+    def register_step_types(self, register):
+        register("test.unstorable", self.Unstorable())
+
+
+@pytest.fixture
+async def batch_client(aiohttp_client, make_app, database_url):
+    return await aiohttp_client(make_app(database_url=database_url, plugins=[OddOutputs()]))
+
+
+@pytest.fixture
+async def target(aiohttp_server):
+    """Counts POSTs per Idempotency-Key and the client connections they came on."""
+    keys: list[str] = []
+    peers: set[object] = set()
+
+    async def hook(request):
+        await request.read()
+        keys.append(request.headers["Idempotency-Key"])
+        peers.add(request.transport.get_extra_info("peername"))
+        return web.json_response({"ok": True})
+
+    async def fail(request):
+        return web.Response(status=503, text="down")
+
+    app = web.Application()
+    app.router.add_post("/hook", hook)
+    app.router.add_post("/fail", fail)
+    server = await aiohttp_server(app)
+    return {"url": str(server.make_url("")), "keys": keys, "peers": peers}
+
+
+async def _published(app, workspace_id: str, steps) -> str:
+    async with app[DB].transaction(tenant=workspace_id) as session:
+        flow = Flow(name="batch", steps=steps, status="draft", version=1)
+        session.add(flow)
+        await session.flush()
+        await publish(session, flow)
+    return flow.id
+
+
+async def _create(app, workspace_id: str, flow_id: str, payloads, version: int = 1) -> list[str]:
+    rows = [{"workspace_id": workspace_id, "flow_id": flow_id, "version": version, "trigger_source": "webhook", "trigger_payload": p} for p in payloads]
+    async with app[DB].transaction() as session:
+        return await create_executions(app, session, rows)
+
+
+async def _statuses(app, ids) -> dict[str, tuple[str, int, str | None]]:
+    async with app[DB].session() as session:
+        rows = (await session.execute(select(FlowExecution.id, FlowExecution.status, FlowExecution.attempts, FlowExecution.error).where(FlowExecution.id.in_(ids)))).all()
+    return {row.id: (row.status, row.attempts, row.error) for row in rows}
+
+
+async def test_one_job_runs_a_batch_of_executions_each_exactly_once(batch_client, target, drain_jobs):
+    app = batch_client.server.app
+    ws = (await create_workspace_with_key(app))["workspace_id"]
+    steps = [{"id": "shape", "type": "transform", "output": {"n": "{{ trigger.n }}"}},
+             {"id": "notify", "type": "http", "method": "POST", "url": target["url"] + "/hook", "body": "{{ steps.shape.output }}"}]  # fmt: skip
+    flow_id = await _published(app, ws, steps)
+    count = EXECUTIONS_PER_JOB + 20
+    ids = await _create(app, ws, flow_id, [{"n": n} for n in range(count)])
+    async with app[DB].session() as session:
+        jobs = (await session.scalars(select(Job.payload).where(Job.kind == "flows.execute"))).all()
+    assert len(jobs) == 2 and sorted(len(job["executionIds"]) for job in jobs) == [20, EXECUTIONS_PER_JOB]
+    assert await drain_jobs(app, kinds=("flows.execute",)) == 2
+    assert set(await _statuses(app, ids)) == set(ids)
+    assert set((await _statuses(app, ids)).values()) == {("completed", 1, None)}
+    assert sorted(target["keys"]) == sorted(f"{execution_id}:notify" for execution_id in ids)
+    # the same job delivered again (a lease that ran out after the work): nothing runs twice
+    async with app[DB].transaction() as session:
+        job = await session.scalar(select(Job).where(Job.kind == "flows.execute").limit(1))
+        job.status, job.run_at = "queued", job.created_at
+    assert await drain_jobs(app, kinds=("flows.execute",)) == 1
+    assert len(target["keys"]) == count
+    async with app[DB].session() as session:
+        stored = await session.scalar(select(func.count()).select_from(FlowExecutionStep).where(FlowExecutionStep.execution_id.in_(ids)))
+    assert stored == 2 * count
+
+
+async def test_a_failing_execution_does_not_fail_the_others_of_its_batch(batch_client, target, drain_jobs):
+    app = batch_client.server.app
+    ws = (await create_workspace_with_key(app))["workspace_id"]
+    steps = [{"id": "odd", "type": "transform", "output": "{{ 1 // trigger.divisor }}"},
+             {"id": "notify", "type": "http", "method": "POST", "url": target["url"] + "{{ trigger.path }}", "body": {}}]  # fmt: skip
+    flow_id = await _published(app, ws, steps)
+    unstorable = await _published(app, ws, [{"id": "bad", "type": "test.unstorable"}])
+    ok = await _create(app, ws, flow_id, [{"divisor": 1, "path": "/hook"}] * 4)
+    broken_template, refused = await _create(app, ws, flow_id, [{"divisor": 0, "path": "/hook"}, {"divisor": 1, "path": "/fail"}])
+    (unstored,) = await _create(app, ws, unstorable, [{}])
+    await drain_jobs(app, kinds=("flows.execute",))
+    statuses = await _statuses(app, [*ok, broken_template, refused, unstored])
+    assert all(statuses[execution_id] == ("completed", 1, None) for execution_id in ok)
+    assert statuses[broken_template][0] == "failed" and "ZeroDivisionError" in statuses[broken_template][2]
+    assert statuses[refused][0] == "failed" and "HTTP 503" in statuses[refused][2]
+    assert statuses[unstored][0] == "failed" and "storing the outcome failed" in statuses[unstored][2]
+    assert sorted(target["keys"]) == sorted(f"{execution_id}:notify" for execution_id in ok)
+
+
+async def test_plans_are_cached_per_version_and_a_new_version_runs_its_new_steps(batch_client):
+    app = batch_client.server.app
+    ws = await create_workspace_with_key(app)
+    steps = [{"id": "say", "type": "transform", "output": "one {{ trigger.n }}"}]
+    flow_id = await _published(app, ws["workspace_id"], steps)
+    first = await _create(app, ws["workspace_id"], flow_id, [{"n": 1}])
+    assert await run_execution(app, first[0]) == "completed"
+    reads: list[str] = []
+    listen = lambda *args: reads.append(args[2]) if "flow_versions" in args[2] else None  # noqa: E731
+    event.listen(app[DB].engine.sync_engine, "before_cursor_execute", listen)
+    try:
+        (again,) = await _create(app, ws["workspace_id"], flow_id, [{"n": 2}])
+        assert await run_execution(app, again) == "completed"
+        assert reads == []  # version 1's plan came from the cache
+        response = await batch_client.patch(f"/connect/v1/flows/{flow_id}", json={"steps": [{"id": "say", "type": "transform", "output": "two {{ trigger.n }}"}]},
+                                            headers=ws["headers"])  # fmt: skip
+        assert response.status == 200, await response.text()
+        response = await batch_client.post(f"/connect/v1/flows/{flow_id}/publish", headers=ws["headers"])
+        assert response.status == 201 and (await response.json())["version"] == 2
+        (newer,) = await _create(app, ws["workspace_id"], flow_id, [{"n": 3}], version=2)
+        (older,) = await _create(app, ws["workspace_id"], flow_id, [{"n": 4}], version=1)
+        assert [await run_execution(app, newer), await run_execution(app, older)] == ["completed", "completed"]
+    finally:
+        event.remove(app[DB].engine.sync_engine, "before_cursor_execute", listen)
+    async with app[DB].session() as session:
+        outputs = dict((await session.execute(select(FlowExecutionStep.execution_id, FlowExecutionStep.output).where(FlowExecutionStep.execution_id.in_([again, newer, older])))).all())
+    assert outputs == {again: "one 2", newer: "two 3", older: "one 4"}
+
+
+async def test_http_steps_share_one_keep_alive_session(batch_client, target):
+    app = batch_client.server.app
+    ws = (await create_workspace_with_key(app))["workspace_id"]
+    flow_id = await _published(app, ws, [{"id": "notify", "type": "http", "method": "POST", "url": target["url"] + "/hook", "body": {}}])
+    for execution_id in await _create(app, ws, flow_id, [{}] * 5):
+        assert await run_execution(app, execution_id) == "completed"
+    assert len(target["keys"]) == 5 and len(target["peers"]) == 1  # one connection, kept alive between calls
