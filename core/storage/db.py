@@ -1,20 +1,25 @@
 """The database: one async engine for SQLite (aiosqlite) or PostgreSQL (asyncpg), and sessions.
 
 SQLite runs in WAL mode with foreign keys on and a busy timeout, so a web process, its workers and
-the CLI can share one file. On PostgreSQL many processes share the database.
+the CLI can share one file. On PostgreSQL many processes share the database; a pooled connection
+idle for more than ``IDLE_PING_SECONDS`` is pinged when checked out (a dead one is replaced before
+use), a connection in steady use is not (a ping per checkout was a round trip per transaction).
 """
 
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import AsyncIterator
 
-from sqlalchemy import event
+from sqlalchemy import event, exc
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
 from patchbay.core.storage.base import TENANT_KEY
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+IDLE_PING_SECONDS = 5.0
+_RETURNED_AT = "patchbay.returned_at"
 
 
 def _sqlite_pragmas(dbapi_connection, _record) -> None:
@@ -31,7 +36,27 @@ def create_engine(url: str, **kwargs) -> AsyncEngine:
         engine = create_async_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}, **kwargs)
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
         return engine
-    return create_async_engine(url, pool_size=10, max_overflow=20, pool_pre_ping=True, **kwargs)
+    engine = create_async_engine(url, pool_size=10, max_overflow=20, **kwargs)
+    event.listen(engine.sync_engine, "connect", _returned)
+    event.listen(engine.sync_engine, "checkin", _returned)
+    event.listen(engine.sync_engine, "checkout", _ping_if_idle)
+    return engine
+
+
+def _returned(_dbapi_connection, record) -> None:
+    if record is not None:
+        record.info[_RETURNED_AT] = time.monotonic()
+
+
+def _ping_if_idle(dbapi_connection, record, _proxy) -> None:
+    """Ping a connection back from more than ``IDLE_PING_SECONDS`` in the pool; if it is dead, the
+    pool replaces it (``DisconnectionError``) before anyone uses it."""
+    if time.monotonic() - record.info.get(_RETURNED_AT, float("-inf")) <= IDLE_PING_SECONDS:
+        return
+    try:
+        dbapi_connection.ping()
+    except Exception as error:
+        raise exc.DisconnectionError(f"a pooled connection was dead: {error!r}") from error
 
 
 class Database:

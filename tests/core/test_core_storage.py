@@ -1,5 +1,5 @@
 """Storage on SQLite and PostgreSQL: tenant scoping in one place, migrations equal to the models,
-SQLite's pragmas."""
+SQLite's pragmas, PostgreSQL connections pinged only when they come back from idling."""
 
 import pytest
 from alembic.autogenerate import compare_metadata
@@ -8,6 +8,7 @@ from sqlalchemy import func, select, text
 
 from patchbay.core.security.models import ApiKey
 from patchbay.core.storage.base import CrossTenantWrite
+from patchbay.core.storage import db as storage_db
 from patchbay.core.storage.db import Database
 from patchbay.core.storage.models import metadata
 from patchbay.core.workspaces.models import Workspace
@@ -92,5 +93,31 @@ async def test_sqlite_pragmas(sqlite_url):
             assert (await connection.execute(text("PRAGMA journal_mode"))).scalar() == "wal"
             assert (await connection.execute(text("PRAGMA foreign_keys"))).scalar() == 1
             assert (await connection.execute(text("PRAGMA busy_timeout"))).scalar() == 30000
+    finally:
+        await db.close()
+
+
+async def _backend_pid(db) -> int:
+    async with db.engine.connect() as connection:
+        return (await connection.execute(text("SELECT pg_backend_pid()"))).scalar()
+
+
+async def test_a_connection_in_steady_use_is_not_pinged_an_idle_dead_one_is_replaced(pg_url, monkeypatch):
+    db = Database(pg_url)
+    pings = []
+    try:
+        pid = await _backend_pid(db)
+        async with db.engine.connect() as connection:
+            adapted = (await connection.get_raw_connection()).dbapi_connection
+        original = type(adapted).ping
+        monkeypatch.setattr(type(adapted), "ping", lambda self: pings.append(1) or original(self))
+        assert await _backend_pid(db) == pid and pings == []  # back from the pool a moment ago: no round trip
+        other = Database(pg_url)
+        async with other.engine.connect() as connection:
+            await connection.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+        await other.close()
+        monkeypatch.setattr(storage_db, "IDLE_PING_SECONDS", -1.0)  # every connection counts as idle
+        assert await _backend_pid(db) != pid  # the dead connection was pinged and replaced, no error
+        assert pings
     finally:
         await db.close()
