@@ -3,9 +3,13 @@
 ``core/`` installs as ``patchbay.core``, ``plugins/`` as ``patchbay.plugins`` and so on; setuptools'
 ``package_dir`` does this for regular and editable installs alike. Every file of a package folder
 that is not itself a package (templates, provider data, Alembic's migration scripts) ships as that
-package's data. Everything else lives in pyproject.toml.
+package's data. The entry points are computed here too: one per built-in provider, generated from
+the catalog data and the provider packs by ``providers/catalog/entry_points.py`` (pyproject.toml
+declares ``dynamic = ["entry-points", "scripts"]``: setuptools drops dynamic entry points beside
+static scripts). Everything else lives in pyproject.toml.
 """
 
+import importlib.util
 from pathlib import Path
 
 from setuptools import find_packages, setup
@@ -41,4 +45,26 @@ for folder in TOP_LEVEL_FOLDERS:
         packages.append(name)
         package_data[name] = data_files_of(source)
 
-setup(package_dir=package_dir, packages=packages, package_data=package_data)
+
+
+def provider_entry_points() -> list[str]:
+    """Loaded by path: importing ``providers`` as a package would need patchbay's dependencies."""
+    spec = importlib.util.spec_from_file_location("entry_points", Path("providers", "catalog", "entry_points.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.provider_entry_points(Path("providers"))
+
+
+entry_points = {
+    "console_scripts": ["patchbay = patchbay.cli.main:cli"],
+    "patchbay.providers": provider_entry_points(),
+    "patchbay.plugins": [
+        "alert_channels = patchbay.plugins.alert_channels",
+        "crm_destinations = patchbay.plugins.crm_destinations",
+        "federation = patchbay.plugins.federation",
+        "stripe_billing = patchbay.plugins.stripe",
+    ],
+    "pytest11": ["patchbay = patchbay.testing.plugin"],
+}
+
+setup(package_dir=package_dir, packages=packages, package_data=package_data, entry_points=entry_points)

@@ -1,35 +1,57 @@
-"""How long the provider catalog takes to load, against a baseline measured in the same run.
+"""How long the provider registry takes to load, one plugin per provider against the single catalog
+plugin it replaced, measured in the same run.
 
     python benchmarks/catalog_load.py [--rounds N]
 
-Figures (median of N rounds): reading and structuring every definition with the catalog's strict
-cattrs converter; the whole registry (plugin manager, every pack, validation); the registry with
-the single ``catalog`` pack and every per-provider behaviour pack disabled (``[plugins] disable``),
-which is the load before providers became one pack each; and the baseline, the same JSON parsed and
-passed to ``Provider(**...)`` without any checking of keys or types.
+Figures (median of N rounds; a round runs every measurement once, in rotated order, each cold: the
+catalog's parsed JSON and converter are dropped first, so it reads the data files as a fresh process
+does):
+
+- baseline: the JSON parsed and passed to ``Provider(**...)`` without checking keys or types;
+- catalog load: every definition read and structured with the catalog's strict cattrs converter;
+- registry, single catalog plugin: the shape before providers became plugins each: every data-only
+  entry point disabled (``[plugins] disable``) and one in-process plugin returning all their
+  definitions, beside the provider packs with behaviour and the other plugins;
+- registry, one plugin per provider: what a process loads today (every installed entry point);
+- app build, both ways: ``create_app`` of a test (no migration, no background work), which is the
+  server's start without binding a port.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import statistics
+import tempfile
 import time
 from importlib.metadata import entry_points
 
-from patchbay import Provider, RetryHeaders
+from patchbay import Provider, RetryHeaders, hookimpl
+from patchbay.core.app import create_app
 from patchbay.core.plugins.manager import create_plugin_manager
 from patchbay.core.plugins.registry import load_registry
+from patchbay.core.settings import load_settings
 from patchbay.providers import catalog
+from patchbay.providers.catalog.entry_points import ENTRIES_MODULE
 
 
-def _timed(function, rounds: int) -> float:
-    samples = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        function()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
+def _timed(functions: dict[str, object], rounds: int) -> dict[str, float]:
+    """Median seconds of each function; every round runs them all, in an order rotated per round
+    (the load of a shared machine drifts alike for all)."""
+    samples: dict[str, list[float]] = {name: [] for name in functions}
+    names = list(functions)
+    for round_number in range(rounds):
+        for name in names[round_number % len(names):] + names[: round_number % len(names)]:
+            catalog._index.cache_clear()
+            catalog._converter.cache_clear()
+            gc.collect()
+            gc.disable()  # as timeit does: a collection falls on whichever measurement runs then
+            start = time.perf_counter()
+            functions[name]()
+            samples[name].append(time.perf_counter() - start)
+            gc.enable()
+    return {name: statistics.median(values) for name, values in samples.items()}
 
 
 def baseline() -> list[Provider]:
@@ -42,22 +64,54 @@ def baseline() -> list[Provider]:
     return providers
 
 
+class SingleCatalog:
+    """The former ``catalog`` plugin: every data-only definition from one hook implementation."""
+
+    def __init__(self, names: list[str]) -> None:
+        self.names = names
+
+    @hookimpl
+    def register_providers(self) -> list[Provider]:
+        wanted = set(self.names)
+        return [provider for provider in catalog.load_definitions() if provider.name in wanted]
+
+
+def _settings(data_dir: str, **plugin_settings):
+    settings = load_settings({}, {"PATCHBAY_SECRET_KEY": "benchmark-secret-key", "PATCHBAY_DATA_DIR": data_dir, "PATCHBAY_SCHEDULER": "false"})
+    for key, value in plugin_settings.items():
+        setattr(settings.plugins, key, value)
+    return settings
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=20)
     rounds = parser.parse_args().rounds
+    data_only = sorted(ep.name for ep in entry_points(group="patchbay.providers") if ep.value.startswith(f"{ENTRIES_MODULE}:"))
+    single = SingleCatalog(data_only)
     count = len(catalog.load_definitions())
-    base = _timed(baseline, rounds)
-    strict = _timed(catalog.load_definitions, rounds)
-    registry = _timed(lambda: load_registry(create_plugin_manager()), rounds)
-    packs = sorted(ep.name for ep in entry_points(group="patchbay.providers") if ep.name != "catalog")
-    single = _timed(lambda: load_registry(create_plugin_manager(disable=packs)), rounds)
-    print(f"{count} definitions, median of {rounds} rounds")
-    print(f"baseline (json + Provider(**), unchecked): {base * 1000:7.1f} ms")
-    print(f"catalog load (strict cattrs):              {strict * 1000:7.1f} ms   {strict / base:4.2f}x baseline")
-    print(f"registry, single catalog pack only:        {single * 1000:7.1f} ms   {single / base:4.2f}x baseline")
-    print(f"registry, every pack ({len(packs) + 1} provider packs):   {registry * 1000:7.1f} ms   {registry / base:4.2f}x baseline, "
-          f"{registry / single:4.2f}x single catalog ({(registry - single) * 1000:+.1f} ms)")
+    with tempfile.TemporaryDirectory() as data_dir:
+        single_settings, settings = _settings(data_dir, disable=data_only), _settings(data_dir)
+        figures = _timed(
+            {
+                "baseline": baseline,
+                "strict": catalog.load_definitions,
+                "single": lambda: load_registry(create_plugin_manager([single], disable=data_only)),
+                "per_provider": lambda: load_registry(create_plugin_manager()),
+                "single_app": lambda: create_app(single_settings, plugins=[single], background=False, migrate=False),
+                "app": lambda: create_app(settings, background=False, migrate=False),
+            },
+            rounds,
+        )
+    base, strict, single_load, per_provider, single_app, app = figures.values()
+    print(f"{count} definitions, {len(data_only)} of them data-only, median of {rounds} cold rounds")
+    print(f"baseline (json + Provider(**), unchecked):   {base * 1000:7.1f} ms")
+    print(f"catalog load (strict cattrs):                {strict * 1000:7.1f} ms   {strict / base:4.2f}x baseline")
+    print(f"registry, single catalog plugin:             {single_load * 1000:7.1f} ms   {single_load / base:4.2f}x baseline")
+    print(f"registry, one plugin per provider:           {per_provider * 1000:7.1f} ms   {per_provider / base:4.2f}x baseline, "
+          f"{per_provider / single_load:4.2f}x single catalog ({(per_provider - single_load) * 1000:+.1f} ms)")
+    print(f"app build, single catalog plugin:            {single_app * 1000:7.1f} ms")
+    print(f"app build, one plugin per provider:          {app * 1000:7.1f} ms   {(app - single_app) * 1000:+.1f} ms vs single catalog")
     print(f"settings: --rounds {rounds}" + (" (default 20)" if rounds != 20 else " (default)"))
 
 

@@ -23,6 +23,9 @@ def describe_plugins(pm: PluginManager, registry: Registry, *, disabled: frozens
     """One entry per installed plugin, by name: loaded ones with their providers and hooks,
     disabled and broken ones with why they are not loaded."""
     errors = {error.plugin: error.error for error in registry.load_errors}
+    providers_of: dict[str, list[str]] = {}
+    for provider, pack in sorted(registry.provider_pack.items()):
+        providers_of.setdefault(pack, []).append(provider)
     described = []
     for name in sorted(set(pm.distributions) | {pm.get_name(plugin) for plugin in pm.get_plugins()}):
         plugin = pm.get_plugin(name)
@@ -34,7 +37,7 @@ def describe_plugins(pm: PluginManager, registry: Registry, *, disabled: frozens
                 "distribution": distribution,
                 "version": _version(distribution),
                 "status": "disabled" if name in disabled else "error" if name in errors else "loaded",
-                "providers": sorted(provider for provider, pack in registry.provider_pack.items() if pack == name),
+                "providers": providers_of.get(name, []),
                 "hooks": hooks,
                 "error": errors.get(name),
             }

@@ -10,7 +10,7 @@ listed in ``load_errors`` (shown by ``/health`` and ``patchbay providers list``)
 from __future__ import annotations
 
 from collections.abc import Iterable
-from importlib.metadata import entry_points
+from importlib.metadata import Distribution, EntryPoint, entry_points
 
 import attrs
 import pluggy
@@ -68,9 +68,11 @@ def create_plugin_manager(
     pm = PluginManager()
     disabled = set(disable)
     seen: set[str] = set()
+    distributions: dict[Distribution, str] = {}
+    installed = entry_points()  # one scan of the installed distributions for every group
     for group in entry_point_groups:
-        for entry_point in entry_points(group=group):
-            distribution = entry_point.dist.name if entry_point.dist is not None else IN_PROCESS
+        for entry_point in installed.select(group=group):
+            distribution = _distribution_name(entry_point, distributions)
             if entry_point.name in pm.distributions:
                 raise PluginError(
                     f"plugin {entry_point.name!r}: entry point name of distribution {distribution!r} ({group}) "
@@ -96,6 +98,16 @@ def create_plugin_manager(
         _register(pm, plugin, None)
     _check_hook_names(pm, skip_broken=skip_broken)
     return pm
+
+
+def _distribution_name(entry_point: EntryPoint, known: dict[Distribution, str]) -> str:
+    """The distribution of an entry point; ``known`` keeps each distribution's name, whose metadata
+    file is parsed on every ``dist.name`` (patchbay alone has an entry point per provider)."""
+    if entry_point.dist is None:
+        return IN_PROCESS
+    if entry_point.dist not in known:
+        known[entry_point.dist] = entry_point.dist.name
+    return known[entry_point.dist]
 
 
 def _register(pm: PluginManager, plugin: object, name: str | None) -> None:

@@ -1,17 +1,23 @@
 """Airtable's provider pack: its actions and triggers (``actions``), with its tests beside them
 (``pytest providers/airtable``).
 
-The definition comes from the catalog pack, which this pack ``extends``.
+Its providers (``PROVIDERS``) are defined by the catalog data; the build reads ``PROVIDERS`` to
+leave them out of the generated data-only entry points.
 """
 
 from __future__ import annotations
 
 from patchbay import hookimpl
+from patchbay.providers import catalog
 from patchbay.providers.airtable import actions
 
 NAME = "airtable"
-PROVIDERS = actions.PROVIDERS
-extends = PROVIDERS
+PROVIDERS = ("airtable", "airtable-pat")
+
+
+@hookimpl
+def register_providers():
+    return catalog.definitions(PROVIDERS)
 
 
 @hookimpl

@@ -9,8 +9,6 @@ from patchbay import Action, Trigger
 from patchbay.providers._shared.http import call, now_iso, schema
 from patchbay.providers._shared.polling import high_water_mark
 
-PROVIDERS = ("airtable", "airtable-pat")
-
 
 def _table(inputs: dict[str, Any]) -> str:
     return f"/v0/{quote(str(inputs['baseId']), safe='')}/{quote(str(inputs['table']), safe='')}"

@@ -10,8 +10,6 @@ from patchbay import Action, Trigger
 from patchbay.providers._shared.http import call, now_epoch, schema
 from patchbay.providers._shared.polling import high_water_mark
 
-PROVIDERS = ("google-mail",)
-
 
 async def send_email(client, inputs: dict[str, Any]) -> Any:
     message = EmailMessage()

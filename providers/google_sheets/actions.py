@@ -9,8 +9,6 @@ from patchbay import Action, Trigger
 from patchbay.providers._shared.http import call, schema
 from patchbay.providers._shared.polling import high_water_mark
 
-PROVIDERS = ("google-sheet",)
-
 
 def _values_path(spreadsheet_id: str, cell_range: str) -> str:
     return f"/v4/spreadsheets/{quote(spreadsheet_id, safe='')}/values/{quote(cell_range, safe='!:')}"

@@ -3,12 +3,14 @@ CRM model and the record sources built on it (``crm``), its webhook verification
 its CRM destination (``destination``) and its test fakes (``testing``), with its tests beside them
 (``pytest providers/hubspot``).
 
-The definition comes from the catalog pack, which this pack ``extends``.
+Its providers (``PROVIDERS``) are defined by the catalog data; the build reads ``PROVIDERS`` to
+leave them out of the generated data-only entry points.
 """
 
 from __future__ import annotations
 
 from patchbay import hookimpl
+from patchbay.providers import catalog
 from patchbay.providers.hubspot import actions
 from patchbay.providers._shared.crm import record_source
 from patchbay.providers.hubspot.crm import HubSpotMapper
@@ -16,8 +18,13 @@ from patchbay.providers.hubspot.destination import HubSpotDestination
 from patchbay.providers.hubspot.webhooks import HubSpotWebhooks
 
 NAME = "hubspot"
-extends = (NAME,)
+PROVIDERS = ("hubspot",)
 MAPPER = HubSpotMapper()
+
+
+@hookimpl
+def register_providers():
+    return catalog.definitions(PROVIDERS)
 
 
 @hookimpl

@@ -9,8 +9,6 @@ from patchbay import Action, Trigger
 from patchbay.providers._shared.http import call, compact, now_iso, schema
 from patchbay.providers._shared.polling import high_water_mark
 
-PROVIDERS = ("mailchimp",)
-
 
 async def add_member(client, inputs: dict[str, Any]) -> Any:
     email = str(inputs["email"]).strip()

@@ -3,17 +3,24 @@ verification, routing and lead reading (``webhooks``), its long-lived-token logi
 action and ``leadgen`` trigger (``actions``) and its test fakes (``testing``, ``fixtures``), with
 its tests beside them (``pytest providers/meta``).
 
-The definition comes from the catalog pack, which this pack ``extends``.
+Its providers (``PROVIDERS``) are defined by the catalog data; the build reads ``PROVIDERS`` to
+leave them out of the generated data-only entry points.
 """
 
 from __future__ import annotations
 
 from patchbay import hookimpl
+from patchbay.providers import catalog
 from patchbay.providers.meta import actions
 from patchbay.providers.meta.auth import FacebookAuth
 from patchbay.providers.meta.webhooks import PROVIDER, MetaWebhooks
 
-extends = (PROVIDER,)
+PROVIDERS = ("facebook",)
+
+
+@hookimpl
+def register_providers():
+    return catalog.definitions(PROVIDERS)
 
 
 @hookimpl

@@ -7,8 +7,6 @@ from typing import Any
 from patchbay import Action, Trigger
 from patchbay.providers._shared.http import call, schema
 
-PROVIDERS = ("facebook",)
-
 
 async def get_lead(client, inputs: dict[str, Any]) -> Any:
     return await call(client, "GET", f"/v19.0/{inputs['leadId']}", params={"fields": "id,created_time,field_data,form_id,ad_id"})

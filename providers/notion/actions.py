@@ -8,7 +8,6 @@ from patchbay import Action, Trigger
 from patchbay.providers._shared.http import call, now_iso, schema
 from patchbay.providers._shared.polling import high_water_mark
 
-PROVIDERS = ("notion",)
 HEADERS = {"Notion-Version": "2022-06-28"}
 
 

@@ -2,21 +2,27 @@
 CRM model and the record sources built on it (``crm``), its CRM destination (``destination``), with
 its tests beside them (``pytest providers/pipedrive``).
 
-The definition comes from the catalog pack, which this pack ``extends``.
+Its providers (``PROVIDERS``) are defined by the catalog data; the build reads ``PROVIDERS`` to
+leave them out of the generated data-only entry points.
 """
 
 from __future__ import annotations
 
 from patchbay import hookimpl
+from patchbay.providers import catalog
 from patchbay.providers._shared.crm import record_source
 from patchbay.providers.pipedrive import actions
 from patchbay.providers.pipedrive.crm import PipedriveMapper
 from patchbay.providers.pipedrive.destination import PipedriveDestination
 
 NAME = "pipedrive"
-PROVIDERS = actions.PROVIDERS
-extends = PROVIDERS
+PROVIDERS = ("pipedrive",)
 MAPPER = PipedriveMapper()
+
+
+@hookimpl
+def register_providers():
+    return catalog.definitions(PROVIDERS)
 
 
 @hookimpl

@@ -8,8 +8,6 @@ from patchbay import Action, Trigger
 from patchbay.providers._shared.http import call, compact, schema
 from patchbay.providers._shared.polling import high_water_mark
 
-PROVIDERS = ("pipedrive",)
-
 
 def _data(body: Any) -> Any:
     return body.get("data") if isinstance(body, dict) else body

@@ -2,12 +2,14 @@
 CRM model and the record sources built on it (``crm``), its authentication (``auth``), its CRM
 destination (``destination``), with its tests beside them (``pytest providers/salesforce``).
 
-The definition comes from the catalog pack, which this pack ``extends``.
+Its providers (``PROVIDERS``) are defined by the catalog data; the build reads ``PROVIDERS`` to
+leave them out of the generated data-only entry points.
 """
 
 from __future__ import annotations
 
 from patchbay import hookimpl
+from patchbay.providers import catalog
 from patchbay.providers._shared.crm import record_source
 from patchbay.providers.salesforce import actions
 from patchbay.providers.salesforce.auth import SalesforceAuth
@@ -15,9 +17,13 @@ from patchbay.providers.salesforce.crm import SalesforceMapper
 from patchbay.providers.salesforce.destination import SalesforceDestination
 
 NAME = "salesforce"
-PROVIDERS = actions.PROVIDERS
-extends = PROVIDERS
+PROVIDERS = ("salesforce", "salesforce-sandbox")
 MAPPER = SalesforceMapper()
+
+
+@hookimpl
+def register_providers():
+    return catalog.definitions(PROVIDERS)
 
 
 @hookimpl

@@ -8,7 +8,6 @@ from patchbay import Action, Trigger
 from patchbay.providers._shared.http import call, compact, now_iso, schema
 from patchbay.providers._shared.polling import high_water_mark
 
-PROVIDERS = ("salesforce", "salesforce-sandbox")
 API = "/services/data/v59.0"
 
 

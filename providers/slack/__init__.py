@@ -1,18 +1,24 @@
 """Slack's provider pack: its actions and triggers (``actions``), its webhook verification
 (``webhooks``), with its tests beside them (``pytest providers/slack``).
 
-The definition comes from the catalog pack, which this pack ``extends``.
+Its providers (``PROVIDERS``) are defined by the catalog data; the build reads ``PROVIDERS`` to
+leave them out of the generated data-only entry points.
 """
 
 from __future__ import annotations
 
 from patchbay import hookimpl
+from patchbay.providers import catalog
 from patchbay.providers.slack import actions
 from patchbay.providers.slack.webhooks import SlackWebhooks
 
 NAME = "slack"
-PROVIDERS = actions.PROVIDERS
-extends = PROVIDERS
+PROVIDERS = ("slack",)
+
+
+@hookimpl
+def register_providers():
+    return catalog.definitions(PROVIDERS)
 
 
 @hookimpl

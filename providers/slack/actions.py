@@ -7,8 +7,6 @@ from typing import Any
 from patchbay import Action, Trigger
 from patchbay.providers._shared.http import ProviderError, call, compact, schema
 
-PROVIDERS = ("slack",)
-
 
 async def _slack(client, method: str, path: str, **kwargs: Any) -> Any:
     body = await call(client, method, path, **kwargs)

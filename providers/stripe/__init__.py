@@ -2,18 +2,24 @@
 separate ``stripe_billing`` plugin)'s provider pack: its actions and triggers (``actions``), its
 webhook verification (``webhooks``), with its tests beside them (``pytest providers/stripe``).
 
-The definition comes from the catalog pack, which this pack ``extends``.
+Its providers (``PROVIDERS``) are defined by the catalog data; the build reads ``PROVIDERS`` to
+leave them out of the generated data-only entry points.
 """
 
 from __future__ import annotations
 
 from patchbay import hookimpl
+from patchbay.providers import catalog
 from patchbay.providers.stripe import actions
 from patchbay.providers.stripe.webhooks import StripeWebhooks
 
 NAME = "stripe"
-PROVIDERS = actions.PROVIDERS
-extends = PROVIDERS
+PROVIDERS = ("stripe", "stripe-api-key")
+
+
+@hookimpl
+def register_providers():
+    return catalog.definitions(PROVIDERS)
 
 
 @hookimpl

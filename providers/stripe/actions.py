@@ -8,8 +8,6 @@ from patchbay import Action, Trigger
 from patchbay.providers._shared.http import call, compact, now_epoch, schema
 from patchbay.providers._shared.polling import high_water_mark
 
-PROVIDERS = ("stripe", "stripe-api-key")
-
 
 def _form(values: dict[str, Any]) -> dict[str, Any]:
     form = compact({k: v for k, v in values.items() if k != "metadata"})

@@ -2,19 +2,26 @@
 it (``crm``), its CRM destination (``destination``), with its tests beside them (``pytest
 providers/zoho_crm``).
 
-The definition comes from the catalog pack, which this pack ``extends``.
+Its providers (``PROVIDERS``) are defined by the catalog data; the build reads ``PROVIDERS`` to
+leave them out of the generated data-only entry points.
 """
 
 from __future__ import annotations
 
 from patchbay import hookimpl
+from patchbay.providers import catalog
 from patchbay.providers._shared.crm import record_source
 from patchbay.providers.zoho_crm.crm import ZohoCrmMapper
 from patchbay.providers.zoho_crm.destination import ZohoCrmDestination
 
 NAME = "zoho-crm"
-extends = (NAME,)
+PROVIDERS = ("zoho-crm",)
 MAPPER = ZohoCrmMapper()
+
+
+@hookimpl
+def register_providers():
+    return catalog.definitions(PROVIDERS)
 
 
 @hookimpl

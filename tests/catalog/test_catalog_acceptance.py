@@ -1,6 +1,7 @@
-"""Every data-only built-in provider passes the data part of the pack acceptance suite: definition,
-derived capabilities, credential injection into a fake of its API, and its health check true, then
-false on 401. One app serves them all, each aimed at the same fake."""
+"""Every data-only built-in provider passes the data part of the pack acceptance suite: definition
+valid and from the plugin named like it, derived capabilities, credential injection into a fake of
+its API, and its health check true, then false on 401. One app serves them all, each aimed at the
+same fake."""
 
 import pytest
 
@@ -24,7 +25,7 @@ async def test_every_data_only_provider_passes_the_data_part(pack_harness):
     for name in names:
         harness = first if name == names[0] else await first.for_provider(name)
         try:
-            check_definition(harness, "catalog")
+            check_definition(harness, name)
             check_capabilities(harness)
             await check_injection(harness)
             health_checked += await check_health(harness)

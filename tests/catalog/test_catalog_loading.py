@@ -1,5 +1,6 @@
-"""Loading the data files: a broken definition stops the load naming the provider; each call builds
-fresh objects; [providers.<name>] overrides apply through the app, an unknown key is refused."""
+"""Loading the data files: a broken definition stops the load naming the provider (and its own
+plugin, which ``skip_broken`` leaves out alone); each call builds fresh objects; [providers.<name>]
+overrides apply through the app, an unknown key is refused."""
 
 import json
 
@@ -45,15 +46,32 @@ def test_an_unknown_nested_key_and_a_wrong_type_are_named(tmp_path):
         catalog.load_definitions(missing)
 
 
-def test_a_broken_definition_stops_the_registry_naming_pack_and_provider(tmp_path, monkeypatch):
-    monkeypatch.setattr(catalog, "DATA", write(tmp_path / "data", {**GOOD, "name": "typo-co", "colour": "red"}))
-    with pytest.raises(PluginError, match=r"plugin 'catalog'.*provider 'typo-co'.*colour"):
+def broken_copy(tmp_path, name: str, **changes):
+    """A copy of the catalog data with ``changes`` made to the definition of ``name``."""
+    folder = tmp_path / "data"
+    folder.mkdir()
+    for path in catalog.DATA.iterdir():
+        definitions = json.loads(path.read_text(encoding="utf-8"))
+        (folder / path.name).write_text(json.dumps([{**d, **changes} if d["name"] == name else d for d in definitions]))
+    return folder
+
+
+def test_a_broken_definition_stops_the_registry_naming_its_plugin(tmp_path, monkeypatch):
+    monkeypatch.setattr(catalog, "DATA", broken_copy(tmp_path, "github", colour="red"))
+    with pytest.raises(PluginError, match=r"plugin 'github'.*provider 'github'.*colour"):
         load_registry(create_plugin_manager())
 
 
+def test_a_broken_definition_is_left_out_alone_by_skip_broken(tmp_path, monkeypatch):
+    monkeypatch.setattr(catalog, "DATA", broken_copy(tmp_path, "github", colour="red"))
+    registry = load_registry(create_plugin_manager(), skip_broken=True)
+    assert [error.plugin for error in registry.load_errors] == ["github"]
+    assert registry.provider("github") is None and registry.provider("gitlab") is not None
+
+
 def test_an_invalid_definition_is_refused_by_the_registry(tmp_path, monkeypatch):
-    monkeypatch.setattr(catalog, "DATA", write(tmp_path / "data", {**GOOD, "api_base_url": "http://api.acme.io"}))
-    with pytest.raises(PluginError, match=r"plugin 'catalog': provider 'acme': api_base_url must be an https URL"):
+    monkeypatch.setattr(catalog, "DATA", broken_copy(tmp_path, "github", api_base_url="http://api.github.test"))
+    with pytest.raises(PluginError, match=r"plugin 'github': provider 'github': api_base_url must be an https URL"):
         load_registry(create_plugin_manager())
 
 

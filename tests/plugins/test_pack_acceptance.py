@@ -1,5 +1,5 @@
-"""The acceptance suite of ``patchbay.testing`` run over built-in providers (their data part: every
-definition still comes from the ``catalog`` pack), and shown to catch a pack that lies."""
+"""The acceptance suite of ``patchbay.testing`` run over built-in providers (each from the plugin
+named like it, or its pack with behaviour), and shown to catch a pack that lies."""
 
 import re
 import subprocess
@@ -8,16 +8,16 @@ import sys
 from patchbay import hmac_sha256_hex
 from patchbay.testing import pack_acceptance
 
-TestHubspot = pack_acceptance("hubspot", pack="catalog")
+TestHubspot = pack_acceptance("hubspot")
 
 
 def stripe_signature(body: bytes, secret: str, timestamp: int) -> dict[str, str]:
     return {"Stripe-Signature": f"t={timestamp},v1={hmac_sha256_hex(secret, f'{timestamp}.'.encode() + body)}"}
 
 
-TestStripe = pack_acceptance("stripe", pack="catalog", webhook_signer=stripe_signature)
-TestFacebook = pack_acceptance("facebook", pack="catalog")
-TestZendesk = pack_acceptance("zendesk", pack="catalog")
+TestStripe = pack_acceptance("stripe", webhook_signer=stripe_signature)
+TestFacebook = pack_acceptance("facebook", pack="meta")
+TestZendesk = pack_acceptance("zendesk")
 
 
 LYING_PACK_TESTS = '''

@@ -1,6 +1,7 @@
 """``patchbay packs list`` and ``patchbay packs check`` over really installed distributions."""
 
 import json
+from importlib.metadata import version
 
 import pytest
 from click.testing import CliRunner
@@ -40,7 +41,9 @@ def test_list_shows_distribution_version_providers_hooks_and_errors(packs, monke
     assert by_name["zorp_broken"]["status"] == "error" and "zorp_sdk" in by_name["zorp_broken"]["error"]
     assert by_name["zorp_broken"]["distribution"] == "zorp-broken"
     assert by_name["stripe_billing"]["hooks"] == ["register_payment_providers"] and by_name["stripe_billing"]["distribution"] == "patchbay"
-    assert "hubspot" in by_name["catalog"]["providers"]
+    assert by_name["salesforce"]["providers"] == ["salesforce", "salesforce-sandbox"]
+    assert by_name["github"] == {"name": "github", "distribution": "patchbay", "version": version("patchbay"), "status": "loaded",
+                                 "providers": ["github"], "hooks": ["register_providers"], "error": None}  # fmt: skip
 
     monkeypatch.setenv("PATCHBAY_PLUGINS_DISABLE", "zorp")
     by_name = {item["name"]: item for item in json.loads(packs("list", "--json").stdout)}

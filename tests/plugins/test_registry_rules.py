@@ -31,7 +31,7 @@ ACME_MODULE = """
 """
 
 
-@pytest.mark.parametrize(("name", "group"), [("catalog", "patchbay.providers"), ("slack", "patchbay.plugins")])
+@pytest.mark.parametrize(("name", "group"), [("github", "patchbay.providers"), ("hubspot", "patchbay.providers"), ("slack", "patchbay.plugins")])
 def test_taken_entry_point_name_is_an_error_naming_both_distributions(install, name, group):
     install("acme-pack", {group: {name: "acme_pack_module"}}, {"acme_pack_module": ACME_MODULE})
     with pytest.raises(PluginError) as raised:
@@ -130,7 +130,7 @@ def test_replace_takes_a_provider_with_its_behaviour_from_the_named_plugin():
         pm.register(MyHubspot(), name="my_hubspot")
         return pm
 
-    with pytest.raises(PluginError, match=r"'hubspot' is already defined by plugin 'catalog' \(distribution 'patchbay'\).*replace"):
+    with pytest.raises(PluginError, match=r"'hubspot' is already defined by plugin 'hubspot' \(distribution 'patchbay'\).*replace"):
         load_registry(with_mine())
     registry = load_registry(with_mine(), replace=["my_hubspot"])
     assert registry.provider("hubspot").display_name == "My HubSpot"

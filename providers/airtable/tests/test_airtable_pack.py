@@ -3,5 +3,5 @@ serves (the definitions come from the catalog pack)."""
 
 from patchbay.testing import pack_acceptance
 
-TestAcceptanceAirtable = pack_acceptance("airtable", pack="catalog")
-TestAcceptanceAirtablePat = pack_acceptance("airtable-pat", pack="catalog")
+TestAcceptanceAirtable = pack_acceptance("airtable")
+TestAcceptanceAirtablePat = pack_acceptance("airtable-pat", pack="airtable")

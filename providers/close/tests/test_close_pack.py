@@ -3,4 +3,4 @@ serves (the definitions come from the catalog pack)."""
 
 from patchbay.testing import pack_acceptance
 
-TestAcceptanceClose = pack_acceptance("close", pack="catalog")
+TestAcceptanceClose = pack_acceptance("close")

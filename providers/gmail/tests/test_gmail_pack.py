@@ -3,4 +3,4 @@ serves (the definitions come from the catalog pack)."""
 
 from patchbay.testing import pack_acceptance
 
-TestAcceptanceGoogleMail = pack_acceptance("google-mail", pack="catalog")
+TestAcceptanceGoogleMail = pack_acceptance("google-mail", pack="gmail")

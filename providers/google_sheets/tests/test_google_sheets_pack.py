@@ -3,4 +3,4 @@ serves (the definitions come from the catalog pack)."""
 
 from patchbay.testing import pack_acceptance
 
-TestAcceptanceGoogleSheet = pack_acceptance("google-sheet", pack="catalog")
+TestAcceptanceGoogleSheet = pack_acceptance("google-sheet", pack="google_sheets")

@@ -20,7 +20,7 @@ def sign_v3(body: bytes, secret: str, timestamp: int) -> dict[str, str]:
 
 
 # the definition comes from the catalog pack (see providers/hubspot/__init__.py)
-TestAcceptance = pack_acceptance("hubspot", pack="catalog", webhook_signer=sign_v3)
+TestAcceptance = pack_acceptance("hubspot", webhook_signer=sign_v3)
 
 
 def test_behaviour_is_registered_by_the_hubspot_pack():

@@ -3,4 +3,4 @@ serves (the definitions come from the catalog pack)."""
 
 from patchbay.testing import pack_acceptance
 
-TestAcceptanceMailchimp = pack_acceptance("mailchimp", pack="catalog")
+TestAcceptanceMailchimp = pack_acceptance("mailchimp")

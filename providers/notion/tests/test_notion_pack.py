@@ -3,4 +3,4 @@ serves (the definitions come from the catalog pack)."""
 
 from patchbay.testing import pack_acceptance
 
-TestAcceptanceNotion = pack_acceptance("notion", pack="catalog")
+TestAcceptanceNotion = pack_acceptance("notion")

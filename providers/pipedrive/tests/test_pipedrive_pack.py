@@ -3,4 +3,4 @@ serves (the definitions come from the catalog pack)."""
 
 from patchbay.testing import pack_acceptance
 
-TestAcceptancePipedrive = pack_acceptance("pipedrive", pack="catalog")
+TestAcceptancePipedrive = pack_acceptance("pipedrive")

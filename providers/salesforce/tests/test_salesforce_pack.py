@@ -3,5 +3,5 @@ serves (the definitions come from the catalog pack)."""
 
 from patchbay.testing import pack_acceptance
 
-TestAcceptanceSalesforce = pack_acceptance("salesforce", pack="catalog")
-TestAcceptanceSalesforceSandbox = pack_acceptance("salesforce-sandbox", pack="catalog")
+TestAcceptanceSalesforce = pack_acceptance("salesforce")
+TestAcceptanceSalesforceSandbox = pack_acceptance("salesforce-sandbox", pack="salesforce")

@@ -3,4 +3,4 @@ serves (the definitions come from the catalog pack)."""
 
 from patchbay.testing import pack_acceptance
 
-TestAcceptanceZohoCrm = pack_acceptance("zoho-crm", pack="catalog")
+TestAcceptanceZohoCrm = pack_acceptance("zoho-crm", pack="zoho_crm")
