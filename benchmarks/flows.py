@@ -9,8 +9,7 @@ POST to /webhook/facebook) to the first step of the flow it starts.
 The app runs with its default settings and background work on (``PATCHBAY_WORKERS`` and the
 scheduler as shipped); the settings that differ are printed. Executions are created like the
 webhook pipeline creates them: ``--batch`` per ``create_executions`` call (one call per batch of
-inbound events), all committed at once; the clock runs from that commit until none is pending or
-running. The baseline loop runs ``--baseline-concurrency`` tasks, each doing per execution what the
+inbound events), all committed at once; the clock runs from that commit to the last execution's ``finished_at``. The baseline loop runs ``--baseline-concurrency`` tasks, each doing per execution what the
 steps do, without the engine: build the output in Python, select the newest matching row of the
 table (one session each), POST with one shared aiohttp session. It stores nothing, so it is an upper
 bound of the work, not a rival engine.
@@ -30,6 +29,7 @@ import json
 import multiprocessing
 import os
 import statistics
+import sys
 import tempfile
 import time
 import uuid
@@ -50,6 +50,7 @@ from patchbay.core.flows.service import publish
 from patchbay.core.settings import Settings, load_settings
 from patchbay.core.tables.service import create_table, upsert_row
 from patchbay.core.testing import create_workspace_with_key
+from patchbay.core.timeutil import utcnow
 from patchbay.providers.meta.testing import leadgen_payload, meta_signature
 from patchbay.testing import add_connection
 
@@ -144,7 +145,7 @@ def _differing(settings: Settings) -> str:
     ours = attrs.asdict(settings)
     shown = []
     for name, value in ours.items():
-        if value != defaults.get(name):
+        if value != defaults.get(name) and name != "plugin_environ":  # the environment given, printed above as settings
             shown.append(f"{name}=<set>" if "secret" in name else f"{name}={value}")
     return ", ".join(shown)
 
@@ -178,7 +179,7 @@ def _payload(n: int) -> dict:
     return {"email": f"USER{n % CUSTOMERS}@example.com", "amount": 5 + n % 20}
 
 
-async def _baseline(app, workspace_id: str, executions: int, concurrency: int) -> float:
+async def _baseline(app, workspace_id: str, executions: int, concurrency: int) -> tuple[float, float]:
     """The three steps by a bare loop: no engine, no state written."""
     newest = (
         "SELECT id, external_key, data FROM table_rows WHERE workspace_id = :ws AND table_id = :table AND {match} "
@@ -202,13 +203,13 @@ async def _baseline(app, workspace_id: str, executions: int, concurrency: int) -
                 assert response.status == 200
 
     async with aiohttp.ClientSession() as http:
-        began = time.perf_counter()
+        began, cpu = time.perf_counter(), time.process_time()
         await asyncio.gather(*(loop(http) for _ in range(concurrency)))
-        elapsed = time.perf_counter() - began
+        elapsed, cpu = time.perf_counter() - began, time.process_time() - cpu
         keys = await _target_keys(http, forget=True)
     if len(keys) != executions or set(keys.values()) != {1}:
         raise SystemExit(f"the baseline loop did not POST once per execution: {len(keys)} keys for {executions}")
-    return executions / elapsed
+    return executions / elapsed, cpu * 1000 / executions
 
 
 async def _executions_per_second(app, workspace_id: str, executions: int, batch: int) -> tuple[float, dict[str, int]]:
@@ -224,9 +225,13 @@ async def _executions_per_second(app, workspace_id: str, executions: int, batch:
         ids = []
         for start in range(0, executions, batch):
             ids += await create_executions(app, session, rows[start : start + batch])
-    began = time.perf_counter()  # committed: the workers woke
-    await _until(finished)
-    elapsed = time.perf_counter() - began
+    began, cpu, wall = utcnow(), time.process_time(), time.perf_counter()  # committed: the workers woke
+    print(f"  ({executions} executions committed at {began:%H:%M:%S}: measuring)", file=sys.stderr, flush=True)  # a cue to attach a profiler
+    await _until(finished, every=0.25)  # a rare check: it takes CPU from the workers
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    async with app[DB].session() as session:
+        last = await session.scalar(select(func.max(FlowExecution.finished_at)).where(FlowExecution.flow_id == flow_id))
+    elapsed = (last - began).total_seconds()
     async with aiohttp.ClientSession() as http:
         keys = await _target_keys(http, forget=True)
     async with app[DB].session() as session:
@@ -238,7 +243,8 @@ async def _executions_per_second(app, workspace_id: str, executions: int, batch:
     if outcomes != {"completed, attempt 1": executions} or steps != 3 * executions or set(keys) != expected_keys or posts != executions:
         raise SystemExit(f"executions did not all complete exactly once: {outcomes}, {steps} step records, {posts} POSTs, "
                          f"{len(set(keys) & expected_keys)} of {executions} expected Idempotency-Keys")  # fmt: skip
-    return executions / elapsed, {**outcomes, "completed step records": steps, "POSTs (one per Idempotency-Key)": posts}
+    return executions / elapsed, {**outcomes, "completed step records": steps, "POSTs (one per Idempotency-Key)": posts,
+                                  "CPU of this process": f"{cpu / wall:.2f} s/s, {cpu * 1000 / executions:.2f} ms per execution"}
 
 
 async def _latency(app, port: int, workspace_id: str, marks: Marks, events: int) -> list[float]:
@@ -278,12 +284,12 @@ async def run(name: str, url: str, args) -> dict[str, object]:
         try:
             ws = (await create_workspace_with_key(app, plan="enterprise"))["workspace_id"]
             await _customers(app, ws)
-            baseline = await _baseline(app, ws, args.executions, args.baseline_concurrency)
+            baseline, baseline_cpu = await _baseline(app, ws, args.executions, args.baseline_concurrency)
             rate, outcomes = await _executions_per_second(app, ws, args.executions, args.batch)
             latency = await _latency(app, port, ws, marks, args.latency) if args.latency else []
         finally:
             await runner.cleanup()
-    return {"name": name, "baseline": baseline, "rate": rate, "outcomes": outcomes, "latency": latency, "settings": _differing(settings)}
+    return {"name": name, "baseline": baseline, "baseline_cpu": baseline_cpu, "rate": rate, "outcomes": outcomes, "latency": latency, "settings": _differing(settings)}
 
 
 async def _pg_scratch(base_url: str):
@@ -308,7 +314,7 @@ async def _pg_drop(admin: str, name: str) -> None:
 def _report(result: dict[str, object], args) -> None:
     baseline, rate, latency = result["baseline"], result["rate"], result["latency"]
     print(f"[{result['name']}]  settings differing from the defaults: {result['settings']}")
-    print(f"  bare asyncio loop, same three steps ({args.baseline_concurrency} tasks): {baseline:8.0f} executions/s")
+    print(f"  bare asyncio loop, same three steps ({args.baseline_concurrency} tasks): {baseline:8.0f} executions/s   ({result['baseline_cpu']:.2f} ms CPU per execution)")
     print(f"  patchbay, default workers:                       {rate:8.0f} executions/s   {rate / baseline:5.2f}x the bare loop")
     print(f"  outcomes: {result['outcomes']}")
     if latency:

@@ -9,6 +9,7 @@ leaves unused plans that the LRU drops.
 
 from __future__ import annotations
 
+import asyncio
 from collections import OrderedDict
 from typing import Any
 
@@ -52,23 +53,32 @@ def plan_steps(app: Any, steps: list[dict[str, Any]]) -> list[StepPlan]:
 
 
 class PlanCache:
-    """Plans of published versions, least recently used dropped past ``CACHE_SIZE``."""
+    """Plans of published versions, least recently used dropped past ``CACHE_SIZE``. Executions
+    that miss the same version at once share its one load."""
 
     def __init__(self, app: Any, load) -> None:
         self.app = app
         self._load = load  # async (flow_id, version) -> steps or None
-        self._plans: OrderedDict[tuple[str, int], list[StepPlan]] = OrderedDict()
+        self._plans: OrderedDict[tuple[str, int], asyncio.Future] = OrderedDict()
 
     async def get(self, flow_id: str, version: int) -> list[StepPlan]:
         key = (flow_id, version)
         plans = self._plans.get(key)
-        if plans is not None:
+        if plans is None:
+            plans = self._plans[key] = asyncio.ensure_future(self._plan(flow_id, version))
+            if len(self._plans) > CACHE_SIZE:
+                self._plans.popitem(last=False)
+        else:
             self._plans.move_to_end(key)
-            return plans
+        try:
+            return await asyncio.shield(plans)
+        except Exception:
+            if self._plans.get(key) is plans:
+                del self._plans[key]  # a failed load (a missing version, the database away) is tried again next time
+            raise
+
+    async def _plan(self, flow_id: str, version: int) -> list[StepPlan]:
         steps = await self._load(flow_id, version)
         if steps is None:
             raise StepFailed(f"version {version} of flow {flow_id} does not exist")
-        plans = self._plans[key] = plan_steps(self.app, steps)
-        if len(self._plans) > CACHE_SIZE:
-            self._plans.popitem(last=False)
-        return plans
+        return plan_steps(self.app, steps)

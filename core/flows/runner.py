@@ -16,7 +16,7 @@ from patchbay.core.flows import store
 from patchbay.core.flows.models import FlowVersion
 from patchbay.core.flows.plan import PlanCache, StepPlan
 from patchbay.core.flows.templating import Compiled, deadline
-from patchbay.core.timeutil import new_id, utcnow
+from patchbay.core.timeutil import utcnow
 
 #: sessions opened by steps at once; more would overflow the connection pool, and on PostgreSQL
 #: every overflow connection is a new server process, opened and closed again
@@ -39,7 +39,7 @@ class StepRecord:
 
     def row(self, workspace_id: str, execution_id: str) -> dict[str, Any]:
         return {
-            "id": new_id(), "workspace_id": workspace_id, "execution_id": execution_id, "position": self.position,
+            "workspace_id": workspace_id, "execution_id": execution_id, "position": self.position,
             "step_id": self.step_id, "type": self.type, "status": self.status, "input": self.input, "output": self.output,
             "error": self.error, "started_at": self.started_at, "finished_at": self.finished_at, "duration_ms": self.duration_ms,
         }  # fmt: skip

@@ -8,11 +8,12 @@ import json
 from typing import Any
 
 from sqlalchemy import String, bindparam, func, text
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.dialects import sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from patchbay.core.flows.models import FlowExecution, FlowExecutionStep
 from patchbay.core.storage.base import UtcDateTime
+from patchbay.core.timeutil import new_id
 
 _EXECUTIONS = FlowExecution.__table__
 _STEPS = FlowExecutionStep.__table__
@@ -45,10 +46,17 @@ _FINISH = {
 }
 _FINISH = {name: statement.bindparams(bindparam("finished", type_=UtcDateTime())).columns(id=String) for name, statement in _FINISH.items()}
 
-_INSERT_STEPS = {
-    "postgresql": postgresql.insert(_STEPS).on_conflict_do_nothing(index_elements=["execution_id", "position"]),
-    "sqlite": sqlite.insert(_STEPS).on_conflict_do_nothing(index_elements=["execution_id", "position"]),
-}
+_STEP_COLUMNS = ("workspace_id", "execution_id", "position", "step_id", "type", "status", "input", "output", "error", "started_at", "finished_at", "duration_ms")
+_STEP_ARRAYS = ("text", "text", "integer", "text", "text", "text", "text", "text", "text", "timestamptz", "timestamptz", "integer")
+_INSERT_STEPS_PG = text(
+    f"INSERT INTO flow_execution_steps (id, {', '.join(_STEP_COLUMNS)}) "
+    "SELECT CAST(gen_random_uuid() AS text), workspace_id, execution_id, position, step_id, type, status, CAST(input AS jsonb), CAST(output AS jsonb), "
+    "error, started_at, finished_at, duration_ms "
+    f"FROM unnest({', '.join(f'CAST(:{name} AS {kind}[])' for name, kind in zip(_STEP_COLUMNS, _STEP_ARRAYS, strict=True))}) "
+    f"AS v({', '.join(_STEP_COLUMNS)}) "
+    "ON CONFLICT (execution_id, position) DO NOTHING"
+)
+_INSERT_STEPS_SQLITE = sqlite.insert(_STEPS).on_conflict_do_nothing(index_elements=["execution_id", "position"])
 
 
 async def start(connection: AsyncConnection, ids: list[str], now: Any) -> dict[str, dict[str, Any]]:
@@ -70,6 +78,17 @@ async def finish(connection: AsyncConnection, outcomes: list[tuple[str, str, str
 
 
 async def insert_steps(connection: AsyncConnection, rows: list[dict[str, Any]]) -> None:
-    """Insert step records; one already stored (a checkpoint written before a crash) is kept."""
-    if rows:
-        await connection.execute(_INSERT_STEPS[connection.dialect.name], rows)
+    """Insert step records (``StepRecord.row``); one already stored (a checkpoint written before a
+    crash) is kept. On PostgreSQL one statement of arrays, the ids drawn by the server."""
+    if not rows:
+        return
+    if connection.dialect.name != "postgresql":
+        await connection.execute(_INSERT_STEPS_SQLITE, [{"id": new_id(), **row} for row in rows])
+        return
+    arrays: dict[str, list[Any]] = {name: [] for name in _STEP_COLUMNS}
+    for row in rows:
+        for name in _STEP_COLUMNS:
+            arrays[name].append(row[name])
+    arrays["input"] = [json.dumps(value) for value in arrays["input"]]
+    arrays["output"] = [json.dumps(value) for value in arrays["output"]]
+    await connection.execute(_INSERT_STEPS_PG, arrays)
