@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from patchbay.core.http.errors import bad_request
 from patchbay.core.http.responses import cursor_page_of, page_of, response_model
 
 # ---------------------------------------------------------------------------------------------
@@ -57,6 +58,15 @@ class ImportConnectionDto:
     metadata: dict[str, Any] | None = None
     params: dict[str, Any] | None = None
     scopes: list[str] | None = None
+
+
+def refuse_control_characters(**credentials: str | None) -> None:
+    """A credential ends up in a header or a query string of the provider's API: a control
+    character there (a line break) could never be sent, so it is refused naming the field
+    (``credentials.apiKey``)."""
+    for field, value in credentials.items():
+        if value is not None and any(ord(char) < 0x20 or ord(char) == 0x7F for char in value):
+            raise bad_request(f"Validation failed: credentials.{field} must not contain control characters")
 
 
 # ---------------------------------------------------------------------------------------------

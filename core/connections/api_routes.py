@@ -10,7 +10,7 @@ from aiohttp import web
 from patchbay.core.appkeys import DB
 from patchbay.core.approvals.service import require_ungated_or_approver
 from patchbay.core.connections import service
-from patchbay.core.connections.api_models import AccessToken, ImportConnectionDto, ImportedConnection
+from patchbay.core.connections.api_models import AccessToken, ImportConnectionDto, ImportedConnection, refuse_control_characters
 from patchbay.core.http.bodies import read_body
 from patchbay.core.http.errors import bad_request
 from patchbay.core.http.openapi import accepts
@@ -54,6 +54,7 @@ async def import_connection(request: web.Request) -> web.Response:
         raise bad_request("Validation failed: providerType is required")
     if not dto.credentials.accessToken:
         raise bad_request("Validation failed: credentials.accessToken is required")
+    refuse_control_characters(accessToken=dto.credentials.accessToken)
     async with request.app[DB].session(tenant=principal.workspace_id) as session:
         await require_ungated_or_approver(session, workspace_id=principal.workspace_id, provider=dto.providerType, principal=principal)
     row = await service.import_tokens(

@@ -19,7 +19,7 @@ from patchbay.core.connections.models import CONNECTION_STATUSES, Connection
 from patchbay.core.connections.runtime import runtime
 from patchbay.core.connections.api_models import (
     ApiKeyCredentials, AuditPage, Connected, ConnectDto, ConnectionDeleted, ConnectionOut, ConnectionPage, Disconnected,
-    HealthCheck, HealthReport, PendingApproval, ProviderStatus, UpdateConnectionDto,
+    HealthCheck, HealthReport, PendingApproval, ProviderStatus, UpdateConnectionDto, refuse_control_characters,
 )  # fmt: skip
 from patchbay.core.http.bodies import page_params, query_int, read_object, structure
 from patchbay.core.http.errors import bad_request
@@ -76,6 +76,8 @@ async def connect(request: web.Request) -> web.Response:
     dto = structure(body, ConnectDto)
     if dto.credentials is None and provider.auth_mode != "none":
         raise bad_request("Validation failed: credentials is required (an object with apiKey)")
+    if dto.credentials is not None:
+        refuse_control_characters(apiKey=dto.credentials.apiKey, apiSecret=dto.credentials.apiSecret)
     credentials = {key: value for key, value in asdict(dto.credentials or ApiKeyCredentials()).items() if value is not None}
     metadata, params = dto.metadata or {}, dto.params or {}
     if provider.auth_mode == "oauth2":

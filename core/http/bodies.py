@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import types
 import typing
 from typing import Any, TypeVar
@@ -112,16 +113,33 @@ async def body_limit_middleware(request: web.Request, handler) -> web.StreamResp
     return await handler(request.clone(client_max_size=limit))
 
 
+#: an escape that may decode to a character no database text can hold: NUL or a UTF-16 surrogate
+_SUSPECT_ESCAPE = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")
+#: NUL as ``json.dumps`` writes it (an escaped backslash before ``u0000`` is text, not NUL)
+_NUL_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
+
+
 def parse_json(raw: bytes | str) -> Any:
     """``raw`` decoded as JSON; 400 ``Malformed JSON body``, or 400 naming the nesting when the
     document is nested deeper than the decoder can recurse (a few KB of ``[`` would otherwise
-    end in a RecursionError)."""
+    end in a RecursionError), or 400 for a string holding NUL or half of a surrogate pair, which
+    is not text (PostgreSQL refuses both; the rest of the service could not send them either)."""
     try:
-        return json.loads(raw)
+        value = json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError):
         raise bad_request("Malformed JSON body") from None
     except RecursionError:
         raise bad_request("Malformed JSON body: nested too deeply") from None
+    text = raw if isinstance(raw, str) else raw.decode("utf-8", "replace")
+    if _SUSPECT_ESCAPE.search(text):
+        try:
+            dumped = json.dumps(value, ensure_ascii=False)
+            dumped.encode("utf-8")
+            if _NUL_ESCAPE.search(dumped):
+                raise bad_request("Malformed JSON body: a string holds the NUL character (\\u0000)")
+        except UnicodeEncodeError:
+            raise bad_request("Malformed JSON body: a string holds half of a UTF-16 surrogate pair") from None
+    return value
 
 
 async def read_json(request: web.Request) -> Any:

@@ -12,6 +12,7 @@ import logging
 from collections.abc import Callable
 
 from aiohttp import web
+from sqlalchemy.orm.exc import StaleDataError
 
 from patchbay.core.appkeys import REQUEST_ID
 
@@ -82,6 +83,8 @@ async def error_middleware(request: web.Request, handler) -> web.StreamResponse:
         return error_response(request, error.status_code, error.reason, error.headers)
     except json.JSONDecodeError:
         return error_response(request, 400, "Malformed JSON body")
+    except StaleDataError:  # a concurrent request deleted or changed the row this one was updating
+        return error_response(request, 409, "The resource was changed or deleted by another request: try again")
     except web.HTTPException:
         raise
     except Exception:

@@ -5,11 +5,19 @@ cannot say (a slug already taken, a value against its column's type)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
 
 from patchbay.core.http.responses import page_of, response_model
+from patchbay.core.tables.service import MAX_KEY_LENGTH, SLUG_PATTERN
 
 ColumnType = Literal["text", "number", "boolean", "date", "json"]
+#: what the service accepts (a name is trimmed; quotes and control characters are refused)
+Name = Annotated[str, Field(min_length=1, max_length=200, pattern=r"\S")]
+ColumnName = Annotated[str, Field(min_length=1, max_length=100, pattern=r'^[^\x00-\x1f"]*[^\x00-\x1f"\s][^\x00-\x1f"]*$')]
+Slug = Annotated[str, Field(pattern=SLUG_PATTERN)]
+ExternalKey = Annotated[str, Field(min_length=1, max_length=MAX_KEY_LENGTH)]
 
 # ---------------------------------------------------------------------------------------------
 # Requests
@@ -20,7 +28,7 @@ ColumnType = Literal["text", "number", "boolean", "date", "json"]
 class ColumnDef:
     """A column of a table's schema."""
 
-    name: str
+    name: ColumnName
     type: ColumnType = "text"
 
 
@@ -28,8 +36,8 @@ class ColumnDef:
 class CreateTableDto:
     """The body of ``POST /connect/v1/tables``; ``slug`` is made from the name when left out."""
 
-    name: str
-    slug: str | None = None
+    name: Name
+    slug: Slug | None = None
     description: str | None = None
     columns: list[ColumnDef] = field(default_factory=list)
 
@@ -39,8 +47,8 @@ class UpdateTableDto:
     """The body of ``PATCH /connect/v1/tables/{slug}``: ``columns`` adds or retypes the columns it
     names and keeps the others (a merge); ``removeColumns`` drops columns with their values."""
 
-    name: str | None = None
-    slug: str | None = None
+    name: Name | None = None
+    slug: Slug | None = None
     description: str | None = None
     columns: list[ColumnDef] | None = None
     removeColumns: list[str] | None = None
@@ -51,7 +59,15 @@ class RowDto:
     """The body of a row's create, upsert or update: values by column name."""
 
     data: dict[str, Any] = field(default_factory=dict)
-    external_key: str | None = None
+    external_key: ExternalKey | None = None
+
+
+@dataclass
+class UpsertRowDto:
+    """The body of an upsert: the row is found by ``external_key``."""
+
+    external_key: ExternalKey
+    data: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

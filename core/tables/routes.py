@@ -16,6 +16,7 @@ from patchbay.core.security.auth import principal_of, requires
 from patchbay.core.tables import service
 from patchbay.core.tables.api_models import (
     CreateTableDto, CsvDto, ImportReport, RowDeleted, RowDto, RowOut, RowPage, TableDeleted, TableOut, UpdateTableDto, UpsertedRow,
+    UpsertRowDto,
 )  # fmt: skip
 from patchbay.core.tables.csvstream import csv_source
 from patchbay.core.tables.models import DataTable
@@ -129,12 +130,12 @@ async def create_row(request: web.Request) -> web.Response:
 
 
 @routes.post(PREFIX + "/{slug}/rows/upsert")
-@accepts(RowDto)
+@accepts(UpsertRowDto)
 @returns(UpsertedRow, status=201, description="Created or merged")
 @requires("tables.write")
 async def upsert_row(request: web.Request) -> web.Response:
     """Create the row of ``external_key`` or merge ``data`` into it; ``created`` says which."""
-    dto = await read_body(request, RowDto)
+    dto = await read_body(request, UpsertRowDto)
     workspace_id = _tenant(request)
     async with request.app[DB].transaction(tenant=workspace_id) as session:
         table = await service.get_table(session, workspace_id, request.match_info["slug"])

@@ -25,7 +25,8 @@ from patchbay.core.tables.schema import Schema, ValueRejected, coerce, validate_
 from patchbay.core.tables.search import matches, search_text_of
 from patchbay.core.timeutil import iso, utcnow
 
-_SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,99}$")
+SLUG_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,99}$"
+_SLUG = re.compile(SLUG_PATTERN)
 MAX_KEY_LENGTH = 255
 
 
@@ -271,6 +272,8 @@ async def upsert(session: AsyncSession, table: DataTable, data: Any, external_ke
                 session.add(row)
             return row, True
         except IntegrityError:  # a concurrent upsert created it first: merge into theirs
+            if session.bind.dialect.name != "postgresql":  # no savepoint: the transaction is gone (see savepoint)
+                raise conflict(f"A concurrent request created the row of external_key '{key}': try again") from None
             row = await _row_by_key(session, table, key)
             if row is None:
                 raise

@@ -1,0 +1,93 @@
+"""A live connect API for the contract tests: the app on a real port (aiohttp's TestServer) with an
+enterprise workspace and its API key, rate limits off, and an API-key provider whose API is a local
+fake (``contract_api``), so that connecting, proxying and actions never leave the machine."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+from aiohttp.test_utils import TestServer
+
+from patchbay import Provider, hookimpl
+from patchbay.core.settings import RATE_LIMIT_DEFAULTS
+from patchbay.core.testing import create_workspace_with_key
+from patchbay.testing.fakes import FakeProviderAPI
+
+PROVIDER = "contract_api"
+
+
+class ContractPack:
+    """One API-key provider whose API is ``base``."""
+
+    def __init__(self, base: str) -> None:
+        self.base = base
+
+    @hookimpl
+    def register_providers(self):
+        return [
+            Provider(name=PROVIDER, display_name="Contract API", category="crm", auth_mode="api_key", api_base_url=self.base,
+                     credential_headers={"Authorization": "Bearer {api_key}"}, health_check="GET /me", capabilities=("proxy",))
+        ]  # fmt: skip
+
+
+@dataclass
+class LiveApi:
+    server: TestServer
+    fake: FakeProviderAPI
+    workspace: dict[str, Any]
+    provider: str = PROVIDER
+
+    @property
+    def base_url(self) -> str:
+        return str(self.server.make_url("")).rstrip("/")
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return self.workspace["headers"]
+
+    async def call(self, method: str, path: str, *, expect: int, **kwargs: Any) -> Any:
+        """One request with the workspace's key; the answer's JSON."""
+        async with aiohttp.ClientSession(headers=self.headers) as http, http.request(method, self.base_url + path, **kwargs) as response:
+            assert response.status == expect, await response.text()
+            return await response.json()
+
+
+@pytest.fixture
+async def live_api(make_app, database_url):
+    """The app on SQLite and on PostgreSQL, listening on a free port."""
+    fake = await FakeProviderAPI().start()
+    app = make_app(plugins=[ContractPack(fake.url)], database_url=database_url, rate_limits={name: "off" for name in RATE_LIMIT_DEFAULTS})
+    server = TestServer(app, host="127.0.0.1")
+    await server.start_server()
+    try:
+        yield LiveApi(server, fake, await create_workspace_with_key(app, plan="enterprise"))
+    finally:
+        await server.close()
+        await fake.close()
+
+
+@pytest.fixture
+def schemathesis():
+    """``await schemathesis(budget, *arguments, cwd=folder)`` runs ``schemathesis run`` and answers
+    ``(exit code, output)``; running past ``budget`` seconds fails the test."""
+    executable = shutil.which("schemathesis", path=str(Path(sys.executable).parent))
+    assert executable, "schemathesis is a test dependency (pip install -e '.[test]')"
+
+    async def run(budget: float, *arguments: str, cwd: Path) -> tuple[int, str]:
+        process = await asyncio.create_subprocess_exec(executable, "run", *arguments, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, cwd=cwd)
+        try:
+            output, _ = await asyncio.wait_for(process.communicate(), budget)
+        except TimeoutError:
+            process.kill()
+            await process.wait()
+            pytest.fail(f"schemathesis ran past its budget of {budget}s")
+        return process.returncode or 0, output.decode(errors="replace")
+
+    return run
