@@ -5,6 +5,8 @@ the default (contract section 2).
 Top-level settings are ``PATCHBAY_<NAME>`` and a top-level TOML key; a section's settings are
 ``PATCHBAY_<SECTION>_<NAME>`` and a key of the TOML table ``[<section>]``. The free-form tables
 ``[providers.<name>]``, ``[federation.<name>]`` and ``[plans.<plan>]`` come only from the file.
+Any other table is a plugin's own section (``[stripe]`` of the billing plugin), read the same way
+once the plugin has declared it (``register_settings``; see ``core/plugins/registry.py``).
 """
 
 from __future__ import annotations
@@ -67,17 +69,6 @@ class BrandingSettings:
     logo_url: str | None = None
     primary_color: str = "#3b5bdb"
     background_color: str = "#f8f9fa"
-
-
-@attrs.define(kw_only=True)
-class StripeSettings:
-    secret_key: str | None = None
-    webhook_secret: str | None = None
-    api_base: str = "https://api.stripe.com"
-    webhook_tolerance_seconds: int = 300
-    price_starter: str | None = None
-    price_professional: str | None = None
-    price_enterprise: str | None = None
 
 
 @attrs.define(kw_only=True)
@@ -185,8 +176,9 @@ class PluginsSettings:
     skip_broken: bool = False
 
 
-SECTIONS = {"smtp": SmtpSettings, "branding": BrandingSettings, "stripe": StripeSettings, "compliance": ComplianceSettings, "admin": AdminSettings, "workspaces": WorkspacesSettings, "webhooks": WebhooksSettings, "retention": RetentionSettings, "outbound": OutboundSettings, "identity": IdentitySettings, "connect_ui": ConnectUiSettings, "plugins": PluginsSettings}
+SECTIONS = {"smtp": SmtpSettings, "branding": BrandingSettings, "compliance": ComplianceSettings, "admin": AdminSettings, "workspaces": WorkspacesSettings, "webhooks": WebhooksSettings, "retention": RetentionSettings, "outbound": OutboundSettings, "identity": IdentitySettings, "connect_ui": ConnectUiSettings, "plugins": PluginsSettings}
 FREE_TABLES = ("providers", "federation", "plans", "rate_limits")
+PLUGIN_FIELDS = ("plugin_sections", "plugin_environ")
 
 
 @attrs.define(kw_only=True)
@@ -217,7 +209,6 @@ class Settings:
     plugins: PluginsSettings = attrs.field(factory=PluginsSettings)
     smtp: SmtpSettings = attrs.field(factory=SmtpSettings)
     branding: BrandingSettings = attrs.field(factory=BrandingSettings)
-    stripe: StripeSettings = attrs.field(factory=StripeSettings)
     compliance: ComplianceSettings = attrs.field(factory=ComplianceSettings)
     admin: AdminSettings = attrs.field(factory=AdminSettings)
     workspaces: WorkspacesSettings = attrs.field(factory=WorkspacesSettings)
@@ -230,6 +221,11 @@ class Settings:
     federation: dict[str, dict[str, Any]] = attrs.field(factory=dict)
     plans: dict[str, dict[str, Any]] = attrs.field(factory=dict)
     rate_limits: dict[str, str] = attrs.field(factory=lambda: dict(RATE_LIMIT_DEFAULTS))
+    #: tables of the settings file that no core setting reads: plugins' own sections (a plugin
+    #: declares its section with ``register_settings``), checked and structured by the registry
+    plugin_sections: dict[str, dict[str, Any]] = attrs.field(factory=dict)
+    #: the ``PATCHBAY_*`` environment variables, which fill plugin sections (``PATCHBAY_<SECTION>_<KEY>``)
+    plugin_environ: dict[str, str] = attrs.field(factory=dict, repr=False)
 
     @property
     def resolved_database_url(self) -> str:
@@ -304,16 +300,16 @@ def load_settings(flags: Mapping[str, Any] | None = None, environ: Mapping[str, 
         except tomllib.TOMLDecodeError as error:
             raise SettingsError(f"PATCHBAY_CONFIG: {config_path} is not valid TOML: {error}") from None
 
-    top_types = _field_types(Settings)
-    known = set(top_types)
-    unknown = set(file_values) - known
+    top_types = {name: kind for name, kind in _field_types(Settings).items() if name not in PLUGIN_FIELDS}
+    plugin_sections = {name: table for name, table in file_values.items() if name not in top_types and isinstance(table, dict)}
+    unknown = set(file_values) - set(top_types) - set(plugin_sections)
     if unknown:
         raise SettingsError(f"PATCHBAY_CONFIG: unknown setting(s) {', '.join(sorted(unknown))}")
 
     values: dict[str, Any] = {}
     for name, kind in top_types.items():
         if name in SECTIONS:
-            values[name] = _load_section(name, SECTIONS[name], file_values.get(name, {}), environ)
+            values[name] = load_section(name, SECTIONS[name], file_values.get(name, {}), environ)
             continue
         if name in FREE_TABLES:
             table = file_values.get(name, {})
@@ -335,12 +331,16 @@ def load_settings(flags: Mapping[str, Any] | None = None, environ: Mapping[str, 
             rate_limits[key] = _rate_limit(str(value))
         except ValueError:
             raise SettingsError(f"[rate_limits] {key}: {value!r} is not 'N/second|minute|hour' or 'off'") from None
-    settings = Settings(**values, rate_limits=rate_limits)
+    plugin_environ = {key: value for key, value in environ.items() if key.startswith(ENV_PREFIX)}
+    settings = Settings(**values, rate_limits=rate_limits, plugin_sections=plugin_sections, plugin_environ=plugin_environ)
     _validate(settings)
     return settings
 
 
-def _load_section(section: str, cls: type, table: Any, environ: Mapping[str, str]) -> Any:
+def load_section(section: str, cls: type, table: Any, environ: Mapping[str, str]) -> Any:
+    """``cls`` (an attrs class whose fields have defaults) from the ``[section]`` table, each field
+    overridden by ``PATCHBAY_<SECTION>_<FIELD>``; an unknown key or a bad value is a
+    :class:`SettingsError` naming it. Core sections and plugins' own sections load alike."""
     if not isinstance(table, dict):
         raise SettingsError(f"[{section}] must be a table")
     types = _field_types(cls)

@@ -25,7 +25,7 @@ ENDED_STATUSES = ("canceled", "unpaid", "incomplete_expired", "paused")
 
 def payment_context(app: web.Application, name: str) -> PaymentContext:
     settings = app[SETTINGS]
-    return PaymentContext(http=app[OUTBOUND].session, config=getattr(settings, name, None), base_url=settings.public_base_url)
+    return PaymentContext(http=app[OUTBOUND].session, config=app[REGISTRY].plugin_settings(name), base_url=settings.public_base_url)
 
 
 def active_provider(app: web.Application) -> tuple[str, PaymentProvider, PaymentContext] | None:

@@ -8,7 +8,7 @@ import html
 from aiohttp import web
 from sqlalchemy import select
 
-from patchbay.core.appkeys import DB, JOBS, SETTINGS
+from patchbay.core.appkeys import DB, JOBS, REGISTRY, SETTINGS
 from patchbay.core.compliance import service
 from patchbay.core.compliance.models import DeletionRequest
 from patchbay.core.http.bodies import parse_json, read_form
@@ -123,6 +123,6 @@ async def deletion_status(request: web.Request) -> web.Response:
 
 
 def setup(app: web.Application) -> None:
-    service.register_eraser(app, "users", service.erase_users)
+    service.register_eraser(app, "users", service.users_eraser(app[REGISTRY].objects("deletion_identities")))
     app[JOBS].register(service.DELETE_JOB, service.run_deletion, max_attempts=5)
     app.router.add_routes(routes)

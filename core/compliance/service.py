@@ -10,8 +10,9 @@ registered under a name by the feature owning the data, in its ``setup(app)``::
 
 ``request`` is the :class:`~patchbay.core.compliance.models.DeletionRequest` (``source`` ``meta``
 with ``subject`` the app-scoped Meta user id, or ``user`` with ``subject`` our user id). The
-built-in ``users`` eraser deletes the user (found directly, or for Meta through the federated
-identity of an identity provider named ``facebook`` or ``meta``), which cascades to memberships,
+built-in ``users`` eraser deletes the user (found directly, or for Meta through a federated identity
+of the identity providers a plugin registers for the source with ``register_deletion_identities``;
+the ``meta`` pack registers ``facebook`` and ``meta``), which cascades to memberships,
 grants, tokens, consents and join requests, and the invites sent to the user's email. All erasers
 run in one transaction; the job retries on failure and marks the request ``failed`` on the last
 attempt.
@@ -23,7 +24,7 @@ import base64
 import hashlib
 import hmac
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from aiohttp import web
@@ -40,7 +41,6 @@ from patchbay.core.users.models import User
 from patchbay.core.workspaces.models import Invite
 
 DELETE_JOB = "compliance.delete_user_data"
-META_IDPS = ("facebook", "meta")
 
 Eraser = Callable[[AsyncSession, DeletionRequest], Awaitable[int]]
 
@@ -90,17 +90,25 @@ async def request_deletion(app: web.Application, session: AsyncSession, *, sourc
     return request
 
 
-async def erase_users(session: AsyncSession, request: DeletionRequest) -> int:
-    """The built-in eraser: the user and what cascades from it, and invites to the user's email."""
-    if request.source == "user":
-        user_ids = [request.subject]
-    else:
+def users_eraser(identity_providers: Mapping[str, tuple[str, ...]]) -> Eraser:
+    """The built-in eraser: the user and what cascades from it, and invites to the user's email.
+    ``identity_providers`` maps a request's source to the identity providers whose federated
+    identity its subject is (``register_deletion_identities``)."""
+
+    async def erase_users(session: AsyncSession, request: DeletionRequest) -> int:
+        if request.source == "user":
+            return await _erase(session, [request.subject])
         identities = Base.metadata.tables.get("oidc_federated_identities")
-        if identities is None:
+        providers = identity_providers.get(request.source, ())
+        if identities is None or not providers:
             return 0
-        user_ids = list(
-            (await session.execute(select(identities.c.user_id).where(identities.c.provider.in_(META_IDPS), identities.c.subject == request.subject))).scalars()
-        )
+        query = select(identities.c.user_id).where(identities.c.provider.in_(providers), identities.c.subject == request.subject)
+        return await _erase(session, list((await session.execute(query)).scalars()))
+
+    return erase_users
+
+
+async def _erase(session: AsyncSession, user_ids: list[str]) -> int:
     if not user_ids:
         return 0
     emails = list((await session.execute(select(User.email).where(User.id.in_(user_ids)))).scalars())

@@ -162,6 +162,19 @@ def register_crm_mappers(register):
     """
 
 
+@hookspec
+def register_deletion_identities(register):
+    """Register how a data deletion callback names the user to delete.
+
+    :param register: ``register(source, identity_providers)``: a deletion request from ``source``
+        (``meta``: Meta's data deletion callback, whose ``signed_request`` carries the app-scoped
+        user id) names its user by the subject of a federated identity from one of
+        ``identity_providers``, a tuple of ``[federation.<name>]`` names. The built-in ``users``
+        eraser deletes the users holding such an identity; a source nobody registers deletes no
+        user. Keyed by source, so a second registration of one source is an error.
+    """
+
+
 # ---------------------------------------------------------------------------------------------
 # Other plugins
 # ---------------------------------------------------------------------------------------------
@@ -234,6 +247,19 @@ def register_federated_login(register):
       code and return the verified claims of the upstream user (``sub`` required; ``email``,
       ``email_verified``, ``name``, ``given_name``, ``family_name``, ``picture`` used when present).
       Raise any exception to refuse the login.
+    """
+
+
+@hookspec
+def register_settings(register):
+    """Declare this plugin's own settings section.
+
+    :param register: ``register(section, cls)``; ``cls`` is an attrs class (keyword-only fields,
+        each with a default) filled from the settings file's ``[section]`` table and the variables
+        ``PATCHBAY_<SECTION>_<FIELD>``, like a core section. An unknown key, a bad value, a table no
+        loaded plugin declares, and a section named like a core setting stop the start, naming the
+        table. The plugin reads its section from the context the core hands it (a payment
+        provider's ``PaymentContext.config`` is the section named like the provider).
     """
 
 

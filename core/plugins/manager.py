@@ -133,7 +133,9 @@ def _check_hook_names(pm: PluginManager, *, skip_broken: bool) -> None:
 
 def build_registry(settings: Settings, extra_plugins: Iterable[object] = ()) -> tuple[PluginManager, Registry]:
     """The plugin manager and registry a process runs with, under its ``[plugins]`` and
-    ``[providers.<name>]`` settings."""
+    ``[providers.<name>]`` settings and with the plugins' own sections loaded."""
     options = settings.plugins
     pm = create_plugin_manager(extra_plugins, disable=options.disable, skip_broken=options.skip_broken)
-    return pm, load_registry(pm, settings.providers, replace=options.replace, skip_broken=options.skip_broken)
+    registry = load_registry(pm, settings.providers, replace=options.replace, skip_broken=options.skip_broken,
+                             sections=settings.plugin_sections, environ=settings.plugin_environ)  # fmt: skip
+    return pm, registry

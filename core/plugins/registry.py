@@ -13,6 +13,7 @@ import attrs
 import pluggy
 
 from patchbay.core.plugins.provider import DefinitionError, Provider
+from patchbay.core.settings import Settings, SettingsError, load_section
 
 if TYPE_CHECKING:
     from patchbay.core.plugins.manager import LoadError, PluginManager
@@ -28,6 +29,8 @@ SINGLE_KINDS = (
     "payment_providers",
     "federated_login",
     "step_types",
+    "deletion_identities",
+    "settings",
 )
 #: Hooks whose objects are keyed by provider name and then by the object's own name.
 MULTI_KINDS = {"actions": "name", "triggers": "name", "record_sources": "resource_type"}
@@ -35,6 +38,9 @@ MULTI_KINDS = {"actions": "name", "triggers": "name", "record_sources": "resourc
 PROVIDER_KINDS = frozenset({"auth", "proxy", "webhooks", "crm_mappers", "crm_destinations", *MULTI_KINDS})
 #: Capabilities that say what is registered for a provider, derived rather than declared.
 DERIVED_CAPABILITIES = {"actions": "actions", "triggers": "triggers", "crm_mappers": "unified_crm", "record_sources": "records"}
+
+#: Top-level settings of the core, which no plugin section may take.
+CORE_SETTINGS = frozenset(field.name for field in attrs.fields(Settings))
 
 #: Keys of ``[providers.<name>]`` that are deployment secrets, not definition fields.
 PROVIDER_SECRET_KEYS = frozenset({"client_id", "client_secret", "webhook_verify_token", "webhook_secret"})
@@ -74,6 +80,7 @@ class Registry:
         self.providers: dict[str, Provider] = {}
         self.provider_pack: dict[str, str] = {}
         self.secrets: dict[str, ProviderSecrets] = {}
+        self.sections: dict[str, Any] = {}
         self._objects: dict[str, dict[str, Any]] = {kind: {} for kind in (*SINGLE_KINDS, *MULTI_KINDS)}
         self._owners: dict[tuple[str, str], str] = {}
 
@@ -92,6 +99,10 @@ class Registry:
 
     def provider_secrets(self, name: str) -> ProviderSecrets:
         return self.secrets.get(name, ProviderSecrets())
+
+    def plugin_settings(self, section: str) -> Any:
+        """The loaded ``[section]`` a plugin declared (``register_settings``), or None."""
+        return self.sections.get(section)
 
     def describe(self, plugin: str) -> str:
         """A plugin named with its distribution, for error messages."""
@@ -164,6 +175,18 @@ class Registry:
             self.secrets[name] = ProviderSecrets(**{k: v for k, v in table.items() if k in PROVIDER_SECRET_KEYS})
 
 
+    def apply_plugin_settings(self, tables: Mapping[str, Any], environ: Mapping[str, str]) -> None:
+        """Load each declared plugin section from its table and ``PATCHBAY_<SECTION>_<FIELD>``
+        variables; a table no plugin declares is refused."""
+        unknown = sorted(set(tables) - set(self._objects["settings"]))
+        if unknown:
+            raise PluginSettingsError(f"[{unknown[0]}]: no loaded plugin declares this settings section (a disabled plugin's section is refused too)")
+        for section, cls in self._objects["settings"].items():
+            try:
+                self.sections[section] = load_section(section, cls, tables.get(section, {}), environ)
+            except SettingsError as error:
+                raise PluginSettingsError(str(error)) from None
+
     def derive_capabilities(self) -> None:
         """Make each provider's capabilities say what is registered for it: ``actions``,
         ``triggers``, ``unified_crm`` and ``records`` follow the registered objects, and a webhook
@@ -189,10 +212,15 @@ def load_registry(
     *,
     replace: Iterable[str] = (),
     skip_broken: bool = False,
+    sections: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> Registry:
     """Build the registry from every plugin known to ``pm``; raise :class:`PluginError` naming the
     plugin when one is broken, or with ``skip_broken`` unregister it, note it in
     ``load_errors`` and build again without it.
+
+    ``sections`` and ``environ`` are the settings' ``plugin_sections`` and ``plugin_environ``, from
+    which each plugin's declared section is loaded (``register_settings``).
 
     ``replace`` names plugins whose providers take the place of same-named ones from other
     plugins: the other plugins' definitions and every object they register for those providers
@@ -208,6 +236,7 @@ def load_registry(
             pm.leave_out(error.plugin, error)
             continue
         registry.apply_overrides(overrides or {})
+        registry.apply_plugin_settings(sections or {}, environ or {})
         registry.load_errors = list(pm.load_errors)
         return registry
 
@@ -248,6 +277,8 @@ def _load(pm: PluginManager, replace: tuple[str, ...]) -> Registry:
                             f"(list it in the plugin's `extends` to register only when it is installed)",
                             plugin=_plugin,
                         )
+                if _kind == "settings" and key in CORE_SETTINGS:
+                    raise PluginError(f"plugin {_plugin!r}: register_settings names [{key}], which is a core setting", plugin=_plugin)
                 registry.add_object(_kind, key, obj, _plugin)
 
             try:

@@ -3,7 +3,8 @@ period end and resume, and webhooks verified with Stripe's signature scheme.
 
 Talks to Stripe's REST API (form-encoded, ``Authorization: Bearer <secret key>``) at
 ``[stripe] api_base`` through the shared HTTP client. Prices map to plans through ``[stripe]
-price_starter``, ``price_professional`` and ``price_enterprise``.
+price_starter``, ``price_professional`` and ``price_enterprise``. The ``[stripe]`` section is this
+plugin's own (``StripeSettings``, declared with ``register_settings``); the core knows nothing of it.
 
 Webhook verification (https://docs.stripe.com/webhooks#verify-manually): the ``Stripe-Signature``
 header is ``t=<unix time>,v1=<signature>[,v1=...]``; a ``v1`` signature is the hex HMAC-SHA256 of
@@ -21,6 +22,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+import attrs
+
 from patchbay import (
     CheckoutRequest,
     CheckoutSession,
@@ -34,6 +37,19 @@ from patchbay import (
 )
 
 PLANS = ("starter", "professional", "enterprise")
+
+
+@attrs.define(kw_only=True)
+class StripeSettings:
+    """The ``[stripe]`` section (``PATCHBAY_STRIPE_<FIELD>``), declared with ``register_settings``."""
+
+    secret_key: str | None = None
+    webhook_secret: str | None = None
+    api_base: str = "https://api.stripe.com"
+    webhook_tolerance_seconds: int = 300
+    price_starter: str | None = None
+    price_professional: str | None = None
+    price_enterprise: str | None = None
 
 
 def _prices(config: Any) -> dict[str, str]:
@@ -207,3 +223,8 @@ class StripePayments(PaymentProvider):
 @hookimpl
 def register_payment_providers(register):
     register("stripe", StripePayments())
+
+
+@hookimpl
+def register_settings(register):
+    register("stripe", StripeSettings)

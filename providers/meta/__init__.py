@@ -1,7 +1,8 @@
 """Meta's provider pack for the provider named ``facebook`` (Meta Lead Ads): its webhook
 verification, routing and lead reading (``webhooks``), its long-lived-token login (``auth``), its
 action and ``leadgen`` trigger (``actions``) and its test fakes (``testing``, ``fixtures``), with
-its tests beside them (``pytest providers/meta``).
+its tests beside them (``pytest providers/meta``); and which federated identities Meta's data
+deletion callback names (``register_deletion_identities``).
 
 Its providers (``PROVIDERS``) are defined by the catalog data; the build reads ``PROVIDERS`` to
 leave them out of the generated data-only entry points.
@@ -16,6 +17,8 @@ from patchbay.providers.meta.auth import FacebookAuth
 from patchbay.providers.meta.webhooks import PROVIDER, MetaWebhooks
 
 PROVIDERS = ("facebook",)
+#: the identity-provider names (``[federation.<name>]``) whose users Meta's data deletion callback names
+DELETION_IDENTITY_PROVIDERS = ("facebook", "meta")
 
 
 @hookimpl
@@ -43,3 +46,8 @@ def register_actions(register):
 def register_triggers(register):
     for trigger in actions.triggers():
         register(PROVIDER, trigger)
+
+
+@hookimpl
+def register_deletion_identities(register):
+    register("meta", DELETION_IDENTITY_PROVIDERS)

@@ -13,7 +13,6 @@ from sqlalchemy import func, select, update
 
 from patchbay.core.appkeys import DB
 from patchbay.core.billing.models import PaymentEvent, Subscription
-from patchbay.core.settings import StripeSettings
 from patchbay.core.testing import create_workspace_with_key
 from patchbay.core.workspaces.models import Workspace
 from patchbay.plugins.stripe import sign
@@ -59,8 +58,9 @@ def _subscription(subscription_id: str, *, cancel: bool = False, status: str = "
     }
 
 
-def _stripe_settings(api_base: str) -> StripeSettings:
-    return StripeSettings(secret_key=SECRET_KEY, webhook_secret=WEBHOOK_SECRET, api_base=api_base, price_starter="price_starter", price_professional="price_pro")
+def _stripe_settings(api_base: str) -> dict[str, dict[str, str]]:
+    """The billing plugin's own ``[stripe]`` section (``plugin_sections`` of the settings)."""
+    return {"stripe": {"secret_key": SECRET_KEY, "webhook_secret": WEBHOOK_SECRET, "api_base": api_base, "price_starter": "price_starter", "price_professional": "price_pro"}}
 
 
 def _event(event_id: str, event_type: str, obj: dict) -> bytes:
@@ -79,7 +79,7 @@ async def _plan(app, workspace_id):
 
 async def test_checkout_webhook_portal_cancel_resume(aiohttp_client, make_app, fake_stripe):
     api_base, calls = fake_stripe
-    app = make_app(stripe=_stripe_settings(api_base))
+    app = make_app(plugin_sections=_stripe_settings(api_base))
     client = await aiohttp_client(app)
     ws = await create_workspace_with_key(app)
     headers = ws["headers"]
@@ -132,7 +132,7 @@ async def test_checkout_webhook_portal_cancel_resume(aiohttp_client, make_app, f
 
 
 async def test_webhook_bad_signature_stale_timestamp_and_replay(aiohttp_client, make_app, fake_stripe, database_url):
-    app = make_app(stripe=_stripe_settings(fake_stripe[0]), database_url=database_url)
+    app = make_app(plugin_sections=_stripe_settings(fake_stripe[0]), database_url=database_url)
     client = await aiohttp_client(app)
     ws = await create_workspace_with_key(app)
     payload = _event("evt_9", "checkout.session.completed", {"client_reference_id": ws["workspace_id"], "customer": "cus_9", "subscription": "sub_9", "metadata": {"plan": "starter"}})
@@ -171,9 +171,9 @@ async def test_without_payment_provider(client, workspace):
 
 
 async def test_stripe_errors_become_502(aiohttp_client, make_app, fake_stripe):
-    settings = _stripe_settings(fake_stripe[0])
-    settings.secret_key = "sk_test_wrong"
-    app = make_app(stripe=settings)
+    sections = _stripe_settings(fake_stripe[0])
+    sections["stripe"]["secret_key"] = "sk_test_wrong"
+    app = make_app(plugin_sections=sections)
     client = await aiohttp_client(app)
     ws = await create_workspace_with_key(app)
     response = await client.post("/connect/v1/billing/checkout", json={"plan": "starter"}, headers=ws["headers"])
@@ -182,7 +182,7 @@ async def test_stripe_errors_become_502(aiohttp_client, make_app, fake_stripe):
 
 
 async def test_subscription_statuses(aiohttp_client, make_app, fake_stripe):
-    app = make_app(stripe=_stripe_settings(fake_stripe[0]))
+    app = make_app(plugin_sections=_stripe_settings(fake_stripe[0]))
     client = await aiohttp_client(app)
     ws = await create_workspace_with_key(app)
     created = _subscription("sub_5", status="incomplete")
@@ -201,7 +201,7 @@ async def test_subscription_statuses(aiohttp_client, make_app, fake_stripe):
 async def test_concurrent_replays_apply_once(aiohttp_client, make_app, fake_stripe, database_url):
     import asyncio
 
-    app = make_app(stripe=_stripe_settings(fake_stripe[0]), database_url=database_url)
+    app = make_app(plugin_sections=_stripe_settings(fake_stripe[0]), database_url=database_url)
     client = await aiohttp_client(app)
     ws = await create_workspace_with_key(app)
     payload = _event("evt_same", "checkout.session.completed", {"client_reference_id": ws["workspace_id"], "customer": "cus_c", "subscription": "sub_c", "metadata": {"plan": "starter"}})

@@ -105,3 +105,44 @@ async def test_privacy_policy_redirect(aiohttp_client, make_app):
     client = await aiohttp_client(make_app(compliance=ComplianceSettings(privacy_policy_url="https://example.test/privacy")))
     response = await client.get("/compliance/privacy-policy", allow_redirects=False)
     assert (response.status, response.headers["Location"]) == (302, "https://example.test/privacy")
+
+
+
+async def _delete_by_callback(client, meta_id: str) -> None:
+    response = await client.post("/compliance/data-deletion", data={"signed_request": signed_request({"algorithm": "HMAC-SHA256", "user_id": meta_id})})
+    assert response.status == 201, await response.text()
+    assert (await _status(client, (await response.json())["confirmation_code"]))["status"] == "completed"
+
+
+async def test_the_identities_a_callback_names_are_registered_by_a_pack(aiohttp_client, make_settings, database_url):
+    """Meta's callback finds its user through the identity providers the ``meta`` pack registers;
+    with that pack disabled, another plugin's registration decides instead, and with none the
+    callback deletes no user."""
+    from patchbay import hookimpl
+    from patchbay.core.app import create_app
+    from patchbay.core.appkeys import REGISTRY
+    from patchbay.core.identity.models import FederatedIdentity
+
+    class OwnMetaLogin:
+        @hookimpl
+        def register_deletion_identities(self, register):
+            register("meta", ("meta-sso",))
+
+    def app_with(plugins=(), disable=()):
+        settings = make_settings(compliance=ComplianceSettings(meta_app_secret=APP_SECRET), database_url=database_url)
+        settings.plugins.disable = list(disable)
+        return create_app(settings, plugins=plugins, migrate=False)
+
+    assert app_with()[REGISTRY].get("deletion_identities", "meta") == ("facebook", "meta")
+    app = app_with([OwnMetaLogin()], disable=["meta"])
+    client = await aiohttp_client(app)
+    ws = await create_workspace_with_key(app)
+    by_facebook = await _meta_user(app, ws["workspace_id"], "20001")
+    async with app[DB].transaction() as session:
+        by_sso = await create_user(session, email="sso@example.test", password=None)
+        session.add(FederatedIdentity(provider="meta-sso", subject="20002", user_id=by_sso.id))
+    await _delete_by_callback(client, "20001")
+    await _delete_by_callback(client, "20002")
+    async with app[DB].session() as session:
+        assert await session.get(User, by_facebook) is not None  # facebook is no longer named by any plugin
+        assert await session.get(User, by_sso.id) is None
