@@ -4,6 +4,8 @@ new steps; http steps share one keep-alive session."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from aiohttp import web
 from sqlalchemy import event, func, select
@@ -143,14 +145,16 @@ async def test_plans_are_cached_per_version_and_a_new_version_runs_its_new_steps
         assert response.status == 200, await response.text()
         response = await batch_client.post(f"/connect/v1/flows/{flow_id}/publish", headers=ws["headers"])
         assert response.status == 201 and (await response.json())["version"] == 2
-        (newer,) = await _create(app, ws["workspace_id"], flow_id, [{"n": 3}], version=2)
+        newer = await _create(app, ws["workspace_id"], flow_id, [{"n": 3}] * 5, version=2)
         (older,) = await _create(app, ws["workspace_id"], flow_id, [{"n": 4}], version=1)
-        assert [await run_execution(app, newer), await run_execution(app, older)] == ["completed", "completed"]
+        assert await asyncio.gather(*(run_execution(app, execution_id) for execution_id in newer)) == ["completed"] * 5
+        assert len(reads) == 1  # five executions missed version 2 at once: one load
+        assert await run_execution(app, older) == "completed"
     finally:
         event.remove(app[DB].engine.sync_engine, "before_cursor_execute", listen)
     async with app[DB].session() as session:
-        outputs = dict((await session.execute(select(FlowExecutionStep.execution_id, FlowExecutionStep.output).where(FlowExecutionStep.execution_id.in_([again, newer, older])))).all())
-    assert outputs == {again: "one 2", newer: "two 3", older: "one 4"}
+        outputs = dict((await session.execute(select(FlowExecutionStep.execution_id, FlowExecutionStep.output).where(FlowExecutionStep.execution_id.in_([again, *newer, older])))).all())
+    assert outputs == {again: "one 2", **dict.fromkeys(newer, "two 3"), older: "one 4"}
 
 
 async def test_http_steps_share_one_keep_alive_session(batch_client, target):
