@@ -134,7 +134,7 @@ async def test_plans_are_cached_per_version_and_a_new_version_runs_its_new_steps
     first = await _create(app, ws["workspace_id"], flow_id, [{"n": 1}])
     assert await run_execution(app, first[0]) == "completed"
     reads: list[str] = []
-    listen = lambda *args: reads.append(args[2]) if "flow_versions" in args[2] else None  # noqa: E731
+    listen = lambda *args: reads.append(args[2]) if args[2].startswith("SELECT flow_versions") else None  # noqa: E731
     event.listen(app[DB].engine.sync_engine, "before_cursor_execute", listen)
     try:
         (again,) = await _create(app, ws["workspace_id"], flow_id, [{"n": 2}])
