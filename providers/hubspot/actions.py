@@ -3,10 +3,12 @@ contact creation."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from patchbay import Action, Trigger
 from patchbay.providers._shared.http import call, compact, now_epoch, schema
+from patchbay.providers._shared.polling import high_water_mark
 
 CONTACT_FIELDS = ("email", "firstname", "lastname", "phone", "company")
 
@@ -37,29 +39,30 @@ async def pipeline_options(client) -> list[dict[str, Any]]:
     return [{"label": p.get("label"), "value": p.get("id")} for p in pipelines]
 
 
-async def poll_new_contacts(client, config: dict[str, Any], cursor: Any) -> tuple[list, Any]:
-    """Contacts created after the cursor (a createdate in ms); the first poll only sets it."""
-    if cursor is None:
-        return [], str(now_epoch() * 1000)
+def _created_millis(contact: dict[str, Any]) -> str | None:
+    """A contact's ``createdate`` in the cursor's format: epoch milliseconds as a string (13 digits
+    until the year 2286, so string order is time order); None when it has none."""
+    created = str((contact.get("properties") or {}).get("createdate") or "")
+    if created.isdigit():
+        return created
+    try:
+        return str(int(datetime.fromisoformat(created.replace("Z", "+00:00")).timestamp() * 1000))
+    except ValueError:
+        return None
+
+
+async def _contacts_after(client, config: dict[str, Any], cursor: str) -> list[dict[str, Any]]:
     body = {
         "filterGroups": [{"filters": [{"propertyName": "createdate", "operator": "GT", "value": str(cursor)}]}],
         "sorts": [{"propertyName": "createdate", "direction": "ASCENDING"}],
         "properties": list(CONTACT_FIELDS) + ["createdate"],
         "limit": 100,
     }
-    results = (await call(client, "POST", "/crm/v3/objects/contacts/search", json=body) or {}).get("results") or []
-    from datetime import datetime
+    return (await call(client, "POST", "/crm/v3/objects/contacts/search", json=body) or {}).get("results") or []
 
-    newest = cursor
-    for item in results:
-        created = (item.get("properties") or {}).get("createdate")
-        if created:
-            try:
-                millis = str(int(datetime.fromisoformat(created.replace("Z", "+00:00")).timestamp() * 1000))
-            except ValueError:
-                millis = str(created)
-            newest = max(str(newest), millis, key=lambda v: int(v) if v.isdigit() else 0)
-    return results, newest
+
+#: contacts created after the cursor (a createdate in epoch milliseconds); the first poll only sets it
+poll_new_contacts = high_water_mark(_contacts_after, start=lambda client, config: str(now_epoch() * 1000), mark=_created_millis)
 
 
 def actions() -> list[Action]:
