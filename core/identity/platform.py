@@ -12,20 +12,19 @@ from typing import Any
 
 import attrs
 from aiohttp import web
-from sqlalchemy import func, select
-
-from patchbay.core.appkeys import DB
+from patchbay.core.appkeys import DB, SETTINGS
 from patchbay.core.http.bodies import page_envelope, page_params, read_object
 from patchbay.core.http.errors import bad_request, conflict, forbidden, not_found, unauthorized
 from patchbay.core.http.lookups import get_or_404
 from patchbay.core.identity.clients import Client
+from patchbay.core.identity import platform_service as queries
 from patchbay.core.identity.http import load_client
 from patchbay.core.identity.session import current_session
 from patchbay.core.security.auth import verify_access_token
 from patchbay.core.security.signing_keys import InvalidToken
 from patchbay.core.timeutil import iso
-from patchbay.core.users.models import User
 from patchbay.core.users.service import UserError, change_password, create_user
+from patchbay.core.users.models import User
 from patchbay.core.workspaces.models import PLANS, ROLES, Membership, Workspace
 from patchbay.core.workspaces.service import WorkspaceError, add_member, create_workspace
 
@@ -133,10 +132,7 @@ async def _get_org(session, caller: AppCaller, organization_id: str) -> Workspac
 
 
 async def _get_user(session, caller: AppCaller, user_id: str) -> User:
-    row = await session.get(User, _own_id(caller, user_id))
-    if row is not None and caller.workspace_id is not None:
-        member = await session.scalar(select(Membership.id).where(Membership.user_id == user_id, Membership.workspace_id == caller.workspace_id))
-        row = row if member else None
+    row = await queries.visible_user(session, _own_id(caller, user_id), workspace_id=caller.workspace_id)
     if row is None:
         raise not_found("User not found")
     return row
@@ -147,8 +143,7 @@ async def _check_bound_client_may_change(session, caller: AppCaller, user: User,
     if "emailVerified" in body:
         raise forbidden("A client bound to an organization cannot change whether an email address is verified")
     if "password" in body:
-        elsewhere = await session.scalar(select(Membership.id).where(Membership.user_id == user.id, Membership.workspace_id != caller.workspace_id).limit(1))
-        if elsewhere is not None:
+        if await queries.member_elsewhere(session, user.id, caller.workspace_id):
             raise forbidden("A client bound to an organization cannot set the password of a user who belongs to other organizations")
 
 
@@ -161,24 +156,21 @@ async def list_organizations(request: web.Request) -> web.Response:
     """List organizations (a workspace-bound client sees its own)."""
     caller: AppCaller = request[APP_CLIENT]
     page, limit = page_params(request)
-    query = select(Workspace)
-    if caller.workspace_id is not None:
-        query = query.where(Workspace.id == caller.workspace_id)
     async with request.app[DB].session() as session:
-        total = await session.scalar(select(func.count()).select_from(query.subquery()))
-        rows = (await session.scalars(query.order_by(Workspace.created_at, Workspace.id).offset((page - 1) * limit).limit(limit))).all()
-    return web.json_response(page_envelope([organization_json(r) for r in rows], page, limit, total or 0))
+        rows, total = await queries.organization_page(session, workspace_id=caller.workspace_id, page=page, limit=limit)
+    return web.json_response(page_envelope([organization_json(r) for r in rows], page, limit, total))
 
 
 @routes.post("/api/v1/organizations")
 @app_client
 async def create_organization(request: web.Request) -> web.Response:
-    """Create an organization (platform clients only)."""
+    """Create an organization (platform clients only); ``plan`` defaults to the deployment's
+    ``[workspaces] default_plan``, as for workspaces made any other way."""
     caller: AppCaller = request[APP_CLIENT]
     if caller.workspace_id is not None:
         raise forbidden("A client bound to an organization cannot create organizations")
     body = await read_object(request)
-    name, plan = _optional_str(body, "name"), _optional_str(body, "plan") or "free"
+    name, plan = _optional_str(body, "name"), _optional_str(body, "plan") or request.app[SETTINGS].workspaces.default_plan
     if not name:
         raise bad_request("Validation failed: name is required")
     async with request.app[DB].transaction() as session:
@@ -225,7 +217,7 @@ async def organization_memberships(request: web.Request) -> web.Response:
     """Members of an organization with their roles."""
     async with request.app[DB].session() as session:
         org = await _get_org(session, request[APP_CLIENT], request.match_info["id"])
-        rows = (await session.scalars(select(Membership).where(Membership.workspace_id == org.id).order_by(Membership.created_at))).all()
+        rows = await queries.memberships(session, workspace_id=org.id)
     return web.json_response({"data": [membership_json(r) for r in rows]})
 
 
@@ -239,7 +231,7 @@ async def add_organization_member(request: web.Request) -> web.Response:
         raise bad_request("Validation failed: userId is required")
     async with request.app[DB].transaction() as session:
         org = await _get_org(session, request[APP_CLIENT], request.match_info["id"])
-        if await session.get(User, user_id) is None:
+        if not await queries.user_exists(session, user_id):
             raise not_found("User not found")
         try:
             row = await add_member(session, workspace_id=org.id, user_id=user_id, role=role)
@@ -257,15 +249,9 @@ async def list_users(request: web.Request) -> web.Response:
     """List users (a workspace-bound client sees its organization's members)."""
     caller: AppCaller = request[APP_CLIENT]
     page, limit = page_params(request)
-    query = select(User)
-    if caller.workspace_id is not None:
-        query = query.join(Membership, Membership.user_id == User.id).where(Membership.workspace_id == caller.workspace_id)
-    if request.query.get("email"):
-        query = query.where(func.lower(User.email) == request.query["email"].strip().lower())
     async with request.app[DB].session() as session:
-        total = await session.scalar(select(func.count()).select_from(query.subquery()))
-        rows = (await session.scalars(query.order_by(User.created_at, User.id).offset((page - 1) * limit).limit(limit))).all()
-    return web.json_response(page_envelope([user_json(r) for r in rows], page, limit, total or 0))
+        rows, total = await queries.user_page(session, workspace_id=caller.workspace_id, email=request.query.get("email"), page=page, limit=limit)
+    return web.json_response(page_envelope([user_json(r) for r in rows], page, limit, total))
 
 
 PROFILE_FIELDS = {"name": "name", "givenName": "given_name", "familyName": "family_name", "picture": "picture",
@@ -340,10 +326,7 @@ async def user_memberships(request: web.Request) -> web.Response:
     caller: AppCaller = request[APP_CLIENT]
     async with request.app[DB].session() as session:
         user = await _get_user(session, caller, request.match_info["id"])
-        query = select(Membership).where(Membership.user_id == user.id)
-        if caller.workspace_id is not None:
-            query = query.where(Membership.workspace_id == caller.workspace_id)
-        rows = (await session.scalars(query.order_by(Membership.created_at))).all()
+        rows = await queries.memberships(session, user_id=user.id, workspace_id=caller.workspace_id)
     return web.json_response({"data": [membership_json(r) for r in rows]})
 
 

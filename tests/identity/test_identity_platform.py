@@ -93,3 +93,12 @@ async def test_session_cookie_reads_only_the_signed_in_users_own_records(idp):
     assert (await idp.http.get(f"/api/v1/users/{other['id']}")).status == 404
     assert (await idp.http.get("/api/v1/users")).status == 401  # listing is for app clients
     assert (await idp.http.get("/api/v1/organizations")).status == 401
+
+
+async def test_an_organization_without_a_plan_gets_the_deployment_default(make_idp):
+    from patchbay.core.settings import WorkspacesSettings
+
+    idp = await make_idp(workspaces=WorkspacesSettings(default_plan="starter"))
+    _, headers = await service_client(idp)
+    created = await idp.http.post("/api/v1/organizations", json={"name": "Initech"}, headers=headers)
+    assert created.status == 201 and (await created.json())["plan"] == "starter"
