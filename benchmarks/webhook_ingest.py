@@ -6,7 +6,8 @@ only answers 200, measured in the same run by the same load generator.
     python benchmarks/webhook_ingest.py [--seconds 20] [--concurrency 64]
 
 Prints forwarded events per second (accepted and forwarded, counted up to the last forward), the
-backlog (accepted, not yet forwarded) each second, p50/p99 receipt-to-forward, how many accepted
+server's CPU time per accepted event over the load and the drain, next to the bare handler's per
+request (steadier than rates on a shared machine), the backlog (accepted, not yet forwarded) each second, p50/p99 receipt-to-forward, how many accepted
 events were never forwarded or forwarded twice (by delivery id), and jobs done per second by kind.
 PostgreSQL runs when PATCHBAY_TEST_DATABASE_URL (or PATCHBAY_BENCH_PG_URL) names a server: a scratch
 database is created and dropped. The server runs in its own process; the load generator and the
@@ -136,6 +137,12 @@ async def start_patchbay(environ: dict[str, str]) -> tuple[asyncio.subprocess.Pr
     return process, f"http://127.0.0.1:{port}/webhook/facebook"
 
 
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user and system) the process ``pid`` has used so far (Linux ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 async def start_profiler(pid: int, destination: Path, seconds: float) -> asyncio.subprocess.Process:
     """py-spy sampling the server ``pid`` for ``seconds``, collapsed stacks written to ``destination``."""
     py_spy = str(Path(sys.executable).parent / "py-spy")
@@ -208,7 +215,7 @@ async def job_rates(database_url: str, seconds: float) -> dict[str, float]:
     return {kind: count / seconds for kind, count in rows}
 
 
-async def measure_database(label: str, database_url: str, tmp: Path, args, bare_url: str) -> dict[str, object]:
+async def measure_database(label: str, database_url: str, tmp: Path, args, bare: tuple[str, int]) -> dict[str, object]:
     receiver = await Receiver().start()
     config = tmp / f"{label}.toml"
     config.write_text(f'[providers.facebook]\nwebhook_secret = "{APP_SECRET}"\n')
@@ -219,13 +226,18 @@ async def measure_database(label: str, database_url: str, tmp: Path, args, bare_
         process, url = await start_patchbay(environ)
         profiler = await start_profiler(process.pid, Path(args.py_spy) / f"{label}.txt", args.seconds) if args.py_spy else None
         try:
+            cpu_before = cpu_seconds(process.pid)
             result = await steady_load(url, receiver, args.concurrency, args.seconds)
+            result["cpu"] = cpu_seconds(process.pid) - cpu_before
             if profiler is not None:
                 await profiler.wait()
             result["jobs"] = await job_rates(database_url, result["elapsed"] + result["drain"])
         finally:
             await stop(process)
+        bare_url, bare_pid = bare
+        bare_cpu = cpu_seconds(bare_pid)
         bare_rate, _ = await blast(bare_url, signed_requests(args.bare_events), args.concurrency)
+        result["bare_cpu"] = (cpu_seconds(bare_pid) - bare_cpu) / args.bare_events
     finally:
         await receiver.close()
     result["bare_rate"] = bare_rate
@@ -247,20 +259,20 @@ async def main() -> None:
     bare_port = free_port()
     bare = await asyncio.create_subprocess_exec(sys.executable, "-c", BARE, str(bare_port))
     await wait_ready(f"http://127.0.0.1:{bare_port}/", bare)
-    bare_url = f"http://127.0.0.1:{bare_port}/"
+    bare_target = (f"http://127.0.0.1:{bare_port}/", bare.pid)
     pg_url = os.environ.get("PATCHBAY_BENCH_PG_URL") or os.environ.get("PATCHBAY_TEST_DATABASE_URL")
     results = {}
     try:
         with tempfile.TemporaryDirectory() as tmp:
             tmp_path = Path(tmp)
-            results["sqlite"] = await measure_database("sqlite", f"sqlite+aiosqlite:///{tmp_path / 'bench.db'}", tmp_path, args, bare_url)
+            results["sqlite"] = await measure_database("sqlite", f"sqlite+aiosqlite:///{tmp_path / 'bench.db'}", tmp_path, args, bare_target)
             if pg_url:
                 name = f"pbbench_{os.getpid()}"
                 admin = pg_url.replace("postgresql+asyncpg://", "postgresql://", 1)
                 connection = await asyncpg.connect(admin)
                 await connection.execute(f'CREATE DATABASE "{name}"')
                 try:
-                    results["postgresql"] = await measure_database("postgresql", f"{pg_url.rpartition('/')[0]}/{name}", tmp_path, args, bare_url)
+                    results["postgresql"] = await measure_database("postgresql", f"{pg_url.rpartition('/')[0]}/{name}", tmp_path, args, bare_target)
                 finally:
                     await connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
                     await connection.close()
@@ -270,12 +282,12 @@ async def main() -> None:
         await stop(bare)
     print(f"steady state: signed Meta events from an aiohttp client at concurrency {args.concurrency} for {args.seconds:g} s, one subscription per event;")
     print("settings differing from the default: PATCHBAY_SCHEDULER=false, PATCHBAY_ALLOW_INSECURE_TARGETS=true (local receiver), log level WARNING")
-    print(f"{'database':<11} {'fwd/s':>7} {'accepted/s':>10} {'bare 200/s':>10} {'ratio':>6} {'p50 ms':>8} {'p99 ms':>8} {'drain s':>7} {'missing':>7} {'twice':>5}  backlog each second")
+    print(f"{'database':<11} {'fwd/s':>7} {'accepted/s':>10} {'bare 200/s':>10} {'ratio':>6} {'p50 ms':>8} {'p99 ms':>8} {'drain s':>7} {'cpu ms/ev':>9} {'bare cpu':>8} {'missing':>7} {'twice':>5}  backlog each second")
     for label, r in results.items():
         forwarded_rate = (r["accepted"] - r["missing"]) / (r["elapsed"] + r["drain"])
         accepted_rate = r["accepted"] / r["elapsed"]
         print(f"{label:<11} {forwarded_rate:>7.0f} {accepted_rate:>10.0f} {r['bare_rate']:>10.0f} {forwarded_rate / r['bare_rate']:>6.3f} "
-              f"{percentile(r['latencies'], 0.5):>8.0f} {percentile(r['latencies'], 0.99):>8.0f} {r['drain']:>7.1f} {r['missing']:>7} {r['twice']:>5}  {r['backlog']}")  # fmt: skip
+              f"{percentile(r['latencies'], 0.5):>8.0f} {percentile(r['latencies'], 0.99):>8.0f} {r['drain']:>7.1f} {1000 * r['cpu'] / max(1, r['accepted']):>9.2f} {1000 * r['bare_cpu']:>8.3f} {r['missing']:>7} {r['twice']:>5}  {r['backlog']}")  # fmt: skip
         print("  jobs done/s over the run (one worker pool, PATCHBAY_WORKERS default): " + ", ".join(f"{kind} {rate:.0f}" for kind, rate in sorted(r["jobs"].items())))
         if r["failures"]:
             print(f"  {label}: {r['failures']} requests were not answered 200")

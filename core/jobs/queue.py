@@ -11,6 +11,11 @@ and :class:`PermanentFailure` stops at once.
 Delivery is at least once: after a crash a handler may run again, so it must be idempotent. A kind
 registered with ``transactional=True`` gets ``context.session``, a transaction that also marks the job
 done, so its database effects happen exactly once (a worker that lost its lease rolls back).
+
+A kind registered with ``merge`` (for example ``concatenating("event_ids")``) has the jobs that one
+claim brings on their first attempt merged: one handler call with the merged payload, all marked
+done together, or each retried on its own schedule when the call fails. Hot paths enqueue a job per
+small batch and, under load, are run a batch of batches at a time.
 """
 
 from __future__ import annotations
@@ -66,6 +71,16 @@ class JobContext:
 
 
 Handler = Callable[[JobContext], Awaitable[Any]]
+Merge = Callable[[list[dict[str, Any]]], dict[str, Any]]
+
+
+def concatenating(key: str) -> Merge:
+    """A ``merge``: one payload whose list ``key`` is every payload's ``key`` list in turn."""
+
+    def merge(payloads: list[dict[str, Any]]) -> dict[str, Any]:
+        return {key: [item for payload in payloads for item in payload.get(key, ())]}
+
+    return merge
 
 
 @attrs.frozen
@@ -75,6 +90,7 @@ class JobKind:
     backoff_base: float = 1.0
     backoff_cap: float = 300.0
     transactional: bool = False
+    merge: Merge | None = None
 
     def delay(self, attempt: int) -> float:
         return min(self.backoff_cap, self.backoff_base * 2 ** max(0, attempt - 1))
@@ -113,10 +129,13 @@ class JobQueue:
         backoff_base: float = 1.0,
         backoff_cap: float = 300.0,
         transactional: bool = False,
+        merge: Merge | None = None,
     ) -> None:
         if kind in self.kinds:
             raise ValueError(f"job kind {kind!r} is already registered")
-        self.kinds[kind] = JobKind(handler, max_attempts, backoff_base, backoff_cap, transactional)
+        if merge is not None and transactional:
+            raise ValueError("a transactional job kind cannot be merged")
+        self.kinds[kind] = JobKind(handler, max_attempts, backoff_base, backoff_cap, transactional, merge)
 
     # -- enqueueing -------------------------------------------------------------------------------
 
@@ -145,19 +164,34 @@ class JobQueue:
         session.info[_NOTIFY_KEY] = self.wake
         return job
 
-    async def enqueue_many(self, session: AsyncSession, kind: str, payloads: list[dict[str, Any]], *, workspace_id: str | None = None) -> None:
-        """Add many jobs of one kind with one INSERT (hot paths)."""
+    async def enqueue_many(
+        self, session: AsyncSession, kind: str, payloads: list[dict[str, Any]], *, workspace_id: str | None = None, delay: float = 0
+    ) -> list[str]:
+        """Add many jobs of one kind with one INSERT (hot paths); answers their ids."""
         if not payloads:
-            return
+            return []
         spec = self._spec(kind)
         now = utcnow()
+        run_at = now + timedelta(seconds=delay)
         rows = [
-            {"id": new_id(), "kind": kind, "payload": payload, "status": "queued", "run_at": now, "attempts": 0,
+            {"id": new_id(), "kind": kind, "payload": payload, "status": "queued", "run_at": run_at, "attempts": 0,
              "max_attempts": spec.max_attempts, "workspace_id": workspace_id, "created_at": now, "updated_at": now}
             for payload in payloads
         ]  # fmt: skip
         session.sync_session.info[_NOTIFY_KEY] = self.wake
         await session.execute(Job.__table__.insert(), rows)
+        return [row["id"] for row in rows]
+
+    async def finish_queued(self, session: AsyncSession, job_ids: list[str]) -> None:
+        """Mark done, in ``session``'s transaction, those of ``job_ids`` that no worker has claimed
+        yet: their work was done another way (a claimed one runs and must find nothing to do)."""
+        if job_ids:
+            await session.execute(
+                update(Job)
+                .where(Job.id.in_(job_ids), Job.status == "queued")
+                .values(status="done", updated_at=utcnow())
+                .execution_options(synchronize_session=False)
+            )
 
     async def enqueue_once(self, kind: str, payload: dict[str, Any], dedupe_key: str) -> bool:
         """Enqueue unless a job with ``dedupe_key`` exists (in any process); True if enqueued."""

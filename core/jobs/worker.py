@@ -54,8 +54,10 @@ class Worker:
                         jobs = await self.queue.claim(self.id, free)
                     except Exception:
                         log.exception("claiming jobs failed")
-                for job in jobs:
-                    self._running[job.id] = asyncio.create_task(self._run(job))
+                for group in self._groups(jobs):
+                    task = asyncio.create_task(self._run(group))
+                    for job in group:
+                        self._running[job.id] = task
                 if not jobs or len(self._running) >= self.concurrency:
                     await self._idle()
         finally:
@@ -90,13 +92,33 @@ class Worker:
     def stop(self) -> None:
         self._stopping.set()
 
-    async def _run(self, job: Job) -> None:
+    def _groups(self, jobs: list[Job]) -> list[list[Job]]:
+        """The claimed jobs as handler calls: the first attempts of a kind with ``merge`` together,
+        every other job alone."""
+        groups: list[list[Job]] = []
+        merged: dict[str, list[Job]] = {}
+        for job in jobs:
+            if self.queue.kinds[job.kind].merge is not None and job.attempts == 1:
+                merged.setdefault(job.kind, []).append(job)
+            else:
+                groups.append([job])
+        return groups + list(merged.values())
+
+    def _context(self, jobs: list[Job]) -> JobContext:
+        first = jobs[0]
+        if len(jobs) == 1:
+            return JobContext(self.app, first.id, first.kind, dict(first.payload), first.attempts, first.max_attempts, first.workspace_id)
+        payload = self.queue.kinds[first.kind].merge([dict(job.payload) for job in jobs])
+        return JobContext(self.app, first.id, first.kind, payload, 1, min(job.max_attempts for job in jobs), None)
+
+    async def _run(self, jobs: list[Job]) -> None:
+        job = jobs[0]
         try:
             if job.attempts > job.max_attempts:
                 await self.queue.mark_failed(self.id, job, job.last_error or "attempts exhausted", None)
                 return
             kind = self.queue.kinds[job.kind]
-            context = JobContext(self.app, job.id, job.kind, dict(job.payload), job.attempts, job.max_attempts, job.workspace_id)
+            context = self._context(jobs)
             try:
                 if kind.transactional:
                     async with self.queue.db.transaction() as session:
@@ -110,17 +132,19 @@ class Worker:
             except LostLease:
                 log.warning("job %s was claimed by another worker; its work here was rolled back", job.id)
             except Exception as error:
-                retry_in = self.queue.retry_delay(job, error)
-                level = logging.INFO if retry_in is not None or isinstance(error, PermanentFailure) else logging.ERROR
-                log.log(level, "job %s (%s) attempt %s failed: %r", job.id, job.kind, job.attempts, error, exc_info=level >= logging.ERROR)
-                await self.queue.mark_failed(self.id, job, repr(error), retry_in)
+                for one in jobs:
+                    retry_in = self.queue.retry_delay(one, error)
+                    level = logging.INFO if retry_in is not None or isinstance(error, PermanentFailure) else logging.ERROR
+                    log.log(level, "job %s (%s) attempt %s failed: %r", one.id, one.kind, one.attempts, error, exc_info=level >= logging.ERROR)
+                    await self.queue.mark_failed(self.id, one, repr(error), retry_in)
             else:
-                self._done.append(job.id)
+                self._done.extend(one.id for one in jobs)
                 self._done_event.set()
         except Exception:
             log.exception("recording the outcome of job %s failed", job.id)
         finally:
-            self._running.pop(job.id, None)
+            for one in jobs:
+                self._running.pop(one.id, None)
 
     async def _flush_done(self) -> None:
         done, self._done = self._done, []

@@ -4,7 +4,8 @@ The common event — received once, one provider event in the body, routed by it
 ``?connectionId=`` — is handled for the whole batch at once: the events are read in one query,
 earlier copies looked up in one query, routed with one query per routing-key name, their leads
 fetched concurrently, and then one transaction claims them (only while still RECEIVED), writes their
-outcome, their leads, their deliveries and the delivery jobs, and calls the listeners.
+outcome, their leads, their deliveries and the delayed jobs backing them, and calls the listeners;
+after the commit the deliveries' first attempts are made at once (``delivery.forward_at_once``).
 
 Everything else (a body that is not JSON or carries no or several events, a copy of an earlier
 delivery, an event that does not route, an event already claimed, or a batch whose transaction
@@ -18,18 +19,19 @@ import asyncio
 import inspect
 import json
 from collections import defaultdict
+from datetime import datetime
 from typing import Any
 
 import attrs
 from aiohttp import web
 from sqlalchemy import func, select, update
 
-from patchbay.core.appkeys import DB, JOBS, REGISTRY
+from patchbay.core.appkeys import DB, JOBS, REGISTRY, SETTINGS
 from patchbay.core.connections.models import Connection
 from patchbay.core.crm_push.service import maybe_await, open_connection_client, schedule_push
 from patchbay.core.leads.service import lead_json, lock_workspace_leads, merge_lead, save_lead
 from patchbay.core.timeutil import new_id, utcnow
-from patchbay.core.webhooks.delivery import DELIVER_BATCH_JOB, matches
+from patchbay.core.webhooks.delivery import DELIVER_BATCH_JOB, NewDelivery, forward_at_once, matches, safety_delay
 from patchbay.core.webhooks.listeners import get_listeners
 from patchbay.core.webhooks.models import WebhookDelivery, WebhookEvent, WebhookSubscription
 from patchbay.core.webhooks.protocol import InboundEvent, WebhookHandler
@@ -37,7 +39,8 @@ from patchbay.core.webhooks.protocol import InboundEvent, WebhookHandler
 ROUTABLE_STATUSES = ("connected", "expired", "invalid")
 
 #: the columns the pass reads (rows, not ORM objects: cheaper to load)
-_READ = (WebhookEvent.id, WebhookEvent.provider, WebhookEvent.status, WebhookEvent.parent_id, WebhookEvent.body, WebhookEvent.body_hash, WebhookEvent.connection_hint)
+_READ = (WebhookEvent.id, WebhookEvent.provider, WebhookEvent.status, WebhookEvent.parent_id, WebhookEvent.body, WebhookEvent.body_hash,
+         WebhookEvent.connection_hint, WebhookEvent.created_at)  # fmt: skip
 
 #: lead fetches of one batch in flight at once
 FETCH_CONCURRENCY = 16
@@ -46,10 +49,12 @@ FETCH_CONCURRENCY = 16
 @attrs.define
 class Routed:
     """One event of the batch, routed, on its way to the transaction; also what listeners get
-    (``id``, ``workspace_id``, ``provider``, ``event_type``, ``payload``, ``connection_id``)."""
+    (``id``, ``workspace_id``, ``provider``, ``event_type``, ``payload``, ``connection_id``) and
+    what is forwarded (those and ``created_at``)."""
 
     id: str
     provider: str
+    created_at: datetime
     handler: WebhookHandler
     item: InboundEvent
     connection: Connection
@@ -88,7 +93,9 @@ async def process_batch(app: web.Application, event_ids: list[str]) -> list[str]
     left |= unrouted
     await _fetch_leads(app, routed)
     if routed:
-        left |= await _commit(app, routed)
+        claimed_before, pending, safety_jobs = await _commit(app, routed)
+        left |= claimed_before
+        await forward_at_once(app, pending, safety_jobs)
     return [event_id for event_id in event_ids if event_id in left]
 
 
@@ -160,7 +167,7 @@ async def _route(app: web.Application, candidates: list[tuple[Any, WebhookHandle
         if connection is None:
             unrouted.add(event.id)
         else:
-            routed.append(Routed(event.id, event.provider, handler, item, connection, item.type, dict(item.data)))
+            routed.append(Routed(event.id, event.provider, event.created_at, handler, item, connection, item.type, dict(item.data)))
     return routed, unrouted
 
 
@@ -216,8 +223,9 @@ async def _processed_external_ids(app: web.Application, events: list[Routed], se
     return {(provider, workspace_id, external_id): event_id for provider, workspace_id, external_id, event_id in rows}
 
 
-async def _commit(app: web.Application, routed: list[Routed]) -> set[str]:
-    """One transaction for the batch; answers the ids another run had claimed already (left over)."""
+async def _commit(app: web.Application, routed: list[Routed]) -> tuple[set[str], list[tuple[NewDelivery, WebhookSubscription, Routed]], list[str]]:
+    """One transaction for the batch; answers the ids another run had claimed already (left over),
+    the deliveries it created and the delayed jobs backing their first attempts."""
     now = utcnow()
     async with app[DB].transaction() as session:
         # Claim first: SQLite's write lock, PostgreSQL's row locks; a concurrent run claims nothing.
@@ -266,33 +274,41 @@ async def _commit(app: web.Application, routed: list[Routed]) -> set[str]:
             forwarded.append(event)
         if rows:
             await session.execute(update(WebhookEvent), rows)
-        await _create_deliveries(app, session, forwarded, now)
+        pending, safety_jobs = await _create_deliveries(app, session, forwarded, now)
         await get_listeners(app).notify_many(session, forwarded)
         for lead in created_leads:
             await schedule_push(app, session, lead)
-    return {event.id for event in routed} - claimed
+    return {event.id for event in routed} - claimed, pending, safety_jobs
 
 
-async def _create_deliveries(app: web.Application, session, events: list[Routed], now) -> None:
-    """The deliveries of the batch's events to their workspaces' active, matching subscriptions, and
-    one job per workspace for their first attempts: one query, one INSERT each."""
+async def _create_deliveries(
+    app: web.Application, session, events: list[Routed], now
+) -> tuple[list[tuple[NewDelivery, WebhookSubscription, Routed]], list[str]]:
+    """The deliveries of the batch's events to their workspaces' active, matching subscriptions (one
+    query, one INSERT), and one delayed job per workspace backing their first attempts (made at once
+    after the commit). Answers the deliveries with their subscriptions and events, and the jobs."""
     if not events:
-        return
+        return [], []
     workspaces = {event.workspace_id for event in events}
     subscriptions: dict[tuple[str, str], list[WebhookSubscription]] = defaultdict(list)
     statement = select(WebhookSubscription).where(WebhookSubscription.workspace_id.in_(workspaces), WebhookSubscription.is_active.is_(True))
     for subscription in (await session.scalars(statement)).all():
         subscriptions[(subscription.workspace_id, subscription.provider)].append(subscription)
     rows: list[dict[str, Any]] = []
-    jobs: dict[str, list[str]] = defaultdict(list)  # workspace -> delivery ids
+    pending: list[tuple[NewDelivery, WebhookSubscription, Routed]] = []
+    by_workspace: dict[str, list[str]] = defaultdict(list)  # workspace -> delivery ids
     for event in events:
         for subscription in subscriptions.get((event.workspace_id, event.provider), ()):
             if matches(subscription, event.event_type):
-                delivery_id = new_id()
-                rows.append({"id": delivery_id, "workspace_id": event.workspace_id, "event_id": event.id, "subscription_id": subscription.id,
+                delivery = NewDelivery(new_id(), event.workspace_id, subscription.id)
+                rows.append({"id": delivery.id, "workspace_id": event.workspace_id, "event_id": event.id, "subscription_id": subscription.id,
                              "status": "pending", "attempts": 0, "manual": False, "next_attempt_at": now, "created_at": now, "updated_at": now})  # fmt: skip
-                jobs[event.workspace_id].append(delivery_id)
+                pending.append((delivery, subscription, event))
+                by_workspace[event.workspace_id].append(delivery.id)
     if rows:
         await session.execute(WebhookDelivery.__table__.insert(), rows)
-    for workspace_id, delivery_ids in jobs.items():
-        await app[JOBS].enqueue_many(session, DELIVER_BATCH_JOB, [{"delivery_ids": delivery_ids}], workspace_id=workspace_id)
+    delay = safety_delay(app[SETTINGS].webhooks)
+    safety_jobs = []
+    for workspace_id, delivery_ids in by_workspace.items():
+        safety_jobs += await app[JOBS].enqueue_many(session, DELIVER_BATCH_JOB, [{"delivery_ids": delivery_ids}], workspace_id=workspace_id, delay=delay)
+    return pending, safety_jobs

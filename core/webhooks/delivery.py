@@ -1,7 +1,8 @@
 """Forwarding events to subscriptions (spec 6.3, contract section 7).
 
-The first attempts of the deliveries that one processing pass creates are one job,
-``webhooks.deliver_batch`` ``{delivery_ids}`` (see :func:`deliver_batch_job`); every other attempt
+The first attempts of the deliveries that one processing pass creates are made at once by that pass
+(:func:`forward_at_once`), backed by one delayed job, ``webhooks.deliver_batch`` ``{delivery_ids}``
+(see :func:`deliver_batch_job`), that makes them if the process dies first; every other attempt
 is a job ``webhooks.deliver`` ``{delivery_id, attempt}``. It POSTs the event, then in
 one transaction logs the attempt, updates the delivery and, when another try is due, queues the next
 attempt's job with its delay: the attempt log and the schedule never disagree. A job that finds its
@@ -244,6 +245,59 @@ async def deliver_job(context: JobContext) -> None:
             app[JOBS].enqueue(session, DELIVER_JOB, {"delivery_id": delivery.id, "attempt": attempt + 1}, delay=delay, workspace_id=delivery.workspace_id)
 
 
+@attrs.frozen
+class NewDelivery:
+    """A delivery a processing pass has just created, as its first attempt needs it."""
+
+    id: str
+    workspace_id: str
+    subscription_id: str
+
+
+def safety_delay(settings: WebhooksSettings) -> float:
+    """How long after its processing pass the ``deliver_batch`` job backing first attempts made at
+    once runs (if the process died before logging them): twice an attempt's timeout."""
+    return 2.0 * settings.attempt_timeout_seconds
+
+
+async def _first_attempts(app: web.Application, pending: list[tuple[Any, WebhookSubscription | None, Any]]) -> list[_Outcome | str]:
+    """POST each ``(delivery, subscription, event)`` at most ``BATCH_CONCURRENCY`` at a time: each
+    one's outcome, or why it closes untried."""
+    slots = asyncio.Semaphore(BATCH_CONCURRENCY)
+
+    async def attempt(subscription: WebhookSubscription | None, event: Any) -> _Outcome | str:
+        reason = _closing_reason(subscription, event)
+        if reason:
+            return reason
+        async with slots:
+            return await _attempt(app, subscription, event)
+
+    return await asyncio.gather(*(attempt(subscription, event) for _, subscription, event in pending))
+
+
+async def _finish_first_attempts(
+    app: web.Application, deliveries: list[Any], outcomes: list[_Outcome | str], finish_jobs: list[str] = ()
+) -> None:
+    tried = [(delivery, outcome) for delivery, outcome in zip(deliveries, outcomes, strict=True) if not isinstance(outcome, str)]
+    for delivery, outcome in zip(deliveries, outcomes, strict=True):
+        if isinstance(outcome, str):
+            await _close(app, delivery, outcome)
+    if tried or finish_jobs:
+        await _log_first_attempts(app, tried, finish_jobs)
+
+
+async def forward_at_once(app: web.Application, pending: list[tuple[NewDelivery, WebhookSubscription, Any]], safety_jobs: list[str]) -> None:
+    """The first attempts of deliveries a processing pass has just committed, made at once (no job
+    hop, nothing read back): POSTed, then logged like a ``deliver_batch`` job's in a transaction that
+    also finishes ``safety_jobs``, the delayed ``deliver_batch`` jobs queued with the deliveries. If
+    the process dies (or logging fails) first, those jobs make the attempts."""
+    outcomes = await _first_attempts(app, pending)
+    try:
+        await _finish_first_attempts(app, [delivery for delivery, _, _ in pending], outcomes, safety_jobs)
+    except Exception:
+        log.warning("logging %d first delivery attempts failed; their deliver_batch jobs will try again", len(pending), exc_info=True)
+
+
 async def deliver_batch_job(context: JobContext) -> None:
     """The first attempts of many deliveries (``{delivery_ids}``): read in three queries, POSTed
     concurrently, then logged in one transaction that claims each delivery's first attempt (a
@@ -254,32 +308,22 @@ async def deliver_batch_job(context: JobContext) -> None:
     async with app[DB].session() as session:
         statement = select(WebhookDelivery).where(WebhookDelivery.id.in_(ids), WebhookDelivery.status == "pending", WebhookDelivery.attempts < 1)
         deliveries = list((await session.scalars(statement)).all())
+        if not deliveries:
+            return
         subscription_ids = {d.subscription_id for d in deliveries}
         subscriptions = {s.id: s for s in (await session.scalars(select(WebhookSubscription).where(WebhookSubscription.id.in_(subscription_ids)))).all()}
         event_ids = {d.event_id for d in deliveries}
         events = {e.id: e for e in (await session.scalars(select(WebhookEvent).where(WebhookEvent.id.in_(event_ids)))).all()}
-    slots = asyncio.Semaphore(BATCH_CONCURRENCY)
-
-    async def attempt(delivery: WebhookDelivery) -> _Outcome | str:
-        subscription, event = subscriptions.get(delivery.subscription_id), events.get(delivery.event_id)
-        reason = _closing_reason(subscription, event)
-        if reason:
-            return reason
-        async with slots:
-            return await _attempt(app, subscription, event)
-
-    outcomes = await asyncio.gather(*(attempt(delivery) for delivery in deliveries))
-    closed = [(delivery, outcome) for delivery, outcome in zip(deliveries, outcomes, strict=True) if isinstance(outcome, str)]
-    tried = [(delivery, outcome) for delivery, outcome in zip(deliveries, outcomes, strict=True) if not isinstance(outcome, str)]
-    for delivery, reason in closed:
-        await _close(app, delivery, reason)
-    if tried:
-        await _log_first_attempts(app, tried)
+    pending = [(delivery, subscriptions.get(delivery.subscription_id), events.get(delivery.event_id)) for delivery in deliveries]
+    await _finish_first_attempts(app, deliveries, await _first_attempts(app, pending))
 
 
-async def _log_first_attempts(app: web.Application, tried: list[tuple[WebhookDelivery, _Outcome]]) -> None:
+async def _log_first_attempts(app: web.Application, tried: list[tuple[Any, _Outcome]], finish_jobs: list[str] = ()) -> None:
     now = utcnow()
     async with app[DB].transaction() as session:
+        await app[JOBS].finish_queued(session, list(finish_jobs))
+        if not tried:
+            return
         claimed = set(
             (
                 await session.scalars(

@@ -13,7 +13,7 @@ from sqlalchemy import func, select, text
 
 from patchbay.core.jobs.cron import CronJob, CronRegistry
 from patchbay.core.jobs.models import Job
-from patchbay.core.jobs.queue import JobQueue, PermanentFailure, RetryLater
+from patchbay.core.jobs.queue import JobQueue, PermanentFailure, RetryLater, concatenating
 from patchbay.core.jobs.worker import Worker
 from patchbay.core.storage.db import Database
 
@@ -314,3 +314,22 @@ async def test_maintenance_purges_records_past_their_retention_in_batches(make_a
         assert kept == {executions[3].id, executions[4].id}
         assert set(await session.scalars(select(FlowExecutionStep.execution_id))) == kept
         assert await session.scalar(select(func.count()).select_from(WebhookAttempt)) == 3  # 0 days: kept forever
+
+
+async def test_first_attempts_of_a_merged_kind_run_as_one_call_and_a_failure_retries_each(db):
+    queue = JobQueue(db)
+    calls = []
+
+    async def handler(ctx):
+        calls.append((sorted(ctx.payload["ids"]), ctx.attempt))
+        if len(calls) == 1:
+            raise RuntimeError("the merged call failed")
+
+    queue.register("batch", handler, backoff_base=0.01, merge=concatenating("ids"))
+    async with db.transaction() as session:
+        for n in range(5):
+            queue.enqueue(session, "batch", {"ids": [n, n + 10]})
+    await run_until(Worker(None, queue, concurrency=16), lambda: _done(db, 5))
+    assert calls[0] == ([0, 1, 2, 3, 4, 10, 11, 12, 13, 14], 1)  # one call for the five jobs
+    assert sorted(ids for ids, _ in calls[1:]) == [[n, n + 10] for n in range(5)]  # retried one by one
+    assert all(attempt == 2 for _, attempt in calls[1:])

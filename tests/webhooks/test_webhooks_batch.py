@@ -15,6 +15,9 @@ from patchbay.core.leads.models import Lead
 from patchbay.core.testing import create_workspace_with_key
 from patchbay.core.webhooks.listeners import get_listeners
 from patchbay.core.webhooks.models import WebhookDelivery, WebhookSubscription
+from patchbay.core.timeutil import utcnow
+from patchbay.core.webhooks import batch
+from patchbay.core.webhooks.delivery import deliver_batch_job
 from patchbay.core.webhooks.processing import process_job
 from patchbay.providers.meta.testing import leadgen_payload, meta_signature, page_event_payload
 from patchbay.testing import add_connection
@@ -160,3 +163,31 @@ async def test_a_batch_of_several_tenants_starts_each_matching_flow_once_with_on
     started = sorted((e.flow_id, e.workspace_id, e.trigger_payload["leadgen_id"]) for e in await _rows(app, FlowExecution))
     expected = [(first_flow, first["workspace_id"], "lead-1"), (first_flow, first["workspace_id"], "lead-2"), (second_flow, second["workspace_id"], "lead-3")]
     assert started == sorted(expected) and draft not in {flow for flow, _, _ in started}
+
+
+async def test_first_attempts_are_made_by_the_pass_and_a_crash_before_them_leaves_them_to_the_delayed_job(wh_app, aiohttp_client, receivers, monkeypatch):
+    receiver = await receivers()
+    client = await aiohttp_client(wh_app(background=False))
+    app = client.server.app
+    ws = await create_workspace_with_key(app)
+    await add_connection(app, ws["workspace_id"], "facebook", meta={"page_id": "page-A"})
+    async with app[DB].transaction(tenant=ws["workspace_id"]) as session:
+        session.add(WebhookSubscription(provider="facebook", url=receiver.url, events=["*"]))
+    first = [await _post(client, page_event_payload("page-A", value={"n": n})) for n in range(3)]
+    await _run(app, first)
+    assert sorted(r["headers"]["X-Connect-Delivery"] for r in receiver.requests) == sorted(first)  # no job ran
+    (backing,) = await _rows(app, Job, kind="webhooks.deliver_batch")
+    assert backing.status == "done" and backing.run_at > utcnow()  # finished by the pass before it was due
+
+    async def killed_after_commit(app, pending, safety_jobs):  # the process dies before the POSTs
+        return None
+
+    monkeypatch.setattr(batch, "forward_at_once", killed_after_commit)
+    second = [await _post(client, page_event_payload("page-A", value={"n": n})) for n in range(3, 5)]
+    await _run(app, second)
+    assert len(receiver.requests) == 3
+    (job,) = [job for job in await _rows(app, Job, kind="webhooks.deliver_batch") if job.status == "queued"]
+    for _ in range(2):  # the delayed job, and a re-run of it after a crash
+        await deliver_batch_job(JobContext(app, job.id, job.kind, job.payload, 1, 3, job.workspace_id))
+    assert sorted(r["headers"]["X-Connect-Delivery"] for r in receiver.requests) == sorted(first + second)
+    assert {d.status for d in await _rows(app, WebhookDelivery)} == {"succeeded"}
