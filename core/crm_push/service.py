@@ -7,32 +7,27 @@ sums them up (``synced`` when every destination has it, ``failed`` when one refu
 
 from __future__ import annotations
 
-import inspect
 import logging
 from datetime import timedelta
 from typing import Any
 
 from aiohttp import web
-from sqlalchemy import and_, or_, select, update
-from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.ext.asyncio import AsyncSession
-
 from patchbay.core.appkeys import DB, JOBS, REGISTRY, SETTINGS
+from patchbay.core.awaitables import maybe_await
 from patchbay.core.connections.models import Connection
 from patchbay.core.jobs.queue import JobContext
 from patchbay.core.leads.models import Lead, LeadSync
 from patchbay.core.leads.service import destination_lead
 from patchbay.core.timeutil import new_id, utcnow
+from sqlalchemy import and_, or_, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.ext.asyncio import AsyncSession
 
 log = logging.getLogger(__name__)
 
 PUSH_JOB = "crm.push"
 #: a sync ``pushing`` for longer than this was abandoned by a worker that died; it may be taken again
 PUSH_LEASE = timedelta(minutes=10)
-
-
-async def maybe_await(value: Any) -> Any:
-    return await value if inspect.isawaitable(value) else value
 
 
 async def open_connection_client(app: web.Application, *, workspace_id: str, connection_id: str) -> Any:
