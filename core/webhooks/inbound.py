@@ -13,7 +13,7 @@ import hashlib
 from aiohttp import web
 
 from patchbay.core.appkeys import REGISTRY, WEBHOOK_INGEST
-from patchbay.core.crm_push.service import maybe_await
+from patchbay.core.awaitables import maybe_await
 from patchbay.core.http.errors import ApiError, bad_request, forbidden, not_found, unauthorized
 from patchbay.core.timeutil import new_id, utcnow
 from patchbay.core.webhooks.protocol import InboundRequest
