@@ -12,6 +12,10 @@ from datetime import timedelta
 from typing import Any
 
 from aiohttp import web
+from sqlalchemy import and_, or_, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.ext.asyncio import AsyncSession
+
 from patchbay.core.appkeys import DB, JOBS, REGISTRY, SETTINGS
 from patchbay.core.awaitables import maybe_await
 from patchbay.core.connections.models import Connection
@@ -19,9 +23,6 @@ from patchbay.core.jobs.queue import JobContext
 from patchbay.core.leads.models import Lead, LeadSync
 from patchbay.core.leads.service import destination_lead
 from patchbay.core.timeutil import new_id, utcnow
-from sqlalchemy import and_, or_, select, update
-from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.ext.asyncio import AsyncSession
 
 log = logging.getLogger(__name__)
 
