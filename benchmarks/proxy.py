@@ -1,87 +1,115 @@
-"""Proxy throughput: requests per second and latency (p50, p99) of GET calls through patchbay's proxy
-to a local upstream, against the same upstream called directly in the same run; prints the ratio.
+"""Proxy throughput: requests per second and latency (p50, p99) of calls through patchbay's proxy to a
+local upstream, in both forms, against a naive aiohttp proxy and the upstream called directly, all
+measured in the same run; prints the ratios.
 
-    python benchmarks/proxy.py [--seconds 4] [--rounds 3] [--concurrency 32] [--auth api_key|token]
+    python benchmarks/proxy.py [--seconds 10] [--rounds 3] [--connections 50] [--auth api_key|token]
+                               [--database-url postgresql+asyncpg://...] [--profile FILE]
 
-Processes: the upstream (a small aiohttp JSON API), patchbay (one process, SQLite, the passthrough
-proxy route), a naive aiohttp proxy for reference, and the load generator (aiohttp, keep-alive). Everything of a real call is
-on: caller authentication (an API key, or with ``--auth token`` an access token of patchbay's
-identity provider), the connection lookup (decrypted credentials cached for a few seconds), the
-connect API throttle and the per-connection rate limit (limits set high enough not to refuse), the
-credential injection, and the audit log (one row per call, inserted in batches).
+Load: ``wrk`` (one thread, keep-alive connections; ``apt-get install wrk``). Processes: the upstream
+(a small aiohttp JSON API), patchbay (one process, started as ``patchbay serve`` starts it: default
+settings, JSON access log, job workers), a naive aiohttp proxy (no authentication, lookup, limits
+or audit; it does parse the envelope form's JSON) and wrk. Everything of a real patchbay call is on:
+caller authentication (an API key, or with ``--auth token`` an access token of patchbay's identity
+provider), the connection lookup and credential injection, the connect API throttle and the
+per-connection rate limit (set high enough not to refuse), and the audit log (one row per call).
+Settings that differ from the defaults are printed. Targets are measured in rotated order each
+round (the machine's load drifts); ratios are medians of the per-round ratios.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import multiprocessing
 import os
+import shutil
+import signal
 import statistics
+import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import aiohttp
 from aiohttp import web
 
+ITEM_PATH = "/items/1"
+ENVELOPE = json.dumps({"method": "GET", "path": ITEM_PATH})
+UPSTREAM_KEY = "upstream-key"
+
 # ---------------------------------------------------------------------------------------------
-# The upstream and patchbay, each in its own process
+# The processes under load: each serves until SIGTERM, then cleans up (sessions closed, audit
+# rows written).
 # ---------------------------------------------------------------------------------------------
+
+
+async def _serve(app: web.Application, out, info=None, **runner_options) -> None:
+    runner = web.AppRunner(app, **runner_options)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]
+    out.send((port, await info(app)) if info else port)
+    stop = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+    await stop.wait()
+    await runner.cleanup()
 
 
 def _upstream(out) -> None:
     async def handler(request: web.Request) -> web.Response:
         return web.json_response({"id": request.match_info["id"], "name": "Ada Lovelace", "email": "ada@example.com", "tags": ["a", "b"]})
 
-    async def main() -> None:
-        app = web.Application()
-        app.router.add_get("/v1/items/{id}", handler)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        out.send(site._server.sockets[0].getsockname()[1])
-        await asyncio.Event().wait()
-
-    asyncio.run(main())
+    app = web.Application()
+    app.router.add_get("/v1/items/{id}", handler)
+    asyncio.run(_serve(app, out, access_log=None))
 
 
 def _naive_proxy(upstream: str, out) -> None:
-    """The reference point: a minimal aiohttp proxy (no authentication, lookup, limits or audit)."""
+    """The reference point: a minimal aiohttp proxy with one shared client session, in both forms."""
 
-    async def main() -> None:
-        session = aiohttp.ClientSession()
+    async def session_ctx(app: web.Application):
+        async with aiohttp.ClientSession() as app["session"]:
+            yield
 
-        async def handler(request: web.Request) -> web.Response:
-            async with session.get(f"{upstream}/v1/{request.match_info['path']}", headers={"Authorization": "Bearer upstream-key"}) as response:
-                return web.Response(body=await response.read(), status=response.status, content_type=response.content_type)
+    async def forward(request: web.Request, method: str, path: str) -> web.Response:
+        async with request.app["session"].request(method, f"{upstream}/v1{path}", headers={"Authorization": f"Bearer {UPSTREAM_KEY}"}) as response:
+            return web.Response(body=await response.read(), status=response.status, content_type=response.content_type)
 
-        app = web.Application()
-        app.router.add_get("/{path:.*}", handler)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        out.send(site._server.sockets[0].getsockname()[1])
-        await asyncio.Event().wait()
+    async def passthrough(request: web.Request) -> web.Response:
+        return await forward(request, request.method, "/" + request.match_info["path"])
 
-    asyncio.run(main())
+    async def envelope(request: web.Request) -> web.Response:
+        body = await request.json()
+        return await forward(request, body["method"], body["path"])
+
+    app = web.Application()
+    app.cleanup_ctx.append(session_ctx)
+    app.router.add_post("/", envelope)
+    app.router.add_get("/{path:.+}", passthrough)
+    asyncio.run(_serve(app, out, access_log=None))
 
 
-def _patchbay(upstream: str, data_dir: str, auth: str, profile: str | None, out) -> None:
+def _flat(value, prefix: str = "") -> dict[str, object]:
+    import attrs
+
+    if attrs.has(type(value)):
+        value = attrs.asdict(value, recurse=False)
+    if isinstance(value, dict):
+        return {k: v for key, item in value.items() for k, v in _flat(item, f"{prefix}{key}.").items()}
+    return {prefix.rstrip("."): value}
+
+
+def _patchbay(upstream: str, data_dir: str, database_url: str | None, auth: str, profile: str | None, out) -> None:
     import logging
 
     from patchbay import Provider, hookimpl
     from patchbay.core.app import create_app
     from patchbay.core.connections.service import connect_with_api_key
+    from patchbay.core.http.middleware import JsonAccessLogger
     from patchbay.core.settings import load_settings
-    from patchbay.core.storage.db import Database
-    from patchbay.core.storage.migrate import upgrade
     from patchbay.core.testing import create_workspace_with_key, sign_access_token
-
-    logging.disable(logging.WARNING)
 
     class BenchPack:
         @hookimpl
@@ -89,80 +117,75 @@ def _patchbay(upstream: str, data_dir: str, auth: str, profile: str | None, out)
             return [Provider(name="bench", display_name="Bench", category="other", auth_mode="api_key", api_base_url="{server}/v1",
                              connection_params=("server",), connection_param_defaults={"server": upstream})]  # fmt: skip
 
-    environ = {"PATCHBAY_SECRET_KEY": "bench-secret", "PATCHBAY_DATA_DIR": data_dir, "PATCHBAY_SCHEDULER": "false",
-               "PATCHBAY_ALLOW_INSECURE_TARGETS": "true", "PATCHBAY_WORKERS": "0", "PATCHBAY_LOG_LEVEL": "WARNING"}  # fmt: skip
+    # As `patchbay serve` runs (INFO logs, access log, workers), with what a loopback bench needs.
+    base = {"PATCHBAY_SECRET_KEY": "bench-secret", "PATCHBAY_DATA_DIR": data_dir}
+    environ = {**base, "PATCHBAY_SCHEDULER": "false", "PATCHBAY_ALLOW_INSECURE_TARGETS": "true"}
+    if database_url:
+        environ["PATCHBAY_DATABASE_URL"] = database_url
     settings = load_settings({}, environ)
     settings.rate_limits = {**settings.rate_limits, "connect_api": "100000000/minute", "proxy": "100000000/minute"}
+    defaults, chosen = _flat(load_settings({}, base)), _flat(settings)
+    changed = {name: value for name, value in chosen.items() if value != defaults.get(name)}
+    log_file = Path(data_dir) / "patchbay.log"
+    logging.basicConfig(level=settings.log_level, filename=log_file, format="%(asctime)s %(levelname)s %(name)s %(message)s")
 
-    async def main() -> None:
-        db = Database(settings.resolved_database_url)
-        await upgrade(db)
-        await db.close()
-        app = create_app(settings, plugins=[BenchPack()], background=False)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
+    async def prepare(app: web.Application) -> dict:
         ws = await create_workspace_with_key(app, plan="enterprise")
-        connection = await connect_with_api_key(app, workspace_id=ws["workspace_id"], provider_name="bench", credentials={"apiKey": "upstream-key"}, validate=False)
+        connection = await connect_with_api_key(app, workspace_id=ws["workspace_id"], provider_name="bench", credentials={"apiKey": UPSTREAM_KEY}, validate=False)
         headers = dict(ws["headers"])
         if auth == "token":
             token = await sign_access_token(app, {"sub": "bench", "organization_id": ws["workspace_id"], "permissions": ["connections.write"]})
             headers = {"Authorization": f"Bearer {token}"}
         headers["x-connection-id"] = connection.id
-        out.send((site._server.sockets[0].getsockname()[1], headers))
-        await asyncio.Event().wait()
+        return {"headers": headers, "settings": {**changed, "(log file)": str(log_file)}}
 
+    app = create_app(settings, plugins=[BenchPack()])
     if profile:
         import cProfile
-        import signal
+        import time
 
-        profiler = cProfile.Profile()
-
-        def dump(*_):
-            profiler.disable()
-            profiler.dump_stats(profile)
-            sys.exit(0)
-
-        signal.signal(signal.SIGTERM, dump)
+        profiler = cProfile.Profile(time.thread_time)  # CPU time of the event loop's thread, not waits
         profiler.enable()
-    asyncio.run(main())
+    asyncio.run(_serve(app, out, prepare, access_log_class=JsonAccessLogger))
+    if profile:
+        profiler.disable()
+        profiler.dump_stats(profile)
 
 
 # ---------------------------------------------------------------------------------------------
 # Load
 # ---------------------------------------------------------------------------------------------
 
+WRK_REPORT = """
+done = function(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format("WRK %d %d %d %d %f %f\\n", summary.requests, summary.duration,
+    e.connect + e.read + e.write + e.timeout, e.status, latency:percentile(50), latency:percentile(99)))
+end
+"""
 
-async def _load(url: str, headers: dict[str, str], seconds: float, concurrency: int, warmup: float) -> dict[str, float]:
-    latencies: list[float] = []
-    errors = 0
-    connector = aiohttp.TCPConnector(limit=concurrency)
-    async with aiohttp.ClientSession(connector=connector) as session:
-        async def worker(until: float, record: bool) -> None:
-            nonlocal errors
-            n = 0
-            while time.perf_counter() < until:
-                n += 1
-                started = time.perf_counter()
-                async with session.get(f"{url}/items/{n}", headers=headers) as response:
-                    await response.read()
-                    if response.status != 200:
-                        errors += 1
-                if record:
-                    latencies.append(time.perf_counter() - started)
 
-        await asyncio.gather(*(worker(time.perf_counter() + warmup, False) for _ in range(concurrency)))
-        started = time.perf_counter()
-        await asyncio.gather(*(worker(started + seconds, True) for _ in range(concurrency)))
-        elapsed = time.perf_counter() - started
-    latencies.sort()
+def wrk_script(folder: Path, name: str, method: str, headers: dict[str, str], body: str | None) -> Path:
+    lines = [f"wrk.method = {json.dumps(method)}"]
+    lines += [f"wrk.headers[{json.dumps(key)}] = {json.dumps(value)}" for key, value in headers.items()]
+    if body is not None:
+        lines += [f"wrk.body = {json.dumps(body)}", 'wrk.headers["Content-Type"] = "application/json"']
+    path = folder / f"{name}.lua"
+    path.write_text("\n".join(lines) + WRK_REPORT)
+    return path
+
+
+def wrk(url: str, script: Path, seconds: float, connections: int) -> dict[str, float]:
+    command = ["wrk", "-t1", f"-c{connections}", f"-d{seconds:g}s", "--timeout", "5s", "-s", str(script), url]
+    output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    fields = next(line for line in output.splitlines() if line.startswith("WRK ")).split()[1:]
+    requests, duration_us, socket_errors, status_errors = (int(field) for field in fields[:4])
     return {
-        "rps": len(latencies) / elapsed,
-        "p50_ms": statistics.median(latencies) * 1000,
-        "p99_ms": latencies[int(len(latencies) * 0.99) - 1] * 1000,
-        "errors": errors,
-        "requests": len(latencies),
+        "rps": requests / (duration_us / 1e6),
+        "p50_ms": float(fields[4]) / 1000,
+        "p99_ms": float(fields[5]) / 1000,
+        "errors": socket_errors + status_errors,
+        "requests": requests,
     }
 
 
@@ -175,78 +198,88 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def measured(pids: dict[str, int], run) -> tuple[dict[str, float], dict[str, float]]:
-    """Run the load and answer its figures and the CPU seconds each process spent meanwhile."""
-    before = {name: cpu_seconds(pid) for name, pid in pids.items()}
-    figures = run()
-    return figures, {name: cpu_seconds(pid) - before[name] for name, pid in pids.items()}
+def _start(context, processes: list, target, *args):
+    receive, send = context.Pipe(duplex=False)
+    process = context.Process(target=target, args=(*args, send), daemon=True)
+    process.start()
+    processes.append(process)
+    return process, receive.recv()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=4.0, help="per target and round")
-    parser.add_argument("--rounds", type=int, default=3, help="rounds over the three targets; medians are printed")
-    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--seconds", type=float, default=10.0, help="per target and round")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds over the targets; medians are printed")
+    parser.add_argument("--connections", type=int, default=50, help="wrk's keep-alive connections (one wrk thread)")
     parser.add_argument("--auth", choices=("api_key", "token"), default="api_key")
-    parser.add_argument("--profile", metavar="FILE", help="write a cProfile of the patchbay process to FILE (slows it down)")
+    parser.add_argument("--database-url", help="patchbay's database (an empty or bench-only one); default a fresh SQLite file")
+    parser.add_argument("--profile", metavar="FILE", help="write a cProfile (CPU time) of the patchbay process to FILE (slows it down)")
     args = parser.parse_args()
+    if shutil.which("wrk") is None:
+        sys.exit("wrk is needed as load generator: apt-get install wrk")
     context = multiprocessing.get_context("spawn")
-    processes = []
-    results: dict[str, list[tuple[dict[str, float], dict[str, float]]]] = {"direct": [], "proxy": [], "naive": []}
+    processes: list = []
+    results: dict[str, list[tuple[dict[str, float], dict[str, float]]]] = {}
     try:
-        receive, send = context.Pipe(duplex=False)
-        upstream = context.Process(target=_upstream, args=(send,), daemon=True)
-        upstream.start()
-        processes.append(upstream)
-        upstream_url = f"http://127.0.0.1:{receive.recv()}"
-        with tempfile.TemporaryDirectory() as data_dir:
-            receive, send = context.Pipe(duplex=False)
-            patchbay = context.Process(target=_patchbay, args=(upstream_url, str(Path(data_dir)), args.auth, args.profile, send), daemon=True)
-            patchbay.start()
-            processes.append(patchbay)
-            port, headers = receive.recv()
-            receive, send = context.Pipe(duplex=False)
-            naive = context.Process(target=_naive_proxy, args=(upstream_url, send), daemon=True)
-            naive.start()
-            processes.append(naive)
+        with tempfile.TemporaryDirectory() as folder:
+            upstream, port = _start(context, processes, _upstream)
+            upstream_url = f"http://127.0.0.1:{port}"
+            patchbay, (port, info) = _start(context, processes, _patchbay, upstream_url, folder, args.database_url, args.auth, args.profile)
+            proxy_url = f"http://127.0.0.1:{port}/connect/v1/proxy/bench"
+            naive, port = _start(context, processes, _naive_proxy, upstream_url)
+            naive_url = f"http://127.0.0.1:{port}"
+            scripts = Path(folder)
             targets = {
-                "direct": (f"{upstream_url}/v1", {"Authorization": "Bearer upstream-key"}),
-                "proxy": (f"http://127.0.0.1:{port}/connect/v1/proxy/bench", headers),
-                "naive": (f"http://127.0.0.1:{receive.recv()}", {}),
+                "direct": (f"{upstream_url}/v1{ITEM_PATH}", wrk_script(scripts, "direct", "GET", {"Authorization": f"Bearer {UPSTREAM_KEY}"}, None)),
+                "naive passthrough": (f"{naive_url}{ITEM_PATH}", wrk_script(scripts, "naive-pass", "GET", {}, None)),
+                "naive envelope": (f"{naive_url}/", wrk_script(scripts, "naive-env", "POST", {}, ENVELOPE)),
+                "patchbay passthrough": (f"{proxy_url}{ITEM_PATH}", wrk_script(scripts, "pb-pass", "GET", info["headers"], None)),
+                "patchbay envelope": (proxy_url, wrk_script(scripts, "pb-env", "POST", info["headers"], ENVELOPE)),
             }
             pids = {"upstream": upstream.pid, "patchbay": patchbay.pid, "naive": naive.pid}
-            asyncio.run(_load(*targets["proxy"], 1.0, args.concurrency, 0.5))  # warm the caches up
+            for url, script in targets.values():  # warm up: connections, caches, the JIT-less interpreter's caches
+                wrk(url, script, 1, args.connections)
             names = list(targets)
             for round_ in range(args.rounds):
-                for name in names[round_ % 3:] + names[: round_ % 3]:  # rotate the order: the machine's load drifts
-                    url, target_headers = targets[name]
-                    results[name].append(measured(pids, lambda: asyncio.run(_load(url, target_headers, args.seconds, args.concurrency, 0.5))))
+                shift = round_ % len(names)
+                for name in names[shift:] + names[:shift]:
+                    before = {process: cpu_seconds(pid) for process, pid in pids.items()}
+                    figures = wrk(*targets[name], args.seconds, args.connections)
+                    cpu = {process: cpu_seconds(pid) - before[process] for process, pid in pids.items()}
+                    results.setdefault(name, []).append((figures, cpu))
     finally:
         for process in processes:
             process.terminate()
-            process.join(10)
+        for process in processes:
+            process.join(30)
+    report(args, info["settings"], results)
+    if any(figures["errors"] for runs in results.values() for figures, _ in runs):
+        sys.exit(1)
 
+
+def report(args, settings: dict[str, object], results: dict[str, list[tuple[dict[str, float], dict[str, float]]]]) -> None:
     def median(name: str, key: str) -> float:
         return statistics.median(figures[key] for figures, _ in results[name])
+
+    def ratio(name: str, baseline: str) -> float:
+        return statistics.median(a[0]["rps"] / b[0]["rps"] for a, b in zip(results[name], results[baseline], strict=True))
 
     def cpu_us(name: str, process: str) -> float:
         return sum(cpu[process] for _, cpu in results[name]) / max(1, sum(f["requests"] for f, _ in results[name])) * 1e6
 
-    def ratio(name: str) -> float:
-        return statistics.median(results[name][i][0]["rps"] / results["direct"][i][0]["rps"] for i in range(args.rounds))
-
-    print(f"proxy benchmark: {args.rounds} rounds x {args.seconds:.0f} s per target, {args.concurrency} concurrent keep-alive clients, caller auth {args.auth}")
-    print(f"{'':8} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'errors':>7}   (medians of the rounds)")
-    for name in ("direct", "proxy", "naive"):
-        errors = sum(int(f["errors"]) for f, _ in results[name])
-        print(f"{name:8} {median(name, 'rps'):9.0f} {median(name, 'p50_ms'):8.2f} {median(name, 'p99_ms'):8.2f} {errors:7d}")
-    print(f"ratio proxy/direct: {ratio('proxy'):.2f}x (requests per second, median of the rounds); "
-          f"a naive aiohttp proxy without auth, lookup, limits or audit: {ratio('naive'):.2f}x")
-    # CPU per request depends much less on what else the machine runs than the rates above.
-    print(f"CPU per request: upstream {cpu_us('direct', 'upstream'):.0f} us (direct) / {cpu_us('proxy', 'upstream'):.0f} us (proxied); "
-          f"patchbay {cpu_us('proxy', 'patchbay'):.0f} us per proxied call; naive proxy {cpu_us('naive', 'naive'):.0f} us")
-    if any(f["errors"] for runs in results.values() for f, _ in runs):
-        sys.exit(1)
+    print(f"proxy benchmark: wrk -t1 -c{args.connections}, {args.rounds} rounds x {args.seconds:g} s per target (rotated order), "
+          f"GET {ITEM_PATH} of a loopback upstream, caller auth {args.auth}")  # fmt: skip
+    print("patchbay settings that differ from the defaults:")
+    for name, value in sorted(settings.items()):
+        print(f"  {name} = {value}")
+    print(f"{'':21} {'req/s':>8} {'p50 ms':>7} {'p99 ms':>7} {'errors':>6} {'CPU us/req':>10}   (medians of the rounds)")
+    for name in results:
+        process = "upstream" if name == "direct" else name.split()[0]
+        errors = sum(int(figures["errors"]) for figures, _ in results[name])
+        print(f"{name:21} {median(name, 'rps'):8.0f} {median(name, 'p50_ms'):7.2f} {median(name, 'p99_ms'):7.2f} {errors:6d} {cpu_us(name, process):10.0f}")
+    for form in ("passthrough", "envelope"):
+        print(f"{form:12} patchbay/naive {ratio(f'patchbay {form}', f'naive {form}'):.2f}x   patchbay/direct {ratio(f'patchbay {form}', 'direct'):.2f}x   "
+              f"naive/direct {ratio(f'naive {form}', 'direct'):.2f}x")  # fmt: skip
 
 
 if __name__ == "__main__":
