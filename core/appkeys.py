@@ -47,6 +47,8 @@ WEBHOOK_LISTENERS = web.AppKey("webhook_listeners", "WebhookListeners")
 WEBHOOK_INGEST = web.AppKey("webhook_ingest", "IngestWriter")
 METRICS = web.AppKey("metrics", "Metrics")  # patchbay.core.http.metrics
 READINESS = web.AppKey("readiness", "Readiness")  # patchbay.core.http.root
+#: error shapes other than the connect API's, by path prefix (patchbay.core.http.errors.register_error_format)
+ERROR_FORMATS = web.AppKey("error_formats", list)
 
 #: the templates of the hosted connect page (patchbay.core.connect_ui.pages)
 CONNECT_UI_JINJA = web.AppKey("connect_ui_jinja", jinja2.Environment)

@@ -2,7 +2,8 @@
 
 The connect API answers ``{"statusCode": int, "message": str}`` (contract section 4) and never a
 stack trace. Features whose errors have another shape (the identity provider's
-``{error, error_description}``) register a formatter for their path prefix in ``ERROR_FORMATTERS``.
+``{error, error_description}``) register a formatter for their path prefix with
+:func:`register_error_format`, on their app: two apps in one process never share them.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Callable
 from aiohttp import web
 from sqlalchemy.orm.exc import StaleDataError
 
-from patchbay.core.appkeys import REQUEST_ID
+from patchbay.core.appkeys import ERROR_FORMATS, REQUEST_ID
 
 log = logging.getLogger(__name__)
 
@@ -59,11 +60,14 @@ def connect_api_error(status: int, message: str, _request: web.Request) -> web.R
     return web.json_response({"statusCode": status, "message": message}, status=status)
 
 
-ERROR_FORMATTERS: list[tuple[str, Formatter]] = []
+def register_error_format(app: web.Application, prefix: str, formatter: Formatter) -> None:
+    """Answer the errors of paths under ``prefix`` with ``formatter`` (before the app starts)."""
+    app.setdefault(ERROR_FORMATS, []).append((prefix, formatter))
 
 
 def error_response(request: web.Request, status: int, message: str, headers=None) -> web.Response:
-    formatter = next((fmt for prefix, fmt in ERROR_FORMATTERS if request.path.startswith(prefix)), connect_api_error)
+    formats: list[tuple[str, Formatter]] = request.app.get(ERROR_FORMATS, [])
+    formatter = next((fmt for prefix, fmt in formats if request.path.startswith(prefix)), connect_api_error)
     response = formatter(status, message, request)
     for name, value in (headers or {}).items():
         if name.lower() not in ("content-type", "content-length"):

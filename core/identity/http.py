@@ -10,7 +10,7 @@ from aiohttp import web
 
 from patchbay.core.appkeys import DB, RATE_LIMITER, SECRETS, SETTINGS, SIGNING_KEYS
 from patchbay.core.http.client_address import client_address
-from patchbay.core.http.errors import ERROR_FORMATTERS, ApiError
+from patchbay.core.http.errors import ApiError, register_error_format
 from patchbay.core.identity.clients import ClientCache
 from patchbay.core.identity.server import AioOAuth2Request, Context, OAuthResult, PatchbayAuthorizationServer
 from patchbay.core.ratelimit.limiter import parse_limit
@@ -124,8 +124,7 @@ def setup_common(app: web.Application) -> None:
     settings = app[SETTINGS]
     app[OAUTH_SERVER] = PatchbayAuthorizationServer(settings.resolved_issuer)
     app[CLIENTS] = ClientCache(app[SECRETS])
-    if not any(prefix == PREFIX + "/" for prefix, _ in ERROR_FORMATTERS):
-        ERROR_FORMATTERS.append((PREFIX + "/", _format_error))
+    register_error_format(app, PREFIX + "/", _format_error)
     app.on_response_prepare.append(_add_cors)
 
 

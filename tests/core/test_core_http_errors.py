@@ -103,3 +103,18 @@ async def test_health_reports_an_unreachable_database(aiohttp_client, make_app, 
     app[DB]._sessions.configure(bind=app[DB].engine)
     response = await client.get("/health")
     assert response.status == 503 and (await response.json())["status"] == "error"
+
+
+async def test_an_error_format_belongs_to_the_app_that_registered_it(aiohttp_client):
+    from aiohttp import web
+
+    from patchbay.core.http.errors import error_middleware, register_error_format
+
+    def plain(status, message, _request):
+        return web.Response(status=status, text=f"{status} {message}")
+
+    apps = [web.Application(middlewares=[error_middleware]) for _ in range(2)]
+    register_error_format(apps[0], "/x/", plain)
+    clients = [await aiohttp_client(app) for app in apps]
+    assert await (await clients[0].get("/x/missing")).text() == "404 Not Found"
+    assert await (await clients[1].get("/x/missing")).json() == {"statusCode": 404, "message": "Not Found"}
