@@ -40,7 +40,7 @@ def test_list_shows_distribution_version_providers_hooks_and_errors(packs, monke
                                "providers": ["zorp"], "hooks": ["register_providers"], "error": None}  # fmt: skip
     assert by_name["zorp_broken"]["status"] == "error" and "zorp_sdk" in by_name["zorp_broken"]["error"]
     assert by_name["zorp_broken"]["distribution"] == "zorp-broken"
-    assert by_name["stripe_billing"]["hooks"] == ["register_payment_providers"] and by_name["stripe_billing"]["distribution"] == "patchbay"
+    assert by_name["stripe_billing"]["hooks"] == ["register_payment_providers", "register_settings"] and by_name["stripe_billing"]["distribution"] == "patchbay"
     assert by_name["salesforce"]["providers"] == ["salesforce", "salesforce-sandbox"]
     assert by_name["github"] == {"name": "github", "distribution": "patchbay", "version": version("patchbay"), "status": "loaded",
                                  "providers": ["github"], "hooks": ["register_providers"], "error": None}  # fmt: skip
