@@ -16,6 +16,7 @@ from aiohttp import web
 from sqlalchemy.orm.exc import StaleDataError
 
 from patchbay.core.appkeys import ERROR_FORMATS, REQUEST_ID
+from patchbay.core.errors import Conflict, DomainError, Forbidden, Invalid, NotFound
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +61,14 @@ def connect_api_error(status: int, message: str, _request: web.Request) -> web.R
     return web.json_response({"statusCode": status, "message": message}, status=status)
 
 
+#: the status of each kind of domain error (``core.errors``)
+DOMAIN_STATUS: dict[type[DomainError], int] = {Invalid: 400, Forbidden: 403, NotFound: 404, Conflict: 409}
+
+
+def domain_status(error: DomainError) -> int:
+    return next((status for kind, status in DOMAIN_STATUS.items() if isinstance(error, kind)), 400)
+
+
 def register_error_format(app: web.Application, prefix: str, formatter: Formatter) -> None:
     """Answer the errors of paths under ``prefix`` with ``formatter`` (before the app starts)."""
     app.setdefault(ERROR_FORMATS, []).append((prefix, formatter))
@@ -81,6 +90,8 @@ async def error_middleware(request: web.Request, handler) -> web.StreamResponse:
         return await handler(request)
     except ApiError as error:
         return error_response(request, error.status_code, error.message, error.headers)
+    except DomainError as error:
+        return error_response(request, domain_status(error), error.message)
     except web.HTTPException as error:
         if error.status_code < 400:
             raise

@@ -13,7 +13,7 @@ import re
 from datetime import date, datetime
 from typing import Any
 
-from patchbay.core.http.errors import bad_request
+from patchbay.core.errors import Invalid
 
 COLUMN_TYPES = ("text", "number", "boolean", "date", "json")
 #: names that mean the row itself in CSV files and lookups, never a data column
@@ -30,22 +30,22 @@ class ValueRejected(ValueError):
 def validate_columns(columns: Any) -> list[dict[str, str]]:
     """The schema of a create or update body, checked: 400 naming the bad column."""
     if not isinstance(columns, list):
-        raise bad_request("Validation failed: 'columns' must be a list of {name, type}")
+        raise Invalid("Validation failed: 'columns' must be a list of {name, type}")
     seen: set[str] = set()
     result = []
     for index, column in enumerate(columns):
         if not isinstance(column, dict) or not isinstance(column.get("name"), str):
-            raise bad_request(f"Validation failed: columns[{index}] needs a 'name' string")
+            raise Invalid(f"Validation failed: columns[{index}] needs a 'name' string")
         name = column["name"].strip()
         kind = column.get("type", "text")
         if not name or not _NAME.match(name):
-            raise bad_request(f"Validation failed: columns[{index}] has an invalid name")
+            raise Invalid(f"Validation failed: columns[{index}] has an invalid name")
         if name in RESERVED:
-            raise bad_request(f"Validation failed: column name '{name}' is reserved")
+            raise Invalid(f"Validation failed: column name '{name}' is reserved")
         if name in seen:
-            raise bad_request(f"Validation failed: column '{name}' is defined twice")
+            raise Invalid(f"Validation failed: column '{name}' is defined twice")
         if kind not in COLUMN_TYPES:
-            raise bad_request(f"Validation failed: column '{name}' has unknown type {kind!r}; one of {', '.join(COLUMN_TYPES)}")
+            raise Invalid(f"Validation failed: column '{name}' has unknown type {kind!r}; one of {', '.join(COLUMN_TYPES)}")
         seen.add(name)
         result.append({"name": name, "type": kind})
     return result

@@ -2,8 +2,9 @@
 ``table.lookup``.
 
 Every function takes a session and the workspace explicitly (and filters by it), so it is correct in a
-tenant session and in a system session alike. Errors are ``ApiError``s (404 for an unknown table or
-row, 400 naming the column for a value that does not fit the schema).
+tenant session and in a system session alike. Errors are domain errors (``core.errors``: NotFound
+for an unknown table or row, Invalid naming the column for a value that does not fit the schema,
+Conflict for a slug or key already taken), mapped to HTTP by ``core.http.errors``.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from sqlalchemy import column as sql_column
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from patchbay.core.http.errors import ApiError, bad_request, conflict, not_found
+from patchbay.core.errors import Conflict, Invalid, NotFound
 from patchbay.core.tables.models import DataTable, TableRow
 from patchbay.core.tables.schema import Schema, ValueRejected, coerce, validate_columns
 from patchbay.core.tables.search import matches, search_text_of
@@ -87,7 +88,7 @@ def slugify(name: str) -> str:
 async def get_table(session: AsyncSession, workspace_id: str, slug: str) -> DataTable:
     table = await session.scalar(select(DataTable).where(DataTable.workspace_id == workspace_id, DataTable.slug == slug))
     if table is None:
-        raise not_found(f"Table not found: {slug}")
+        raise NotFound(f"Table not found: {slug}")
     return table
 
 
@@ -105,18 +106,18 @@ async def count_workspace_rows(session: AsyncSession, workspace_id: str) -> int:
 
 async def create_table(session: AsyncSession, *, workspace_id: str, name: str, slug: str | None, columns: Any, description: str | None = None) -> DataTable:
     if not isinstance(name, str) or not name.strip():
-        raise bad_request("Validation failed: 'name' is required")
+        raise Invalid("Validation failed: 'name' is required")
     slug = slug if slug is not None else slugify(name)
     if not isinstance(slug, str) or not _SLUG.match(slug):
-        raise bad_request("Validation failed: 'slug' must be lower-case letters, digits, '-' or '_'")
+        raise Invalid("Validation failed: 'slug' must be lower-case letters, digits, '-' or '_'")
     table = DataTable(workspace_id=workspace_id, name=name.strip()[:200], slug=slug, description=description, columns=validate_columns(columns or []))
     if await session.scalar(select(DataTable.id).where(DataTable.workspace_id == workspace_id, DataTable.slug == slug)):
-        raise conflict(f"A table with slug '{slug}' already exists")
+        raise Conflict(f"A table with slug '{slug}' already exists")
     try:
         async with savepoint(session):
             session.add(table)
     except IntegrityError:
-        raise conflict(f"A table with slug '{slug}' already exists") from None
+        raise Conflict(f"A table with slug '{slug}' already exists") from None
     return table
 
 
@@ -133,10 +134,10 @@ def merged_columns(current: list[dict[str, str]], changes: dict[str, Any]) -> li
     removed = changes.get("removeColumns")
     if removed is not None:
         if not isinstance(removed, list) or not all(isinstance(name, str) for name in removed):
-            raise bad_request("Validation failed: 'removeColumns' must be a list of column names")
+            raise Invalid("Validation failed: 'removeColumns' must be a list of column names")
         unknown = [name for name in removed if name not in columns]
         if unknown:
-            raise bad_request(f"Validation failed: removeColumns names no column {', '.join(unknown)}")
+            raise Invalid(f"Validation failed: removeColumns names no column {', '.join(unknown)}")
         for name in removed:
             del columns[name]
     return list(columns.values())
@@ -165,11 +166,11 @@ async def update_table(session: AsyncSession, table: DataTable, changes: dict[st
     named columns, keeps the rest); ``removeColumns`` drops columns together with their values."""
     if "name" in changes:
         if not isinstance(changes["name"], str) or not changes["name"].strip():
-            raise bad_request("Validation failed: 'name' must be a non-empty string")
+            raise Invalid("Validation failed: 'name' must be a non-empty string")
         table.name = changes["name"].strip()[:200]
     if "description" in changes:
         if changes["description"] is not None and not isinstance(changes["description"], str):
-            raise bad_request("Validation failed: 'description' must be a string")
+            raise Invalid("Validation failed: 'description' must be a string")
         table.description = changes["description"]
     if "columns" in changes or "removeColumns" in changes:
         before = {column["name"] for column in table.columns or []}
@@ -180,16 +181,16 @@ async def update_table(session: AsyncSession, table: DataTable, changes: dict[st
     if "slug" in changes and changes["slug"] != table.slug:
         slug = changes["slug"]
         if not isinstance(slug, str) or not _SLUG.match(slug):
-            raise bad_request("Validation failed: 'slug' must be lower-case letters, digits, '-' or '_'")
+            raise Invalid("Validation failed: 'slug' must be lower-case letters, digits, '-' or '_'")
         if await session.scalar(select(DataTable.id).where(DataTable.workspace_id == table.workspace_id, DataTable.slug == slug)):
-            raise conflict(f"A table with slug '{slug}' already exists")
+            raise Conflict(f"A table with slug '{slug}' already exists")
         table.slug = slug
     table.updated_at = utcnow()
     try:
         async with savepoint(session):
             await session.flush()
     except IntegrityError:
-        raise conflict(f"A table with slug '{table.slug}' already exists") from None
+        raise Conflict(f"A table with slug '{table.slug}' already exists") from None
     return table
 
 
@@ -208,7 +209,7 @@ def checked(table: DataTable, data: Any) -> dict[str, Any]:
     try:
         return Schema(table.columns or []).check(data)
     except ValueRejected as error:
-        raise bad_request(f"Validation failed: {error}") from None
+        raise Invalid(f"Validation failed: {error}") from None
 
 
 def _key(external_key: Any) -> str | None:
@@ -217,7 +218,7 @@ def _key(external_key: Any) -> str | None:
     if isinstance(external_key, int | float) and not isinstance(external_key, bool):
         external_key = str(external_key)
     if not isinstance(external_key, str) or not external_key or len(external_key) > MAX_KEY_LENGTH:
-        raise bad_request(f"Validation failed: 'external_key' must be a string of 1 to {MAX_KEY_LENGTH} characters")
+        raise Invalid(f"Validation failed: 'external_key' must be a string of 1 to {MAX_KEY_LENGTH} characters")
     return external_key
 
 
@@ -232,14 +233,14 @@ async def create_row(session: AsyncSession, table: DataTable, data: Any, externa
     values = checked(table, data)
     key = _key(external_key)
     if key is not None and await _row_by_key(session, table, key) is not None:
-        raise conflict(f"A row with external_key '{key}' already exists")
+        raise Conflict(f"A row with external_key '{key}' already exists")
     await enforce_row_cap(session, table.workspace_id, 1)
     row = TableRow(workspace_id=table.workspace_id, table_id=table.id, external_key=key, data=values, search_text=search_text_of(values.values()))
     try:
         async with savepoint(session):
             session.add(row)
     except IntegrityError:
-        raise conflict(f"A row with external_key '{key}' already exists") from None
+        raise Conflict(f"A row with external_key '{key}' already exists") from None
     return row
 
 
@@ -261,7 +262,7 @@ async def upsert(session: AsyncSession, table: DataTable, data: Any, external_ke
     """Create the row of ``external_key`` or merge ``data`` into it: ``(row, created)``."""
     key = _key(external_key)
     if key is None:
-        raise bad_request("Validation failed: 'external_key' is required")
+        raise Invalid("Validation failed: 'external_key' is required")
     values = checked(table, data)
     row = await _row_by_key(session, table, key)
     if row is None:
@@ -273,7 +274,7 @@ async def upsert(session: AsyncSession, table: DataTable, data: Any, external_ke
             return row, True
         except IntegrityError:  # a concurrent upsert created it first: merge into theirs
             if session.bind.dialect.name != "postgresql":  # no savepoint: the transaction is gone (see savepoint)
-                raise conflict(f"A concurrent request created the row of external_key '{key}': try again") from None
+                raise Conflict(f"A concurrent request created the row of external_key '{key}': try again") from None
             row = await _row_by_key(session, table, key)
             if row is None:
                 raise
@@ -292,7 +293,7 @@ async def upsert_row(session: AsyncSession, *, workspace_id: str, table_slug: st
 async def get_row(session: AsyncSession, table: DataTable, row_id: str) -> TableRow:
     row = await session.scalar(select(TableRow).where(TableRow.id == row_id, TableRow.table_id == table.id, TableRow.workspace_id == table.workspace_id))
     if row is None:
-        raise not_found(f"Row not found: {row_id}")
+        raise NotFound(f"Row not found: {row_id}")
     return row
 
 
@@ -358,7 +359,7 @@ def _typed(table: DataTable, column: str, value: Any) -> Any:
     schema = Schema(table.columns or [])
     kind = schema.types.get(column)
     if schema.strict and kind is None:
-        raise bad_request(f"Validation failed: Unknown column '{column}'")
+        raise Invalid(f"Validation failed: Unknown column '{column}'")
     try:
         return coerce(column, kind or "json", value)
     except ValueRejected:
@@ -399,7 +400,7 @@ async def lookup_rows(session: AsyncSession, *, workspace_id: str, lookups: list
     for index, (slug, column, value) in enumerate(lookups):
         table = tables.get(slug)
         if table is None:
-            results[index] = not_found(f"Table not found: {slug}")
+            results[index] = NotFound(f"Table not found: {slug}")
             continue
         try:
             if dialect == "postgresql" and column not in ("id", "external_key"):
@@ -409,7 +410,7 @@ async def lookup_rows(session: AsyncSession, *, workspace_id: str, lookups: list
                         arrays[name].append(item)
                 continue
             condition = _row_condition(dialect, table, column, value, suffix=f"_{index}")
-        except ApiError as error:
+        except Invalid as error:
             results[index] = error
             continue
         if condition is not None:

@@ -20,7 +20,7 @@ from typing import Any
 import attrs
 from sqlalchemy import String, select, text
 
-from patchbay.core.http.errors import bad_request
+from patchbay.core.errors import Invalid
 from patchbay.core.storage.db import Database
 from patchbay.core.tables import bulk
 from patchbay.core.tables.csvstream import CsvWriter, csv_line, csv_records, read_header
@@ -90,7 +90,7 @@ async def import_csv(db: Database, table: DataTable, chunks: AsyncIterator[str])
                     writing = asyncio.ensure_future(_write(db, table, pending, report))
                     pending = []
         if header is None:
-            raise bad_request("CSV header line is missing")
+            raise Invalid("CSV header line is missing")
         if writing is not None:
             await writing
             writing = None
@@ -108,7 +108,7 @@ def _check_header(schema: Schema, fields: list[str]) -> list[str]:
     if schema.strict:
         for name in names:
             if name not in RESERVED and name not in schema.types:
-                raise bad_request(f"CSV header names unknown column '{name}' (the first line must be the header)")
+                raise Invalid(f"CSV header names unknown column '{name}' (the first line must be the header)")
     return names
 
 

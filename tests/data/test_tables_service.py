@@ -4,7 +4,7 @@ import asyncio
 
 import pytest
 
-from patchbay.core.http.errors import ApiError
+from patchbay.core.errors import Invalid, NotFound
 from patchbay.core.storage.db import Database
 from patchbay.core.tables.service import create_table, lookup_row, upsert_row
 from patchbay.core.workspaces.models import Workspace
@@ -46,9 +46,9 @@ async def test_upsert_rejects_a_bad_value_naming_the_column(db):
     async with db.transaction(tenant=ws) as session:
         await create_table(session, workspace_id=ws, name="Leads", slug="leads", columns=COLUMNS)
         for data, column in (({"score": "lots"}, "score"), ({"born": "yesterday"}, "born"), ({"vip": "maybe"}, "vip"), ({"nope": 1}, "nope")):
-            with pytest.raises(ApiError) as error:
+            with pytest.raises(Invalid) as error:
                 await upsert_row(session, workspace_id=ws, table_slug="leads", external_key="k", data=data)
-            assert error.value.status_code == 400 and f"'{column}'" in error.value.message
+            assert f"'{column}'" in error.value.message
 
 
 async def test_lookup_returns_the_most_recently_updated_match_typed_by_column(db):
@@ -69,7 +69,7 @@ async def test_lookup_returns_the_most_recently_updated_match_typed_by_column(db
         assert (await lookup_row(session, workspace_id=ws, table_slug="leads", column="external_key", value="b"))["data"]["score"] == 5
         assert await lookup_row(session, workspace_id=ws, table_slug="leads", column="score", value="6") is None
         assert await lookup_row(session, workspace_id=ws, table_slug="leads", column="score", value="not a number") is None
-        with pytest.raises(ApiError):
+        with pytest.raises(Invalid):
             await lookup_row(session, workspace_id=ws, table_slug="leads", column="unknown", value="x")
 
 
@@ -79,9 +79,8 @@ async def test_tables_of_another_workspace_are_invisible(db):
         await create_table(session, workspace_id=theirs, name="Secret", slug="secret", columns=[])
         await upsert_row(session, workspace_id=theirs, table_slug="secret", external_key="k", data={"x": 1})
     async with db.session(tenant=mine) as session:
-        with pytest.raises(ApiError) as error:
+        with pytest.raises(NotFound):
             await lookup_row(session, workspace_id=mine, table_slug="secret", column="x", value=1)
-        assert error.value.status_code == 404
     async with db.transaction(tenant=mine) as session:  # the same slug is free in another workspace
         await create_table(session, workspace_id=mine, name="Secret", slug="secret", columns=[])
         assert await lookup_row(session, workspace_id=mine, table_slug="secret", column="x", value=1) is None
