@@ -10,7 +10,7 @@ from sqlalchemy import event, func, select
 from patchbay.core.appkeys import DB, FLOW_RUNNER
 from patchbay.core.flows.engine import create_executions, run_execution
 from patchbay.core.flows.models import Flow, FlowExecutionStep
-from patchbay.core.http.errors import ApiError
+from patchbay.core.errors import Invalid, NotFound
 from patchbay.core.tables.service import create_table, lookup_rows, upsert_row
 from patchbay.core.testing import create_workspace_with_key
 
@@ -35,10 +35,10 @@ async def test_lookup_rows_answers_each_lookup_in_place(flows_client, flows_ws):
     async with app[DB].session(tenant=ws) as session:
         found = await lookup_rows(session, workspace_id=ws, lookups=lookups)
     assert found[0]["external_key"] == "a2"
-    assert isinstance(found[1], ApiError) and found[1].status_code == 404
+    assert isinstance(found[1], NotFound)
     assert found[2]["external_key"] == "a0"
     assert found[3] is None
-    assert isinstance(found[4], ApiError) and found[4].status_code == 400  # an unknown column of a typed table
+    assert isinstance(found[4], Invalid)  # an unknown column of a typed table
     assert found[5]["external_key"] == "late"
     assert found[6] is None
     assert found[7]["data"]["email"] == "user0@example.com"
@@ -70,7 +70,7 @@ async def test_concurrent_lookups_get_their_own_rows_and_never_another_workspace
             assert row is None  # only my workspace has these emails
     failures = await asyncio.gather(runner.lookup(mine, "nope", "email", "x"), runner.lookup(mine, "customers", "email", "user3@example.com"),
                                     return_exceptions=True)  # fmt: skip
-    assert isinstance(failures[0], ApiError) and failures[1]["external_key"] == "m3"
+    assert isinstance(failures[0], NotFound) and failures[1]["external_key"] == "m3"
 
 
 async def test_concurrent_executions_with_lookups_and_checkpoints_all_complete(flows_client, flows_ws):
