@@ -12,17 +12,16 @@ from __future__ import annotations
 from typing import Any
 
 from aiohttp import web
-from sqlalchemy import delete, func, select
-from sqlalchemy.exc import IntegrityError
 
+from patchbay.core.accounts import service as accounts
 from patchbay.core.accounts.auth import is_operator
 from patchbay.core.appkeys import DB, SETTINGS
 from patchbay.core.http.bodies import page_envelope, page_params, read_object
-from patchbay.core.http.errors import bad_request, conflict, forbidden, not_found, unauthorized
+from patchbay.core.http.errors import bad_request, forbidden, not_found, unauthorized
 from patchbay.core.http.lookups import get_or_404
 from patchbay.core.security.auth import Principal, authenticate
 from patchbay.core.workspaces import service
-from patchbay.core.workspaces.models import PLANS, Membership, Workspace
+from patchbay.core.workspaces.models import PLANS, Workspace
 from patchbay.core.workspaces.routes import workspace_json
 
 routes = web.RouteTableDef()
@@ -81,15 +80,9 @@ async def list_accounts(request: web.Request) -> web.Response:
     """Every account, oldest first (``?externalId=``, ``?plan=`` filter). Operator only."""
     _operator_only(request)
     page, limit = page_params(request)
-    query = select(Workspace)
-    if request.query.get("externalId"):
-        query = query.where(Workspace.external_id == request.query["externalId"])
-    if request.query.get("plan"):
-        query = query.where(Workspace.plan == request.query["plan"])
     async with request.app[DB].session() as session:
-        total = await session.scalar(select(func.count()).select_from(query.subquery()))
-        rows = await session.scalars(query.order_by(Workspace.created_at, Workspace.id).offset((page - 1) * limit).limit(limit))
-        return web.json_response(page_envelope([account_json(w) for w in rows], page, limit, total or 0))
+        rows, total = await accounts.account_page(session, external_id=request.query.get("externalId"), plan=request.query.get("plan"), page=page, limit=limit)
+        return web.json_response(page_envelope([account_json(w) for w in rows], page, limit, total))
 
 
 @routes.get("/accounts/{id}")
@@ -99,8 +92,7 @@ async def get_account(request: web.Request) -> web.Response:
     await _caller(request, account_id)
     async with request.app[DB].session() as session:
         workspace = await get_or_404(session, Workspace, account_id, "Account not found")
-        members = await session.scalar(select(func.count()).select_from(Membership).where(Membership.workspace_id == account_id))
-        return web.json_response(account_json(workspace, members or 0))
+        return web.json_response(account_json(workspace, await accounts.member_count(session, account_id)))
 
 
 @routes.patch("/accounts/{id}")
@@ -128,8 +120,7 @@ async def update_account(request: web.Request) -> web.Response:
         raise bad_request("Validation failed: settings must be an object")
     async with request.app[DB].transaction() as session:
         workspace = await get_or_404(session, Workspace, account_id, "Account not found")
-        if body.get("externalId") and await session.scalar(select(Workspace.id).where(Workspace.external_id == body["externalId"], Workspace.id != account_id)):
-            raise conflict("Another account has this externalId")
+        await accounts.ensure_external_id_free(session, body.get("externalId"), account_id=account_id)
         for field, attribute in EDITABLE.items():
             if field in body:
                 setattr(workspace, attribute, body[field].strip() if field == "name" else body[field])
@@ -141,13 +132,7 @@ async def update_account(request: web.Request) -> web.Response:
 async def delete_account(request: web.Request) -> web.Response:
     """Delete an account and everything it owns. Operator only."""
     _operator_only(request)
-    try:
-        async with request.app[DB].transaction() as session:
-            deleted = await session.execute(delete(Workspace).where(Workspace.id == request.match_info["id"]))
-            if deleted.rowcount != 1:
-                raise not_found("Account not found")
-    except IntegrityError:
-        raise conflict("The account still owns data that cannot be deleted") from None
+    await accounts.delete_account(request.app[DB], request.match_info["id"])
     return web.json_response({"id": request.match_info["id"], "deleted": True})
 
 

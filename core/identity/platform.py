@@ -142,9 +142,8 @@ async def _check_bound_client_may_change(session, caller: AppCaller, user: User,
     """The account-level changes a client bound to one organization may not make (issue 11)."""
     if "emailVerified" in body:
         raise forbidden("A client bound to an organization cannot change whether an email address is verified")
-    if "password" in body:
-        if await queries.member_elsewhere(session, user.id, caller.workspace_id):
-            raise forbidden("A client bound to an organization cannot set the password of a user who belongs to other organizations")
+    if "password" in body and await queries.member_elsewhere(session, user.id, caller.workspace_id):
+        raise forbidden("A client bound to an organization cannot set the password of a user who belongs to other organizations")
 
 
 # -- organizations --------------------------------------------------------------------------------

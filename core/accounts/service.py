@@ -1,0 +1,45 @@
+"""The queries behind the ``/accounts`` routes (an account is a workspace seen from outside)."""
+
+from __future__ import annotations
+
+from sqlalchemy import delete, func, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from patchbay.core.errors import Conflict, NotFound
+from patchbay.core.storage.db import Database
+from patchbay.core.workspaces.models import Membership, Workspace
+
+
+async def account_page(session: AsyncSession, *, external_id: str | None, plan: str | None, page: int, limit: int) -> tuple[list[Workspace], int]:
+    """A page of every account, oldest first, and how many match."""
+    query = select(Workspace)
+    if external_id:
+        query = query.where(Workspace.external_id == external_id)
+    if plan:
+        query = query.where(Workspace.plan == plan)
+    total = await session.scalar(select(func.count()).select_from(query.subquery()))
+    rows = await session.scalars(query.order_by(Workspace.created_at, Workspace.id).offset((page - 1) * limit).limit(limit))
+    return list(rows), int(total or 0)
+
+
+async def member_count(session: AsyncSession, account_id: str) -> int:
+    return int(await session.scalar(select(func.count()).select_from(Membership).where(Membership.workspace_id == account_id)) or 0)
+
+
+async def ensure_external_id_free(session: AsyncSession, external_id: str | None, *, account_id: str) -> None:
+    """Conflict when another account already has ``external_id``."""
+    if external_id and await session.scalar(select(Workspace.id).where(Workspace.external_id == external_id, Workspace.id != account_id)):
+        raise Conflict("Another account has this externalId")
+
+
+async def delete_account(db: Database, account_id: str) -> None:
+    """Delete the account and everything it owns; NotFound, or Conflict when rows that may not
+    be deleted with it still refer to it."""
+    try:
+        async with db.transaction() as session:
+            deleted = await session.execute(delete(Workspace).where(Workspace.id == account_id))
+            if deleted.rowcount != 1:
+                raise NotFound("Account not found")
+    except IntegrityError:
+        raise Conflict("The account still owns data that cannot be deleted") from None
