@@ -33,7 +33,6 @@ from pathlib import Path
 
 import aiohttp
 import asyncpg
-from aiohttp import web
 
 from patchbay.core.app import create_app
 from patchbay.core.appkeys import DB, SECRETS

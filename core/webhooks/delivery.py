@@ -23,6 +23,7 @@ import asyncio
 import json
 import logging
 import time
+from collections import defaultdict
 from datetime import timedelta
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -49,6 +50,8 @@ DELIVER_BATCH_JOB = "webhooks.deliver_batch"
 #: first attempts of one batch job in flight at once
 BATCH_CONCURRENCY = 64
 EXCERPT_BYTES = 1024
+_DELIVERIES = WebhookDelivery.__table__
+_SUBSCRIPTIONS = WebhookSubscription.__table__
 
 
 def matches(subscription: WebhookSubscription, event_type: str | None) -> bool:
@@ -319,48 +322,54 @@ async def deliver_batch_job(context: JobContext) -> None:
 
 
 async def _log_first_attempts(app: web.Application, tried: list[tuple[Any, _Outcome]], finish_jobs: list[str] = ()) -> None:
+    """In one transaction: finish ``finish_jobs``; claim and record each delivery's first attempt
+    (one UPDATE per distinct outcome, claiming only deliveries whose first attempt is not logged
+    yet), log the attempts, clear the failing mark of the subscriptions that answered, and track
+    the health and queue the second attempts of those that did not."""
     now = utcnow()
     async with app[DB].transaction() as session:
         await app[JOBS].finish_queued(session, list(finish_jobs))
-        if not tried:
-            return
-        claimed = set(
-            (
-                await session.scalars(
-                    update(WebhookDelivery)
-                    .where(WebhookDelivery.id.in_([d.id for d, _ in tried]), WebhookDelivery.status == "pending", WebhookDelivery.attempts < 1)
-                    .values(attempts=1, updated_at=now)
-                    .returning(WebhookDelivery.id)
-                    .execution_options(synchronize_session=False)
-                )
-            ).all()
-        )
+        failing = {delivery.subscription_id for delivery, outcome in tried if not outcome.ok}
+        subscriptions = {}
+        if failing:
+            subscriptions = {s.id: s for s in (await session.scalars(select(WebhookSubscription).where(WebhookSubscription.id.in_(failing)))).all()}
+        delays: dict[str, float | None] = {}
+        by_values: dict[tuple, list[str]] = defaultdict(list)
+        for delivery, outcome in tried:
+            subscription = subscriptions.get(delivery.subscription_id)
+            delays[delivery.id] = _next_delay(app, subscription, 1, outcome) if subscription is not None else None
+            by_values[tuple(_delivery_values(outcome, 1, delays[delivery.id], now).items())].append(delivery.id)
+        claimed: set[str] = set()
+        for values, ids in by_values.items():
+            statement = (
+                update(_DELIVERIES)
+                .where(_DELIVERIES.c.id.in_(ids), _DELIVERIES.c.status == "pending", _DELIVERIES.c.attempts < 1)
+                .values(dict(values))
+                .returning(_DELIVERIES.c.id)
+            )
+            claimed.update((await session.execute(statement)).scalars())
         mine = [(delivery, outcome) for delivery, outcome in tried if delivery.id in claimed]
         if not mine:
             return
-        subscriptions = {s.id: s for s in (await session.scalars(select(WebhookSubscription).where(WebhookSubscription.id.in_({d.subscription_id for d, _ in mine})))).all()}
-        attempts, rows = [], []
+        attempts = [
+            {"id": new_id(), "workspace_id": delivery.workspace_id, "delivery_id": delivery.id, "number": 1, "status_code": outcome.status_code,
+             "duration_ms": outcome.duration_ms, "response_excerpt": outcome.excerpt, "error": outcome.error, "created_at": now, "updated_at": now}
+            for delivery, outcome in mine
+        ]  # fmt: skip
+        await session.execute(WebhookAttempt.__table__.insert(), attempts)
+        answered = {delivery.subscription_id for delivery, outcome in mine if outcome.ok}
+        if answered:
+            await session.execute(
+                update(_SUBSCRIPTIONS).where(_SUBSCRIPTIONS.c.id.in_(answered), _SUBSCRIPTIONS.c.failing_since.is_not(None)).values(failing_since=None)
+            )
         for delivery, outcome in mine:
-            subscription = subscriptions.get(delivery.subscription_id)
-            delay = _next_delay(app, subscription, 1, outcome) if subscription is not None else None
-            attempts.append({"id": new_id(), "workspace_id": delivery.workspace_id, "delivery_id": delivery.id, "number": 1, "status_code": outcome.status_code,
-                             "duration_ms": outcome.duration_ms, "response_excerpt": outcome.excerpt, "error": outcome.error, "created_at": now, "updated_at": now})  # fmt: skip
-            rows.append({"id": delivery.id, **_delivery_values(outcome, 1, delay, now)})
+            subscription, delay = subscriptions.get(delivery.subscription_id), delays[delivery.id]
+            if outcome.ok:
+                continue
             if subscription is not None:
-                _track_health(app[SETTINGS].webhooks, subscription, ok=outcome.ok, gone=outcome.gone, exhausted=not outcome.ok and delay is None)
+                _track_health(app[SETTINGS].webhooks, subscription, ok=False, gone=outcome.gone, exhausted=delay is None)
             if delay is not None:
                 app[JOBS].enqueue(session, DELIVER_JOB, {"delivery_id": delivery.id, "attempt": 2}, delay=delay, workspace_id=delivery.workspace_id)
-        await session.execute(WebhookAttempt.__table__.insert(), attempts)
-        for values in _same_keys(rows):
-            await session.execute(update(WebhookDelivery), values)
-
-
-def _same_keys(rows: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
-    """Rows grouped by their set of keys (a bulk UPDATE by primary key takes one shape at a time)."""
-    groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
-    for row in rows:
-        groups.setdefault(tuple(sorted(row)), []).append(row)
-    return list(groups.values())
 
 
 def _track_health(settings: WebhooksSettings, subscription: WebhookSubscription, *, ok: bool, gone: bool, exhausted: bool) -> None:
