@@ -98,7 +98,8 @@ class Http:
             raise StepFailed(str(error)) from None
         headers = {str(k): str(v) for k, v in (config.get("headers") or {}).items()}
         headers.setdefault("Accept-Encoding", "identity")
-        headers.setdefault("Idempotency-Key", f"{context.execution_id}:{context.step_id}")  # the same on a re-run after a crash
+        if not any(name.lower() == "idempotency-key" for name in headers):  # the same on a re-run after a crash
+            headers["Idempotency-Key"] = f"{context.execution_id}:{context.step_id}"
         body = config.get("body")
         kwargs: dict[str, Any] = {"headers": headers}
         if body is not None:
