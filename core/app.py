@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import importlib
 import logging
 from collections.abc import AsyncIterator, Iterable
@@ -58,7 +59,21 @@ def create_app(settings: Settings, *, plugins: Iterable[object] = (), background
         importlib.import_module(module_name).setup(app)
     if background:
         app.cleanup_ctx.append(_background_work)
+    app.on_startup.append(_freeze_startup_objects)
+    app.on_cleanup.append(_unfreeze)
     return app
+
+
+async def _freeze_startup_objects(_app: web.Application) -> None:
+    """Keep what the start built (modules, the registry, compiled queries, the OpenAPI document)
+    out of the garbage collector's full passes while the app runs: each pass would otherwise walk
+    those hundreds of thousands of objects again, a pause of about 0.1 s every few thousand
+    requests. Undone at cleanup, so that a process running many apps (tests) can collect them."""
+    gc.freeze()
+
+
+async def _unfreeze(_app: web.Application) -> None:
+    gc.unfreeze()
 
 
 async def _migrate(app: web.Application) -> None:

@@ -1,6 +1,14 @@
 """Fixed-window rate limiting on the ``limits`` library's storages: Redis when ``redis_url`` is set
 (every process shares the counters), else the database on PostgreSQL (shared too), else process
-memory. Limits are written ``"N/minute"`` (``limits``' notation) or ``"off"``."""
+memory. Limits are written ``"N/minute"`` (``limits``' notation) or ``"off"``.
+
+A key well below its limit does not cost a storage round trip per hit: while the count this process
+knows, plus its own hits not yet written, stays within half the limit, hits are counted in process
+memory and written to the storage together at most ``SYNC_SECONDS`` later (with the next hit of
+the key). From half the limit on, every hit goes to the storage, so the limit itself is exact in one
+process; across processes a window may admit, at most, the hits each other process counted in its
+last ``SYNC_SECONDS`` and had not yet written.
+"""
 
 from __future__ import annotations
 
@@ -22,6 +30,10 @@ from patchbay.core.timeutil import utcnow
 
 #: prefix of every key this service writes to a shared Redis
 REDIS_KEY_PREFIX = "patchbay-ratelimit"
+#: a key's hits counted in memory are written to the storage at most this long after
+SYNC_SECONDS = 1.0
+#: local counters kept before the idle ones are dropped (their counts stay in the storage)
+MAX_LOCAL_KEYS = 10_000
 
 
 @attrs.frozen
@@ -110,18 +122,53 @@ def storage_for(db: Database, redis_url: str | None) -> Storage:
     return DatabaseStorage(db) if db.is_postgres else MemoryStorage()
 
 
+@attrs.define
+class _Local:
+    """What this process knows of one key's window: the stored count at the last write, its own
+    hits since, and when the window ends (epoch seconds)."""
+
+    known: int
+    reset: float
+    synced_at: float
+    pending: int = 0
+
+
 class RateLimiter:
     def __init__(self, storage: Storage) -> None:
         self.storage = storage
+        self._local: dict[str, _Local] = {}
 
     async def hit(self, key: str, item: limits.RateLimitItem, cost: int = 1) -> Decision:
         """Count ``cost`` against ``item`` for ``key`` (refused hits count too, as in ``limits``'
         fixed window) and say whether the caller is still within the limit."""
         storage_key = item.key_for(key)
-        count = await self.storage.incr(storage_key, item.get_expiry(), amount=cost)
-        reset = await self.storage.get_expiry(storage_key)
-        allowed = count <= item.amount
-        return Decision(allowed, item.amount, max(0, item.amount - count), max(1, math.ceil(reset - time.time())))
+        local = self._local.get(storage_key)
+        now = time.time()
+        if local is not None and now < local.reset and time.monotonic() - local.synced_at < SYNC_SECONDS:
+            count = local.known + local.pending + cost
+            if count <= item.amount // 2:
+                local.pending += cost
+                return Decision(True, item.amount, item.amount - count, max(1, math.ceil(local.reset - now)))
+        return await self._write(storage_key, item, cost, local, now)
+
+    async def _write(self, storage_key: str, item: limits.RateLimitItem, cost: int, local: _Local | None, now: float) -> Decision:
+        """Write this hit and the key's pending ones to the storage; answer from the stored count."""
+        carried = local.pending if local is not None and now < local.reset else 0
+        if local is not None:
+            local.pending -= carried
+        count = await self.storage.incr(storage_key, item.get_expiry(), amount=carried + cost)
+        current = self._local.get(storage_key)
+        if current is None or now >= current.reset or count <= carried + cost:  # a new window
+            reset = await self.storage.get_expiry(storage_key)
+            current = self._local[storage_key] = _Local(known=count, reset=reset, synced_at=time.monotonic())
+            self._prune(now)
+        else:
+            current.known, current.synced_at = max(current.known, count), time.monotonic()
+        return Decision(count <= item.amount, item.amount, max(0, item.amount - count), max(1, math.ceil(current.reset - time.time())))
+
+    def _prune(self, now: float) -> None:
+        if len(self._local) > MAX_LOCAL_KEYS:
+            self._local = {key: local for key, local in self._local.items() if local.pending and now < local.reset}
 
     async def purge(self) -> int:
         """Delete expired counter rows (the database storage); the others expire on their own."""

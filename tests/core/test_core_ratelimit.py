@@ -6,6 +6,7 @@ import pytest
 from limits.aio.storage import MemoryStorage
 
 from patchbay.core.appkeys import RATE_LIMITER
+from patchbay.core.ratelimit import limiter as limiter_module
 from patchbay.core.ratelimit.limiter import DatabaseStorage, RateLimiter, parse_limit, storage_for
 from patchbay.core.settings import RATE_LIMIT_DEFAULTS
 from patchbay.core.storage.db import Database
@@ -104,3 +105,50 @@ async def test_app_uses_redis_when_configured(aiohttp_client, make_app):
     assert (await second.get("/connect/v1/providers")).status == 401
     # both apps share one counter per address: the third request is refused whichever app answers it
     assert (await first.get("/connect/v1/providers")).status == 429
+
+
+class CountingStorage(MemoryStorage):
+    """A memory storage that counts its writes (a round trip each on Redis or the database)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes = 0
+
+    async def incr(self, key, expiry, amount=1):
+        self.writes += 1
+        return await super().incr(key, expiry, amount)
+
+
+async def test_hits_below_half_the_limit_are_counted_in_memory_and_written_later():
+    storage = CountingStorage()
+    limiter = RateLimiter(storage)
+    item = parse_limit("100/minute")
+    decisions = [await limiter.hit("k", item) for _ in range(40)]
+    assert all(d.allowed for d in decisions) and decisions[-1].remaining == 60
+    assert storage.writes == 1  # the first hit; the 39 others wait in memory
+    for local in limiter._local.values():
+        local.synced_at -= limiter_module.SYNC_SECONDS  # the sync interval has passed
+    await limiter.hit("k", item)
+    assert storage.writes == 2 and await storage.get(item.key_for("k")) == 41
+
+
+async def test_limit_is_exact_in_one_process_when_hits_are_counted_in_memory():
+    limiter = RateLimiter(CountingStorage())
+    item = parse_limit("100/minute")
+    allowed = [(await limiter.hit("k", item)).allowed for _ in range(150)]
+    assert allowed == [True] * 100 + [False] * 50
+
+
+async def test_another_process_overshoots_at_most_by_the_unwritten_hits():
+    shared = CountingStorage()  # one Redis (or database) seen by two processes
+    first, second = RateLimiter(shared), RateLimiter(shared)
+    item = parse_limit("100/minute")
+    by_first = sum([(await first.hit("k", item)).allowed for _ in range(49)])
+    unwritten = by_first - await shared.get(item.key_for("k"))
+    by_second = 0
+    while (await second.hit("k", item)).allowed:
+        by_second += 1
+    assert by_first + by_second <= item.amount + unwritten
+    for local in first._local.values():
+        local.synced_at -= limiter_module.SYNC_SECONDS
+    assert not (await first.hit("k", item)).allowed  # its pending hits are written: the window is full
