@@ -215,7 +215,9 @@ class JobQueue:
 
     # -- claiming and finishing ------------------------------------------------------------------
 
-    async def claim(self, worker_id: str, limit: int) -> list[Job]:
+    async def claim(self, worker_id: str, limit: int) -> list[Any]:
+        """Lease up to ``limit`` due jobs (or jobs whose lease ran out) to ``worker_id``: rows with
+        the columns of ``jobs``."""
         now = utcnow()
         claimable = (
             select(Job.id)
@@ -227,15 +229,15 @@ class JobQueue:
             .limit(limit)
             .with_for_update(skip_locked=True)
         )
+        jobs = Job.__table__
         statement = (
-            update(Job)
-            .where(Job.id.in_(claimable.scalar_subquery()))
-            .values(status="running", attempts=Job.attempts + 1, lease_until=now + timedelta(seconds=self.lease_seconds), locked_by=worker_id, updated_at=now)
-            .returning(Job)
-            .execution_options(synchronize_session=False)
+            update(jobs)
+            .where(jobs.c.id.in_(claimable.scalar_subquery()))
+            .values(status="running", attempts=jobs.c.attempts + 1, lease_until=now + timedelta(seconds=self.lease_seconds), locked_by=worker_id, updated_at=now)
+            .returning(*jobs.c)
         )
-        async with self.db.transaction() as session:
-            return list((await session.scalars(statement)).all())
+        async with self.db.transaction() as session:  # rows, not ORM objects: claiming is on every worker's hot path
+            return list((await session.execute(statement)).all())
 
     async def extend_leases(self, worker_id: str, job_ids: list[str]) -> None:
         if not job_ids:
@@ -271,7 +273,7 @@ class JobQueue:
         if result.rowcount != 1:
             raise LostLease(job_id)
 
-    async def mark_failed(self, worker_id: str, job: Job, error: str, retry_in: float | None) -> None:
+    async def mark_failed(self, worker_id: str, job: Any, error: str, retry_in: float | None) -> None:
         values: dict[str, Any] = {"last_error": error[:4000], "lease_until": None, "updated_at": utcnow()}
         if retry_in is None:
             values["status"] = "failed"
@@ -295,7 +297,7 @@ class JobQueue:
                 .execution_options(synchronize_session=False)
             )
 
-    def retry_delay(self, job: Job, error: BaseException) -> float | None:
+    def retry_delay(self, job: Any, error: BaseException) -> float | None:
         """Seconds until the next attempt, or None when the job has failed for good."""
         if isinstance(error, PermanentFailure) or job.attempts >= job.max_attempts:
             return None

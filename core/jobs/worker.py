@@ -8,7 +8,6 @@ import os
 import socket
 from typing import Any
 
-from patchbay.core.jobs.models import Job
 from patchbay.core.jobs.queue import JobContext, JobQueue, LostLease, PermanentFailure
 from patchbay.core.timeutil import new_id
 
@@ -47,7 +46,7 @@ class Worker:
         try:
             while not self._stopping.is_set():
                 free = self.concurrency - len(self._running)
-                jobs: list[Job] = []
+                jobs: list[Any] = []
                 if free > 0:
                     self.queue.wake.clear()
                     try:
@@ -92,11 +91,11 @@ class Worker:
     def stop(self) -> None:
         self._stopping.set()
 
-    def _groups(self, jobs: list[Job]) -> list[list[Job]]:
+    def _groups(self, jobs: list[Any]) -> list[list[Any]]:
         """The claimed jobs as handler calls: the first attempts of a kind with ``merge`` together,
         every other job alone."""
-        groups: list[list[Job]] = []
-        merged: dict[str, list[Job]] = {}
+        groups: list[list[Any]] = []
+        merged: dict[str, list[Any]] = {}
         for job in jobs:
             if self.queue.kinds[job.kind].merge is not None and job.attempts == 1:
                 merged.setdefault(job.kind, []).append(job)
@@ -104,14 +103,14 @@ class Worker:
                 groups.append([job])
         return groups + list(merged.values())
 
-    def _context(self, jobs: list[Job]) -> JobContext:
+    def _context(self, jobs: list[Any]) -> JobContext:
         first = jobs[0]
         if len(jobs) == 1:
             return JobContext(self.app, first.id, first.kind, dict(first.payload), first.attempts, first.max_attempts, first.workspace_id)
         payload = self.queue.kinds[first.kind].merge([dict(job.payload) for job in jobs])
         return JobContext(self.app, first.id, first.kind, payload, 1, min(job.max_attempts for job in jobs), None)
 
-    async def _run(self, jobs: list[Job]) -> None:
+    async def _run(self, jobs: list[Any]) -> None:
         job = jobs[0]
         try:
             if job.attempts > job.max_attempts:
