@@ -174,7 +174,6 @@ class Registry:
                 self.providers[name] = updated
             self.secrets[name] = ProviderSecrets(**{k: v for k, v in table.items() if k in PROVIDER_SECRET_KEYS})
 
-
     def apply_plugin_settings(self, tables: Mapping[str, Any], environ: Mapping[str, str]) -> None:
         """Load each declared plugin section from its table and ``PATCHBAY_<SECTION>_<FIELD>``
         variables; a table no plugin declares is refused."""
