@@ -186,8 +186,11 @@ def _format(error: BaseException, kind: type | None) -> str:
 
 
 def _named(detail: str) -> str:
-    """``"must be a string @ body.credentials.apiKey"`` as ``"credentials.apiKey must be a string"``."""
+    """``"must be a string @ body.credentials.apiKey"`` as ``"credentials.apiKey must be a string"``,
+    ``"required field missing @ body.email"`` as ``"email is required"``."""
     message, _, path = detail.rpartition(" @ ")
+    if message == "required field missing":
+        return f"{path.removeprefix('body.')} is required"
     return f"{path.removeprefix('body.')} {message}" if message.startswith("must be ") else detail
 
 

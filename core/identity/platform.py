@@ -13,12 +13,18 @@ from typing import Any
 import attrs
 from aiohttp import web
 from patchbay.core.appkeys import DB, SETTINGS
-from patchbay.core.http.bodies import page_envelope, page_params, read_object
+from patchbay.core.http.bodies import page_params, read_object, structure
 from patchbay.core.http.errors import bad_request, conflict, forbidden, not_found, unauthorized
 from patchbay.core.http.lookups import get_or_404
+from patchbay.core.http.openapi import PAGE_QUERY, accepts, query
+from patchbay.core.http.responses import reply, returns
 from patchbay.core.identity.clients import Client
 from patchbay.core.identity import platform_service as queries
 from patchbay.core.identity.http import load_client
+from patchbay.core.identity.platform_models import (
+    AddMemberDto, CreateOrganizationDto, CreateUserDto, MembershipList, Organization, OrganizationMembership, OrganizationPage, PlatformUser,
+    PlatformUserPage, UpdateOrganizationDto, UpdateUserDto,
+)  # fmt: skip
 from patchbay.core.identity.session import current_session
 from patchbay.core.security.auth import verify_access_token
 from patchbay.core.security.signing_keys import InvalidToken
@@ -104,13 +110,6 @@ def membership_json(row: Membership) -> dict[str, Any]:
     return {"organizationId": row.workspace_id, "userId": row.user_id, "role": row.role, "createdAt": iso(row.created_at)}
 
 
-def _optional_str(body: dict[str, Any], key: str) -> str | None:
-    value = body.get(key)
-    if value is not None and not isinstance(value, str):
-        raise bad_request(f"Validation failed: {key} must be a string")
-    return value
-
-
 def _visible_org(caller: AppCaller, organization_id: str) -> None:
     if caller.workspace_id is not None and caller.workspace_id != organization_id:
         raise not_found("Organization not found")
@@ -150,6 +149,8 @@ async def _check_bound_client_may_change(session, caller: AppCaller, user: User,
 
 
 @routes.get("/api/v1/organizations")
+@query(**PAGE_QUERY)
+@returns(OrganizationPage)
 @app_client
 async def list_organizations(request: web.Request) -> web.Response:
     """List organizations (a workspace-bound client sees its own)."""
@@ -157,10 +158,12 @@ async def list_organizations(request: web.Request) -> web.Response:
     page, limit = page_params(request)
     async with request.app[DB].session() as session:
         rows, total = await queries.organization_page(session, workspace_id=caller.workspace_id, page=page, limit=limit)
-    return web.json_response(page_envelope([organization_json(r) for r in rows], page, limit, total))
+    return reply(request, {"data": [organization_json(r) for r in rows], "page": page, "limit": limit, "total": total})
 
 
 @routes.post("/api/v1/organizations")
+@accepts(CreateOrganizationDto)
+@returns(Organization, status=201, description="Created")
 @app_client
 async def create_organization(request: web.Request) -> web.Response:
     """Create an organization (platform clients only); ``plan`` defaults to the deployment's
@@ -168,81 +171,88 @@ async def create_organization(request: web.Request) -> web.Response:
     caller: AppCaller = request[APP_CLIENT]
     if caller.workspace_id is not None:
         raise forbidden("A client bound to an organization cannot create organizations")
-    body = await read_object(request)
-    name, plan = _optional_str(body, "name"), _optional_str(body, "plan") or request.app[SETTINGS].workspaces.default_plan
-    if not name:
+    dto = structure(await read_object(request), CreateOrganizationDto)
+    if not dto.name.strip():
         raise bad_request("Validation failed: name is required")
     async with request.app[DB].transaction() as session:
         try:
-            row, _ = await create_workspace(session, name=name, plan=plan, external_id=_optional_str(body, "externalId"))
+            row, _ = await create_workspace(session, name=dto.name, plan=dto.plan or request.app[SETTINGS].workspaces.default_plan, external_id=dto.externalId)
         except WorkspaceError as error:
             raise bad_request(f"Validation failed: {error}") from None
-    return web.json_response(organization_json(row), status=201)
+    return reply(request, organization_json(row), status=201)
 
 
 @routes.get("/api/v1/organizations/{id}")
+@returns(Organization)
 @app_client
 async def get_organization(request: web.Request) -> web.Response:
     """One organization."""
     async with request.app[DB].session() as session:
         row = await _get_org(session, request[APP_CLIENT], request.match_info["id"])
-    return web.json_response(organization_json(row))
+    return reply(request, organization_json(row))
 
 
 @routes.patch("/api/v1/organizations/{id}")
+@accepts(UpdateOrganizationDto)
+@returns(Organization)
 @app_client
 async def update_organization(request: web.Request) -> web.Response:
     """Rename an organization or change its plan (plans are the operator's: unbound clients only)."""
     caller: AppCaller = request[APP_CLIENT]
     body = await read_object(request)
+    dto = structure(body, UpdateOrganizationDto)
     if caller.workspace_id is not None and "plan" in body:
         raise forbidden("A client bound to an organization cannot change its plan")
     async with request.app[DB].transaction() as session:
         row = await _get_org(session, caller, request.match_info["id"])
-        if (name := _optional_str(body, "name")) is not None:
-            if not name.strip():
+        if dto.name is not None:
+            if not dto.name.strip():
                 raise bad_request("Validation failed: name must not be empty")
-            row.name = name.strip()
-        if (plan := _optional_str(body, "plan")) is not None:
-            if plan not in PLANS:
+            row.name = dto.name.strip()
+        if dto.plan is not None:
+            if dto.plan not in PLANS:
                 raise bad_request(f"Validation failed: plan must be one of {', '.join(PLANS)}")
-            row.plan = plan
-    return web.json_response(organization_json(row))
+            row.plan = dto.plan
+    return reply(request, organization_json(row))
 
 
 @routes.get("/api/v1/organizations/{id}/memberships")
+@returns(MembershipList)
 @app_client
 async def organization_memberships(request: web.Request) -> web.Response:
     """Members of an organization with their roles."""
     async with request.app[DB].session() as session:
         org = await _get_org(session, request[APP_CLIENT], request.match_info["id"])
         rows = await queries.memberships(session, workspace_id=org.id)
-    return web.json_response({"data": [membership_json(r) for r in rows]})
+    return reply(request, {"data": [membership_json(r) for r in rows]})
 
 
 @routes.post("/api/v1/organizations/{id}/memberships")
+@accepts(AddMemberDto)
+@returns(OrganizationMembership, status=201, description="Added")
 @app_client
 async def add_organization_member(request: web.Request) -> web.Response:
     """Add a user to an organization, or change the role of a member."""
-    body = await read_object(request)
-    user_id, role = _optional_str(body, "userId"), _optional_str(body, "role") or "viewer"
-    if not user_id:
+    dto = structure(await read_object(request), AddMemberDto)
+    if not dto.userId:
         raise bad_request("Validation failed: userId is required")
     async with request.app[DB].transaction() as session:
         org = await _get_org(session, request[APP_CLIENT], request.match_info["id"])
-        if not await queries.user_exists(session, user_id):
+        if not await queries.user_exists(session, dto.userId):
             raise not_found("User not found")
         try:
-            row = await add_member(session, workspace_id=org.id, user_id=user_id, role=role)
+            row = await add_member(session, workspace_id=org.id, user_id=dto.userId, role=dto.role)
         except WorkspaceError as error:
             raise bad_request(f"Validation failed: {error}") from None
-    return web.json_response(membership_json(row), status=201)
+    return reply(request, membership_json(row), status=201)
 
 
 # -- users ----------------------------------------------------------------------------------------
 
 
 @routes.get("/api/v1/users")
+@query(**PAGE_QUERY, email={"type": "string"})
+@returns(PlatformUserPage)
 @app_client
 async def list_users(request: web.Request) -> web.Response:
     """List users (a workspace-bound client sees its organization's members)."""
@@ -250,7 +260,7 @@ async def list_users(request: web.Request) -> web.Response:
     page, limit = page_params(request)
     async with request.app[DB].session() as session:
         rows, total = await queries.user_page(session, workspace_id=caller.workspace_id, email=request.query.get("email"), page=page, limit=limit)
-    return web.json_response(page_envelope([user_json(r) for r in rows], page, limit, total))
+    return reply(request, {"data": [user_json(r) for r in rows], "page": page, "limit": limit, "total": total})
 
 
 PROFILE_FIELDS = {"name": "name", "givenName": "given_name", "familyName": "family_name", "picture": "picture",
@@ -258,67 +268,73 @@ PROFILE_FIELDS = {"name": "name", "givenName": "given_name", "familyName": "fami
 
 
 @routes.post("/api/v1/users")
+@accepts(CreateUserDto)
+@returns(PlatformUser, status=201, description="Created")
 @app_client
 async def create_platform_user(request: web.Request) -> web.Response:
     """Create a user; a workspace-bound client makes it a member (``role``, default viewer)."""
     caller: AppCaller = request[APP_CLIENT]
     body = await read_object(request)
-    email = _optional_str(body, "email")
-    if not email:
+    dto = structure(body, CreateUserDto)
+    if not dto.email:
         raise bad_request("Validation failed: email is required")
-    profile = {column: _optional_str(body, key) for key, column in PROFILE_FIELDS.items() if key in body}
-    role = _optional_str(body, "role") or "viewer"
-    if role not in ROLES:
+    profile = {column: getattr(dto, key) for key, column in PROFILE_FIELDS.items() if key in body}
+    if dto.role not in ROLES:
         raise bad_request(f"Validation failed: role must be one of {', '.join(ROLES)}")
     async with request.app[DB].transaction() as session:
         try:
-            user = await create_user(session, email=email, password=_optional_str(body, "password"), **profile)
+            user = await create_user(session, email=dto.email, password=dto.password, **profile)
         except UserError as error:
             raise (conflict(str(error)) if "already exists" in str(error) else bad_request(f"Validation failed: {error}")) from None
-        if body.get("emailVerified") is True:
+        if dto.emailVerified is True:
             if caller.workspace_id is not None:
                 raise forbidden("A client bound to an organization cannot mark an email address as verified")
             user.email_verified = True
         if caller.workspace_id is not None:
-            await add_member(session, workspace_id=caller.workspace_id, user_id=user.id, role=role)
-    return web.json_response(user_json(user), status=201)
+            await add_member(session, workspace_id=caller.workspace_id, user_id=user.id, role=dto.role)
+    return reply(request, user_json(user), status=201)
 
 
 @routes.get("/api/v1/users/{id}")
+@returns(PlatformUser)
 @app_client(users=True)
 async def get_platform_user(request: web.Request) -> web.Response:
     """One user (``me``: the user of the session cookie)."""
     async with request.app[DB].session() as session:
         row = await _get_user(session, request[APP_CLIENT], request.match_info["id"])
-    return web.json_response(user_json(row))
+    return reply(request, user_json(row))
 
 
 @routes.patch("/api/v1/users/{id}")
+@accepts(UpdateUserDto)
+@returns(PlatformUser)
 @app_client
 async def update_platform_user(request: web.Request) -> web.Response:
     """Change a user's profile, type or password. A workspace-bound client may not vouch for an
     email address, nor set the password of a member who also belongs to other workspaces."""
     caller: AppCaller = request[APP_CLIENT]
     body = await read_object(request)
+    dto = structure(body, UpdateUserDto)
     async with request.app[DB].transaction() as session:
         row = await _get_user(session, caller, request.match_info["id"])
         if caller.workspace_id is not None:
             await _check_bound_client_may_change(session, caller, row, body)
         for key, column in PROFILE_FIELDS.items():
             if key in body:
-                setattr(row, column, _optional_str(body, key))
+                setattr(row, column, getattr(dto, key))
         if "emailVerified" in body:
-            if not isinstance(body["emailVerified"], bool):
-                raise bad_request("Validation failed: emailVerified must be a boolean")
-            row.email_verified = body["emailVerified"]
-        if (password := _optional_str(body, "password")) is not None:
-            if len(password) < 8:
+            if dto.emailVerified is None:
+                raise bad_request("Validation failed: emailVerified must be true or false")
+            row.email_verified = dto.emailVerified
+        if dto.password is not None:
+            if len(dto.password) < 8:
                 raise bad_request("Validation failed: password must have at least 8 characters")
-            await change_password(session, row, password)
-    return web.json_response(user_json(row))
+            await change_password(session, row, dto.password)
+    return reply(request, user_json(row))
 
 
 @routes.get("/api/v1/users/{id}/memberships")
+@returns(MembershipList)
 @app_client(users=True)
 async def user_memberships(request: web.Request) -> web.Response:
     """The organizations a user belongs to, with roles."""
@@ -326,7 +342,7 @@ async def user_memberships(request: web.Request) -> web.Response:
     async with request.app[DB].session() as session:
         user = await _get_user(session, caller, request.match_info["id"])
         rows = await queries.memberships(session, user_id=user.id, workspace_id=caller.workspace_id)
-    return web.json_response({"data": [membership_json(r) for r in rows]})
+    return reply(request, {"data": [membership_json(r) for r in rows]})
 
 
 

@@ -102,3 +102,16 @@ async def test_an_organization_without_a_plan_gets_the_deployment_default(make_i
     _, headers = await service_client(idp)
     created = await idp.http.post("/api/v1/organizations", json={"name": "Initech"}, headers=headers)
     assert created.status == 201 and (await created.json())["plan"] == "starter"
+
+
+async def test_platform_bodies_of_the_wrong_type_are_400_naming_the_field(idp):
+    _, headers = await service_client(idp)
+    user = await (await idp.http.post("/api/v1/users", json={"email": "lin@example.com"}, headers=headers)).json()
+    for method, path, body, field in (
+        ("post", "/api/v1/organizations", {"name": 5}, "name must be a string"),
+        ("post", "/api/v1/users", {"name": "No Email"}, "email is required"),
+        ("patch", f"/api/v1/users/{user['id']}", {"emailVerified": "yes"}, "emailVerified must be true or false"),
+        ("patch", f"/api/v1/users/{user['id']}", {"phoneNumber": 5}, "phoneNumber must be a string"),
+    ):
+        response = await getattr(idp.http, method)(path, json=body, headers=headers)
+        assert response.status == 400 and field in (await response.json())["message"], (path, body)
