@@ -9,6 +9,7 @@ it. The plan is changed only by the operator here (or by the payment provider's 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
@@ -16,7 +17,8 @@ from aiohttp import web
 from patchbay.core.accounts import service as accounts
 from patchbay.core.accounts.auth import is_operator
 from patchbay.core.appkeys import DB, SETTINGS
-from patchbay.core.http.bodies import page_envelope, page_params, read_object
+from patchbay.core.http.bodies import page_envelope, page_params, read_object, structure
+from patchbay.core.http.openapi import PAGE_QUERY, accepts, query
 from patchbay.core.http.errors import bad_request, forbidden, not_found, unauthorized
 from patchbay.core.http.lookups import get_or_404
 from patchbay.core.security.auth import Principal, authenticate
@@ -25,6 +27,25 @@ from patchbay.core.workspaces.models import PLANS, Workspace
 from patchbay.core.workspaces.routes import workspace_json
 
 routes = web.RouteTableDef()
+
+@dataclass
+class CreateAccountDto:
+    """``plan`` defaults to ``[workspaces] default_plan``; idempotent by ``externalId``."""
+
+    name: str
+    plan: str | None = None
+    externalId: str | None = None
+
+
+@dataclass
+class UpdateAccountDto:
+    """Any of them; the account's own credential changes only the name and settings."""
+
+    name: str | None = None
+    plan: str | None = None
+    externalId: str | None = None
+    settings: dict[str, Any] | None = None
+
 
 EDITABLE = {"name": "name", "plan": "plan", "externalId": "external_id", "settings": "settings"}
 OWNER_EDITABLE = {"name", "settings"}
@@ -58,24 +79,22 @@ def _operator_only(request: web.Request) -> None:
 
 
 @routes.post("/accounts")
+@accepts(CreateAccountDto)
 async def create_account(request: web.Request) -> web.Response:
     """Create an account (``{name, plan?, externalId?}``; idempotent by externalId). Operator only."""
     _operator_only(request)
-    body = await read_object(request)
-    name, plan, external_id = body.get("name"), body.get("plan", request.app[SETTINGS].workspaces.default_plan), body.get("externalId")
-    if not isinstance(name, str):
-        raise bad_request("Validation failed: name is required")
-    if external_id is not None and not isinstance(external_id, str):
-        raise bad_request("Validation failed: externalId must be a string")
+    dto = structure(await read_object(request), CreateAccountDto)
+    plan = dto.plan or request.app[SETTINGS].workspaces.default_plan
     async with request.app[DB].transaction() as session:
         try:
-            workspace, created = await service.create_workspace(session, name=name, plan=plan if isinstance(plan, str) else "", external_id=external_id)
+            workspace, created = await service.create_workspace(session, name=dto.name, plan=plan, external_id=dto.externalId)
         except service.WorkspaceError as error:
             raise bad_request(f"Validation failed: {error}") from None
         return web.json_response({**account_json(workspace), "created": created}, status=201)
 
 
 @routes.get("/accounts")
+@query(**PAGE_QUERY, externalId={"type": "string"}, plan={"type": "string"})
 async def list_accounts(request: web.Request) -> web.Response:
     """Every account, oldest first (``?externalId=``, ``?plan=`` filter). Operator only."""
     _operator_only(request)
@@ -96,12 +115,14 @@ async def get_account(request: web.Request) -> web.Response:
 
 
 @routes.patch("/accounts/{id}")
+@accepts(UpdateAccountDto)
 async def update_account(request: web.Request) -> web.Response:
     """Change an account: the operator any of name, plan, externalId, settings; the account's own
     credential with ``workspace.admin`` its name and settings."""
     account_id = request.match_info["id"]
     principal = await _caller(request, account_id)
     body = await read_object(request)
+    dto = structure(body, UpdateAccountDto)
     unknown = set(body) - set(EDITABLE)
     if unknown:
         raise bad_request(f"Validation failed: unknown field(s) {', '.join(sorted(unknown))}")
@@ -110,13 +131,11 @@ async def update_account(request: web.Request) -> web.Response:
             raise forbidden("Missing permission: workspace.admin")
         if set(body) - OWNER_EDITABLE:
             raise forbidden("Only the operator can change " + ", ".join(sorted(set(body) - OWNER_EDITABLE)))
-    if "name" in body and (not isinstance(body["name"], str) or not body["name"].strip()):
+    if "name" in body and not (dto.name or "").strip():
         raise bad_request("Validation failed: name must be a non-empty string")
-    if "plan" in body and body["plan"] not in PLANS:
+    if "plan" in body and dto.plan not in PLANS:
         raise bad_request(f"Validation failed: plan must be one of {', '.join(PLANS)}")
-    if "externalId" in body and body["externalId"] is not None and not isinstance(body["externalId"], str):
-        raise bad_request("Validation failed: externalId must be a string or null")
-    if "settings" in body and not isinstance(body["settings"], dict):
+    if "settings" in body and dto.settings is None:
         raise bad_request("Validation failed: settings must be an object")
     async with request.app[DB].transaction() as session:
         workspace = await get_or_404(session, Workspace, account_id, "Account not found")

@@ -59,3 +59,17 @@ async def test_workspace_credentials_and_no_operator(aiohttp_client, make_app):
 async def test_accounts_closed_without_admin_key(client, workspace):
     assert (await client.get("/accounts", headers={"x-api-key": ""})).status == 401
     assert (await client.post("/accounts", json={"name": "X"}, headers={"Authorization": "Bearer anything"})).status == 403
+
+
+async def test_account_bodies_of_the_wrong_type_are_400_naming_the_field(aiohttp_client, make_app):
+    client = await aiohttp_client(make_app(admin=AdminSettings(api_key="op-key-1")))
+    account = await (await client.post("/accounts", json={"name": "Initech"}, headers=OPERATOR)).json()
+    for method, path, body, message in (
+        ("post", "/accounts", {"name": ["Initech"]}, "name must be a string"),
+        ("post", "/accounts", {"plan": "starter"}, "name is required"),
+        ("post", "/accounts", {"name": "I", "externalId": 7}, "externalId must be a string"),
+        ("patch", f"/accounts/{account['id']}", {"settings": "eu"}, "settings must be an object"),
+        ("patch", f"/accounts/{account['id']}", {"name": True}, "name must be a string"),
+    ):
+        response = await getattr(client, method)(path, json=body, headers=OPERATOR)
+        assert response.status == 400 and message in (await response.json())["message"], (path, body)
