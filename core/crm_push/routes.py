@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from aiohttp import web
-from sqlalchemy import select
 
 from patchbay.core.appkeys import DB
-from patchbay.core.crm_push.service import destinations, schedule_push, test_destinations
+from patchbay.core.crm_push.service import destinations, leads_to_push, schedule_push, test_destinations
 from patchbay.core.http.bodies import read_object
 from patchbay.core.http.errors import bad_request
 from patchbay.core.http.lookups import get_or_404
@@ -48,9 +47,7 @@ async def push_batch(request: web.Request) -> web.Response:
     async with request.app[DB].transaction(tenant=workspace_id) as session:
         if not await destinations(request.app, session, workspace_id):
             raise bad_request("No CRM destination is connected")
-        statement = select(Lead).order_by(Lead.created_at).limit(BATCH_LIMIT)
-        statement = statement.where(Lead.id.in_(lead_ids)) if lead_ids is not None else statement.where(Lead.crm_sync_status.in_(statuses))
-        leads = (await session.scalars(statement)).all()
+        leads = await leads_to_push(session, lead_ids=lead_ids, statuses=statuses, limit=BATCH_LIMIT)
         queued = 0
         for lead in leads:
             queued += await schedule_push(request.app, session, lead)

@@ -38,6 +38,14 @@ async def open_connection_client(app: web.Application, *, workspace_id: str, con
     return await maybe_await(open_client(app, workspace_id=workspace_id, connection_id=connection_id))
 
 
+async def leads_to_push(session: AsyncSession, *, lead_ids: list[str] | None, statuses: list[str], limit: int) -> list[Lead]:
+    """The session workspace's leads named by ``lead_ids``, or else those in one of ``statuses``,
+    oldest first, at most ``limit``."""
+    statement = select(Lead).order_by(Lead.created_at).limit(limit)
+    statement = statement.where(Lead.id.in_(lead_ids)) if lead_ids is not None else statement.where(Lead.crm_sync_status.in_(statuses))
+    return list((await session.scalars(statement)).all())
+
+
 async def destinations(app: web.Application, session: AsyncSession, workspace_id: str) -> list[Connection]:
     names = list(app[REGISTRY].objects("crm_destinations"))
     if not names:
