@@ -4,7 +4,7 @@ PostgreSQL, against a bare asyncio loop doing the same three steps with the same
 calls, measured in the same run; and the latency from an inbound webhook (a signed Meta leadgen
 POST to /webhook/facebook) to the first step of the flow it starts.
 
-    python benchmarks/flows.py [--executions 2000] [--batch 100] [--latency 30] [--databases sqlite,postgresql]
+    python benchmarks/flows.py [--executions 2000] [--batch 100] [--latency 30] [--databases sqlite,postgresql] [--py-spy DIR]
 
 The app runs with its default settings and background work on (``PATCHBAY_WORKERS`` and the
 scheduler as shipped); the settings that differ are printed. Executions are created like the
@@ -28,12 +28,14 @@ import asyncio
 import json
 import multiprocessing
 import os
+import signal
 import statistics
 import sys
 import tempfile
 import time
 import uuid
 from collections import Counter
+from pathlib import Path
 
 import aiohttp
 import asyncpg
@@ -212,7 +214,42 @@ async def _baseline(app, workspace_id: str, executions: int, concurrency: int) -
     return executions / elapsed, cpu * 1000 / executions
 
 
-async def _executions_per_second(app, workspace_id: str, executions: int, batch: int) -> tuple[float, dict[str, int]]:
+#: where the samples of a run go, first match wins: (label, a frame that marks it)
+_AREAS = (
+    ("http step: aiohttp client, outbound checks", "Http.run ("),
+    ("template renders (worker thread)", "_render_all ("),
+    ("table lookups", "_lookup_many ("),
+    ("starts, finishes, step records", "FlowRunner._"),
+    ("step timeouts", "Timeout."),
+    ("job queue: claim, done", "(core/jobs/"),
+    ("running steps (engine)", "(core/flows/"),
+    ("SQLAlchemy and driver, under a greenlet (caller not in the stack)", "(sqlalchemy/"),
+    ("event loop, sockets", "(asyncio/"),
+)
+
+
+async def _start_py_spy(folder: str, name: str) -> tuple[asyncio.subprocess.Process, Path]:
+    """py-spy sampling this process (threads holding the GIL) until stopped with SIGINT."""
+    destination = Path(folder) / f"flows-{name}.txt"
+    py_spy = str(Path(sys.executable).parent / "py-spy")
+    process = await asyncio.create_subprocess_exec(
+        py_spy, "record", "--gil", "--format", "raw", "--rate", "200", "--pid", str(os.getpid()), "--output", str(destination),
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+    )  # fmt: skip
+    return process, destination
+
+
+def _areas(collapsed: Path) -> dict[str, str]:
+    """The share of samples of each area of ``_AREAS`` in py-spy's collapsed stacks."""
+    counts: Counter[str] = Counter()
+    for line in collapsed.read_text().splitlines():
+        stack, _, samples = line.rpartition(" ")
+        counts[next((label for label, marker in _AREAS if marker in stack), "other")] += int(samples)
+    total = sum(counts.values()) or 1
+    return {label: f"{100 * count / total:.0f}%" for label, count in counts.most_common()}
+
+
+async def _executions_per_second(app, workspace_id: str, executions: int, batch: int, profile: str | None, name: str) -> tuple[float, dict[str, object]]:
     flow_id = await _flow(app, workspace_id, three_steps(), "bench")
     rows = [{"workspace_id": workspace_id, "flow_id": flow_id, "version": 1, "trigger_source": "webhook", "trigger_payload": _payload(n)} for n in range(executions)]
 
@@ -226,9 +263,12 @@ async def _executions_per_second(app, workspace_id: str, executions: int, batch:
         for start in range(0, executions, batch):
             ids += await create_executions(app, session, rows[start : start + batch])
     began, cpu, wall = utcnow(), time.process_time(), time.perf_counter()  # committed: the workers woke
-    print(f"  ({executions} executions committed at {began:%H:%M:%S}: measuring)", file=sys.stderr, flush=True)  # a cue to attach a profiler
+    profiler = await _start_py_spy(profile, name) if profile else None
     await _until(finished, every=0.25)  # a rare check: it takes CPU from the workers
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    if profiler is not None:
+        profiler[0].send_signal(signal.SIGINT)
+        await profiler[0].wait()
     async with app[DB].session() as session:
         last = await session.scalar(select(func.max(FlowExecution.finished_at)).where(FlowExecution.flow_id == flow_id))
     elapsed = (last - began).total_seconds()
@@ -243,8 +283,11 @@ async def _executions_per_second(app, workspace_id: str, executions: int, batch:
     if outcomes != {"completed, attempt 1": executions} or steps != 3 * executions or set(keys) != expected_keys or posts != executions:
         raise SystemExit(f"executions did not all complete exactly once: {outcomes}, {steps} step records, {posts} POSTs, "
                          f"{len(set(keys) & expected_keys)} of {executions} expected Idempotency-Keys")  # fmt: skip
-    return executions / elapsed, {**outcomes, "completed step records": steps, "POSTs (one per Idempotency-Key)": posts,
-                                  "CPU of this process": f"{cpu / wall:.2f} s/s, {cpu * 1000 / executions:.2f} ms per execution"}
+    report: dict[str, object] = {**outcomes, "completed step records": steps, "POSTs (one per Idempotency-Key)": posts,
+                                 "CPU of this process": f"{cpu / wall:.2f} s/s, {cpu * 1000 / executions:.2f} ms per execution"}  # fmt: skip
+    if profiler is not None:
+        report["py-spy samples by area"] = _areas(profiler[1])
+    return executions / elapsed, report
 
 
 async def _latency(app, port: int, workspace_id: str, marks: Marks, events: int) -> list[float]:
@@ -285,7 +328,7 @@ async def run(name: str, url: str, args) -> dict[str, object]:
             ws = (await create_workspace_with_key(app, plan="enterprise"))["workspace_id"]
             await _customers(app, ws)
             baseline, baseline_cpu = await _baseline(app, ws, args.executions, args.baseline_concurrency)
-            rate, outcomes = await _executions_per_second(app, ws, args.executions, args.batch)
+            rate, outcomes = await _executions_per_second(app, ws, args.executions, args.batch, args.py_spy, name)
             latency = await _latency(app, port, ws, marks, args.latency) if args.latency else []
         finally:
             await runner.cleanup()
@@ -316,7 +359,11 @@ def _report(result: dict[str, object], args) -> None:
     print(f"[{result['name']}]  settings differing from the defaults: {result['settings']}")
     print(f"  bare asyncio loop, same three steps ({args.baseline_concurrency} tasks): {baseline:8.0f} executions/s   ({result['baseline_cpu']:.2f} ms CPU per execution)")
     print(f"  patchbay, default workers:                       {rate:8.0f} executions/s   {rate / baseline:5.2f}x the bare loop")
-    print(f"  outcomes: {result['outcomes']}")
+    outcomes = dict(result["outcomes"])
+    areas = outcomes.pop("py-spy samples by area", None)
+    print(f"  outcomes: {outcomes}")
+    if areas:
+        print(f"  py-spy samples by area: {areas}")
     if latency:
         ordered = sorted(latency)
         p95 = ordered[max(0, int(len(ordered) * 0.95) - 1)]
@@ -330,6 +377,7 @@ async def main() -> None:
     parser.add_argument("--baseline-concurrency", type=int, default=64, help="tasks of the bare loop")
     parser.add_argument("--latency", type=int, default=30, help="webhook events for the latency figure (0: skip)")
     parser.add_argument("--databases", default="sqlite,postgresql")
+    parser.add_argument("--py-spy", metavar="DIR", help="sample this process with py-spy while the executions run: collapsed stacks in DIR/flows-<database>.txt, shares by area printed")
     parser.add_argument("--jobs", type=int, help=argparse.SUPPRESS)  # accepted for old command lines; the raw-queue figure is gone
     args = parser.parse_args()
     global TARGET_PORT

@@ -37,16 +37,14 @@ class StepRecord:
     duration_ms: int | None = None
     written: bool = False
 
-    def row(self, workspace_id: str, execution_id: str) -> dict[str, Any]:
-        return {
-            "workspace_id": workspace_id, "execution_id": execution_id, "position": self.position,
-            "step_id": self.step_id, "type": self.type, "status": self.status, "input": self.input, "output": self.output,
-            "error": self.error, "started_at": self.started_at, "finished_at": self.finished_at, "duration_ms": self.duration_ms,
-        }  # fmt: skip
+    def values(self) -> tuple[Any, ...]:
+        """The record's columns in ``store.STEP_COLUMNS`` order after the execution's two."""
+        return (self.position, self.step_id, self.type, self.status, self.input, self.output, self.error, self.started_at, self.finished_at, self.duration_ms)
 
 
-def step_rows(records: list[StepRecord], workspace_id: str, execution_id: str) -> list[dict[str, Any]]:
-    return [record.row(workspace_id, execution_id) for record in records if not record.written]
+def step_rows(records: list[StepRecord], workspace_id: str, execution_id: str) -> list[tuple[Any, ...]]:
+    """The rows of the records not stored yet, in ``store.STEP_COLUMNS`` order."""
+    return [(workspace_id, execution_id, *record.values()) for record in records if not record.written]
 
 
 @attrs.define
@@ -203,11 +201,11 @@ class FlowRunner:
                 results[index] = result
         return results
 
-    async def checkpoint(self, rows: list[dict[str, Any]]) -> None:
+    async def checkpoint(self, rows: list[tuple[Any, ...]]) -> None:
         """Store finished steps' records; concurrent executions' checkpoints share a transaction."""
         await self._checkpoints.submit(rows)
 
-    async def _checkpoint_many(self, batches: list[list[dict[str, Any]]]) -> list[None]:
+    async def _checkpoint_many(self, batches: list[list[tuple[Any, ...]]]) -> list[None]:
         async with self.app[DB].engine.begin() as connection:
             await store.insert_steps(connection, [row for rows in batches for row in rows])
         return [None] * len(batches)

@@ -46,14 +46,14 @@ _FINISH = {
 }
 _FINISH = {name: statement.bindparams(bindparam("finished", type_=UtcDateTime())).columns(id=String) for name, statement in _FINISH.items()}
 
-_STEP_COLUMNS = ("workspace_id", "execution_id", "position", "step_id", "type", "status", "input", "output", "error", "started_at", "finished_at", "duration_ms")
+STEP_COLUMNS = ("workspace_id", "execution_id", "position", "step_id", "type", "status", "input", "output", "error", "started_at", "finished_at", "duration_ms")
 _STEP_ARRAYS = ("text", "text", "integer", "text", "text", "text", "text", "text", "text", "timestamptz", "timestamptz", "integer")
 _INSERT_STEPS_PG = text(
-    f"INSERT INTO flow_execution_steps (id, {', '.join(_STEP_COLUMNS)}) "
+    f"INSERT INTO flow_execution_steps (id, {', '.join(STEP_COLUMNS)}) "
     "SELECT CAST(gen_random_uuid() AS text), workspace_id, execution_id, position, step_id, type, status, CAST(input AS jsonb), CAST(output AS jsonb), "
     "error, started_at, finished_at, duration_ms "
-    f"FROM unnest({', '.join(f'CAST(:{name} AS {kind}[])' for name, kind in zip(_STEP_COLUMNS, _STEP_ARRAYS, strict=True))}) "
-    f"AS v({', '.join(_STEP_COLUMNS)}) "
+    f"FROM unnest({', '.join(f'CAST(:{name} AS {kind}[])' for name, kind in zip(STEP_COLUMNS, _STEP_ARRAYS, strict=True))}) "
+    f"AS v({', '.join(STEP_COLUMNS)}) "
     "ON CONFLICT (execution_id, position) DO NOTHING"
 )
 _INSERT_STEPS_SQLITE = sqlite.insert(_STEPS).on_conflict_do_nothing(index_elements=["execution_id", "position"])
@@ -77,18 +77,16 @@ async def finish(connection: AsyncConnection, outcomes: list[tuple[str, str, str
     return set((await connection.execute(_FINISH[connection.dialect.name], {**params, "finished": finished_at})).scalars())
 
 
-async def insert_steps(connection: AsyncConnection, rows: list[dict[str, Any]]) -> None:
-    """Insert step records (``StepRecord.row``); one already stored (a checkpoint written before a
-    crash) is kept. On PostgreSQL one statement of arrays, the ids drawn by the server."""
+async def insert_steps(connection: AsyncConnection, rows: list[tuple[Any, ...]]) -> None:
+    """Insert step records, each a tuple in ``STEP_COLUMNS`` order; one already stored (a checkpoint
+    written before a crash) is kept. On PostgreSQL one statement of arrays, the ids drawn by the
+    server."""
     if not rows:
         return
     if connection.dialect.name != "postgresql":
-        await connection.execute(_INSERT_STEPS_SQLITE, [{"id": new_id(), **row} for row in rows])
+        await connection.execute(_INSERT_STEPS_SQLITE, [{"id": new_id(), **dict(zip(STEP_COLUMNS, row, strict=True))} for row in rows])
         return
-    arrays: dict[str, list[Any]] = {name: [] for name in _STEP_COLUMNS}
-    for row in rows:
-        for name in _STEP_COLUMNS:
-            arrays[name].append(row[name])
-    arrays["input"] = [json.dumps(value) for value in arrays["input"]]
-    arrays["output"] = [json.dumps(value) for value in arrays["output"]]
+    arrays = dict(zip(STEP_COLUMNS, map(list, zip(*rows, strict=True)), strict=True))
+    arrays["input"] = list(map(json.dumps, arrays["input"]))
+    arrays["output"] = list(map(json.dumps, arrays["output"]))
     await connection.execute(_INSERT_STEPS_PG, arrays)

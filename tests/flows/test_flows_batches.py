@@ -46,7 +46,7 @@ async def target(aiohttp_server):
 
     async def hook(request):
         await request.read()
-        keys.append(request.headers["Idempotency-Key"])
+        keys.append(",".join(request.headers.getall("Idempotency-Key")))  # one, unless the step sent two
         peers.add(request.transport.get_extra_info("peername"))
         return web.json_response({"ok": True})
 
@@ -164,3 +164,13 @@ async def test_http_steps_share_one_keep_alive_session(batch_client, target):
     for execution_id in await _create(app, ws, flow_id, [{}] * 5):
         assert await run_execution(app, execution_id) == "completed"
     assert len(target["keys"]) == 5 and len(target["peers"]) == 1  # one connection, kept alive between calls
+
+
+async def test_an_idempotency_key_of_the_step_is_kept_whatever_its_case(batch_client, target):
+    app = batch_client.server.app
+    ws = (await create_workspace_with_key(app))["workspace_id"]
+    step = {"id": "notify", "type": "http", "method": "POST", "url": target["url"] + "/hook", "headers": {"idempotency-key": "{{ trigger.key }}"}, "body": {}}
+    flow_id = await _published(app, ws, [step])
+    (execution_id,) = await _create(app, ws, flow_id, [{"key": "mine-1"}])
+    assert await run_execution(app, execution_id) == "completed"
+    assert target["keys"] == ["mine-1"]
