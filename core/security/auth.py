@@ -61,8 +61,10 @@ async def verify_access_token(app: web.Application, token: str) -> dict[str, Any
 
 
 #: Verified API keys are remembered this long per process, so that a burst of calls (the proxy)
-#: does not pay a database read each; a revoked key stops working within this time.
+#: does not pay a database read each; a key revoked in another process stops working within this
+#: time (in this process at once), a key reaching its ``expires_at`` stops working then.
 API_KEY_CACHE_SECONDS = 5.0
+#: per database: key -> (remembered until, on the monotonic clock; the principal or None)
 _api_key_cache: weakref.WeakKeyDictionary[Any, dict[str, tuple[float, Principal | None]]] = weakref.WeakKeyDictionary()
 _api_key_reads: weakref.WeakKeyDictionary[Any, dict[str, asyncio.Future]] = weakref.WeakKeyDictionary()
 
@@ -70,7 +72,7 @@ _api_key_reads: weakref.WeakKeyDictionary[Any, dict[str, asyncio.Future]] = weak
 async def _from_api_key(app: web.Application, key: str) -> Principal | None:
     cache = _api_key_cache.setdefault(app[DB], {})
     hit = cache.get(key)
-    if hit is not None and time.monotonic() - hit[0] < API_KEY_CACHE_SECONDS:
+    if hit is not None and time.monotonic() < hit[0]:
         return hit[1]
     # One database read per key however many requests arrive while it runs: they share it.
     reads = _api_key_reads.setdefault(app[DB], {})
@@ -78,10 +80,10 @@ async def _from_api_key(app: web.Application, key: str) -> Principal | None:
     if pending is None:
         pending = reads[key] = asyncio.ensure_future(_lookup_api_key(app, key))
         pending.add_done_callback(lambda _: reads.pop(key, None))
-    principal = await asyncio.shield(pending)
+    principal, lifetime = await asyncio.shield(pending)
     if len(cache) > 10_000:
         cache.clear()
-    cache[key] = (time.monotonic(), principal)
+    cache[key] = (time.monotonic() + lifetime, principal)
     return principal
 
 
@@ -90,15 +92,19 @@ def forget_cached_api_keys(app: web.Application) -> None:
     _api_key_cache.pop(app[DB], None)
 
 
-async def _lookup_api_key(app: web.Application, key: str) -> Principal | None:
+async def _lookup_api_key(app: web.Application, key: str) -> tuple[Principal | None, float]:
+    """The key's principal (None for no active key) and how long this answer may be remembered."""
     async with app[DB].session() as session:
         record = await find_api_key(session, app[SECRETS], key)
         if record is None:
-            return None
+            return None, API_KEY_CACHE_SECONDS
         if record.last_used_at is None or (utcnow() - record.last_used_at).total_seconds() > 60:
             await session.execute(update(ApiKey).where(ApiKey.id == record.id).values(last_used_at=utcnow()))
             await session.commit()
-    return Principal("api_key", record.workspace_id, frozenset(record.permissions), subject=record.id)
+    lifetime = API_KEY_CACHE_SECONDS
+    if record.expires_at is not None:
+        lifetime = min(lifetime, (record.expires_at - utcnow()).total_seconds())
+    return Principal("api_key", record.workspace_id, frozenset(record.permissions), subject=record.id), lifetime
 
 
 #: Per process: (client id, grant id) -> (checked at, opens the connect API). A revoked grant or a

@@ -88,6 +88,18 @@ async def test_expired_key_is_refused(client, workspace):
     assert listed[expiring.record.id]["status"] == "expired" and listed[expiring.record.id]["expiresAt"]
 
 
+async def test_a_cached_key_stops_working_when_it_expires(client, workspace):
+    expiring = await _leaked_key(client.server.app, workspace["workspace_id"], expires_in=timedelta(seconds=1))
+    assert (await client.get(KEYS, headers={"x-api-key": expiring.key})).status == 200  # now cached
+    deadline = time.monotonic() + 3  # expiry plus slack, well within the cache lifetime
+    status = 200
+    while status == 200 and time.monotonic() < deadline:
+        status = (await client.get(KEYS, headers={"x-api-key": expiring.key})).status
+        if status == 200:
+            await asyncio.sleep(0.1)
+    assert status == 401
+
+
 async def test_revocation_reaches_another_process_within_the_cache_lifetime(aiohttp_client, make_app):
     first = await aiohttp_client(make_app())
     second = await aiohttp_client(make_app())  # another process: its own engine and key cache
