@@ -11,18 +11,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
-from sqlalchemy import select
 
 from patchbay.core.appkeys import DB
 from patchbay.core.billing import service
 from patchbay.core.billing.limits import MONTHLY_RESOURCES, RESOURCES, current_period, limits_of, workspace_plan
-from patchbay.core.billing.models import UsageCounter
 from patchbay.core.billing.payments import PAID_PLANS, CheckoutRequest, PaymentProviderError, WebhookVerificationError
 from patchbay.core.http.bodies import query_int, read_body
 from patchbay.core.http.errors import ApiError, bad_request, conflict, not_found
 from patchbay.core.http.openapi import accepts
 from patchbay.core.security.auth import principal_of, requires
-from patchbay.core.users.models import User
 
 routes = web.RouteTableDef()
 
@@ -81,7 +78,7 @@ async def get_usage_history(request: web.Request) -> web.Response:
     workspace_id = principal_of(request).workspace_id
     months = query_int(request, "months", 12, maximum=120)
     async with request.app[DB].session(tenant=workspace_id) as session:
-        rows = (await session.scalars(select(UsageCounter).order_by(UsageCounter.period.desc(), UsageCounter.metric))).all()
+        rows = await service.usage_history(session)
     periods: dict[str, dict[str, int]] = {}
     for row in rows:
         periods.setdefault(row.period, {metric: 0 for metric in MONTHLY_RESOURCES})[row.metric] = row.count
@@ -113,7 +110,7 @@ async def create_checkout(request: web.Request) -> web.Response:
         subscription = await service.subscription_of(session, principal.workspace_id)
         email = None
         if principal.kind == "access_token" and principal.subject:
-            email = await session.scalar(select(User.email).where(User.id == principal.subject))
+            email = await service.user_email(session, principal.subject)
     if subscription is not None and subscription.status in service.PAID_STATUSES and subscription.subscription_id:
         raise conflict("The workspace already has a subscription; manage it in the billing portal")
     base = ctx.base_url

@@ -12,9 +12,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from patchbay.core.appkeys import DB, OUTBOUND, REGISTRY, SETTINGS
 from patchbay.core.billing.models import PaymentEvent as EventRow
-from patchbay.core.billing.models import Subscription
+from patchbay.core.billing.models import Subscription, UsageCounter
 from patchbay.core.billing.payments import PaymentContext, PaymentEvent, PaymentProvider, SubscriptionState
 from patchbay.core.timeutil import iso
+from patchbay.core.users.models import User
 from patchbay.core.workspaces.models import Workspace
 
 #: subscription statuses that keep the paid plan (past_due: Stripe is still retrying the payment)
@@ -40,6 +41,15 @@ def active_provider(app: web.Application) -> tuple[str, PaymentProvider, Payment
 
 async def subscription_of(session: AsyncSession, workspace_id: str) -> Subscription | None:
     return await session.scalar(select(Subscription).where(Subscription.workspace_id == workspace_id))
+
+
+async def usage_history(session: AsyncSession) -> list[UsageCounter]:
+    """The session workspace's monthly counters, newest month first."""
+    return list((await session.scalars(select(UsageCounter).order_by(UsageCounter.period.desc(), UsageCounter.metric))).all())
+
+
+async def user_email(session: AsyncSession, user_id: str) -> str | None:
+    return await session.scalar(select(User.email).where(User.id == user_id))
 
 
 def store_state(row: Subscription, state: SubscriptionState) -> None:

@@ -4,7 +4,6 @@ bodies read and answered are the models of ``core.tables.api_models``."""
 from __future__ import annotations
 
 from aiohttp import web
-from sqlalchemy import select
 
 from patchbay.core.appkeys import DB
 from patchbay.core.billing.limits import register_counter
@@ -19,7 +18,6 @@ from patchbay.core.tables.api_models import (
     UpsertRowDto,
 )  # fmt: skip
 from patchbay.core.tables.csvstream import csv_source
-from patchbay.core.tables.models import DataTable
 from patchbay.core.tables.transfer import export_csv, import_csv
 
 routes = web.RouteTableDef()
@@ -37,7 +35,7 @@ async def list_tables(request: web.Request) -> web.Response:
     """The caller account's tables, with their row counts."""
     workspace_id = _tenant(request)
     async with request.app[DB].session(tenant=workspace_id) as session:
-        tables = list(await session.scalars(select(DataTable).order_by(DataTable.created_at, DataTable.id)))
+        tables = await service.list_tables(session)
         counts = await service.row_counts(session, [table.id for table in tables])
     return reply(request, [service.table_json(table, counts.get(table.id, 0)) for table in tables])
 

@@ -85,6 +85,11 @@ def slugify(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:100] or "table"
 
 
+async def list_tables(session: AsyncSession) -> list[DataTable]:
+    """The session workspace's tables, oldest first."""
+    return list(await session.scalars(select(DataTable).order_by(DataTable.created_at, DataTable.id)))
+
+
 async def get_table(session: AsyncSession, workspace_id: str, slug: str) -> DataTable:
     table = await session.scalar(select(DataTable).where(DataTable.workspace_id == workspace_id, DataTable.slug == slug))
     if table is None:
