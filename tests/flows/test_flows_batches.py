@@ -174,3 +174,15 @@ async def test_an_idempotency_key_of_the_step_is_kept_whatever_its_case(batch_cl
     (execution_id,) = await _create(app, ws, flow_id, [{"key": "mine-1"}])
     assert await run_execution(app, execution_id) == "completed"
     assert target["keys"] == ["mine-1"]
+
+
+async def test_a_job_queued_before_batches_still_runs_its_execution(batch_client, drain_jobs):
+    app = batch_client.server.app
+    ws = (await create_workspace_with_key(app))["workspace_id"]
+    flow_id = await _published(app, ws, [{"id": "say", "type": "transform", "output": "{{ trigger.n }}"}])
+    (execution_id,) = await _create(app, ws, flow_id, [{"n": 7}])
+    async with app[DB].transaction() as session:
+        job = await session.scalar(select(Job).where(Job.kind == "flows.execute"))
+        job.payload = {"executionId": execution_id}  # the payload of one execution per job
+    assert await drain_jobs(app, kinds=("flows.execute",)) == 1
+    assert (await _statuses(app, [execution_id]))[execution_id] == ("completed", 1, None)
