@@ -32,8 +32,9 @@ adding`` would go over the workspace plan's limit. Resources (``RESOURCES``):
 Limits per plan come from ``DEFAULT_LIMITS`` overridden by the settings tables ``[plans.<plan>]``
 (``template_clones = 5``; ``"unlimited"`` or ``-1`` for no limit); an unknown plan or resource there
 stops the start with a message naming it. ``enforce_limit`` and ``record_usage`` take only a session:
-the limits of the app the session belongs to are found through the session's engine (each app has
-its own ``Database``), and defaults apply to a session of an app without the billing feature.
+the limits of the app the session belongs to are found through the session's ``info``, which each
+app's ``Database`` fills (``Database.context``), and defaults apply to a session of an app without
+the billing feature.
 """
 
 from __future__ import annotations
@@ -124,20 +125,19 @@ class PlanLimits:
         return int(await counter(session, workspace_id)) if counter is not None else 0
 
 
-# The app a session belongs to, found through the session's engine (see the module docstring).
-_APPS: weakref.WeakKeyDictionary[Any, weakref.ReferenceType[web.Application]] = weakref.WeakKeyDictionary()
+#: the key of ``Database.context`` (so of every session's ``info``) naming the app that owns it
+_APP = "patchbay.app"
 _DEFAULT = PlanLimits()
 
 
 def attach_app(app: web.Application) -> None:
     """Let services that are handed only a session find ``app`` (its limits, secrets, registry)."""
-    _APPS[app[DB].engine.sync_engine] = weakref.ref(app)
+    app[DB].context[_APP] = weakref.ref(app)
 
 
 def app_of(session: AsyncSession) -> web.Application | None:
     """The application whose database ``session`` was opened on (None outside an app)."""
-    engine = getattr(session.bind, "sync_engine", None)
-    ref = _APPS.get(engine) if engine is not None else None
+    ref = session.info.get(_APP)
     return ref() if ref is not None else None
 
 

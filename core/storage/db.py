@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import AsyncIterator
+from typing import Any
 
 from sqlalchemy import event, exc
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
@@ -66,7 +67,10 @@ class Database:
     def __init__(self, url: str) -> None:
         self.url = url
         self.engine = create_engine(url)
-        self._sessions = async_sessionmaker(self.engine, expire_on_commit=False)
+        #: what a service handed only a session needs of the app owning this database (billing's
+        #: plan limits): every session's ``info`` starts with these entries
+        self.context: dict[str, Any] = {}
+        self._sessions = async_sessionmaker(self.engine, expire_on_commit=False, info=self.context)
 
     @property
     def dialect(self) -> str:

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 from sqlalchemy import select
 
@@ -148,3 +150,20 @@ async def test_consume_is_atomic_under_concurrency(make_app, database_url):
         else:
             raise AssertionError("consume over the limit was accepted")
     await app[DB].close()
+
+
+async def test_two_apps_in_one_process_keep_their_own_limits(make_app, sqlite_template, tmp_path):
+    """The limits a session sees come from the app owning its database (``Database.context``),
+    not from state shared by every app of the process."""
+    shutil.copy(sqlite_template, tmp_path / "loose.db")
+    strict = make_app(plans={"free": {"action_executions": 1}})
+    loose = make_app(database_url=f"sqlite+aiosqlite:///{tmp_path / 'loose.db'}", plans={"free": {"action_executions": 5}})
+    workspaces = {}
+    for app in (strict, loose):
+        ws = workspaces[id(app)] = (await create_workspace_with_key(app))["workspace_id"]
+        async with app[DB].transaction(tenant=ws) as session:
+            await record_usage(session, ws, "action_executions")
+    assert await _refusal(strict, workspaces[id(strict)], "action_executions") == (403, "Plan limit exceeded for action_executions")
+    assert await _refusal(loose, workspaces[id(loose)], "action_executions") is None
+    for app in (strict, loose):
+        await app[DB].close()
