@@ -138,7 +138,6 @@ def _item(schema: Schema, header: list[str], line: int, fields: list[str], repor
 async def _write(db: Database, table: DataTable, items: list[_Item], report: ImportReport) -> None:
     if not items:
         return
-    columns = TableRow.__table__.c
     async with db.transaction(tenant=table.workspace_id) as session:
         ids = {item.row_id for item in items if item.row_id}
         keys = {item.key for item in items if item.key}
