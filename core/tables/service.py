@@ -15,7 +15,7 @@ import re
 from collections.abc import AsyncIterator
 from typing import Any
 
-from sqlalchemy import Integer, and_, delete, func, select, text
+from sqlalchemy import Integer, String, and_, delete, func, select, text
 from sqlalchemy import column as sql_column
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -393,26 +393,30 @@ async def lookup_row(session: AsyncSession, *, workspace_id: str, table_slug: st
 async def lookup_rows(session: AsyncSession, *, workspace_id: str, lookups: list[tuple[str, str, Any]]) -> list[dict[str, Any] | None | Exception]:
     """Many ``table.lookup`` steps of one workspace at once. ``lookups`` are ``(table_slug,
     column, value)``; the answer has, at each lookup's position, its row, None, or the error it
-    alone would raise. On PostgreSQL the data-column lookups are one prepared statement (the arrays
-    of lookups joined laterally to the newest matching row); the rest cost one probe each, all in
-    one statement."""
+    alone would raise. The data-column lookups are one statement of one shape whatever their number
+    (on PostgreSQL the arrays of lookups joined laterally to the newest matching row, on SQLite a
+    JSON list of lookups each probing for its newest row); the rest cost one probe each, all in one
+    statement."""
     slugs = {slug for slug, _, _ in lookups}
     tables = {t.slug: t for t in (await session.scalars(select(DataTable).where(DataTable.workspace_id == workspace_id, DataTable.slug.in_(slugs)))).all()}
     dialect = session.bind.dialect.name
     results: list[dict[str, Any] | None | Exception] = [None] * len(lookups)
     probes = {}
     arrays: dict[str, list] = {"idx": [], "tables": [], "cols": [], "vals": []}
+    sqlite_lookups: list[list[Any]] = []
     for index, (slug, column, value) in enumerate(lookups):
         table = tables.get(slug)
         if table is None:
             results[index] = NotFound(f"Table not found: {slug}")
             continue
         try:
-            if dialect == "postgresql" and column not in ("id", "external_key"):
+            if column not in ("id", "external_key"):
                 typed = _typed(table, column, value)
-                if typed is not None:
+                if typed is not None and dialect == "postgresql":
                     for name, item in zip(arrays, (index, table.id, column, json.dumps(typed)), strict=True):
                         arrays[name].append(item)
+                elif typed is not None:  # as _data_equals compares them on SQLite
+                    sqlite_lookups.append([index, table.id, f'$."{column}"', int(typed) if isinstance(typed, bool) else typed, isinstance(typed, dict | list)])
                 continue
             condition = _row_condition(dialect, table, column, value, suffix=f"_{index}")
         except Invalid as error:
@@ -424,13 +428,17 @@ async def lookup_rows(session: AsyncSession, *, workspace_id: str, lookups: list
         for found in (await session.execute(_NEWEST_OF_MANY, {"ws": workspace_id, **arrays})).mappings():
             results[found["idx"]] = {"id": found["id"], "tableId": found["table_id"], "external_key": found["external_key"], "data": found["data"],
                                      "createdAt": iso(found["created_at"]), "updatedAt": iso(found["updated_at"])}  # fmt: skip
+    row_ids: dict[int, str] = {}
+    if sqlite_lookups:
+        found = await session.execute(_NEWEST_OF_MANY_SQLITE, {"ws": workspace_id, "lookups": json.dumps(sqlite_lookups)})
+        row_ids.update((index, row_id) for index, row_id in found if row_id is not None)
     if probes:
         ids = (await session.execute(select(*probes.values()))).one()
-        found_ids = {row_id for row_id in ids if row_id is not None}
-        rows = {row.id: row for row in (await session.scalars(select(TableRow).where(TableRow.id.in_(found_ids))))} if found_ids else {}
-        for index, row_id in zip(probes, ids, strict=True):
-            if row_id is not None:
-                results[index] = row_json(rows[row_id])
+        row_ids.update((index, row_id) for index, row_id in zip(probes, ids, strict=True) if row_id is not None)
+    if row_ids:
+        rows = {row.id: row for row in (await session.scalars(select(TableRow).where(TableRow.id.in_(set(row_ids.values())))))}
+        for index, row_id in row_ids.items():
+            results[index] = row_json(rows[row_id])
     return results
 
 
@@ -445,3 +453,15 @@ _NEWEST_OF_MANY = text("""
         ORDER BY t.updated_at DESC, t.id DESC LIMIT 1
     ) AS r
 """).columns(sql_column("idx", Integer), _ROW.id, _ROW.table_id, _ROW.external_key, _ROW.data, _ROW.created_at, _ROW.updated_at)
+
+_NEWEST_OF_MANY_SQLITE = text("""
+    SELECT json_extract(v.value, '$[0]') AS idx, (
+        SELECT t.id FROM table_rows t
+        WHERE t.table_id = json_extract(v.value, '$[1]') AND t.workspace_id = :ws
+          AND CASE WHEN json_extract(v.value, '$[4]')
+                   THEN json(json_extract(t.data, json_extract(v.value, '$[2]'))) = json(json_extract(v.value, '$[3]'))
+                   ELSE json_extract(t.data, json_extract(v.value, '$[2]')) = json_extract(v.value, '$[3]') END
+        ORDER BY t.updated_at DESC, t.id DESC LIMIT 1
+    ) AS id
+    FROM json_each(:lookups) AS v
+""").columns(sql_column("idx", Integer), sql_column("id", String))

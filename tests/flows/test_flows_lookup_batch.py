@@ -115,3 +115,16 @@ async def test_a_last_step_with_side_effects_is_stored_by_the_finish_alone(flows
     async with app[DB].session() as session:
         stored = (await session.scalars(select(FlowExecutionStep.step_id).where(FlowExecutionStep.execution_id == execution_id))).all()
     assert sorted(stored) == ["first", "last"]
+
+
+async def test_lookups_of_json_values_match_as_a_single_lookup_does(flows_client, flows_ws):
+    app, ws = flows_client.server.app, flows_ws["workspace_id"]
+    async with app[DB].transaction(tenant=ws) as session:
+        await create_table(session, workspace_id=ws, name="Things", slug="things", columns=[])
+        await upsert_row(session, workspace_id=ws, table_slug="things", external_key="one", data={"flag": True, "tags": ["a", "b"], "meta": {"k": 1}, "n": 2.5})
+        await upsert_row(session, workspace_id=ws, table_slug="things", external_key="two", data={"flag": False, "tags": ["b"], "meta": {"k": 2}, "n": 3})
+    lookups = [("things", "flag", True), ("things", "flag", False), ("things", "tags", ["a", "b"]), ("things", "meta", {"k": 2}),
+               ("things", "n", 2.5), ("things", "n", 3), ("things", "meta", {"k": 3}), ("things", "missing", "x")]  # fmt: skip
+    async with app[DB].session(tenant=ws) as session:
+        found = await lookup_rows(session, workspace_id=ws, lookups=lookups)
+    assert [row and row["external_key"] for row in found] == ["one", "two", "one", "two", "one", "two", None, None]
