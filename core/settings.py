@@ -75,6 +75,7 @@ class BrandingSettings:
 class ComplianceSettings:
     privacy_policy_url: str | None = None
     privacy_policy_text: str | None = None
+    #: deprecated: the meta pack's ``[meta] app_secret``, which the pack falls back on when unset
     meta_app_secret: str | None = None
 
 

@@ -7,6 +7,7 @@ internal and may change between releases.
 from patchbay.core.billing.payments import (
     CheckoutRequest, CheckoutSession, PaymentContext, PaymentEvent, PaymentProvider, PaymentProviderError, SubscriptionState, WebhookVerificationError,
 )  # fmt: skip
+from patchbay.core.compliance.callbacks import DeletionCallbackError, DeletionContext
 from patchbay.core.connections.auth import AuthContext, OAuthApp, ProviderAuth, ProviderAuthError, TokenSet
 from patchbay.core.connections.client import ConnectionClient, ProviderResponse
 from patchbay.core.plugins.hookspecs import hookimpl
@@ -18,4 +19,5 @@ __all__ = ["Action", "CAPABILITIES", "CATEGORIES", "Provider", "RecordSource", "
            "InboundEvent", "InboundRequest", "LeadData", "WebhookHandler", "hmac_sha256_hex", "signatures_match",
            "CheckoutRequest", "CheckoutSession", "PaymentContext", "PaymentEvent", "PaymentProvider", "PaymentProviderError",
            "SubscriptionState", "WebhookVerificationError",
+           "DeletionCallbackError", "DeletionContext",
            "AuthContext", "ConnectionClient", "OAuthApp", "ProviderAuth", "ProviderAuthError", "ProviderResponse", "TokenSet"]

@@ -1,9 +1,11 @@
-"""Compliance routes (spec 4.1): the privacy policy page and data deletion (Meta's data deletion
-callback, a signed-in user's own request, and the status by confirmation code)."""
+"""Compliance routes (spec 4.1): the privacy policy page and data deletion (a provider's data
+deletion callback, a signed-in user's own request, and the status by confirmation code)."""
 
 from __future__ import annotations
 
 import html
+from collections.abc import Mapping
+from typing import Any
 
 from aiohttp import web
 from sqlalchemy import select
@@ -48,53 +50,45 @@ async def privacy_policy(request: web.Request) -> web.Response:
 
 @routes.get("/compliance/data-deletion")
 async def deletion_information(request: web.Request) -> web.Response:
-    """How to request the deletion of one's data."""
+    """How to request the deletion of one's data, with the provider callbacks installed packs read."""
     base = request.app[SETTINGS].public_base_url
+    callbacks = [{"source": source, "field": callback.field} for source, callback in sorted(request.app[REGISTRY].objects("deletion_callbacks").items())]
     return web.json_response(
         {
-            "description": "POST a signed_request (Meta's data deletion callback) or send a signed-in user's access token to request the deletion of that user's data; follow it with the confirmation code.",
+            "description": "POST a provider's data deletion callback (one of callbacks, e.g. Meta's signed_request) or send a signed-in user's access token to request the deletion of that user's data; follow it with the confirmation code.",
             "callbackUrl": f"{base}/compliance/data-deletion",
             "statusUrl": f"{base}/compliance/data-deletion/status?code={{confirmation_code}}",
+            "callbacks": callbacks,
         }
     )
 
 
-async def _signed_request(request: web.Request) -> str | None:
+async def _fields(request: web.Request) -> Mapping[str, Any]:
+    """The request's fields: a JSON object's, or the form's."""
     if request.content_type == "application/json":
         raw = await request.read()
-        if not raw.strip():
-            return None
-        body = parse_json(raw)
-        value = body.get("signed_request") if isinstance(body, dict) else None
-    else:
-        value = (await read_form(request)).get("signed_request")
-    if value is not None and not isinstance(value, str):
-        raise bad_request("Validation failed: signed_request must be a string")
-    return value
+        body = parse_json(raw) if raw.strip() else {}
+        return body if isinstance(body, dict) else {}
+    return await read_form(request)
 
 
 @routes.post("/compliance/data-deletion")
 async def request_deletion(request: web.Request) -> web.Response:
-    """Handle a deletion request: Meta's ``signed_request`` (form or JSON), or a signed-in user's
-    own; answers ``{url, confirmation_code}`` and deletes in the background."""
+    """Handle a deletion request: a provider's data deletion callback (form or JSON; Meta's
+    ``signed_request``), or a signed-in user's own; answers ``{url, confirmation_code}`` and deletes
+    in the background."""
     settings = request.app[SETTINGS]
-    signed_request = await _signed_request(request)
-    if signed_request:
-        secret = settings.compliance.meta_app_secret
-        if not secret:
-            raise bad_request("Meta data deletion is not configured ([compliance] meta_app_secret)")
-        try:
-            data = service.parse_signed_request(signed_request, secret)
-        except service.SignedRequestError as error:
-            raise bad_request(str(error)) from None
-        source, subject = "meta", str(data["user_id"])
-    else:
+    registry = request.app[REGISTRY]
+    fields = await _fields(request)
+    found = service.callback_subject(registry, settings.compliance, fields)
+    if found is None:
         principal = await authenticate(request)  # user tokens of first-party clients only (docs/security-identity-trust.md)
         if principal is None and request.headers.get("Authorization"):
             raise unauthorized()  # a token, but not one of a first-party app (or its grant was revoked)
         if principal is None or principal.kind != "access_token" or not principal.subject or principal.subject == principal.client_id:
-            raise bad_request("Validation failed: signed_request is required (or a signed-in user's access token)")
-        source, subject = "user", principal.subject
+            raise service.no_requester(registry, fields)
+        found = "user", principal.subject
+    source, subject = found
     async with request.app[DB].transaction() as session:
         deletion = await service.request_deletion(request.app, session, source=source, subject=subject)
     code = deletion.confirmation_code

@@ -1,5 +1,6 @@
-"""Data deletion: Meta's data deletion callback (a ``signed_request``) and a signed-in user's own
-request, both carried out by the ``compliance.delete_user_data`` job.
+"""Data deletion: a provider's data deletion callback (registered by its pack with
+``register_deletion_callbacks``: the ``meta`` pack reads Meta's ``signed_request``) and a signed-in
+user's own request, both carried out by the ``compliance.delete_user_data`` job.
 
 What is deleted comes from *erasers*: ``async eraser(session, request) -> int`` (rows removed), each
 registered under a name by the feature owning the data, in its ``setup(app)``::
@@ -8,22 +9,19 @@ registered under a name by the feature owning the data, in its ``setup(app)``::
 
     register_eraser(app, "leads", erase_leads)
 
-``request`` is the :class:`~patchbay.core.compliance.models.DeletionRequest` (``source`` ``meta``
-with ``subject`` the app-scoped Meta user id, or ``user`` with ``subject`` our user id). The
-built-in ``users`` eraser deletes the user (found directly, or for Meta through a federated identity
-of the identity providers a plugin registers for the source with ``register_deletion_identities``;
-the ``meta`` pack registers ``facebook`` and ``meta``), which cascades to memberships,
-grants, tokens, consents and join requests, and the invites sent to the user's email. All erasers
+``request`` is the :class:`~patchbay.core.compliance.models.DeletionRequest` (``source`` the
+callback's, e.g. ``meta`` with ``subject`` the app-scoped Meta user id, or ``user`` with ``subject``
+our user id). The built-in ``users`` eraser deletes the user (found directly, or for a callback
+through a federated identity of the identity providers a plugin registers for its source with
+``register_deletion_identities``; the ``meta`` pack registers ``facebook`` and ``meta``), which
+cascades to memberships, grants, tokens, consents and join requests, and the invites sent to the
+user's email. All erasers
 run in one transaction; the job retries on failure and marks the request ``failed`` on the last
 attempt.
 """
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
-import json
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -32,8 +30,11 @@ from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from patchbay.core.appkeys import DB, ERASERS, JOBS
+from patchbay.core.compliance.callbacks import DeletionCallbackError, DeletionContext
 from patchbay.core.compliance.models import DeletionRequest
+from patchbay.core.errors import Invalid
 from patchbay.core.jobs.queue import JobContext
+from patchbay.core.plugins.registry import Registry
 from patchbay.core.security.secrets import random_token
 from patchbay.core.storage.base import Base
 from patchbay.core.timeutil import utcnow
@@ -45,33 +46,35 @@ DELETE_JOB = "compliance.delete_user_data"
 Eraser = Callable[[AsyncSession, DeletionRequest], Awaitable[int]]
 
 
-class SignedRequestError(ValueError):
-    pass
+def callback_subject(registry: Registry, compliance: Any, body: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The ``(source, subject)`` named by the provider data deletion callback ``body`` carries
+    (``register_deletion_callbacks``: the first callback, by source, whose field is set), or None
+    when it carries none; :class:`Invalid` when that callback refuses it."""
+    for source, callback in sorted(registry.objects("deletion_callbacks").items()):
+        value = body.get(callback.field)
+        if value is not None and not isinstance(value, str):
+            raise Invalid(f"Validation failed: {callback.field} must be a string")
+        if not value:
+            continue
+        try:
+            subject = callback.subject(value, DeletionContext(config=registry.plugin_settings(source), compliance=compliance))
+        except DeletionCallbackError as error:
+            raise Invalid(str(error)) from None
+        return source, str(subject)
+    return None
 
 
-def _b64url(value: str) -> bytes:
-    return base64.urlsafe_b64decode(value + "=" * (-len(value) % 4))
-
-
-def parse_signed_request(signed_request: str, app_secret: str) -> dict[str, Any]:
-    """Verify Meta's ``signed_request`` (``<base64url signature>.<base64url JSON>``, the signature
-    an HMAC-SHA256 of the second part under the app secret) and answer its JSON."""
-    encoded_signature, _, encoded_payload = signed_request.partition(".")
-    if not encoded_signature or not encoded_payload:
-        raise SignedRequestError("Malformed signed_request")
-    try:
-        signature = _b64url(encoded_signature)
-        data = json.loads(_b64url(encoded_payload))
-    except (ValueError, UnicodeDecodeError):
-        raise SignedRequestError("Malformed signed_request") from None
-    if not isinstance(data, dict) or str(data.get("algorithm", "")).upper() != "HMAC-SHA256":
-        raise SignedRequestError("Unsupported signed_request algorithm")
-    expected = hmac.new(app_secret.encode(), encoded_payload.encode(), hashlib.sha256).digest()
-    if not hmac.compare_digest(expected, signature):
-        raise SignedRequestError("Invalid signed_request signature")
-    if not data.get("user_id"):
-        raise SignedRequestError("signed_request has no user_id")
-    return data
+def no_requester(registry: Registry, body: Mapping[str, Any]) -> Invalid:
+    """The refusal of a request that is neither a callback nor a signed-in user's: it names the
+    callback fields installed packs read, and the body's fields that no installed pack reads (a
+    callback whose pack is disabled or missing)."""
+    fields = sorted({callback.field for callback in registry.objects("deletion_callbacks").values()})
+    wanted = " or ".join([*fields, "a signed-in user's access token"])
+    message = f"Validation failed: {wanted} is required"
+    unread = sorted(set(body) - set(fields))
+    if unread:
+        message += f"; no installed provider pack reads {', '.join(unread)} (its pack is missing or disabled)"
+    return Invalid(message)
 
 
 def register_eraser(app: web.Application, name: str, eraser: Eraser) -> None:

@@ -175,6 +175,23 @@ def register_deletion_identities(register):
     """
 
 
+@hookspec
+def register_deletion_callbacks(register):
+    """Register a provider's data deletion callback, which ``POST /compliance/data-deletion`` accepts.
+
+    :param register: ``register(source, callback)``. ``callback.field`` names the body field (form
+        or JSON) carrying the provider's request (the ``meta`` pack: ``signed_request``). When a
+        request sets it, the core calls ``callback.subject(value, ctx)``, which verifies the value
+        and returns the subject whose data is deleted (recorded with ``source``;
+        ``register_deletion_identities`` says whose federated identity it is), or raises
+        ``patchbay.DeletionCallbackError``, answered 400 with its message. ``ctx`` is a
+        ``patchbay.DeletionContext``: ``config``, the settings section named like the source
+        (``register_settings``) or None, and ``compliance``, the core ``[compliance]`` section. A
+        request whose field no installed pack reads is refused with 400 naming the field. Keyed by
+        source, so a second registration of one source is an error.
+    """
+
+
 # ---------------------------------------------------------------------------------------------
 # Other plugins
 # ---------------------------------------------------------------------------------------------

@@ -30,6 +30,7 @@ SINGLE_KINDS = (
     "federated_login",
     "step_types",
     "deletion_identities",
+    "deletion_callbacks",
     "settings",
 )
 #: Hooks whose objects are keyed by provider name and then by the object's own name.

@@ -1,8 +1,9 @@
 """Meta's provider pack for the provider named ``facebook`` (Meta Lead Ads): its webhook
 verification, routing and lead reading (``webhooks``), its long-lived-token login (``auth``), its
 action and ``leadgen`` trigger (``actions``) and its test fakes (``testing``, ``fixtures``), with
-its tests beside them (``pytest providers/meta``); and which federated identities Meta's data
-deletion callback names (``register_deletion_identities``).
+its tests beside them (``pytest providers/meta``); and Meta's data deletion callback
+(``deletion``: its ``signed_request`` verified under ``[meta] app_secret``, and which federated
+identities it names).
 
 Its providers (``PROVIDERS``) are defined by the catalog data; the build reads ``PROVIDERS`` to
 leave them out of the generated data-only entry points.
@@ -14,6 +15,7 @@ from patchbay import hookimpl
 from patchbay.providers import catalog
 from patchbay.providers.meta import actions
 from patchbay.providers.meta.auth import FacebookAuth
+from patchbay.providers.meta.deletion import SOURCE, MetaDeletionCallback, MetaSettings
 from patchbay.providers.meta.webhooks import PROVIDER, MetaWebhooks
 
 PROVIDERS = ("facebook",)
@@ -50,4 +52,14 @@ def register_triggers(register):
 
 @hookimpl
 def register_deletion_identities(register):
-    register("meta", DELETION_IDENTITY_PROVIDERS)
+    register(SOURCE, DELETION_IDENTITY_PROVIDERS)
+
+
+@hookimpl
+def register_deletion_callbacks(register):
+    register(SOURCE, MetaDeletionCallback())
+
+
+@hookimpl
+def register_settings(register):
+    register(SOURCE, MetaSettings)

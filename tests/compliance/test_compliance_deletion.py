@@ -1,6 +1,7 @@
-"""Compliance: the privacy policy page, Meta's data deletion callback (signed_request verified with
-the app secret, answered with {url, confirmation_code}), the deletion done by the job and reported
-completed, and a signed-in user's own request."""
+"""Compliance: the privacy policy page, Meta's data deletion callback (read by the meta pack: its
+signed_request verified with ``[meta] app_secret``, or the deprecated ``[compliance]
+meta_app_secret``, answered with {url, confirmation_code}; refused naming the field when the pack is
+disabled), the deletion done by the job and reported completed, and a signed-in user's own request."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import json
 from sqlalchemy import select
 
 from patchbay.core.appkeys import DB
+from patchbay.core.compliance.models import DeletionRequest
 from patchbay.core.settings import ComplianceSettings
 from patchbay.core.testing import create_workspace_with_key, sign_access_token
 from patchbay.core.users.models import User
@@ -21,6 +23,7 @@ from patchbay.core.workspaces.models import Membership
 from patchbay.core.workspaces.service import add_member
 
 APP_SECRET = "meta-app-secret"
+META_SECTION = {"meta": {"app_secret": APP_SECRET}}
 
 
 def _b64(data: bytes) -> str:
@@ -52,7 +55,7 @@ async def _meta_user(app, workspace_id, meta_id):
 
 
 async def test_meta_deletion_callback_removes_the_user(aiohttp_client, make_app, database_url):
-    app = make_app(background=True, compliance=ComplianceSettings(meta_app_secret=APP_SECRET), database_url=database_url)
+    app = make_app(background=True, plugin_sections=META_SECTION, database_url=database_url)
     client = await aiohttp_client(app)
     ws = await create_workspace_with_key(app)
     doomed = await _meta_user(app, ws["workspace_id"], "10001")
@@ -91,14 +94,19 @@ async def test_user_requests_own_deletion_and_policy_page(aiohttp_client, make_a
     assert (await _status(client, (await response.json())["confirmation_code"]))["status"] == "completed"
     async with app[DB].session() as session:
         assert await session.get(User, user.id) is None
-    assert (await client.post("/compliance/data-deletion")).status == 400
-    assert (await client.post("/compliance/data-deletion", data={"signed_request": "a.b"})).status == 400  # no app secret
+    missing = await client.post("/compliance/data-deletion")
+    assert (missing.status, await missing.json()) == (
+        400, {"statusCode": 400, "message": "Validation failed: signed_request or a signed-in user's access token is required"}
+    )
+    unset = await client.post("/compliance/data-deletion", data={"signed_request": "a.b"})
+    assert (unset.status, (await unset.json())["message"]) == (400, "Meta data deletion is not configured ([meta] app_secret)")
 
     page = await client.get("/compliance/privacy-policy")
     text = await page.text()
     assert page.content_type == "text/html" and "<p>We keep &lt;little&gt; data.</p><p>Ask us.</p>" in text
     info = await (await client.get("/compliance/data-deletion")).json()
     assert info["callbackUrl"].endswith("/compliance/data-deletion")
+    assert info["callbacks"] == [{"source": "meta", "field": "signed_request"}]
 
 
 async def test_privacy_policy_redirect(aiohttp_client, make_app):
@@ -116,20 +124,29 @@ async def _delete_by_callback(client, meta_id: str) -> None:
 
 async def test_the_identities_a_callback_names_are_registered_by_a_pack(aiohttp_client, make_settings, database_url):
     """Meta's callback finds its user through the identity providers the ``meta`` pack registers;
-    with that pack disabled, another plugin's registration decides instead, and with none the
-    callback deletes no user."""
+    with that pack disabled, another plugin that reads the callback decides instead."""
     from patchbay import hookimpl
     from patchbay.core.app import create_app
     from patchbay.core.appkeys import REGISTRY
     from patchbay.core.identity.models import FederatedIdentity
+
+    from patchbay.providers.meta.deletion import MetaDeletionCallback, MetaSettings
 
     class OwnMetaLogin:
         @hookimpl
         def register_deletion_identities(self, register):
             register("meta", ("meta-sso",))
 
+        @hookimpl
+        def register_deletion_callbacks(self, register):
+            register("meta", MetaDeletionCallback())
+
+        @hookimpl
+        def register_settings(self, register):
+            register("meta", MetaSettings)
+
     def app_with(plugins=(), disable=()):
-        settings = make_settings(compliance=ComplianceSettings(meta_app_secret=APP_SECRET), database_url=database_url)
+        settings = make_settings(plugin_sections=META_SECTION, database_url=database_url)
         settings.plugins.disable = list(disable)
         return create_app(settings, plugins=plugins, migrate=False)
 
@@ -146,3 +163,49 @@ async def test_the_identities_a_callback_names_are_registered_by_a_pack(aiohttp_
     async with app[DB].session() as session:
         assert await session.get(User, by_facebook) is not None  # facebook is no longer named by any plugin
         assert await session.get(User, by_sso.id) is None
+
+
+async def test_the_deprecated_compliance_key_still_verifies_meta_callbacks(aiohttp_client, make_app, database_url, caplog):
+    """``[compliance] meta_app_secret`` (documented before ``[meta] app_secret``) still works, with a
+    deprecation warning; ``[meta] app_secret`` wins when both are set."""
+    app = make_app(background=True, compliance=ComplianceSettings(meta_app_secret=APP_SECRET), database_url=database_url)
+    client = await aiohttp_client(app)
+    ws = await create_workspace_with_key(app)
+    doomed = await _meta_user(app, ws["workspace_id"], "30001")
+    with caplog.at_level("WARNING", logger="patchbay.providers.meta.deletion"):
+        await _delete_by_callback(client, "30001")
+    assert "[compliance] meta_app_secret is deprecated" in caplog.text
+    async with app[DB].session() as session:
+        assert await session.get(User, doomed) is None
+
+    both = make_app(compliance=ComplianceSettings(meta_app_secret="old"), plugin_sections={"meta": {"app_secret": "new"}})
+    client = await aiohttp_client(both)
+    refused = await client.post("/compliance/data-deletion", data={"signed_request": signed_request({"algorithm": "HMAC-SHA256", "user_id": "1"}, "old")})
+    assert (refused.status, (await refused.json())["message"]) == (400, "Invalid signed_request signature")
+    accepted = await client.post("/compliance/data-deletion", data={"signed_request": signed_request({"algorithm": "HMAC-SHA256", "user_id": "1"}, "new")})
+    assert accepted.status == 201
+
+
+async def test_meta_callback_with_the_meta_pack_disabled_is_refused_naming_the_field(aiohttp_client, make_settings, database_url):
+    """With the meta pack disabled nothing reads signed_request: the callback answers 400 in the
+    connect API's error shape, naming the field and why, records no request, and the information
+    route lists no callback."""
+    from patchbay.core.app import create_app
+
+    settings = make_settings(compliance=ComplianceSettings(meta_app_secret=APP_SECRET), database_url=database_url)
+    settings.plugins.disable = ["meta"]
+    app = create_app(settings, migrate=False)
+    client = await aiohttp_client(app)
+    body = {"signed_request": signed_request({"algorithm": "HMAC-SHA256", "user_id": "40001"})}
+    for response in (await client.post("/compliance/data-deletion", data=body), await client.post("/compliance/data-deletion", json=body)):
+        assert (response.status, await response.json()) == (
+            400,
+            {
+                "statusCode": 400,
+                "message": "Validation failed: a signed-in user's access token is required; "
+                "no installed provider pack reads signed_request (its pack is missing or disabled)",
+            },
+        )
+    async with app[DB].session() as session:
+        assert await session.scalar(select(DeletionRequest)) is None
+    assert (await (await client.get("/compliance/data-deletion")).json())["callbacks"] == []
