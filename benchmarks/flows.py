@@ -290,7 +290,7 @@ async def _executions_per_second(app, workspace_id: str, executions: int, batch:
     return executions / elapsed, report
 
 
-async def _latency(app, port: int, workspace_id: str, marks: Marks, events: int) -> list[float]:
+async def _latency(app, port: int, workspace_id: str, marks: Marks, events: int) -> tuple[list[float], list[float]]:
     await add_connection(app, workspace_id, "facebook", meta={"page_id": "bench-page"})
     steps = [{"id": "mark", "type": "bench.mark", "key": "{{ trigger.leadgen_id }}"}, *three_steps()]
     flow_id = await _flow(app, workspace_id, steps, "latency")
@@ -311,7 +311,9 @@ async def _latency(app, port: int, workspace_id: str, marks: Marks, events: int)
                 marks.arrived.clear()
             samples.append(marks.seen[key] - began)
         await _target_keys(http, forget=True)
-    return samples
+    async with app[DB].session() as session:  # where the wait is: before the execution exists, or before a worker starts it
+        waits = (await session.execute(select(FlowExecution.created_at, FlowExecution.started_at).where(FlowExecution.flow_id == flow_id))).all()
+    return samples, [(started - created).total_seconds() for created, started in waits]
 
 
 async def run(name: str, url: str, args) -> dict[str, object]:
@@ -329,10 +331,10 @@ async def run(name: str, url: str, args) -> dict[str, object]:
             await _customers(app, ws)
             baseline, baseline_cpu = await _baseline(app, ws, args.executions, args.baseline_concurrency)
             rate, outcomes = await _executions_per_second(app, ws, args.executions, args.batch, args.py_spy, name)
-            latency = await _latency(app, port, ws, marks, args.latency) if args.latency else []
+            latency, queued = await _latency(app, port, ws, marks, args.latency) if args.latency else ([], [])
         finally:
             await runner.cleanup()
-    return {"name": name, "baseline": baseline, "baseline_cpu": baseline_cpu, "rate": rate, "outcomes": outcomes, "latency": latency, "settings": _differing(settings)}
+    return {"name": name, "baseline": baseline, "baseline_cpu": baseline_cpu, "rate": rate, "outcomes": outcomes, "latency": latency, "queued": queued, "settings": _differing(settings)}
 
 
 async def _pg_scratch(base_url: str):
@@ -367,7 +369,8 @@ def _report(result: dict[str, object], args) -> None:
     if latency:
         ordered = sorted(latency)
         p95 = ordered[max(0, int(len(ordered) * 0.95) - 1)]
-        print(f"  inbound webhook -> first step: p50 {statistics.median(ordered) * 1000:6.1f} ms   p95 {p95 * 1000:6.1f} ms   ({len(ordered)} events)")
+        print(f"  inbound webhook -> first step: p50 {statistics.median(ordered) * 1000:6.1f} ms   p95 {p95 * 1000:6.1f} ms   ({len(ordered)} events);"
+              f" of which execution created -> started p50 {statistics.median(result['queued']) * 1000:.1f} ms")
 
 
 async def main() -> None:
