@@ -19,6 +19,13 @@ COLUMN_TYPES = ("text", "number", "boolean", "date", "json")
 #: names that mean the row itself in CSV files and lookups, never a data column
 RESERVED = ("id", "external_key")
 _NAME = re.compile(r'^[^\x00-\x1f"]{1,100}$')  # no quote: names go into JSON paths
+
+
+def is_column_name(name: str) -> bool:
+    """Whether ``name`` can name a column (1 to 100 characters, no quote or control character)."""
+    return bool(_NAME.match(name))
+
+
 _TRUE = {"true", "1", "yes", "y", "t"}
 _FALSE = {"false", "0", "no", "n", "f"}
 
@@ -38,7 +45,7 @@ def validate_columns(columns: Any) -> list[dict[str, str]]:
             raise Invalid(f"Validation failed: columns[{index}] needs a 'name' string")
         name = column["name"].strip()
         kind = column.get("type", "text")
-        if not name or not _NAME.match(name):
+        if not name or not is_column_name(name):
             raise Invalid(f"Validation failed: columns[{index}] has an invalid name")
         if name in RESERVED:
             raise Invalid(f"Validation failed: column name '{name}' is reserved")

@@ -22,7 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from patchbay.core.errors import Conflict, Invalid, NotFound
 from patchbay.core.tables.models import DataTable, TableRow
-from patchbay.core.tables.schema import Schema, ValueRejected, coerce, validate_columns
+from patchbay.core.tables.schema import Schema, ValueRejected, coerce, is_column_name, validate_columns
 from patchbay.core.tables.search import matches, search_text_of
 from patchbay.core.timeutil import iso, utcnow
 
@@ -361,6 +361,8 @@ def _row_condition(dialect: str, table: DataTable, column: str, value: Any, suff
 
 def _typed(table: DataTable, column: str, value: Any) -> Any:
     """``value`` converted to the type of data column ``column``; None when nothing can equal it."""
+    if not is_column_name(column):
+        raise Invalid(f"Validation failed: {column!r} is not a column name (1 to 100 characters, no quote or control character)")
     schema = Schema(table.columns or [])
     kind = schema.types.get(column)
     if schema.strict and kind is None:

@@ -247,3 +247,14 @@ async def test_patch_columns_merges_and_only_explicit_removal_drops_values(api):
     assert (await all_rows(api, "people", search="30"))["data"] == []
     response = await api.patch("/connect/v1/tables/people", json={"removeColumns": ["nope"]}, headers=headers)
     assert response.status == 400 and "nope" in (await response.json())["message"]
+
+
+async def test_lookup_by_a_name_no_column_can_have_is_400(api):
+    """A table without a schema takes any column name in a lookup: one that no column can have (a
+    quote, a control character) ended in a JSON path error (500) on SQLite."""
+    await make_table(api)
+    created = await api.post("/connect/v1/tables", json={"name": "Free form", "slug": "free"}, headers=api.ws["headers"])
+    assert created.status == 201
+    for slug, column in (("free", 'na"me'), ("free", "a\x00b"), ("people", "x" * 101)):
+        response = await api.get(f"/connect/v1/tables/{slug}/rows/lookup", params={"column": column, "value": "1"}, headers=api.ws["headers"])
+        assert response.status == 400 and "is not a column name" in (await response.json())["message"], column
