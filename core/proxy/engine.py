@@ -57,17 +57,14 @@ class ProxyCall:
     params: Mapping[str, Any]
 
 
-def drop_hop_by_hop(headers: Mapping[str, str]) -> CIMultiDict:
-    """A copy of ``headers`` without the hop-by-hop ones (RFC 9110 7.6.1), including those the
-    ``Connection`` header names."""
-    copy = CIMultiDict(headers)
-    listed = copy.get("Connection")
-    for name in HOP_BY_HOP:
-        copy.popall(name, None)
+def drop_hop_by_hop(headers: Mapping[str, str], also: frozenset[str] = frozenset()) -> CIMultiDict:
+    """A copy of ``headers`` without the hop-by-hop ones (RFC 9110 7.6.1), those the ``Connection``
+    header names and the lower-case names in ``also``, made in one pass."""
+    dropped = HOP_BY_HOP | also
+    listed = headers.get("Connection")
     if listed:
-        for token in listed.split(","):
-            copy.popall(token.strip(), None)
-    return copy
+        dropped = dropped | {token.strip().lower() for token in listed.split(",")}
+    return CIMultiDict([(name, value) for name, value in headers.items() if name.lower() not in dropped])
 
 
 def provider_of(app: web.Application, state: ConnectionState) -> Provider:
@@ -237,14 +234,16 @@ async def _send_once(app, state, provider, method, path, query, headers, body, s
         url_value: Any = parsed
     else:
         url_value = url
-    call = ProxyCall(method=method.upper(), url=url_value, headers=outgoing, body=body, provider=provider, connection_id=state.id, params=state.params)
+    method = method.upper()
     customizer = app[REGISTRY].get("proxy", provider.name)
     if customizer is not None and hasattr(customizer, "prepare"):
+        call = ProxyCall(method=method, url=url_value, headers=outgoing, body=body, provider=provider, connection_id=state.id, params=state.params)
         customizer.prepare(call)
+        method, url_value, outgoing, body = call.method, call.url, call.headers, call.body
     try:
         outbound = app[OUTBOUND]
         timeout = outbound.stream_timeout() if stream else outbound.call_timeout()
-        return await outbound.session.request(call.method, call.url, headers=call.headers, data=call.body, allow_redirects=False, timeout=timeout)
+        return await outbound.session.request(method, url_value, headers=outgoing, data=body, allow_redirects=False, timeout=timeout)
     except UnsafeTarget as error:
         raise ProviderCallError(400, f"Refused target: {error}") from None
     except StreamIdle as error:

@@ -39,6 +39,8 @@ SMALL_RESPONSE = 256 * 1024
 CHUNK = 64 * 1024
 #: request headers that belong to the call to patchbay, not to the provider
 OWN_HEADERS = frozenset({"host", "x-api-key", "authorization", "x-connection-id", "cookie", "content-length", "x-request-id", "expect"})
+#: set again by the answer itself
+LENGTH = frozenset({"content-length"})
 
 
 async def _connection(request: web.Request, provider_type: str) -> ConnectionState:
@@ -62,9 +64,8 @@ async def _connection(request: web.Request, provider_type: str) -> ConnectionSta
 
 async def _answer(request: web.Request, upstream) -> web.StreamResponse:
     try:
-        headers = drop_hop_by_hop(upstream.headers)
+        headers = drop_hop_by_hop(upstream.headers, also=LENGTH)
         length = upstream.content_length
-        headers.popall("Content-Length", None)
         if request.method == "HEAD" or upstream.status in (204, 304):
             return web.Response(status=upstream.status, headers=headers)
         if length is not None and length <= SMALL_RESPONSE:
@@ -131,9 +132,7 @@ async def proxy_passthrough(request: web.Request) -> web.StreamResponse:
     if request.method not in METHODS:
         raise ApiError(405, "Method Not Allowed")
     state = await _connection(request, request.match_info["providerType"])
-    headers = drop_hop_by_hop(request.headers)
-    for name in OWN_HEADERS:
-        headers.popall(name, None)
+    headers = drop_hop_by_hop(request.headers, also=OWN_HEADERS)
     body: Any = None
     replayable = True
     if request.body_exists:
