@@ -10,9 +10,8 @@ leave them out of the generated data-only entry points.
 from __future__ import annotations
 
 from patchbay import hookimpl
-from patchbay.providers import catalog
+from patchbay.providers._shared.pack import action_hooks, crm_hooks, definitions_hook
 from patchbay.providers.hubspot import actions
-from patchbay.providers._shared.crm import record_source
 from patchbay.providers.hubspot.crm import HubSpotMapper
 from patchbay.providers.hubspot.destination import HubSpotDestination
 from patchbay.providers.hubspot.webhooks import HubSpotWebhooks
@@ -22,32 +21,9 @@ PROVIDERS = ("hubspot",)
 MAPPER = HubSpotMapper()
 
 
-@hookimpl
-def register_providers():
-    return catalog.definitions(PROVIDERS)
-
-
-@hookimpl
-def register_actions(register):
-    for action in actions.actions():
-        register(NAME, action)
-
-
-@hookimpl
-def register_triggers(register):
-    for trigger in actions.triggers():
-        register(NAME, trigger)
-
-
-@hookimpl
-def register_crm_mappers(register):
-    register(NAME, MAPPER)
-
-
-@hookimpl
-def register_record_sources(register):
-    for resource in MAPPER.resources:
-        register(NAME, record_source(MAPPER, resource))
+register_providers = definitions_hook(PROVIDERS)
+register_actions, register_triggers = action_hooks(PROVIDERS, actions)
+register_crm_mappers, register_record_sources = crm_hooks(NAME, MAPPER)
 
 
 @hookimpl

@@ -12,7 +12,7 @@ leave them out of the generated data-only entry points.
 from __future__ import annotations
 
 from patchbay import hookimpl
-from patchbay.providers import catalog
+from patchbay.providers._shared.pack import action_hooks, definitions_hook
 from patchbay.providers.meta import actions
 from patchbay.providers.meta.auth import FacebookAuth
 from patchbay.providers.meta.deletion import SOURCE, MetaDeletionCallback, MetaSettings
@@ -23,9 +23,7 @@ PROVIDERS = ("facebook",)
 DELETION_IDENTITY_PROVIDERS = ("facebook", "meta")
 
 
-@hookimpl
-def register_providers():
-    return catalog.definitions(PROVIDERS)
+register_providers = definitions_hook(PROVIDERS)
 
 
 @hookimpl
@@ -38,16 +36,7 @@ def register_auth(register):
     register(PROVIDER, FacebookAuth())
 
 
-@hookimpl
-def register_actions(register):
-    for action in actions.actions():
-        register(PROVIDER, action)
-
-
-@hookimpl
-def register_triggers(register):
-    for trigger in actions.triggers():
-        register(PROVIDER, trigger)
+register_actions, register_triggers = action_hooks(PROVIDERS, actions)
 
 
 @hookimpl

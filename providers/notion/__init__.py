@@ -7,28 +7,12 @@ leave them out of the generated data-only entry points.
 
 from __future__ import annotations
 
-from patchbay import hookimpl
-from patchbay.providers import catalog
+from patchbay.providers._shared.pack import action_hooks, definitions_hook
 from patchbay.providers.notion import actions
 
 NAME = "notion"
 PROVIDERS = ("notion",)
 
 
-@hookimpl
-def register_providers():
-    return catalog.definitions(PROVIDERS)
-
-
-@hookimpl
-def register_actions(register):
-    for provider in PROVIDERS:
-        for action in actions.actions():
-            register(provider, action)
-
-
-@hookimpl
-def register_triggers(register):
-    for provider in PROVIDERS:
-        for trigger in actions.triggers():
-            register(provider, trigger)
+register_providers = definitions_hook(PROVIDERS)
+register_actions, register_triggers = action_hooks(PROVIDERS, actions)

@@ -9,8 +9,7 @@ leave them out of the generated data-only entry points.
 from __future__ import annotations
 
 from patchbay import hookimpl
-from patchbay.providers import catalog
-from patchbay.providers._shared.crm import record_source
+from patchbay.providers._shared.pack import action_hooks, crm_hooks, definitions_hook
 from patchbay.providers.salesforce import actions
 from patchbay.providers.salesforce.auth import SalesforceAuth
 from patchbay.providers.salesforce.crm import SalesforceMapper
@@ -21,23 +20,8 @@ PROVIDERS = ("salesforce", "salesforce-sandbox")
 MAPPER = SalesforceMapper()
 
 
-@hookimpl
-def register_providers():
-    return catalog.definitions(PROVIDERS)
-
-
-@hookimpl
-def register_actions(register):
-    for provider in PROVIDERS:
-        for action in actions.actions():
-            register(provider, action)
-
-
-@hookimpl
-def register_triggers(register):
-    for provider in PROVIDERS:
-        for trigger in actions.triggers():
-            register(provider, trigger)
+register_providers = definitions_hook(PROVIDERS)
+register_actions, register_triggers = action_hooks(PROVIDERS, actions)
 
 
 @hookimpl
@@ -45,15 +29,7 @@ def register_auth(register):
     register(NAME, SalesforceAuth())
 
 
-@hookimpl
-def register_crm_mappers(register):
-    register(NAME, MAPPER)
-
-
-@hookimpl
-def register_record_sources(register):
-    for resource in MAPPER.resources:
-        register(NAME, record_source(MAPPER, resource))
+register_crm_mappers, register_record_sources = crm_hooks(NAME, MAPPER)
 
 
 @hookimpl

@@ -9,8 +9,7 @@ leave them out of the generated data-only entry points.
 from __future__ import annotations
 
 from patchbay import hookimpl
-from patchbay.providers import catalog
-from patchbay.providers._shared.crm import record_source
+from patchbay.providers._shared.pack import crm_hooks, definitions_hook
 from patchbay.providers.zoho_crm.crm import ZohoCrmMapper
 from patchbay.providers.zoho_crm.destination import ZohoCrmDestination
 
@@ -19,20 +18,8 @@ PROVIDERS = ("zoho-crm",)
 MAPPER = ZohoCrmMapper()
 
 
-@hookimpl
-def register_providers():
-    return catalog.definitions(PROVIDERS)
-
-
-@hookimpl
-def register_crm_mappers(register):
-    register(NAME, MAPPER)
-
-
-@hookimpl
-def register_record_sources(register):
-    for resource in MAPPER.resources:
-        register(NAME, record_source(MAPPER, resource))
+register_providers = definitions_hook(PROVIDERS)
+register_crm_mappers, register_record_sources = crm_hooks(NAME, MAPPER)
 
 
 @hookimpl

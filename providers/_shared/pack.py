@@ -1,0 +1,65 @@
+"""The hook implementations the built-in packs share, made from each pack's own parts.
+
+A pack module binds them to the hook names, which is how pluggy finds them::
+
+    register_providers = definitions_hook(PROVIDERS)
+    register_actions, register_triggers = action_hooks(PROVIDERS, actions)
+    register_crm_mappers, register_record_sources = crm_hooks(NAME, MAPPER)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from types import ModuleType
+from typing import Any
+
+from patchbay import hookimpl
+from patchbay.providers import catalog
+from patchbay.providers._shared.crm import record_source
+
+
+def definitions_hook(providers: Iterable[str]) -> Callable[[], Any]:
+    """``register_providers``: the catalog definitions of the pack's providers."""
+    names = tuple(providers)
+
+    @hookimpl
+    def register_providers():
+        return catalog.definitions(names)
+
+    return register_providers
+
+
+def action_hooks(providers: Iterable[str], module: ModuleType) -> tuple[Callable[..., None], Callable[..., None]]:
+    """``register_actions`` and ``register_triggers``: ``module.actions()`` and
+    ``module.triggers()`` for each of the pack's providers."""
+    names = tuple(providers)
+
+    @hookimpl
+    def register_actions(register):
+        for provider in names:
+            for action in module.actions():
+                register(provider, action)
+
+    @hookimpl
+    def register_triggers(register):
+        for provider in names:
+            for trigger in module.triggers():
+                register(provider, trigger)
+
+    return register_actions, register_triggers
+
+
+def crm_hooks(name: str, mapper: Any) -> tuple[Callable[..., None], Callable[..., None]]:
+    """``register_crm_mappers`` and ``register_record_sources``: the unified CRM mapper of provider
+    ``name`` and a record source for each resource it maps."""
+
+    @hookimpl
+    def register_crm_mappers(register):
+        register(name, mapper)
+
+    @hookimpl
+    def register_record_sources(register):
+        for resource in mapper.resources:
+            register(name, record_source(mapper, resource))
+
+    return register_crm_mappers, register_record_sources
