@@ -2,10 +2,12 @@
 
 Importable by pack authors (``from patchbay.testing import ...``) with the same compatibility promise
 as ``patchbay`` itself: local servers standing in for providers and receivers, a connection stored
-as the connect flow stores it, and an authenticated workspace of an app.
+as the connect flow stores it, an authenticated workspace of an app, and for unit tests a scripted
+connection client (``FakeClient``), the objects a pack registers (``registered``) and a sample lead.
 """
 
 from patchbay.core.testing import create_workspace_with_key, sign_access_token
+from patchbay.testing.clients import ClientCall, FakeClient, registered, sample_lead
 from patchbay.testing.connections import add_connection
 from patchbay.testing.fakes import FakeProviderAPI, RecordedRequest
 from patchbay.testing.servers import LocalServer, Receiver
@@ -18,5 +20,5 @@ def pack_acceptance(provider_name: str, **options) -> type:
     return build(provider_name, **options)
 
 
-__all__ = ["FakeProviderAPI", "LocalServer", "Receiver", "RecordedRequest", "add_connection", "create_workspace_with_key",
-           "pack_acceptance", "sign_access_token"]
+__all__ = ["ClientCall", "FakeClient", "FakeProviderAPI", "LocalServer", "Receiver", "RecordedRequest", "add_connection", "create_workspace_with_key",
+           "pack_acceptance", "registered", "sample_lead", "sign_access_token"]
