@@ -21,6 +21,8 @@ from patchbay.core.timeutil import utcnow
 #: sessions opened by steps at once; more would overflow the connection pool, and on PostgreSQL
 #: every overflow connection is a new server process, opened and closed again
 STEP_SESSIONS = 8
+#: batches of renders run at once, each in a worker thread: a heavy template holds up its own batch
+RENDER_THREADS = 4
 
 
 @attrs.define
@@ -59,11 +61,14 @@ class Batcher:
     ``flush(items) -> results`` call, so concurrent executions share one transaction. A result that
     is an exception is raised to its submitter alone."""
 
-    def __init__(self, flush, *, max_batch: int = 256) -> None:
+    def __init__(self, flush, *, max_batch: int = 256, parallel: int = 1) -> None:
         self._flush = flush
         self._max = max_batch
         self._pending: list[tuple[Any, asyncio.Future]] = []
         self._task: asyncio.Task | None = None
+        #: flushes that may run at once: more than one lets a slow batch not hold up the next
+        self._slots = asyncio.Semaphore(parallel)
+        self._flushing: set[asyncio.Task] = set()
 
     async def submit(self, item: Any) -> Any:
         future = asyncio.get_running_loop().create_future()
@@ -78,8 +83,15 @@ class Batcher:
     async def _drain(self) -> None:
         while self._pending:
             await asyncio.sleep(0)  # let callers resumed in this loop iteration join the batch
+            await self._slots.acquire()  # the batch grows while every slot is busy
             batch, self._pending = self._pending[: self._max], self._pending[self._max :]
-            await self._flush_batch(batch)
+            task = asyncio.create_task(self._flush_batch(batch))
+            self._flushing.add(task)
+            task.add_done_callback(self._flushed)
+
+    def _flushed(self, task: asyncio.Task) -> None:
+        self._flushing.discard(task)
+        self._slots.release()
 
     async def _flush_batch(self, batch: list[tuple[Any, asyncio.Future]]) -> None:
         try:
@@ -124,7 +136,7 @@ class FlowRunner:
         self._finishes = Batcher(self._finish_many)
         self._lookups = Batcher(self._lookup_many)
         self._checkpoints = Batcher(self._checkpoint_many)
-        self._renders = Batcher(self._render_many)
+        self._renders = Batcher(self._render_many, parallel=RENDER_THREADS)
         self.step_sessions = asyncio.Semaphore(STEP_SESSIONS)
 
     async def plan(self, flow_id: str, version: int) -> list[StepPlan]:

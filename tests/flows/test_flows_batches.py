@@ -186,3 +186,17 @@ async def test_a_job_queued_before_batches_still_runs_its_execution(batch_client
         job.payload = {"executionId": execution_id}  # the payload of one execution per job
     assert await drain_jobs(app, kinds=("flows.execute",)) == 1
     assert (await _statuses(app, [execution_id]))[execution_id] == ("completed", 1, None)
+
+
+async def test_a_heavy_template_does_not_hold_up_the_renders_of_other_executions(batch_client):
+    app = batch_client.server.app
+    ws = (await create_workspace_with_key(app))["workspace_id"]
+    heavy = await _published(app, ws, [{"id": "spin", "type": "transform", "output": "{% for i in range(99999) %}{% for j in range(4) %}{% endfor %}{% endfor %}done"}])
+    light = await _published(app, ws, [{"id": "say", "type": "transform", "output": "{{ trigger.n }}"}])
+    (slow,) = await _create(app, ws, heavy, [{}])
+    quick = await _create(app, ws, light, [{"n": n} for n in range(3)])
+    spinning = asyncio.create_task(run_execution(app, slow))
+    for execution_id in quick:  # one after another, each rendered while the heavy one still renders
+        assert await run_execution(app, execution_id) == "completed"
+    assert not spinning.done()
+    assert await spinning == "completed"
