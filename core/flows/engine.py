@@ -1,18 +1,20 @@
 """The flow engine: one code path for test runs, replays and live runs.
 
-An execution is a row (``pending``) and a ``flows.execute`` job, created in one transaction by
-whatever started it (a webhook event, a polled item, a schedule tick, a replay). The job marks the
-execution ``running``, runs its steps in order and writes the outcome (``completed`` or ``failed``,
-with the duration) together with every step's rendered input, output and error in one transaction;
-the alerts of a live run are enqueued in that same transaction, so they are sent after the
-execution ends and never block it.
+An execution is a row (``pending``) and belongs to a ``flows.execute`` job, created in one
+transaction by whatever started it (a webhook event batch, a poll, a schedule tick, a replay); one
+job carries up to ``EXECUTIONS_PER_JOB`` executions of a workspace and runs them at once. Each
+execution is marked ``running``, runs its steps in order (their plan cached per version, see
+``plan``) and has its outcome (``completed`` or ``failed``, with the duration) written together
+with every step's rendered input, output and error and the alerts of a live run; the executions
+running in the process share these writes (group commit, see ``runner``), so alerts are sent after
+the execution ends and never block it.
 
 Crash safety: steps with side effects (http, action, table.upsert, delay) are checkpointed as they
-finish (the last step of a flow by the final write itself, which follows at once). When a process dies mid-execution its job's lease runs out and another worker claims the
-job; the execution is still ``running``, its checkpointed steps are reused (not repeated) and the
-rest run, so the execution ends completed or failed instead of staying stuck in ``running``. The
-final write only succeeds while the execution is ``running``, so a duplicate delivery of the job
-changes nothing.
+finish (the last step of a flow by the final write itself, which follows at once). When a process
+dies mid-execution its job's lease runs out and another worker claims the job; an execution still
+``running`` reuses its checkpointed steps and runs the rest, so it ends completed or failed instead
+of staying stuck in ``running``; one that had ended is not started again, so a duplicate delivery
+of the job changes nothing.
 """
 
 from __future__ import annotations
