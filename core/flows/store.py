@@ -39,7 +39,8 @@ _FINISH = {
     "sqlite": text("""
         UPDATE flow_executions
         SET status = v.status, error = v.error, finished_at = :finished, updated_at = :finished, duration_ms = v.duration_ms
-        FROM (SELECT value ->> 0 AS id, value ->> 1 AS status, value ->> 2 AS error, value ->> 3 AS duration_ms FROM json_each(:outcomes)) AS v
+        FROM (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS status, json_extract(value, '$[2]') AS error,
+                     json_extract(value, '$[3]') AS duration_ms FROM json_each(:outcomes)) AS v
         WHERE flow_executions.id = v.id AND flow_executions.status = 'running'
         RETURNING flow_executions.id
     """),
