@@ -1,6 +1,7 @@
 """The SQL of running executions, shaped for batches: every statement here has one shape whatever
-the batch size (an expanding ``IN``, arrays on PostgreSQL, an executemany on SQLite), so SQLAlchemy
-compiles it once per process, and it runs on the transaction's connection without the ORM."""
+the batch size (an expanding ``IN``; arrays on PostgreSQL; a JSON list or an executemany on
+SQLite), so SQLAlchemy compiles it once per process, and it runs on the transaction's connection
+without the ORM. PostgreSQL 13 or newer (``gen_random_uuid``), SQLite 3.35 or newer (``RETURNING``)."""
 
 from __future__ import annotations
 
