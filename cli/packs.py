@@ -11,13 +11,16 @@ import click
 from patchbay.cli.runtime import emit, json_option, registry_from, settings_from
 
 
-def _inventory(*, skip_broken: bool):
+def _inventory(*, skip_broken: bool) -> tuple[list[dict], frozenset[str]]:
+    """Every installed plugin (``describe_plugins``), and the names of the loaded ones that are
+    built-in data-only providers (one generated plugin each)."""
     from patchbay.core.plugins.inventory import describe_plugins
 
     settings = settings_from()
     settings.plugins = attrs.evolve(settings.plugins, skip_broken=skip_broken)
     pm, registry = registry_from(settings, quiet=True)
-    return describe_plugins(pm, registry, disabled=frozenset(settings.plugins.disable))
+    data_only = frozenset(name for plugin in pm.get_plugins() if getattr(plugin, "data_only", False) and (name := pm.get_name(plugin)))
+    return describe_plugins(pm, registry, disabled=frozenset(settings.plugins.disable)), data_only
 
 
 @click.group("packs")
@@ -25,17 +28,37 @@ def packs() -> None:
     """Installed provider packs and plugins."""
 
 
+def _line(item: dict, providers: str) -> str:
+    return f"{item['name']:<24} {item['distribution']} {item['version'] or ''} [{item['status']}] {providers}"
+
+
+def _plugin_lines(item: dict, *, every_provider: bool) -> list[str]:
+    names = item["providers"]
+    shown = ", ".join(names) if every_provider or len(names) <= 5 else ", ".join(names[:5]) + f" (+{len(names) - 5})"
+    if not names and item["hooks"]:
+        shown = "hooks: " + ", ".join(item["hooks"])
+    return [_line(item, shown)] + ([f"    error: {item['error']}"] if item["error"] else [])
+
+
+def _summary(data_only: list[dict]) -> str:
+    first = data_only[0]
+    row = {**first, "name": "(data-only providers)"}
+    return _line(row, f"{len(data_only)} built-in data-only providers, one plugin each (--providers lists them)")
+
+
 @packs.command("list")
+@click.option("--providers", "every_provider", is_flag=True, help="List every plugin and every provider, each built-in data-only provider on its own line.")
 @json_option
-def packs_list(as_json: bool) -> None:
-    """Each installed plugin: distribution, version, providers, hooks and load error."""
-    data = _inventory(skip_broken=True)
-    lines = []
+def packs_list(every_provider: bool, as_json: bool) -> None:
+    """Each installed pack and plugin: distribution, version, status, providers and load error; the
+    built-in data-only providers (loaded, one generated plugin each) summarised in one row unless
+    --providers. --json lists every plugin, with its hooks."""
+    data, data_only_names = _inventory(skip_broken=True)
+    data_only = [item for item in data if item["name"] in data_only_names and item["status"] == "loaded"]
+    lines = [_summary(data_only)] if data_only and not every_provider else []
     for item in data:
-        providers = ", ".join(item["providers"][:5]) + (f" (+{len(item['providers']) - 5})" if len(item["providers"]) > 5 else "")
-        lines.append(f"{item['name']:<24} {item['distribution']} {item['version'] or ''} [{item['status']}] {providers}")
-        if item["error"]:
-            lines.append(f"    error: {item['error']}")
+        if every_provider or item not in data_only:
+            lines += _plugin_lines(item, every_provider=every_provider)
     emit(data, as_json, "\n".join(lines) or "no plugins")
 
 
@@ -44,7 +67,7 @@ def packs_list(as_json: bool) -> None:
 @json_option
 def packs_check(name: str, as_json: bool) -> None:
     """Load every plugin and report whether NAME loads cleanly (exit 1 when it does not)."""
-    found = [item for item in _inventory(skip_broken=True) if item["name"] == name]
+    found = [item for item in _inventory(skip_broken=True)[0] if item["name"] == name]
     if not found:
         raise click.ClickException(f"no installed plugin named {name!r} (see `patchbay packs list`)")
     item = found[0]

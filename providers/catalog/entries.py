@@ -20,7 +20,10 @@ class _DataProvider:
     """The plugin of one data-only provider: its definition from the catalog data, nothing else.
 
     The hook implementation is a function kept on the instance and ``dir`` lists only it: pluggy
-    then finds it without walking the class (a registry registers several hundred of these)."""
+    then finds it without walking the class (a registry registers several hundred of these).
+    ``data_only`` tells ``patchbay packs list`` to summarise these plugins in one row."""
+
+    data_only = True
 
     def __init__(self, name: str) -> None:
         self.name = name

@@ -57,3 +57,31 @@ def test_check_passes_a_good_pack_and_names_a_broken_or_unknown_one(packs):
     assert broken.exit_code == 1 and "plugin 'zorp_broken' (zorp-broken) is broken" in broken.output and "zorp_sdk" in broken.output
     unknown = packs("check", "zorpp")
     assert unknown.exit_code == 1 and "no installed plugin named 'zorpp'" in unknown.output
+
+
+def test_list_summarises_the_data_only_providers_in_one_row_unless_asked_for_every_provider(packs, monkeypatch):
+    """The default text is one row per pack or plugin, the built-in data-only providers (one plugin
+    each) counted in one row; ``--providers`` lists every plugin and provider; --json is unchanged."""
+    data = json.loads(packs("list", "--json").stdout)
+    data_only = [item["name"] for item in data if item["distribution"] == "patchbay" and item["hooks"] == ["register_providers"]]
+    assert "github" in data_only and len(data_only) > 800
+
+    lines = packs("list").stdout.splitlines()
+    summary = [line for line in lines if line.startswith("(data-only providers)")]
+    assert summary == [f"{'(data-only providers)':<24} patchbay {version('patchbay')} [loaded] {len(data_only)} built-in data-only providers, one plugin each (--providers lists them)"]
+    rows = {line.split()[0]: line for line in lines if not line.startswith(" ")}
+    assert "github" not in rows and len(lines) < 60
+    assert rows["zorp"] == f"{'zorp':<24} zorp-pack 1.0 [loaded] zorp"
+    assert rows["salesforce"].endswith("[loaded] salesforce, salesforce-sandbox")
+    assert rows["stripe_billing"].endswith("[loaded] hooks: register_payment_providers, register_settings")
+    assert rows["zorp_broken"].startswith(f"{'zorp_broken':<24} zorp-broken") and "[error]" in rows["zorp_broken"]
+    assert "zorp_sdk" in lines[lines.index(rows["zorp_broken"]) + 1]
+
+    every = packs("list", "--providers").stdout.splitlines()
+    listed = {line.split()[0] for line in every if not line.startswith(" ")}
+    assert listed == {item["name"] for item in data} and not any(line.startswith("(data-only") for line in every)
+
+    monkeypatch.setenv("PATCHBAY_PLUGINS_DISABLE", "github")
+    lines = packs("list").stdout.splitlines()
+    assert f"[loaded] {len(data_only) - 1} built-in data-only providers" in lines[0]
+    assert any(line.startswith("github ") and "[disabled]" in line for line in lines)
