@@ -1,19 +1,21 @@
-"""Inbound webhook pipeline in steady state: signed events accepted (verified, committed, 200),
-routed, recorded and forwarded to a local subscriber by one ``patchbay serve`` process with
-the default background workers, on SQLite and on PostgreSQL, against a bare aiohttp handler that
-only answers 200, measured in the same run by the same load generator.
+"""Inbound webhook pipeline in steady state: signed Meta leadgen events accepted (verified,
+committed, 200), routed, their leads fetched and stored, and forwarded to a local subscriber by one
+``patchbay serve`` process with the default background workers, on SQLite and on PostgreSQL,
+against a bare aiohttp handler that only answers 200, measured in the same run by the same load
+generator.
 
-    python benchmarks/webhook_ingest.py [--seconds 20] [--concurrency 64]
+    python benchmarks/webhook_ingest.py [--seconds 20] [--concurrency 64] [--events leadgen|feed] [--py-spy DIR]
 
 Prints forwarded events per second (accepted and forwarded, counted up to the last forward), the
-server's CPU time per accepted event over the load and the drain, next to the bare handler's per
-request (steadier than rates on a shared machine), the backlog (accepted, not yet forwarded) each second, p50/p99 receipt-to-forward, how many accepted
-events were never forwarded or forwarded twice (by delivery id), and jobs done per second by kind.
-PostgreSQL runs when PATCHBAY_TEST_DATABASE_URL (or PATCHBAY_BENCH_PG_URL) names a server: a scratch
-database is created and dropped. The server runs in its own process; the load generator and the
-receiver in this one. The events are Meta ``feed`` changes, so no lead is fetched or stored (a
-``leadgen`` event would add a Graph API call per event); jobs are counted done, per kind, for the
-process's one worker pool.
+server's CPU time per accepted event over the load and the drain next to the bare handler's per
+request (steadier than rates on a shared machine), p50/p99 receipt-to-forward, the leads stored,
+how many accepted events were never forwarded or forwarded twice (by delivery id), the backlog
+(accepted, not yet forwarded) each second, and jobs done per second by kind. PostgreSQL runs when
+PATCHBAY_TEST_DATABASE_URL (or PATCHBAY_BENCH_PG_URL) names a server: a scratch database is created
+and dropped. The server runs in its own process; the load generator, the fake Graph API serving the
+leads and the receiver in this one. ``--events feed`` sends page changes that fetch and store
+nothing. ``--py-spy DIR`` samples the server during the load (py-spy pauses it to sample: rates
+drop).
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from patchbay.core.storage.db import Database
 from patchbay.core.storage.migrate import upgrade
 from patchbay.core.testing import create_workspace_with_key
 from patchbay.core.webhooks.models import WebhookSubscription
-from patchbay.providers.meta.testing import meta_signature, page_event_payload
+from patchbay.providers.meta.testing import FakeGraph, leadgen_payload, meta_signature, page_event_payload
 from patchbay.testing import Receiver, add_connection
 
 APP_SECRET = "bench-app-secret"
@@ -116,12 +118,13 @@ async def blast(url: str, requests: list[tuple[bytes, dict[str, str]]], concurre
 
 
 async def prepare(database_url: str, environ: dict[str, str], receiver_url: str) -> None:
+    """The schema, a workspace with a page connection (its token fetches the leads) and a subscription."""
     db = Database(database_url)
     await upgrade(db)
     await db.close()
     app = create_app(load_settings({}, environ), background=False)
     ws = await create_workspace_with_key(app)
-    await add_connection(app, ws["workspace_id"], "facebook", meta={"page_id": "page-A"})
+    await add_connection(app, ws["workspace_id"], "facebook", meta={"page_id": "page-A"}, credentials={"access_token": "bench-page-token"})
     async with app[DB].transaction(tenant=ws["workspace_id"]) as session:
         session.add(WebhookSubscription(provider="facebook", url=receiver_url, events=["*"], secret=app[SECRETS].encrypt("bench-callback-secret")))
     await app[DB].close()
@@ -151,10 +154,21 @@ async def start_profiler(pid: int, destination: Path, seconds: float) -> asyncio
     )  # fmt: skip
 
 
-async def steady_load(url: str, receiver: Receiver, concurrency: int, seconds: float) -> dict[str, object]:
+def event_body(n: int, graph: FakeGraph | None) -> bytes:
+    """Event ``n``: a ``leadgen`` change whose lead the fake Graph API serves, or (no ``graph``) a
+    ``feed`` change, which fetches and stores nothing."""
+    if graph is None:
+        return json.dumps(page_event_payload("page-A", value={"n": n, "nonce": uuid.uuid4().hex})).encode()
+    lead_id = f"lead-{n}-{uuid.uuid4().hex[:8]}"
+    graph.add_lead(lead_id, email=f"{lead_id}@example.com", phone=f"+1555{n:07d}")  # a new person each: no merging
+    return json.dumps(leadgen_payload("page-A", lead_id)).encode()
+
+
+async def steady_load(url: str, receiver: Receiver, graph: FakeGraph | None, concurrency: int, seconds: float) -> dict[str, object]:
     """Post signed events with ``concurrency`` in flight for ``seconds`` while the workers route,
-    store and forward them; sample the backlog (accepted, not yet forwarded) every second; then wait
-    for the receiver to drain. Answers the counts, backlog samples and receipt-to-forward latencies."""
+    fetch and store the leads and forward the events; sample the backlog (accepted, not yet
+    forwarded) every second; then wait for the receiver to drain. Answers the counts, backlog
+    samples and receipt-to-forward latencies."""
     sent: dict[str, float] = {}
     failures = 0
     stop_at = time.perf_counter() + seconds
@@ -165,7 +179,7 @@ async def steady_load(url: str, receiver: Receiver, concurrency: int, seconds: f
         nonlocal failures
         while time.perf_counter() < stop_at:
             n = next(counter)
-            body = json.dumps(page_event_payload("page-A", value={"n": n, "nonce": uuid.uuid4().hex})).encode()
+            body = event_body(n, graph)
             headers = {"x-hub-signature-256": meta_signature(APP_SECRET, body), "Content-Type": "application/json"}
             started = time.perf_counter()
             async with session.post(url, data=body, headers=headers) as response:
@@ -203,21 +217,27 @@ async def steady_load(url: str, receiver: Receiver, concurrency: int, seconds: f
     }  # fmt: skip
 
 
-async def job_rates(database_url: str, seconds: float) -> dict[str, float]:
-    """Jobs claimed and done per second by kind over the run (one worker pool in the process)."""
+async def stored(database_url: str, seconds: float) -> tuple[dict[str, float], int, list]:
+    """Jobs done per second by kind over the run (one worker pool in the process), the leads stored
+    and the commonest reasons of failed events."""
     db = Database(database_url)
     try:
         async with db.engine.begin() as connection:
             rows = (await connection.exec_driver_sql("SELECT kind, count(*) FROM jobs WHERE status = 'done' GROUP BY kind")).all()
+            leads = (await connection.exec_driver_sql("SELECT count(*) FROM leads")).scalar()
+            reasons = (await connection.exec_driver_sql("SELECT reason, count(*) FROM webhook_events WHERE status = 'FAILED' GROUP BY reason ORDER BY 2 DESC LIMIT 3")).all()
     finally:
         await db.close()
-    return {kind: count / seconds for kind, count in rows}
+    return {kind: count / seconds for kind, count in rows}, leads, reasons
 
 
 async def measure_database(label: str, database_url: str, tmp: Path, args, bare: tuple[str, int]) -> dict[str, object]:
     receiver = await Receiver().start()
+    graph = await FakeGraph().start() if args.events == "leadgen" else None
     config = tmp / f"{label}.toml"
-    config.write_text(f'[providers.facebook]\nwebhook_secret = "{APP_SECRET}"\n')
+    graph_url = f'api_base_url = "{graph.url}"\n' if graph else ""
+    # rate limits off, as in the issue's measurement: the lead fetches share the page connection's limit
+    config.write_text(f'[providers.facebook]\nwebhook_secret = "{APP_SECRET}"\n{graph_url}\n[rate_limits]\nproxy = "off"\n')
     environ = {"PATCHBAY_SECRET_KEY": "bench-secret", "PATCHBAY_DATA_DIR": str(tmp / label), "PATCHBAY_DATABASE_URL": database_url,
                "PATCHBAY_SCHEDULER": "false", "PATCHBAY_ALLOW_INSECURE_TARGETS": "true", "PATCHBAY_CONFIG": str(config), "PATCHBAY_LOG_LEVEL": "WARNING"}  # fmt: skip
     await prepare(database_url, environ, receiver.url)
@@ -226,11 +246,11 @@ async def measure_database(label: str, database_url: str, tmp: Path, args, bare:
         profiler = await start_profiler(process.pid, Path(args.py_spy) / f"{label}.txt", args.seconds) if args.py_spy else None
         try:
             cpu_before = cpu_seconds(process.pid)
-            result = await steady_load(url, receiver, args.concurrency, args.seconds)
+            result = await steady_load(url, receiver, graph, args.concurrency, args.seconds)
             result["cpu"] = cpu_seconds(process.pid) - cpu_before
             if profiler is not None:
                 await profiler.wait()
-            result["jobs"] = await job_rates(database_url, result["elapsed"] + result["drain"])
+            result["jobs"], result["leads"], result["failed"] = await stored(database_url, result["elapsed"] + result["drain"])
         finally:
             await stop(process)
         bare_url, bare_pid = bare
@@ -239,6 +259,8 @@ async def measure_database(label: str, database_url: str, tmp: Path, args, bare:
         result["bare_cpu"] = (cpu_seconds(bare_pid) - bare_cpu) / args.bare_events
     finally:
         await receiver.close()
+        if graph is not None:
+            await graph.close()
     result["bare_rate"] = bare_rate
     return result
 
@@ -252,6 +274,7 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=20, help="duration of the steady-state load")
     parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--events", choices=("leadgen", "feed"), default="leadgen", help="leadgen: each event's lead fetched from a local fake Graph API and stored")
     parser.add_argument("--py-spy", metavar="DIR", help="sample the server with py-spy during the load; collapsed stacks written to DIR/<database>.txt")
     parser.add_argument("--bare-events", type=int, default=10000, help="requests sent to the bare handler")
     args = parser.parse_args()
@@ -279,19 +302,24 @@ async def main() -> None:
                 print("PostgreSQL skipped: set PATCHBAY_TEST_DATABASE_URL or PATCHBAY_BENCH_PG_URL")
     finally:
         await stop(bare)
-    print(f"steady state: signed Meta events from an aiohttp client at concurrency {args.concurrency} for {args.seconds:g} s, one subscription per event;")
-    print("settings differing from the default: PATCHBAY_SCHEDULER=false, PATCHBAY_ALLOW_INSECURE_TARGETS=true (local receiver), log level WARNING")
-    print(f"{'database':<11} {'fwd/s':>7} {'accepted/s':>10} {'bare 200/s':>10} {'ratio':>6} {'p50 ms':>8} {'p99 ms':>8} {'drain s':>7} {'cpu ms/ev':>9} {'bare cpu':>8} {'missing':>7} {'twice':>5}  backlog each second")
+    fetched = "each lead fetched from a local fake Graph API and stored" if args.events == "leadgen" else "nothing fetched or stored"
+    print(f"steady state: signed Meta {args.events} events from an aiohttp client at concurrency {args.concurrency} for {args.seconds:g} s, {fetched}, one subscription per event;")
+    print("settings differing from the default: PATCHBAY_SCHEDULER=false, PATCHBAY_ALLOW_INSECURE_TARGETS=true (local receiver), [rate_limits] proxy = \"off\", log level WARNING")
+    print(f"{'database':<11} {'fwd/s':>7} {'accepted/s':>10} {'bare 200/s':>10} {'ratio':>6} {'p50 ms':>8} {'p99 ms':>8} {'drain s':>7} {'cpu ms/ev':>9} {'bare cpu':>8} {'leads':>6} {'missing':>7} {'twice':>5}  backlog each second")
     for label, r in results.items():
         forwarded_rate = (r["accepted"] - r["missing"]) / (r["elapsed"] + r["drain"])
         accepted_rate = r["accepted"] / r["elapsed"]
         print(f"{label:<11} {forwarded_rate:>7.0f} {accepted_rate:>10.0f} {r['bare_rate']:>10.0f} {forwarded_rate / r['bare_rate']:>6.3f} "
-              f"{percentile(r['latencies'], 0.5):>8.0f} {percentile(r['latencies'], 0.99):>8.0f} {r['drain']:>7.1f} {1000 * r['cpu'] / max(1, r['accepted']):>9.2f} {1000 * r['bare_cpu']:>8.3f} {r['missing']:>7} {r['twice']:>5}  {r['backlog']}")  # fmt: skip
+              f"{percentile(r['latencies'], 0.5):>8.0f} {percentile(r['latencies'], 0.99):>8.0f} {r['drain']:>7.1f} {1000 * r['cpu'] / max(1, r['accepted']):>9.2f} {1000 * r['bare_cpu']:>8.3f} {r['leads']:>6} {r['missing']:>7} {r['twice']:>5}  {r['backlog']}")  # fmt: skip
         print("  jobs done/s over the run (one worker pool, PATCHBAY_WORKERS default): " + ", ".join(f"{kind} {rate:.0f}" for kind, rate in sorted(r["jobs"].items())))
         if r["failures"]:
             print(f"  {label}: {r['failures']} requests were not answered 200")
         if r["missing"] or r["twice"]:
             print(f"  {label}: NOT EXACTLY ONCE: {r['missing']} accepted events never forwarded, {r['twice']} forwarded more than once")
+        if args.events == "leadgen" and r["leads"] != r["accepted"]:
+            print(f"  {label}: NOT EXACTLY ONCE: {r['leads']} leads stored for {r['accepted']} accepted leadgen events")
+        for reason, count in r["failed"]:
+            print(f"  {label}: {count} events FAILED: {reason}")
 
 
 if __name__ == "__main__":

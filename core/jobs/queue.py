@@ -39,6 +39,8 @@ from patchbay.core.timeutil import new_id, utcnow
 log = logging.getLogger(__name__)
 
 LEASE_SECONDS = 60
+#: hot-path statements use the table (Core), not the ORM: no per-statement ORM bulk machinery
+_JOBS = Job.__table__
 _NOTIFY_KEY = "patchbay.jobs.wake"
 
 
@@ -186,12 +188,7 @@ class JobQueue:
         """Mark done, in ``session``'s transaction, those of ``job_ids`` that no worker has claimed
         yet: their work was done another way (a claimed one runs and must find nothing to do)."""
         if job_ids:
-            await session.execute(
-                update(Job)
-                .where(Job.id.in_(job_ids), Job.status == "queued")
-                .values(status="done", updated_at=utcnow())
-                .execution_options(synchronize_session=False)
-            )
+            await session.execute(update(_JOBS).where(_JOBS.c.id.in_(job_ids), _JOBS.c.status == "queued").values(status="done", updated_at=utcnow()))
 
     async def enqueue_once(self, kind: str, payload: dict[str, Any], dedupe_key: str) -> bool:
         """Enqueue unless a job with ``dedupe_key`` exists (in any process); True if enqueued."""
@@ -229,12 +226,11 @@ class JobQueue:
             .limit(limit)
             .with_for_update(skip_locked=True)
         )
-        jobs = Job.__table__
         statement = (
-            update(jobs)
-            .where(jobs.c.id.in_(claimable.scalar_subquery()))
-            .values(status="running", attempts=jobs.c.attempts + 1, lease_until=now + timedelta(seconds=self.lease_seconds), locked_by=worker_id, updated_at=now)
-            .returning(*jobs.c)
+            update(_JOBS)
+            .where(_JOBS.c.id.in_(claimable.scalar_subquery()))
+            .values(status="running", attempts=_JOBS.c.attempts + 1, lease_until=now + timedelta(seconds=self.lease_seconds), locked_by=worker_id, updated_at=now)
+            .returning(*_JOBS.c)
         )
         async with self.db.transaction() as session:  # rows, not ORM objects: claiming is on every worker's hot path
             return list((await session.execute(statement)).all())
@@ -255,10 +251,7 @@ class JobQueue:
             return
         async with self.db.transaction() as session:
             await session.execute(
-                update(Job)
-                .where(Job.id.in_(job_ids), Job.locked_by == worker_id)
-                .values(status="done", lease_until=None, updated_at=utcnow())
-                .execution_options(synchronize_session=False)
+                update(_JOBS).where(_JOBS.c.id.in_(job_ids), _JOBS.c.locked_by == worker_id).values(status="done", lease_until=None, updated_at=utcnow())
             )
 
     async def mark_done_in(self, session: AsyncSession, worker_id: str, job_id: str) -> None:

@@ -79,9 +79,14 @@ class Worker:
         await self._flush_done()
 
     async def _idle(self) -> None:
-        waits = [asyncio.ensure_future(self.queue.wake.wait()), asyncio.ensure_future(self._stopping.wait())]
+        """Wait for a reason to claim again: new jobs (only when a slot is free: a full worker woken
+        by every commit that queues a job would only spin), a running call ending, stopping, or the
+        poll interval."""
+        waits = [asyncio.ensure_future(self._stopping.wait())]
+        if len(self._running) < self.concurrency:
+            waits.append(asyncio.ensure_future(self.queue.wake.wait()))
         if self._running:
-            waits.append(asyncio.ensure_future(asyncio.wait(list(self._running.values()), return_when=asyncio.FIRST_COMPLETED)))
+            waits.append(asyncio.ensure_future(asyncio.wait(set(self._running.values()), return_when=asyncio.FIRST_COMPLETED)))
         try:
             await asyncio.wait(waits, timeout=self.poll_seconds, return_when=asyncio.FIRST_COMPLETED)
         finally:

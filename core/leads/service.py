@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from sqlalchemy import select, text
+import attrs
+from sqlalchemy import or_, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from patchbay.core.leads.models import Lead
@@ -128,6 +129,69 @@ async def save_lead(
     session.add(lead)
     await session.flush()
     return lead, True
+
+
+@attrs.frozen
+class NewLead:
+    """A lead to store, as :func:`save_leads` takes it."""
+
+    workspace_id: str
+    provider: str
+    data: LeadData
+    connection_id: str | None
+    event_id: str | None
+    source: str
+
+
+def _identity(workspace_id: str, provider: str, external_id: str | None, email: str | None, phone: str | None) -> list[tuple[str, ...]]:
+    """The keys a lead is known by, in the order :func:`find_duplicate` tries them."""
+    keys: list[tuple[str, ...]] = []
+    if external_id:
+        keys.append(("external_id", workspace_id, provider, external_id))
+    if email:
+        keys.append(("email", workspace_id, email))
+    if phone:
+        keys.append(("phone", workspace_id, phone))
+    return keys
+
+
+async def save_leads(session: AsyncSession, items: list[NewLead]) -> list[tuple[Lead, bool]]:
+    """:func:`save_lead` for many leads, in order, a known person's lead merged with the newer one
+    (:func:`merge_lead`): one query for the leads already stored, one flush. Each item sees the
+    ones before it, as one call each would. Answers ``(lead, created)`` per item; a lead met twice
+    shows its last state in both answers. Hold :func:`lock_workspace_leads` of every workspace."""
+    if not items:
+        return []
+    cleaned = [clean_lead(item.data) for item in items]
+    conditions = []
+    for column, name in ((Lead.external_id, "external_id"), (Lead.email, "email"), (Lead.phone, "phone")):
+        values = {c[name] for c in cleaned if c.get(name)}
+        if values:
+            conditions.append(column.in_(values))
+    known: dict[tuple[str, ...], Lead] = {}
+
+    def remember(lead: Lead) -> None:
+        for key in _identity(lead.workspace_id, lead.provider, lead.external_id, lead.email, lead.phone):
+            known.setdefault(key, lead)
+
+    if conditions:
+        statement = select(Lead).where(Lead.workspace_id.in_({item.workspace_id for item in items}), or_(*conditions)).order_by(Lead.created_at)
+        for lead in (await session.scalars(statement)).all():
+            remember(lead)
+    saved = []
+    for item, values in zip(items, cleaned, strict=True):
+        keys = _identity(item.workspace_id, item.provider, values.get("external_id"), values.get("email"), values.get("phone"))
+        lead = next((known[key] for key in keys if key in known), None)
+        if lead is None:
+            lead = Lead(workspace_id=item.workspace_id, provider=item.provider, connection_id=item.connection_id, event_id=item.event_id, source=item.source, **values)
+            session.add(lead)
+            saved.append((lead, True))
+        else:
+            merge_lead(lead, item.data)
+            saved.append((lead, False))
+        remember(lead)
+    await session.flush()
+    return saved
 
 
 _MERGED = ("form_id", "email", "phone", "first_name", "last_name", "full_name")

@@ -28,8 +28,8 @@ from sqlalchemy import func, select, update
 
 from patchbay.core.appkeys import DB, JOBS, REGISTRY, SETTINGS
 from patchbay.core.connections.models import Connection
-from patchbay.core.crm_push.service import maybe_await, open_connection_client, schedule_push
-from patchbay.core.leads.service import lead_json, lock_workspace_leads, merge_lead, save_lead
+from patchbay.core.crm_push.service import destinations, maybe_await, open_connection_client, schedule_push
+from patchbay.core.leads.service import NewLead, lead_json, lock_workspace_leads, save_leads
 from patchbay.core.timeutil import new_id, utcnow
 from patchbay.core.webhooks.delivery import DELIVER_BATCH_JOB, NewDelivery, forward_at_once, matches, safety_delay
 from patchbay.core.webhooks.listeners import get_listeners
@@ -186,13 +186,20 @@ def _pick(event: Any, by_id: dict[str, Connection], by_key: dict[tuple[str, str,
 
 
 async def _fetch_leads(app: web.Application, routed: list[Routed]) -> None:
-    """Fetch the leads the events announce, a few at a time; a failure is kept as the event's reason."""
+    """Fetch the leads the events announce, a few at a time, through one client per connection; a
+    failure is kept as the event's reason."""
     slots = asyncio.Semaphore(FETCH_CONCURRENCY)
+    clients: dict[str, asyncio.Future] = {}
+
+    def client_of(event: Routed) -> asyncio.Future:
+        if event.connection_id not in clients:
+            clients[event.connection_id] = asyncio.ensure_future(open_connection_client(app, workspace_id=event.workspace_id, connection_id=event.connection_id))
+        return clients[event.connection_id]
 
     async def fetch(event: Routed) -> None:
         async with slots:
             try:
-                client = await open_connection_client(app, workspace_id=event.workspace_id, connection_id=event.connection_id)
+                client = await asyncio.shield(client_of(event))
                 event.lead_data = await maybe_await(event.handler.fetch_lead(client, event.item))
             except Exception as error:
                 event.lead_error = f"lead extraction failed: {error}"[:2000]
@@ -229,23 +236,20 @@ async def _commit(app: web.Application, routed: list[Routed]) -> tuple[set[str],
     now = utcnow()
     async with app[DB].transaction() as session:
         # Claim first: SQLite's write lock, PostgreSQL's row locks; a concurrent run claims nothing.
-        claimed = set(
-            (
-                await session.scalars(
-                    update(WebhookEvent)
-                    .where(WebhookEvent.id.in_([event.id for event in routed]), WebhookEvent.status == "RECEIVED")
-                    .values(status="PROCESSED", processed_at=now, updated_at=now)
-                    .returning(WebhookEvent.id)
-                    .execution_options(synchronize_session=False)
-                )
-            ).all()
+        events = WebhookEvent.__table__
+        claim = (
+            update(events)
+            .where(events.c.id.in_([event.id for event in routed]), events.c.status == "RECEIVED")
+            .values(status="PROCESSED", processed_at=now, updated_at=now)
+            .returning(events.c.id)
         )
+        claimed = set((await session.execute(claim)).scalars())
         mine = [event for event in routed if event.id in claimed]
         if any(event.item.external_id or event.lead_data is not None for event in mine):
             for workspace_id in sorted({event.workspace_id for event in mine}):  # one order: no deadlock
                 await lock_workspace_leads(session, workspace_id)
         known = await _processed_external_ids(app, mine, session)
-        rows, forwarded, created_leads = [], [], []
+        rows, forwarded, with_lead = [], [], []
         for event in mine:
             key = (event.provider, event.workspace_id, event.item.external_id)
             row = {"id": event.id, "workspace_id": event.workspace_id, "connection_id": event.connection_id, "event_type": event.event_type,
@@ -257,28 +261,36 @@ async def _commit(app: web.Application, routed: list[Routed]) -> tuple[set[str],
             if event.item.external_id:
                 known[key] = event.id
             if event.lead_data is not None:
-                lead, created = await save_lead(
-                    session, workspace_id=event.workspace_id, provider=event.provider, data=event.lead_data,
-                    connection_id=event.connection_id, event_id=event.id, source="webhook",
-                )  # fmt: skip
-                if not created:
-                    merge_lead(lead, event.lead_data)
-                    await session.flush()
-                else:
-                    created_leads.append(lead)
-                event.payload = {**event.payload, "lead": lead_json(lead)}
-                row.update(payload=event.payload, lead_id=lead.id)
+                with_lead.append((event, row))
             if event.lead_error:
                 row.update(status="FAILED", reason=event.lead_error)
             rows.append(row)
             forwarded.append(event)
+        new_leads = [NewLead(e.workspace_id, e.provider, e.lead_data, e.connection_id, e.id, "webhook") for e, _ in with_lead]
+        created_leads = []
+        for (event, row), (lead, created) in zip(with_lead, await save_leads(session, new_leads), strict=True):
+            if created:
+                created_leads.append(lead)
+            event.payload = {**event.payload, "lead": lead_json(lead)}
+            row.update(payload=event.payload, lead_id=lead.id)
         if rows:
             await session.execute(update(WebhookEvent), rows)
         pending, safety_jobs = await _create_deliveries(app, session, forwarded, now)
         await get_listeners(app).notify_many(session, forwarded)
-        for lead in created_leads:
-            await schedule_push(app, session, lead)
+        await _schedule_pushes(app, session, created_leads)
     return {event.id for event in routed} - claimed, pending, safety_jobs
+
+
+async def _schedule_pushes(app: web.Application, session, leads: list[Any]) -> None:
+    """Queue the CRM pushes of the batch's new leads: a workspace without a destination is asked
+    once (a new lead there keeps its ``none`` status), not once per lead."""
+    by_workspace: dict[str, list[Any]] = defaultdict(list)
+    for lead in leads:
+        by_workspace[lead.workspace_id].append(lead)
+    for workspace_id, theirs in by_workspace.items():
+        if await destinations(app, session, workspace_id):
+            for lead in theirs:
+                await schedule_push(app, session, lead)
 
 
 async def _create_deliveries(

@@ -6,6 +6,11 @@ future; the writer collects the rows that arrive within a few milliseconds (or w
 batch commits), inserts them and one processing job for the batch in a single transaction, and only
 after the commit resolves every request's future. A failed commit fails every request of the batch
 (the provider retries); nothing is answered 200 that is not durable.
+
+Backpressure: while more than ``backlog_limit`` stored events (of every process) wait to be
+processed, the writer holds the next batch (up to ``MAX_HOLD_SECONDS``, rechecking every
+``BACKLOG_CHECK_SECONDS``), so under overload the 200s slow down to the rate the events are
+processed at instead of the backlog, and the time from receipt to forward, growing without bound.
 """
 
 from __future__ import annotations
@@ -13,8 +18,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from datetime import UTC
 from typing import Any
+
+from sqlalchemy import func, select
 
 from patchbay.core.jobs.queue import JobQueue
 from patchbay.core.storage.db import Database
@@ -23,6 +31,9 @@ from patchbay.core.webhooks.models import WebhookEvent
 log = logging.getLogger(__name__)
 
 PROCESS_JOB = "webhooks.process"
+BACKLOG_LIMIT = 1000
+BACKLOG_CHECK_SECONDS = 0.1
+MAX_HOLD_SECONDS = 5.0
 
 _SQLITE_COLUMNS = ("id", "workspace_id", "provider", "status", "body", "body_hash", "connection_hint", "created_at", "updated_at")
 _SQLITE_INSERT = f"INSERT INTO webhook_events ({', '.join(_SQLITE_COLUMNS)}) VALUES ({', '.join('?' * len(_SQLITE_COLUMNS))})"
@@ -33,8 +44,13 @@ def _sqlite_time(moment) -> str:
 
 
 class IngestWriter:
-    def __init__(self, db: Database, jobs: JobQueue, *, batch_ms: int = 2, batch_size: int = 1000, concurrency: int | None = None) -> None:
+    def __init__(
+        self, db: Database, jobs: JobQueue, *, batch_ms: int = 2, batch_size: int = 1000, concurrency: int | None = None, backlog_limit: int = BACKLOG_LIMIT
+    ) -> None:
         self.db = db
+        self.backlog_limit = backlog_limit
+        self._backlog = 0
+        self._backlog_at = float("-inf")
         self.jobs = jobs
         self.delay = batch_ms / 1000
         self.batch_size = batch_size
@@ -88,11 +104,27 @@ class IngestWriter:
                 continue
             if len(self._pending) < self.batch_size and self.delay > 0 and not self._closing:
                 await asyncio.sleep(self.delay)  # let concurrent requests join this batch
+            await self._hold_while_backlogged()
             await self._slots.acquire()
             batch, self._pending = self._pending[: self.batch_size], self._pending[self.batch_size :]
             task = asyncio.create_task(self._flush(batch))
             self._flushes.add(task)
             task.add_done_callback(self._flushes.discard)
+
+    async def _hold_while_backlogged(self) -> None:
+        deadline = time.monotonic() + MAX_HOLD_SECONDS
+        while not self._closing and time.monotonic() < deadline:
+            if time.monotonic() - self._backlog_at >= BACKLOG_CHECK_SECONDS:
+                try:
+                    async with self.db.session() as session:
+                        self._backlog = await session.scalar(select(func.count()).select_from(WebhookEvent).where(WebhookEvent.status == "RECEIVED")) or 0
+                except Exception:
+                    log.warning("counting the unprocessed inbound events failed; not holding receipts", exc_info=True)
+                    return
+                self._backlog_at = time.monotonic()
+            if self._backlog <= self.backlog_limit:
+                return
+            await asyncio.sleep(BACKLOG_CHECK_SECONDS)
 
     async def _insert(self, session, rows: list[dict[str, Any]]) -> None:
         if self.db.is_postgres:
@@ -120,6 +152,7 @@ class IngestWriter:
                 if not future.done():
                     future.set_exception(error)
         else:
+            self._backlog += len(batch)  # counted until the next look at the database
             for _, future in batch:
                 if not future.done():
                     future.set_result(None)
