@@ -131,6 +131,8 @@ class _Local:
     reset: float
     synced_at: float
     pending: int = 0
+    #: a write of this key is under way: hits meanwhile wait in memory for the next one
+    writing: bool = False
 
 
 class RateLimiter:
@@ -144,7 +146,7 @@ class RateLimiter:
         storage_key = item.key_for(key)
         local = self._local.get(storage_key)
         now = time.time()
-        if local is not None and now < local.reset and time.monotonic() - local.synced_at < SYNC_SECONDS:
+        if local is not None and now < local.reset and (local.writing or time.monotonic() - local.synced_at < SYNC_SECONDS):
             count = local.known + local.pending + cost
             if count <= item.amount // 2:
                 local.pending += cost
@@ -156,7 +158,12 @@ class RateLimiter:
         carried = local.pending if local is not None and now < local.reset else 0
         if local is not None:
             local.pending -= carried
-        count = await self.storage.incr(storage_key, item.get_expiry(), amount=carried + cost)
+            local.writing = True
+        try:
+            count = await self.storage.incr(storage_key, item.get_expiry(), amount=carried + cost)
+        finally:
+            if local is not None:
+                local.writing = False
         current = self._local.get(storage_key)
         if current is None or now >= current.reset or count <= carried + cost:  # a new window
             reset = await self.storage.get_expiry(storage_key)

@@ -1,5 +1,6 @@
 """Rate limiting in memory, in the database and in Redis, and the connect API throttle (429 of 7A)."""
 
+import asyncio
 import secrets
 
 import pytest
@@ -116,6 +117,7 @@ class CountingStorage(MemoryStorage):
 
     async def incr(self, key, expiry, amount=1):
         self.writes += 1
+        await asyncio.sleep(0)  # a round trip: other hits run meanwhile
         return await super().incr(key, expiry, amount)
 
 
@@ -152,3 +154,15 @@ async def test_another_process_overshoots_at_most_by_the_unwritten_hits():
     for local in first._local.values():
         local.synced_at -= limiter_module.SYNC_SECONDS
     assert not (await first.hit("k", item)).allowed  # its pending hits are written: the window is full
+
+
+async def test_hits_arriving_during_a_write_wait_for_the_next_one():
+    """A burst after the sync interval makes one storage round trip, not one per hit."""
+    storage = CountingStorage()
+    limiter = RateLimiter(storage)
+    item = parse_limit("1000/minute")
+    await limiter.hit("k", item)
+    for local in limiter._local.values():
+        local.synced_at -= limiter_module.SYNC_SECONDS
+    decisions = await asyncio.gather(*(limiter.hit("k", item) for _ in range(50)))
+    assert all(d.allowed for d in decisions) and storage.writes == 2
