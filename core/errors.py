@@ -27,3 +27,11 @@ class Conflict(DomainError):
 
 class Forbidden(DomainError):
     """The caller may not do this (a plan limit, a policy)."""
+
+
+class PlanLimitExceeded(Forbidden):
+    """The workspace's plan has no room for more of ``resource`` (``core.billing.limits``)."""
+
+    def __init__(self, message: str, *, resource: str, plan: str, limit: int) -> None:
+        super().__init__(message)
+        self.resource, self.plan, self.limit = resource, plan, limit

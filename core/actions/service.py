@@ -15,7 +15,7 @@ from sqlalchemy import select
 from patchbay.core.appkeys import DB, REGISTRY
 from patchbay.core.billing.limits import consume
 from patchbay.core.connections.models import Connection
-from patchbay.core.http.errors import ApiError
+from patchbay.core.errors import PlanLimitExceeded
 
 _JSON_TYPES = {
     "string": str,
@@ -118,8 +118,8 @@ async def run_action(
     async with app[DB].transaction() as session:
         try:
             await consume(session, workspace_id, "action_executions")
-        except ApiError as error:
-            raise ActionFailed(error.status_code, error.message) from None
+        except PlanLimitExceeded as error:
+            raise ActionFailed(403, error.message) from None
     client = await open_client(app, workspace_id=workspace_id, connection_id=connection_id)
     try:
         result = await action.run(client, inputs)

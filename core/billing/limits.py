@@ -4,16 +4,17 @@ Use from any feature, inside the transaction that makes the change::
 
     from patchbay.core.billing.limits import enforce_limit, record_usage
 
-    await enforce_limit(session, workspace_id, "template_clones")      # 403 when over the plan
+    await enforce_limit(session, workspace_id, "template_clones")      # PlanLimitExceeded when over the plan
     ... create the clone ...
     await record_usage(session, workspace_id, "template_clones")       # count it this month
 
 or, for a monthly resource, ``await consume(session, workspace_id, "action_executions")``: check and
 count in one statement, so concurrent requests cannot both take the last unit.
 
-``enforce_limit`` raises :func:`limit_reached`, i.e. 403 ``Plan limit exceeded for <resource>``
-followed by the plan's cap and the remedy (``patchbay workspaces set-plan``), when ``current +
-adding`` would go over the workspace plan's limit. Resources (``RESOURCES``):
+``enforce_limit`` raises :func:`limit_reached`, a ``core.errors.PlanLimitExceeded`` (a domain
+error that ``core.http.errors`` answers as 403): ``Plan limit exceeded for <resource>`` followed by
+the plan's cap and the remedy (``patchbay workspaces set-plan``), when ``current + adding`` would
+go over the workspace plan's limit. Resources (``RESOURCES``):
 
 - monthly, metered by ``record_usage`` (one row per workspace, metric and UTC month, upserted):
   ``template_clones`` (Free 3, Starter 10, Professional and Enterprise unlimited: spec 8A),
@@ -52,7 +53,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from patchbay.core.appkeys import DB, LIMITS, SETTINGS
 from patchbay.core.billing.models import UsageCounter
-from patchbay.core.http.errors import ApiError
+from patchbay.core.errors import PlanLimitExceeded
 from patchbay.core.settings import SettingsError
 from patchbay.core.timeutil import new_id, utcnow
 from patchbay.core.workspaces.models import PLANS, Workspace
@@ -165,17 +166,18 @@ async def workspace_plan(session: AsyncSession, workspace_id: str) -> str:
     return plan or "free"
 
 
-def limit_reached(workspace_id: str, plan: str, resource: str, limit: int) -> ApiError:
-    """403 ``Plan limit exceeded for <resource>``, saying what the plan allows and how an operator
-    lifts it."""
-    return ApiError(403, f"Plan limit exceeded for {resource}: plan {plan} allows {limit}{' this month' if resource in MONTHLY_RESOURCES else ''}; "
-                         f"an operator lifts it with `patchbay workspaces set-plan --workspace {workspace_id} --plan enterprise` "
-                         f"or a [plans.{plan}] setting")  # fmt: skip
+def limit_reached(workspace_id: str, plan: str, resource: str, limit: int) -> PlanLimitExceeded:
+    """``Plan limit exceeded for <resource>`` (403 over HTTP), saying what the plan allows and how
+    an operator lifts it."""
+    per = " this month" if resource in MONTHLY_RESOURCES else ""
+    message = (f"Plan limit exceeded for {resource}: plan {plan} allows {limit}{per}; an operator lifts it with "
+               f"`patchbay workspaces set-plan --workspace {workspace_id} --plan enterprise` or a [plans.{plan}] setting")  # fmt: skip
+    return PlanLimitExceeded(message, resource=resource, plan=plan, limit=limit)
 
 
 async def enforce_limit(session: AsyncSession, workspace_id: str, resource: str, *, adding: int = 1) -> None:
-    """Raise 403 ``Plan limit exceeded for <resource>`` when adding ``adding`` would go over the
-    workspace plan's limit of ``resource``."""
+    """Raise ``PlanLimitExceeded`` (``Plan limit exceeded for <resource>``) when adding ``adding``
+    would go over the workspace plan's limit of ``resource``."""
     limits = _limits_for_session(session)
     plan = await workspace_plan(session, workspace_id)
     limit = limits.limit(plan, resource)
@@ -212,7 +214,7 @@ async def record_usage(session: AsyncSession, workspace_id: str, metric: str, am
 
 async def consume(session: AsyncSession, workspace_id: str, resource: str, amount: int = 1) -> None:
     """Count ``amount`` of a monthly resource only if it stays within the plan, in one statement
-    (concurrent callers cannot both take the last unit); 403 otherwise."""
+    (concurrent callers cannot both take the last unit); ``PlanLimitExceeded`` otherwise."""
     if resource not in MONTHLY_RESOURCES:
         raise ValueError(f"{resource!r} is not a monthly resource")
     plan = await workspace_plan(session, workspace_id)

@@ -26,6 +26,7 @@ from patchbay.core.connect_ui.models import ConnectSession
 from patchbay.core.connect_ui.service import SessionUnusable
 from patchbay.core.connections.oauth_routes import begin_login
 from patchbay.core.http.bodies import read_form
+from patchbay.core.errors import DomainError
 from patchbay.core.http.errors import ApiError
 
 routes = web.RouteTableDef()
@@ -170,7 +171,7 @@ async def provider_submit(request: web.Request) -> web.Response:
         await service.connect_api_key(request.app, row, provider, credentials, params)
     except SessionUnusable:
         raise
-    except ApiError as error:
+    except (ApiError, DomainError) as error:
         return await _step(request, row, error=error.message, values=_echo(form), status=400)
     raise web.HTTPSeeOther(f"{PREFIX}/done", headers=PAGE_HEADERS)
 
@@ -193,7 +194,7 @@ async def oauth_start(request: web.Request) -> web.StreamResponse:
         query["connection_id"] = row.reconnect_id
     try:
         response = await begin_login(request, service.end_user_principal(row), provider.name, query)
-    except ApiError as error:
+    except (ApiError, DomainError) as error:
         return await _step(request, row, error=error.message, values=_echo(form), status=400)
     if response.status == 202:  # the workspace's approval policy holds it
         await service.hold_for_approval(request.app, row, json.loads(response.body)["approvalId"])
@@ -213,7 +214,7 @@ async def oauth_return(request: web.Request) -> web.Response:
         return await _step(request, row, provider_name=provider.name, error=reason, status=400)
     try:
         await service.finish_oauth(request.app, row, provider, request.query.get("connectionId", ""))
-    except ApiError as error:
+    except (ApiError, DomainError) as error:
         return error_message(request, "Connection not completed", error.message)
     raise web.HTTPSeeOther(f"{PREFIX}/done", headers=PAGE_HEADERS)
 

@@ -21,6 +21,7 @@ from patchbay.core.connections import service as connections
 from patchbay.core.connections.lifecycle import ConnectionRemoval, removal_listeners
 from patchbay.core.connections.models import Connection
 from patchbay.core.connections.store import get_row
+from patchbay.core.errors import DomainError
 from patchbay.core.http.errors import ApiError, bad_request, not_found
 from patchbay.core.http.lookups import get_or_404
 from patchbay.core.plugins.provider import Provider
@@ -227,7 +228,7 @@ async def connect_api_key(app: web.Application, row: ConnectSession, provider: P
             app, workspace_id=row.workspace_id, provider_name=provider.name, credentials=credentials, metadata=metadata, params=params,
             reconnect_id=row.reconnect_id,
         )  # fmt: skip
-    except ApiError as error:
+    except (ApiError, DomainError) as error:
         async with app[DB].transaction(tenant=row.workspace_id) as session:
             await _record(session, row, used_at=None)  # a refused key leaves the link usable
         await emit(app, row.workspace_id, provider.name, "connection.failed", {"endUserId": row.end_user_id, "reason": error.message, "connectSessionId": row.id})

@@ -37,6 +37,7 @@ from patchbay.core.connections.models import ByoaCredential, Connection, OAuthSt
 from patchbay.core.connections.refresh import RefreshFailed, can_refresh, refresh_connection
 from patchbay.core.connections.store import auth_context, enforce_provider_limit, get_row, load_state, oauth_app_for, save_connection, token_credentials
 from patchbay.core.http.pages import html_page
+from patchbay.core.errors import DomainError
 from patchbay.core.http.errors import ApiError, bad_request, not_found, unauthorized
 from patchbay.core.security.auth import Principal, authenticate, principal_of, require_principal, requires, verify_access_token
 from patchbay.core.plugins.provider import template_fields
@@ -288,7 +289,7 @@ async def callback(request: web.Request) -> web.StreamResponse:
                 scopes=scopes, expires_at=tokens.expires_at,
                 oauth_app=oauth_app.source, connection_id=row.connection_id,
             )  # fmt: skip
-    except ApiError as error:
+    except (ApiError, DomainError) as error:  # a plan limit reached since the login started
         return _fail(row, "connection_refused", error.message)
     if row.return_to:
         raise _back(row.return_to, {"status": "connected", "provider": provider.name, "connectionId": connection.id})

@@ -50,10 +50,6 @@ def conflict(message: str) -> ApiError:
     return ApiError(409, message)
 
 
-def plan_limit(resource: str) -> ApiError:
-    return ApiError(403, f"Plan limit exceeded for {resource}")
-
-
 Formatter = Callable[[int, str, web.Request], web.Response]
 
 
@@ -61,7 +57,8 @@ def connect_api_error(status: int, message: str, _request: web.Request) -> web.R
     return web.json_response({"statusCode": status, "message": message}, status=status)
 
 
-#: the status of each kind of domain error (``core.errors``)
+#: the status of each kind of domain error (``core.errors``; a subclass answers its base's status:
+#: ``PlanLimitExceeded`` is a ``Forbidden``, 403)
 DOMAIN_STATUS: dict[type[DomainError], int] = {Invalid: 400, Forbidden: 403, NotFound: 404, Conflict: 409}
 
 

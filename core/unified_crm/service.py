@@ -19,6 +19,7 @@ from sqlalchemy import select
 
 from patchbay.core.appkeys import DB, REGISTRY
 from patchbay.core.connections.models import ACTIVE_STATUSES, Connection
+from patchbay.core.errors import DomainError
 from patchbay.core.http.errors import ApiError, bad_request, not_found
 from patchbay.core.unified_crm.models import RESOURCES, unify
 
@@ -95,7 +96,7 @@ async def list_items(app: web.Application, *, workspace_id: str, connection_id: 
     try:
         items, next_cursor = await mapper.list(client, resource, limit, provider_cursor)
         data = [unify(resource, item, provider) for item in items]
-    except ApiError:
+    except (ApiError, DomainError):
         raise
     except Exception as error:  # the CRM's error or an unexpected answer, reported by the mapper
         log.info("unified %s list from %s failed: %r", resource, provider, error)
@@ -108,7 +109,7 @@ async def get_item(app: web.Application, *, workspace_id: str, connection_id: st
     try:
         item = await mapper.get(client, resource, item_id)
         result = unify(resource, item, provider) if item is not None else None
-    except ApiError:
+    except (ApiError, DomainError):
         raise
     except Exception as error:
         log.info("unified %s get from %s failed: %r", resource, provider, error)

@@ -11,7 +11,8 @@ from click.testing import CliRunner
 from patchbay.cli.main import cli
 from patchbay.core.appkeys import DB
 from patchbay.core.billing.limits import enforce_limit, register_counter
-from patchbay.core.http.errors import ApiError
+from patchbay.core.errors import PlanLimitExceeded
+from patchbay.core.http.errors import domain_status
 from patchbay.core.settings import AdminSettings, SettingsError, WorkspacesSettings, load_settings
 from patchbay.core.testing import create_workspace_with_key
 
@@ -60,9 +61,9 @@ async def test_the_plan_limit_message_names_the_remedy(make_app):
 
     register_counter(app, "providers", three)
     async with app[DB].transaction(tenant=ws) as session:
-        with pytest.raises(ApiError) as refused:
+        with pytest.raises(PlanLimitExceeded) as refused:
             await enforce_limit(session, ws, "providers")
-    assert refused.value.status_code == 403
+    assert domain_status(refused.value) == 403
     assert refused.value.message == (
         "Plan limit exceeded for providers: plan free allows 3; an operator lifts it with "
         f"`patchbay workspaces set-plan --workspace {ws} --plan enterprise` or a [plans.free] setting"

@@ -11,7 +11,8 @@ from sqlalchemy import select
 from patchbay.core.appkeys import DB
 from patchbay.core.billing.limits import DEFAULT_LIMITS, RESOURCES, enforce_limit, monthly_usage, record_usage, register_counter, resolve_limits
 from patchbay.core.billing.models import UsageCounter
-from patchbay.core.http.errors import ApiError
+from patchbay.core.errors import PlanLimitExceeded
+from patchbay.core.http.errors import domain_status
 from patchbay.core.settings import SettingsError
 from patchbay.core.testing import create_workspace_with_key
 
@@ -20,8 +21,9 @@ async def _refusal(app, workspace_id, resource, adding=1):
     async with app[DB].transaction(tenant=workspace_id) as session:
         try:
             await enforce_limit(session, workspace_id, resource, adding=adding)
-        except ApiError as error:
-            return error.status_code, error.message.partition(":")[0]  # the remedy after it: test_billing_default_plan.py
+        except PlanLimitExceeded as error:  # a domain error, answered 403 by the one HTTP mapping
+            assert error.resource == resource and error.limit is not None
+            return domain_status(error), error.message.partition(":")[0]  # the remedy after it: test_billing_default_plan.py
     return None
 
 
@@ -137,16 +139,16 @@ async def test_consume_is_atomic_under_concurrency(make_app, database_url):
             await consume(session, ws, "action_executions")
 
     outcomes = await asyncio.gather(*(one() for _ in range(8)), return_exceptions=True)
-    refused = [o for o in outcomes if isinstance(o, ApiError)]
+    refused = [o for o in outcomes if isinstance(o, PlanLimitExceeded)]
     assert len(refused) == 4 and all(o.message.startswith("Plan limit exceeded for action_executions:") for o in refused)
-    assert [o for o in outcomes if o is not None and not isinstance(o, ApiError)] == []
+    assert [o for o in outcomes if o is not None and not isinstance(o, PlanLimitExceeded)] == []
     async with app[DB].session() as session:
         assert await monthly_usage(session, ws, "action_executions") == 5
     async with app[DB].transaction(tenant=ws) as session:
         try:
             await consume(session, ws, "action_executions", 6)
-        except ApiError as error:
-            assert error.status_code == 403
+        except PlanLimitExceeded as error:
+            assert (error.resource, error.plan, error.limit) == ("action_executions", "free", 5)
         else:
             raise AssertionError("consume over the limit was accepted")
     await app[DB].close()

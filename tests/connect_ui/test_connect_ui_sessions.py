@@ -151,3 +151,17 @@ async def test_an_approved_connect_carries_the_end_user(connect_api, ws, through
     assert approved.status == 201, await approved.text()
     listed = await (await connect_api.get("/connect/v1/connections?endUserId=user-9", headers=ws["headers"])).json()
     assert [row["connectionId"] for row in listed["data"]] == [(await approved.json())["connectionId"]]
+
+
+async def test_a_plan_limit_is_shown_on_the_form_and_leaves_the_link_usable(aiohttp_client, make_connect_app, database_url, keys, through_page):
+    """The plan's provider cap (a domain error of the billing service) is the form's error, not a
+    bare 403, and the session stays usable for a retry once the cap is lifted."""
+    api = await aiohttp_client(make_connect_app(database_url=database_url, plans={"free": {"providers": 0}}))
+    ws = await create_workspace_with_key(api.server.app, plan="free")
+    body = await (await create(api, ws, allowedProviders=["acmekeys"])).json()
+    refused = await through_page(api, "", body["token"], "acmekeys", {"apiKey": API_KEY, "param:subdomain": "ada-co"})
+    assert refused.status == 400, await refused.text()
+    assert "Plan limit exceeded for providers" in await refused.text()
+    assert (await (await api.get("/connect/v1/connections", headers=ws["headers"])).json())["total"] == 0
+    session_now = await (await api.get(f"/connect/v1/connect-sessions/{body['id']}", headers=ws["headers"])).json()
+    assert session_now["status"] != "used"
