@@ -3,7 +3,7 @@ local upstream, in both forms, against a naive aiohttp proxy and the upstream ca
 measured in the same run; prints the ratios.
 
     python benchmarks/proxy.py [--seconds 10] [--rounds 3] [--connections 50] [--auth api_key|token]
-                               [--database-url postgresql+asyncpg://...] [--profile FILE]
+                               [--database-url postgresql+asyncpg://...] [--log-level WARNING] [--profile FILE]
 
 Load: ``wrk`` (one thread, keep-alive connections; ``apt-get install wrk``). Processes: the upstream
 (a small aiohttp JSON API), patchbay (one process, started as ``patchbay serve`` starts it: default
@@ -101,7 +101,7 @@ def _flat(value, prefix: str = "") -> dict[str, object]:
     return {prefix.rstrip("."): value}
 
 
-def _patchbay(upstream: str, data_dir: str, database_url: str | None, auth: str, profile: str | None, out) -> None:
+def _patchbay(upstream: str, data_dir: str, database_url: str | None, log_level: str | None, auth: str, profile: str | None, out) -> None:
     import logging
 
     from patchbay import Provider, hookimpl
@@ -122,10 +122,12 @@ def _patchbay(upstream: str, data_dir: str, database_url: str | None, auth: str,
     environ = {**base, "PATCHBAY_SCHEDULER": "false", "PATCHBAY_ALLOW_INSECURE_TARGETS": "true"}
     if database_url:
         environ["PATCHBAY_DATABASE_URL"] = database_url
+    if log_level:
+        environ["PATCHBAY_LOG_LEVEL"] = log_level
     settings = load_settings({}, environ)
     settings.rate_limits = {**settings.rate_limits, "connect_api": "100000000/minute", "proxy": "100000000/minute"}
     defaults, chosen = _flat(load_settings({}, base)), _flat(settings)
-    changed = {name: value for name, value in chosen.items() if value != defaults.get(name)}
+    changed = {name: value for name, value in chosen.items() if value != defaults.get(name) and not name.startswith("plugin_environ.")}
     log_file = Path(data_dir) / "patchbay.log"
     logging.basicConfig(level=settings.log_level, filename=log_file, format="%(asctime)s %(levelname)s %(name)s %(message)s")
 
@@ -213,6 +215,7 @@ def main() -> None:
     parser.add_argument("--connections", type=int, default=50, help="wrk's keep-alive connections (one wrk thread)")
     parser.add_argument("--auth", choices=("api_key", "token"), default="api_key")
     parser.add_argument("--database-url", help="patchbay's database (an empty or bench-only one); default a fresh SQLite file")
+    parser.add_argument("--log-level", help="patchbay's log level; WARNING turns the access log off (default INFO: on, as serve runs)")
     parser.add_argument("--profile", metavar="FILE", help="write a cProfile (CPU time) of the patchbay process to FILE (slows it down)")
     args = parser.parse_args()
     if shutil.which("wrk") is None:
@@ -224,7 +227,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as folder:
             upstream, port = _start(context, processes, _upstream)
             upstream_url = f"http://127.0.0.1:{port}"
-            patchbay, (port, info) = _start(context, processes, _patchbay, upstream_url, folder, args.database_url, args.auth, args.profile)
+            patchbay, (port, info) = _start(context, processes, _patchbay, upstream_url, folder, args.database_url, args.log_level, args.auth, args.profile)
             proxy_url = f"http://127.0.0.1:{port}/connect/v1/proxy/bench"
             naive, port = _start(context, processes, _naive_proxy, upstream_url)
             naive_url = f"http://127.0.0.1:{port}"
