@@ -75,23 +75,25 @@ class Routed:
 async def process_batch(app: web.Application, event_ids: list[str]) -> list[str]:
     """Process what the fast path can of ``event_ids``; answers the ids left for one-by-one
     processing. Raises only when the batch's transaction fails (nothing of it is then written)."""
-    async with app[DB].session() as session:
+    async with app[DB].session() as session:  # every read of the pass in one session
         rows = {row.id: row for row in (await session.execute(select(*_READ).where(WebhookEvent.id.in_(event_ids)))).all()}
-    events = [rows[event_id] for event_id in dict.fromkeys(event_ids) if event_id in rows]  # in the order received
-    left = set(event_ids) - {event.id for event in events}  # gone: the one-by-one path ignores them
-    candidates: list[tuple[Any, WebhookHandler, InboundEvent]] = []
-    for event in events:
-        parsed = _single_item(app, event)
-        if parsed is None:
-            left.add(event.id)
-        else:
-            candidates.append((event, *parsed))
-    copied = await _copied(app, [event for event, _, _ in candidates])
-    candidates = [c for c in candidates if c[0].id not in copied]
-    left |= copied
-    routed, unrouted = await _route(app, candidates)
-    left |= unrouted
-    await _fetch_leads(app, routed)
+        events = [rows[event_id] for event_id in dict.fromkeys(event_ids) if event_id in rows]  # in the order received
+        left = set(event_ids) - {event.id for event in events}  # gone: the one-by-one path ignores them
+        candidates: list[tuple[Any, WebhookHandler, InboundEvent]] = []
+        for event in events:
+            parsed = _single_item(app, event)
+            if parsed is None:
+                left.add(event.id)
+            else:
+                candidates.append((event, *parsed))
+        copied = await _copied(session, [event for event, _, _ in candidates])
+        candidates = [c for c in candidates if c[0].id not in copied]
+        left |= copied
+        routed, unrouted = await _route(session, candidates)
+        left |= unrouted
+        wanted = [event for event in routed if event.handler.lead_ref(event.item)]
+        known = await _processed_external_ids(session, wanted) if wanted else {}
+    await _fetch_leads(app, [event for event in wanted if (event.provider, event.workspace_id, event.item.external_id) not in known])
     if routed:
         claimed_before, pending, safety_jobs = await _commit(app, routed)
         left |= claimed_before
@@ -119,7 +121,7 @@ def _single_item(app: web.Application, event: Any) -> tuple[WebhookHandler, Inbo
     return (handler, items[0]) if len(items) == 1 else None
 
 
-async def _copied(app: web.Application, events: list[Any]) -> set[str]:
+async def _copied(session, events: list[Any]) -> set[str]:
     """Events whose body was received more than once (either copy): the one-by-one path decides
     which is the original."""
     hashes = {event.body_hash for event in events if event.body_hash}
@@ -131,12 +133,11 @@ async def _copied(app: web.Application, events: list[Any]) -> set[str]:
         .group_by(WebhookEvent.provider, WebhookEvent.body_hash)
         .having(func.count() > 1)
     )
-    async with app[DB].session() as session:
-        repeated = {(provider, body_hash) for provider, body_hash in (await session.execute(statement)).all()}
+    repeated = {(provider, body_hash) for provider, body_hash in (await session.execute(statement)).all()}
     return {event.id for event in events if (event.provider, event.body_hash) in repeated}
 
 
-async def _route(app: web.Application, candidates: list[tuple[Any, WebhookHandler, InboundEvent]]) -> tuple[list[Routed], set[str]]:
+async def _route(session, candidates: list[tuple[Any, WebhookHandler, InboundEvent]]) -> tuple[list[Routed], set[str]]:
     """Route the batch: one query for the ``connectionId`` hints, one per routing-key name. An event
     that matches nothing, or connections of several workspaces, is left to the one-by-one path
     (which records why)."""
@@ -150,17 +151,16 @@ async def _route(app: web.Application, candidates: list[tuple[Any, WebhookHandle
                 keyed[(event.provider, key)].add(value)
     by_id: dict[str, Connection] = {}
     by_key: dict[tuple[str, str, str], list[Connection]] = defaultdict(list)  # (provider, key, value)
-    async with app[DB].session() as session:
-        if hinted:
-            by_id = {c.id: c for c in (await session.scalars(select(Connection).where(Connection.id.in_(hinted)))).all()}
-        for (provider, key), values in keyed.items():
-            statement = (
-                select(Connection)
-                .where(Connection.provider == provider, Connection.status.in_(ROUTABLE_STATUSES), Connection.meta[key].as_string().in_(values))
-                .order_by(Connection.created_at.desc())
-            )
-            for connection in (await session.scalars(statement)).all():
-                by_key[(provider, key, str((connection.meta or {}).get(key)))].append(connection)
+    if hinted:
+        by_id = {c.id: c for c in (await session.scalars(select(Connection).where(Connection.id.in_(hinted)))).all()}
+    for (provider, key), values in keyed.items():
+        statement = (
+            select(Connection)
+            .where(Connection.provider == provider, Connection.status.in_(ROUTABLE_STATUSES), Connection.meta[key].as_string().in_(values))
+            .order_by(Connection.created_at.desc())
+        )
+        for connection in (await session.scalars(statement)).all():
+            by_key[(provider, key, str((connection.meta or {}).get(key)))].append(connection)
     routed, unrouted = [], set()
     for event, handler, item in candidates:
         connection = _pick(event, by_id, by_key, keys_of.get(event.id, []))
@@ -185,9 +185,9 @@ def _pick(event: Any, by_id: dict[str, Connection], by_key: dict[tuple[str, str,
     return None
 
 
-async def _fetch_leads(app: web.Application, routed: list[Routed]) -> None:
-    """Fetch the leads the events announce, a few at a time, through one client per connection; a
-    failure is kept as the event's reason."""
+async def _fetch_leads(app: web.Application, wanted: list[Routed]) -> None:
+    """Fetch the leads of ``wanted``, a few at a time, through one client per connection; a failure
+    is kept as the event's reason."""
     slots = asyncio.Semaphore(FETCH_CONCURRENCY)
     clients: dict[str, asyncio.Future] = {}
 
@@ -204,13 +204,10 @@ async def _fetch_leads(app: web.Application, routed: list[Routed]) -> None:
             except Exception as error:
                 event.lead_error = f"lead extraction failed: {error}"[:2000]
 
-    wanted = [event for event in routed if event.handler.lead_ref(event.item)]
-    if wanted:
-        known = await _processed_external_ids(app, wanted)
-        await asyncio.gather(*(fetch(event) for event in wanted if (event.provider, event.workspace_id, event.item.external_id) not in known))
+    await asyncio.gather(*(fetch(event) for event in wanted))
 
 
-async def _processed_external_ids(app: web.Application, events: list[Routed], session=None) -> dict[tuple[str, str, str], str]:
+async def _processed_external_ids(session, events: list[Routed]) -> dict[tuple[str, str, str], str]:
     """``(provider, workspace, provider event id)`` of the batch's events that the workspace has
     processed (PROCESSED or FAILED) already as other events, with such an event's id."""
     external = {event.item.external_id for event in events if event.item.external_id}
@@ -222,11 +219,7 @@ async def _processed_external_ids(app: web.Application, events: list[Routed], se
         WebhookEvent.status.in_(("PROCESSED", "FAILED")),
         WebhookEvent.id.not_in([event.id for event in events]),
     )
-    if session is None:
-        async with app[DB].session() as own:
-            rows = (await own.execute(statement)).all()
-    else:
-        rows = (await session.execute(statement)).all()
+    rows = (await session.execute(statement)).all()
     return {(provider, workspace_id, external_id): event_id for provider, workspace_id, external_id, event_id in rows}
 
 
@@ -248,7 +241,7 @@ async def _commit(app: web.Application, routed: list[Routed]) -> tuple[set[str],
         if any(event.item.external_id or event.lead_data is not None for event in mine):
             for workspace_id in sorted({event.workspace_id for event in mine}):  # one order: no deadlock
                 await lock_workspace_leads(session, workspace_id)
-        known = await _processed_external_ids(app, mine, session)
+        known = await _processed_external_ids(session, mine)
         rows, forwarded, with_lead = [], [], []
         for event in mine:
             key = (event.provider, event.workspace_id, event.item.external_id)
