@@ -2,16 +2,17 @@
 (every process shares the counters), else the database on PostgreSQL (shared too), else process
 memory. Limits are written ``"N/minute"`` (``limits``' notation) or ``"off"``.
 
-A key well below its limit does not cost a storage round trip per hit: while the count this process
-knows, plus its own hits not yet written, stays within half the limit, hits are counted in process
-memory and written to the storage together at most ``SYNC_SECONDS`` later (with the next hit of
-the key). From half the limit on, every hit goes to the storage, so the limit itself is exact in one
-process; across processes a window may admit, at most, the hits each other process counted in its
-last ``SYNC_SECONDS`` and had not yet written.
+A key well below its limit does not cost a storage round trip per hit: while the stored count stays
+within half the limit, a write also reserves a block of ``1/RESERVE_SHARE`` of the limit for this
+process, and the next hits take from the block in memory. Reserved hits are counted in the storage
+before they are used, so no process ever admits more than the limit; the part of a block still unused
+when its window ends was counted without being used (at most ``1/RESERVE_SHARE`` of the limit per
+process and key). From half the limit on, every hit is written.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import math
 import time
@@ -30,9 +31,9 @@ from patchbay.core.timeutil import utcnow
 
 #: prefix of every key this service writes to a shared Redis
 REDIS_KEY_PREFIX = "patchbay-ratelimit"
-#: a key's hits counted in memory are written to the storage at most this long after
-SYNC_SECONDS = 1.0
-#: local counters kept before the idle ones are dropped (their counts stay in the storage)
+#: below half its limit, a key's write reserves this fraction (1/N) of the limit for this process
+RESERVE_SHARE = 20
+#: blocks kept before the used-up ones are dropped
 MAX_LOCAL_KEYS = 10_000
 
 
@@ -123,59 +124,60 @@ def storage_for(db: Database, redis_url: str | None) -> Storage:
 
 
 @attrs.define
-class _Local:
-    """What this process knows of one key's window: the stored count at the last write, its own
-    hits since, and when the window ends (epoch seconds)."""
+class _Block:
+    """Hits of one key's window this process reserved in the storage and has not used yet."""
 
-    known: int
-    reset: float
-    synced_at: float
-    pending: int = 0
-    #: a write of this key is under way: hits meanwhile wait in memory for the next one
-    writing: bool = False
+    reset: float  # when the window ends (epoch seconds)
+    stored: int  # the stored count after the write that reserved them
+    left: int
 
 
 class RateLimiter:
     def __init__(self, storage: Storage) -> None:
         self.storage = storage
-        self._local: dict[str, _Local] = {}
+        self._blocks: dict[str, _Block] = {}
+        #: reserving writes under way: hits meanwhile wait for their block instead of writing too
+        self._reserving: dict[str, asyncio.Future] = {}
 
     async def hit(self, key: str, item: limits.RateLimitItem, cost: int = 1) -> Decision:
         """Count ``cost`` against ``item`` for ``key`` (refused hits count too, as in ``limits``'
         fixed window) and say whether the caller is still within the limit."""
         storage_key = item.key_for(key)
-        local = self._local.get(storage_key)
-        now = time.time()
-        if local is not None and now < local.reset and (local.writing or time.monotonic() - local.synced_at < SYNC_SECONDS):
-            count = local.known + local.pending + cost
-            if count <= item.amount // 2:
-                local.pending += cost
-                return Decision(True, item.amount, item.amount - count, max(1, math.ceil(local.reset - now)))
-        return await self._write(storage_key, item, cost, local, now)
+        while True:
+            block = self._blocks.get(storage_key)
+            now = time.time()
+            if block is not None and now < block.reset and block.left >= cost:
+                block.left -= cost
+                used = block.stored - block.left
+                return Decision(True, item.amount, max(0, item.amount - used), max(1, math.ceil(block.reset - now)))
+            reserving = self._reserving.get(storage_key)
+            if reserving is None:
+                return await self._write(storage_key, item, cost, block, now)
+            await asyncio.shield(reserving)
 
-    async def _write(self, storage_key: str, item: limits.RateLimitItem, cost: int, local: _Local | None, now: float) -> Decision:
-        """Write this hit and the key's pending ones to the storage; answer from the stored count."""
-        carried = local.pending if local is not None and now < local.reset else 0
-        if local is not None:
-            local.pending -= carried
-            local.writing = True
+    async def _write(self, storage_key: str, item: limits.RateLimitItem, cost: int, block: _Block | None, now: float) -> Decision:
+        """Write this hit, with a block of hits to come while the key is well below its limit."""
+        same_window = block is not None and now < block.reset
+        share = item.amount // RESERVE_SHARE
+        extra = share if share > cost and (block.stored if same_window else 0) + cost + share <= item.amount // 2 else 0
+        if extra:
+            self._reserving[storage_key] = asyncio.get_running_loop().create_future()
         try:
-            count = await self.storage.incr(storage_key, item.get_expiry(), amount=carried + cost)
+            count = await self.storage.incr(storage_key, item.get_expiry(), amount=cost + extra)
+            before = count - cost - extra
+            reset = block.reset if same_window and before > 0 else await self.storage.get_expiry(storage_key)
         finally:
-            if local is not None:
-                local.writing = False
-        current = self._local.get(storage_key)
-        if current is None or now >= current.reset or count <= carried + cost:  # a new window
-            reset = await self.storage.get_expiry(storage_key)
-            current = self._local[storage_key] = _Local(known=count, reset=reset, synced_at=time.monotonic())
-            self._prune(now)
-        else:
-            current.known, current.synced_at = max(current.known, count), time.monotonic()
-        return Decision(count <= item.amount, item.amount, max(0, item.amount - count), max(1, math.ceil(current.reset - time.time())))
+            if extra:
+                self._reserving.pop(storage_key).set_result(None)
+        allowed = before + cost <= item.amount
+        left = max(0, min(extra, item.amount - before - cost)) if allowed else 0
+        self._blocks[storage_key] = _Block(reset=reset, stored=count, left=left)
+        self._prune(now)
+        return Decision(allowed, item.amount, max(0, item.amount - (count - left)), max(1, math.ceil(reset - time.time())))
 
     def _prune(self, now: float) -> None:
-        if len(self._local) > MAX_LOCAL_KEYS:
-            self._local = {key: local for key, local in self._local.items() if local.pending and now < local.reset}
+        if len(self._blocks) > MAX_LOCAL_KEYS:
+            self._blocks = {key: block for key, block in self._blocks.items() if block.left and now < block.reset}
 
     async def purge(self) -> int:
         """Delete expired counter rows (the database storage); the others expire on their own."""
