@@ -88,6 +88,10 @@ def _object_model(cls: type) -> Any:
 
 MAX_PAGE_SIZE = 100
 
+#: the last page a page list serves: its offset stays a 64-bit integer, which SQLite and
+#: PostgreSQL need (a larger page answered 500)
+MAX_PAGE = 10_000_000
+
 DEFAULT_PAGE_SIZE = 20
 
 
@@ -213,8 +217,8 @@ def query_int(request: web.Request, name: str, default: int, *, minimum: int = 1
 
 
 def page_params(request: web.Request) -> tuple[int, int]:
-    """``(page, limit)``: page from 1, limit default 20, at most 100."""
-    return query_int(request, "page", 1), query_int(request, "limit", DEFAULT_PAGE_SIZE, maximum=MAX_PAGE_SIZE)
+    """``(page, limit)``: page from 1 to ``MAX_PAGE``, limit default 20, at most 100."""
+    return query_int(request, "page", 1, maximum=MAX_PAGE), query_int(request, "limit", DEFAULT_PAGE_SIZE, maximum=MAX_PAGE_SIZE)
 
 
 def page_envelope(data: list[Any], page: int, limit: int, total: int) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from aiohttp import web
 from pydantic import TypeAdapter
 
 from patchbay.core.appkeys import SETTINGS
+from patchbay.core.http.bodies import MAX_PAGE
 from patchbay.core.http.responses import declared_responses
 
 _OPENAPI = web.AppKey("openapi_document", dict)
@@ -83,7 +84,7 @@ def query(**parameters: dict[str, Any]) -> Any:
 
 #: ``page`` and ``limit`` of every page list (contract section 4)
 PAGE_QUERY: dict[str, dict[str, Any]] = {
-    "page": {"type": "integer", "minimum": 1, "default": 1},
+    "page": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE, "default": 1},
     "limit": {"type": "integer", "minimum": 1, "maximum": 100, "default": 20},
 }
 

@@ -1,8 +1,10 @@
 """Contract section 4: every list that answers the page envelope ``{data, page, limit, total}``
-takes ``page`` and ``limit`` (limit at most 100) and refuses bad values with 400 naming them."""
+takes ``page`` and ``limit`` (limit at most 100, page at most ``MAX_PAGE``) and refuses bad values
+with 400 naming them."""
 
 from __future__ import annotations
 
+from patchbay.core.http.bodies import MAX_PAGE
 from patchbay.core.http.openapi import route_paths
 
 
@@ -34,4 +36,11 @@ async def test_every_page_list_takes_page_and_limit(client, workspace):
         message = (await response.json()).get("message", "")
         if response.status != 400 or "limit" not in message:
             unchecked.append(path)
+        # a page whose offset passes a 64-bit integer is refused, not a database error (500)
+        response = await client.get(f"{path}?page=411646058401451392&limit=81", headers=headers)
+        if response.status != 400 or "page" not in (await response.json()).get("message", ""):
+            unchecked.append(f"{path}?page=411646058401451392")
+        last = await client.get(f"{path}?page={MAX_PAGE}&limit=100", headers=headers)
+        if last.status != 200 or (await last.json())["data"] != []:
+            unchecked.append(f"{path}?page={MAX_PAGE}")
     assert ignored == [] and unchecked == []
