@@ -8,10 +8,12 @@ from sqlalchemy import func, select
 
 from patchbay.core.appkeys import DB
 from patchbay.core.flows import engine, service
+from patchbay.core.flows.api_models import ExecutionOut, ExecutionPage, ExecutionWithSteps, StepOut
 from patchbay.core.flows.models import EXECUTION_STATUSES, FlowExecution
 from patchbay.core.http.bodies import page_envelope, page_params
 from patchbay.core.http.errors import bad_request, not_found
 from patchbay.core.http.openapi import PAGE_QUERY, query
+from patchbay.core.http.responses import reply, returns
 from patchbay.core.security.auth import principal_of, requires
 
 routes = web.RouteTableDef()
@@ -24,7 +26,7 @@ async def _page(request: web.Request, statement) -> web.Response:
             await service.get_flow(session, request.match_info["flowId"])
         total = await session.scalar(select(func.count()).select_from(statement.subquery()))
         rows = (await session.scalars(statement.order_by(FlowExecution.created_at.desc(), FlowExecution.id).offset((page - 1) * limit).limit(limit))).all()
-    return web.json_response(page_envelope([service.execution_json(e) for e in rows], page, limit, total or 0))
+    return reply(request, page_envelope([service.execution_json(e) for e in rows], page, limit, total or 0))
 
 
 STATUS_QUERY = {"type": "string", "enum": list(EXECUTION_STATUSES)}
@@ -41,6 +43,7 @@ def _status_filter(request: web.Request, statement):
 
 @routes.get("/connect/v1/flows/{flowId}/executions")
 @query(**PAGE_QUERY, status=STATUS_QUERY)
+@returns(ExecutionPage)
 @requires("flows.view")
 async def list_executions(request: web.Request) -> web.Response:
     """A flow's executions, newest first (paginated; ``?status=`` filters)."""
@@ -56,26 +59,29 @@ async def _execution(session, flow_id: str, execution_id: str) -> FlowExecution:
 
 
 @routes.get("/connect/v1/flows/{flowId}/executions/{executionId}")
+@returns(ExecutionWithSteps)
 @requires("flows.view")
 async def get_execution(request: web.Request) -> web.Response:
     """One execution with its steps."""
     async with request.app[DB].session(tenant=principal_of(request).workspace_id) as session:
         execution = await _execution(session, request.match_info["flowId"], request.match_info["executionId"])
         steps = await service.execution_steps(session, execution.id)
-    return web.json_response({**service.execution_json(execution), "steps": [service.step_json(s) for s in steps]})
+    return reply(request, {**service.execution_json(execution), "steps": [service.step_json(s) for s in steps]})
 
 
 @routes.get("/connect/v1/flows/{flowId}/executions/{executionId}/steps")
+@returns(list[StepOut])
 @requires("task_history.view")
 async def list_execution_steps(request: web.Request) -> web.Response:
     """Each step of an execution: rendered input, output and error."""
     async with request.app[DB].session(tenant=principal_of(request).workspace_id) as session:
         execution = await _execution(session, request.match_info["flowId"], request.match_info["executionId"])
         steps = await service.execution_steps(session, execution.id)
-    return web.json_response([service.step_json(s) for s in steps])
+    return reply(request, [service.step_json(s) for s in steps])
 
 
 @routes.post("/connect/v1/flows/{flowId}/executions/{executionId}/replay")
+@returns(ExecutionOut, status=201, description="The new (pending) execution")
 @requires("flows.write", "task_history.view")
 async def replay_execution(request: web.Request) -> web.Response:
     """Run the flow again with the execution's original trigger payload: the published version, or
@@ -92,11 +98,12 @@ async def replay_execution(request: web.Request) -> web.Response:
             row["steps"] = flow.steps
         (execution_id,) = await engine.create_executions(request.app, session, [row])
         execution = await session.get(FlowExecution, execution_id)
-    return web.json_response(service.execution_json(execution), status=201)
+    return reply(request, service.execution_json(execution), status=201)
 
 
 @routes.get("/connect/v1/task-history")
 @query(**PAGE_QUERY, status=STATUS_QUERY, flowId={"type": "string"})
+@returns(ExecutionPage)
 @requires("task_history.view")
 async def task_history(request: web.Request) -> web.Response:
     """Executions across every flow of the workspace; ``?status=`` and ``?flowId=`` filter."""

@@ -3,7 +3,6 @@ trigger and action options a flow editor offers."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
@@ -12,12 +11,17 @@ from sqlalchemy.exc import IntegrityError
 
 from patchbay.core.appkeys import DB, FLOW_RUNNER, JOBS, REGISTRY
 from patchbay.core.flows import engine, service
+from patchbay.core.flows.api_models import (
+    ActionOptions, CreateFlowDto, ExecutionWithSteps, FlowDeleted, FlowOut, FlowPage, FlowVersionOut, FlowVersionWithSteps, Published,
+    ProviderTriggers, ToggleDto, TriggerPayload, UpdateFlowDto, read_checked,
+)  # fmt: skip
 from patchbay.core.flows.models import FLOW_STATUSES, Flow, FlowExecution
 from patchbay.core.flows.runner import FlowRunner
 from patchbay.core.flows.steps import known_step_types
-from patchbay.core.http.bodies import page_envelope, page_params, read_json, read_object, structure
+from patchbay.core.http.bodies import page_envelope, page_params, read_json, structure
 from patchbay.core.http.errors import bad_request, conflict, not_found
 from patchbay.core.http.openapi import PAGE_QUERY, accepts, query
+from patchbay.core.http.responses import reply, returns
 from patchbay.core.security.auth import principal_of, requires
 from patchbay.core.timeutil import iso
 
@@ -65,13 +69,15 @@ def trigger_options(registry) -> list[dict[str, Any]]:
 
 
 @routes.get("/connect/v1/flows/trigger-options")
+@returns(list[ProviderTriggers])
 @requires("flows.view")
 async def get_trigger_options(request: web.Request) -> web.Response:
     """Providers and the triggers they offer, for a flow's trigger subscription."""
-    return web.json_response(trigger_options(request.app[REGISTRY]))
+    return reply(request, trigger_options(request.app[REGISTRY]))
 
 
 @routes.get("/connect/v1/flows/action-options")
+@returns(ActionOptions)
 @requires("flows.view")
 async def get_action_options(request: web.Request) -> web.Response:
     """Step types and the provider actions an ``action`` step can call."""
@@ -83,11 +89,12 @@ async def get_action_options(request: web.Request) -> web.Response:
          "actions": [action_json(name, a) for a in sorted(actions.values(), key=lambda a: a.name)]}
         for name, actions in sorted(registry.objects("actions").items())
     ]  # fmt: skip
-    return web.json_response({"stepTypes": known_step_types(request.app), "providers": providers})
+    return reply(request, {"stepTypes": known_step_types(request.app), "providers": providers})
 
 
 @routes.get("/connect/v1/flows")
 @query(**PAGE_QUERY, status={"type": "string", "enum": list(FLOW_STATUSES)})
+@returns(FlowPage)
 @requires("flows.view")
 async def list_flows(request: web.Request) -> web.Response:
     """The workspace's flows, newest first; ``?status=`` filters."""
@@ -101,37 +108,42 @@ async def list_flows(request: web.Request) -> web.Response:
     async with request.app[DB].session(tenant=principal_of(request).workspace_id) as session:
         total = await session.scalar(select(func.count()).select_from(statement.subquery()))
         rows = (await session.scalars(statement.order_by(Flow.created_at.desc(), Flow.id).offset((page - 1) * limit).limit(limit))).all()
-    return web.json_response(page_envelope([service.flow_json(f) for f in rows], page, limit, total or 0))
+    return reply(request, page_envelope([service.flow_json(f) for f in rows], page, limit, total or 0))
 
 
 @routes.post("/connect/v1/flows")
+@accepts(CreateFlowDto)
+@returns(FlowOut, status=201, description="Created")
 @requires("flows.write")
 async def create_flow(request: web.Request) -> web.Response:
     """Create a flow (a draft) from ``{name, description?, steps, trigger?}``."""
-    body = await read_object(request)
+    body = await read_checked(request, CreateFlowDto)
     name = _text(body, "name", required=True)
     description = _text(body, "description", maximum=5000)
     steps = _steps(request, body.get("steps", []))
     async with request.app[DB].transaction(tenant=principal_of(request).workspace_id) as session:
         flow = Flow(name=name, description=description, steps=steps, trigger=_trigger(body.get("trigger")), status="draft", version=0)
         session.add(flow)
-    return web.json_response(service.flow_json(flow), status=201)
+    return reply(request, service.flow_json(flow), status=201)
 
 
 @routes.get("/connect/v1/flows/{flowId}")
+@returns(FlowOut)
 @requires("flows.view")
 async def get_flow(request: web.Request) -> web.Response:
     """One flow."""
     async with request.app[DB].session(tenant=principal_of(request).workspace_id) as session:
         flow = await service.get_flow(session, request.match_info["flowId"])
-    return web.json_response(service.flow_json(flow))
+    return reply(request, service.flow_json(flow))
 
 
 @routes.patch("/connect/v1/flows/{flowId}")
+@accepts(UpdateFlowDto)
+@returns(FlowOut)
 @requires("flows.write")
 async def update_flow(request: web.Request) -> web.Response:
     """Edit a flow; a published flow becomes a draft and its published version keeps running."""
-    body = await read_object(request)
+    body = await read_checked(request, UpdateFlowDto)
     changes: dict[str, Any] = {}
     if "name" in body:
         changes["name"] = _text(body, "name", required=True)
@@ -145,17 +157,18 @@ async def update_flow(request: web.Request) -> web.Response:
         flow = await service.get_flow(session, request.match_info["flowId"], lock=True)
         if changes:
             service.edit(flow, changes)
-    return web.json_response(service.flow_json(flow))
+    return reply(request, service.flow_json(flow))
 
 
 @routes.delete("/connect/v1/flows/{flowId}")
+@returns(FlowDeleted)
 @requires("flows.write")
 async def delete_flow(request: web.Request) -> web.Response:
     """Delete a flow with its versions, executions, triggers and schedules."""
     async with request.app[DB].transaction(tenant=principal_of(request).workspace_id) as session:
         flow = await service.get_flow(session, request.match_info["flowId"])
         await session.delete(flow)
-    return web.json_response({"success": True, "id": flow.id})
+    return reply(request, {"success": True, "id": flow.id})
 
 
 async def _publishing(request: web.Request, change) -> web.Response:
@@ -165,10 +178,11 @@ async def _publishing(request: web.Request, change) -> web.Response:
             await change(session, flow)
     except IntegrityError:
         raise conflict("The flow was published concurrently; try again") from None
-    return web.json_response({"id": flow.id, "version": flow.version, "status": flow.status, "published_at": iso(flow.published_at)}, status=201)
+    return reply(request, {"id": flow.id, "version": flow.version, "status": flow.status, "published_at": iso(flow.published_at)}, status=201)
 
 
 @routes.post("/connect/v1/flows/{flowId}/publish")
+@returns(Published, status=201, description="Published")
 @requires("flows.write")
 async def publish_flow(request: web.Request) -> web.Response:
     """Publish: snapshot the steps as a new version that live triggers run."""
@@ -181,6 +195,7 @@ async def publish_flow(request: web.Request) -> web.Response:
 
 
 @routes.post("/connect/v1/flows/{flowId}/revert/{version}")
+@returns(Published, status=201, description="Published")
 @requires("flows.write")
 async def revert_flow(request: web.Request) -> web.Response:
     """Restore the steps of a version and publish them as a new version."""
@@ -196,6 +211,8 @@ async def revert_flow(request: web.Request) -> web.Response:
 
 
 @routes.get("/connect/v1/flows/{flowId}/versions")
+@query(steps={"type": "boolean", "default": False})
+@returns(list[FlowVersionWithSteps | FlowVersionOut])
 @requires("flows.view")
 async def list_versions(request: web.Request) -> web.Response:
     """The version history, newest first; ``?steps=true`` includes each snapshot."""
@@ -203,18 +220,12 @@ async def list_versions(request: web.Request) -> web.Response:
     async with request.app[DB].session(tenant=principal_of(request).workspace_id) as session:
         flow = await service.get_flow(session, request.match_info["flowId"])
         rows = await service.versions(session, flow.id)
-    return web.json_response([service.version_json(v, with_steps=with_steps) for v in rows])
-
-
-@dataclass
-class ToggleDto:
-    """The optional body of the toggle: ``isActive`` sets the state, without it the state flips."""
-
-    isActive: bool | None = None
+    return reply(request, [service.version_json(v, with_steps=with_steps) for v in rows])
 
 
 @routes.patch("/connect/v1/flows/{flowId}/toggle")
 @accepts(ToggleDto, required=False)
+@returns(FlowOut)
 @requires("flows.write")
 async def toggle_flow(request: web.Request) -> web.Response:
     """Pause or resume the live runs of a published flow (its triggers and schedules)."""
@@ -227,20 +238,23 @@ async def toggle_flow(request: web.Request) -> web.Response:
             flow.is_active = body.isActive
         else:
             service.toggle(flow)
-    return web.json_response(service.flow_json(flow))
+    return reply(request, service.flow_json(flow))
 
 
 @routes.post("/connect/v1/flows/{flowId}/archive")
+@returns(FlowOut, status=201, description="Archived")
 @requires("flows.write")
 async def archive_flow(request: web.Request) -> web.Response:
     """Archive (retire) a flow: it no longer runs; publish or revert brings it back."""
     async with request.app[DB].transaction(tenant=principal_of(request).workspace_id) as session:
         flow = await service.get_flow(session, request.match_info["flowId"], lock=True)
         service.archive(flow)
-    return web.json_response(service.flow_json(flow), status=201)
+    return reply(request, service.flow_json(flow), status=201)
 
 
 @routes.post("/connect/v1/flows/{flowId}/test")
+@accepts(TriggerPayload, required=False)
+@returns(ExecutionWithSteps, status=201, description="The execution with its steps")
 @requires("flows.write")
 async def test_flow(request: web.Request) -> web.Response:
     """Run the current steps now with the body as the trigger payload; no alerts are sent."""
@@ -256,9 +270,7 @@ async def test_flow(request: web.Request) -> web.Response:
     async with request.app[DB].session(tenant=workspace_id) as session:
         execution = await session.get(FlowExecution, execution_id)
         steps_rows = await service.execution_steps(session, execution_id)
-    body = service.execution_json(execution)
-    body["steps"] = [service.step_json(s) for s in steps_rows]
-    return web.json_response(body, status=201)
+    return reply(request, {**service.execution_json(execution), "steps": [service.step_json(s) for s in steps_rows]}, status=201)
 
 
 def setup(app: web.Application) -> None:

@@ -10,10 +10,12 @@ from sqlalchemy import select
 
 from patchbay.core.appkeys import CRON, DB
 from patchbay.core.flows import service
+from patchbay.core.flows.api_models import CreateScheduleDto, Done, ScheduleOut, UpdateScheduleDto, read_checked
 from patchbay.core.flows.models import FlowSchedule
 from patchbay.core.flows.schedules import InvalidSchedule, check_cron, check_timezone, next_run, run_schedules, schedule_json
-from patchbay.core.http.bodies import read_object
 from patchbay.core.http.errors import bad_request, not_found
+from patchbay.core.http.openapi import accepts
+from patchbay.core.http.responses import reply, returns
 from patchbay.core.jobs.cron import CronJob
 from patchbay.core.security.auth import principal_of, requires
 from patchbay.core.timeutil import utcnow
@@ -45,26 +47,29 @@ def _apply(schedule: FlowSchedule, body: dict[str, Any]) -> None:
 
 
 @routes.get("/connect/v1/flows/{flowId}/schedules")
+@returns(list[ScheduleOut])
 @requires("triggers.view")
 async def list_schedules(request: web.Request) -> web.Response:
     """A flow's cron schedules."""
     async with request.app[DB].session(tenant=principal_of(request).workspace_id) as session:
         flow = await service.get_flow(session, request.match_info["flowId"])
         rows = (await session.scalars(select(FlowSchedule).where(FlowSchedule.flow_id == flow.id).order_by(FlowSchedule.created_at))).all()
-    return web.json_response([schedule_json(s) for s in rows])
+    return reply(request, [schedule_json(s) for s in rows])
 
 
 @routes.post("/connect/v1/flows/{flowId}/schedules")
+@accepts(CreateScheduleDto)
+@returns(ScheduleOut, status=201, description="Created")
 @requires("triggers.write")
 async def create_schedule(request: web.Request) -> web.Response:
     """Run the flow's published version on a cron expression."""
-    body = await read_object(request)
+    body = await read_checked(request, CreateScheduleDto)
     async with request.app[DB].transaction(tenant=principal_of(request).workspace_id) as session:
         flow = await service.get_flow(session, request.match_info["flowId"])
         schedule = FlowSchedule(flow_id=flow.id, cron=None, timezone=None, payload=None, is_active=None)
         _apply(schedule, body)
         session.add(schedule)
-    return web.json_response(schedule_json(schedule), status=201)
+    return reply(request, schedule_json(schedule), status=201)
 
 
 async def _load(session, request: web.Request) -> FlowSchedule:
@@ -77,23 +82,26 @@ async def _load(session, request: web.Request) -> FlowSchedule:
 
 
 @routes.patch("/connect/v1/flows/{flowId}/schedules/{scheduleId}")
+@accepts(UpdateScheduleDto)
+@returns(ScheduleOut)
 @requires("triggers.write")
 async def update_schedule(request: web.Request) -> web.Response:
     """Change a schedule's cron, timezone, payload or isActive."""
-    body = await read_object(request)
+    body = await read_checked(request, UpdateScheduleDto)
     async with request.app[DB].transaction(tenant=principal_of(request).workspace_id) as session:
         schedule = await _load(session, request)
         _apply(schedule, body)
-    return web.json_response(schedule_json(schedule))
+    return reply(request, schedule_json(schedule))
 
 
 @routes.delete("/connect/v1/flows/{flowId}/schedules/{scheduleId}")
+@returns(Done)
 @requires("triggers.write")
 async def delete_schedule(request: web.Request) -> web.Response:
     """Delete a schedule."""
     async with request.app[DB].transaction(tenant=principal_of(request).workspace_id) as session:
         await session.delete(await _load(session, request))
-    return web.json_response({"success": True})
+    return reply(request, {"success": True})
 
 
 def setup(app: web.Application) -> None:

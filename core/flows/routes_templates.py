@@ -16,10 +16,12 @@ from patchbay.core.appkeys import DB, REGISTRY
 from patchbay.core.billing.limits import consume, enforce_limit
 from patchbay.core.connections.models import Connection
 from patchbay.core.flows import service
+from patchbay.core.flows.api_models import CloneTemplateDto, FlowOut, PublishTemplateDto, TemplateOut, TemplateSummary, read_checked
 from patchbay.core.flows.models import Flow, FlowTemplate, FlowTriggerSubscription
 from patchbay.core.flows.templates_data import SYSTEM_TEMPLATES
-from patchbay.core.http.bodies import read_json, read_object
 from patchbay.core.http.errors import bad_request, not_found
+from patchbay.core.http.openapi import accepts, query
+from patchbay.core.http.responses import reply, returns
 from patchbay.core.security.auth import principal_of, requires
 from patchbay.core.timeutil import iso, new_id, utcnow
 
@@ -60,6 +62,8 @@ async def _template(session, slug: str, workspace_id: str) -> FlowTemplate:
 
 
 @routes.get("/connect/v1/flow-templates")
+@query(category={"type": "string"})
+@returns(list[TemplateSummary])
 @requires("templates.view")
 async def list_templates(request: web.Request) -> web.Response:
     """System, public and the workspace's own templates, most cloned first; ``?category=`` filters."""
@@ -68,16 +72,17 @@ async def list_templates(request: web.Request) -> web.Response:
         statement = statement.where(FlowTemplate.category == request.query["category"])
     async with request.app[DB].session() as session:
         rows = (await session.scalars(statement.order_by(FlowTemplate.clone_count.desc(), FlowTemplate.is_system.desc(), FlowTemplate.slug))).all()
-    return web.json_response([template_json(t, with_steps=False) for t in rows])
+    return reply(request, [template_json(t, with_steps=False) for t in rows])
 
 
 @routes.get("/connect/v1/flow-templates/{slug}")
+@returns(TemplateOut)
 @requires("templates.view")
 async def get_template(request: web.Request) -> web.Response:
     """One template with its steps."""
     async with request.app[DB].session() as session:
         template = await _template(session, request.match_info["slug"], principal_of(request).workspace_id)
-    return web.json_response(template_json(template))
+    return reply(request, template_json(template))
 
 
 def _bind(value: Any, connections: dict[str, str]) -> Any:
@@ -91,11 +96,13 @@ def _bind(value: Any, connections: dict[str, str]) -> Any:
 
 
 @routes.post("/connect/v1/flow-templates/{slug}/clone")
+@accepts(CloneTemplateDto, required=False)
+@returns(FlowOut, status=201, description="The new draft flow")
 @requires("templates.write")
 async def clone_template(request: web.Request) -> web.Response:
     """Create a draft flow from a template, its trigger bound to ``triggerConnectionId`` (or the
     workspace's connection to the trigger's provider); monthly cap per plan."""
-    body = await read_object(request) if (await request.read()).strip() else {}
+    body = await read_checked(request, CloneTemplateDto, optional=True)
     name = body.get("name")
     if name is not None and (not isinstance(name, str) or not name.strip()):
         raise bad_request("name must be a non-empty string")
@@ -135,7 +142,7 @@ async def clone_template(request: web.Request) -> web.Response:
         await session.execute(
             update(FlowTemplate).where(FlowTemplate.id == template.id).values(clone_count=FlowTemplate.clone_count + 1).execution_options(synchronize_session=False)
         )
-    return web.json_response(service.flow_json(flow), status=201)
+    return reply(request, service.flow_json(flow), status=201)
 
 
 def _unbind(value: Any) -> Any:
@@ -156,18 +163,15 @@ def _slugify(name: str) -> str:
 
 
 @routes.post("/connect/v1/flows/{flowId}/publish-as-template")
+@accepts(PublishTemplateDto, required=False)
+@returns(TemplateOut, status=201, description="Published as a template")
 @requires("templates.publish")
 async def publish_as_template(request: web.Request) -> web.Response:
     """Share a flow as a template: ``{visibility: private | public | pending_review, category?}``;
     publishing the same flow again updates its template. ``public`` is a request: the template is
     ``pending_review`` (seen by its workspace only) until an operator approves it with
     ``patchbay templates approve``; republishing a public template sends it back to review."""
-    body: dict[str, Any] = {}
-    if (await request.read()).strip():
-        raw = await read_json(request)
-        if not isinstance(raw, dict):
-            raise bad_request("Request body must be a JSON object")
-        body = raw
+    body = await read_checked(request, PublishTemplateDto, optional=True)
     visibility = body.get("visibility", "private")
     if visibility not in VISIBILITIES:
         raise bad_request(f"visibility must be one of {', '.join(VISIBILITIES)}")
@@ -187,7 +191,7 @@ async def publish_as_template(request: web.Request) -> web.Response:
         template.name, template.description, template.category = flow.name, flow.description or "", category
         template.trigger, template.steps, template.visibility = trigger, steps, "private" if visibility == "private" else "pending_review"
         template.providers = sorted({s["provider"] for s in steps if isinstance(s, dict) and s.get("type") == "action" and s.get("provider")})
-    return web.json_response(template_json(template), status=201)
+    return reply(request, template_json(template), status=201)
 
 
 async def seed_system_templates(app: web.Application) -> AsyncIterator[None]:

@@ -11,9 +11,11 @@ from patchbay.core.appkeys import CRON, DB, REGISTRY
 from patchbay.core.billing.limits import enforce_limit, register_counter
 from patchbay.core.connections.models import Connection
 from patchbay.core.flows import service, triggers
+from patchbay.core.flows.api_models import CreateTriggerDto, Done, TriggerSubscriptionOut, read_checked
 from patchbay.core.flows.models import FlowTriggerSubscription
-from patchbay.core.http.bodies import read_object
 from patchbay.core.http.errors import bad_request, not_found
+from patchbay.core.http.openapi import accepts
+from patchbay.core.http.responses import reply, returns
 from patchbay.core.jobs.cron import CronJob
 from patchbay.core.security.auth import principal_of, requires
 from patchbay.core.timeutil import iso
@@ -42,20 +44,23 @@ def subscription_json(subscription: FlowTriggerSubscription) -> dict[str, Any]:
 
 
 @routes.get("/connect/v1/flows/{flowId}/triggers")
+@returns(list[TriggerSubscriptionOut])
 @requires("triggers.view")
 async def list_triggers(request: web.Request) -> web.Response:
     """A flow's trigger subscriptions."""
     async with request.app[DB].session(tenant=principal_of(request).workspace_id) as session:
         flow = await service.get_flow(session, request.match_info["flowId"])
         rows = (await session.scalars(select(FlowTriggerSubscription).where(FlowTriggerSubscription.flow_id == flow.id).order_by(FlowTriggerSubscription.created_at))).all()
-    return web.json_response([subscription_json(s) for s in rows])
+    return reply(request, [subscription_json(s) for s in rows])
 
 
 @routes.post("/connect/v1/flows/{flowId}/triggers")
+@accepts(CreateTriggerDto)
+@returns(TriggerSubscriptionOut, status=201, description="Subscribed")
 @requires("triggers.write")
 async def create_trigger(request: web.Request) -> web.Response:
     """Subscribe a flow to a provider trigger (webhook or poll); plan-capped."""
-    body = await read_object(request)
+    body = await read_checked(request, CreateTriggerDto)
     provider_type, trigger_name, kind = body.get("providerType"), body.get("triggerName"), body.get("kind")
     connection_id, config = body.get("connectionId"), body.get("config") or {}
     if not isinstance(provider_type, str) or not provider_type:
@@ -92,10 +97,11 @@ async def create_trigger(request: web.Request) -> web.Response:
         subscription = FlowTriggerSubscription(flow_id=flow.id, provider_type=provider_type, trigger_name=trigger_name, kind=kind,
                                                connection_id=connection_id, config=config, is_active=True)  # fmt: skip
         session.add(subscription)
-    return web.json_response(subscription_json(subscription), status=201)
+    return reply(request, subscription_json(subscription), status=201)
 
 
 @routes.delete("/connect/v1/flows/{flowId}/triggers/{subscriptionId}")
+@returns(Done)
 @requires("triggers.write")
 async def delete_trigger(request: web.Request) -> web.Response:
     """Remove a trigger subscription."""
@@ -108,7 +114,7 @@ async def delete_trigger(request: web.Request) -> web.Response:
         if subscription is None:
             raise not_found("Trigger subscription not found")
         await session.delete(subscription)
-    return web.json_response({"success": True})
+    return reply(request, {"success": True})
 
 
 def _register_listener(app: web.Application) -> None:

@@ -82,14 +82,13 @@ async def test_generated_client_drives_the_first_hour(live_api, generated):
     rows = await generated("api.tables.get_list_rows").asyncio("people", client=client, search="grace")
     assert rows.total == 1 and rows.data[0].data["age"] == 45
 
-    # a flow that looks the row up, tested with a payload (the flow routes publish no body schemas
-    # yet, so these two calls go through the generated client's own HTTP session)
-    http = client.get_async_httpx_client()
-    steps = [{"id": "find", "type": "table.lookup", "table": "people", "column": "email", "value": "{{ trigger.email }}"}]
-    created = await http.post("/connect/v1/flows", json={"name": "Find", "steps": steps})
-    assert created.status_code == 201, created.text
-    tested = await http.post(f"/connect/v1/flows/{created.json()['id']}/test", json={"email": "grace@example.com"})
-    assert tested.status_code == 201, tested.text
-    execution = tested.json()
-    assert execution["status"] == "completed", execution
-    assert [step["output"]["data"]["age"] for step in execution["steps"]] == [45]
+    # a flow that looks the row up (a step's own keys are the model's additional properties),
+    # tested with a payload: the execution and its steps come back as typed models
+    step = models.Step(id="find", type_="table.lookup")
+    step.additional_properties.update({"table": "people", "column": "email", "value": "{{ trigger.email }}"})
+    flow = await generated("api.flows.post_create_flow").asyncio(client=client, body=models.CreateFlowDto(name="Find", steps=[step]))
+    assert isinstance(flow, models.FlowOut) and flow.status == models.FlowOutStatus.DRAFT
+    payload = models.TriggerPayload.from_dict({"email": "grace@example.com"})
+    execution = await generated("api.flows.post_test_flow").asyncio(flow.id, client=client, body=payload)
+    assert isinstance(execution, models.ExecutionWithSteps) and execution.status == models.ExecutionWithStepsStatus.COMPLETED, execution
+    assert [step.output["data"]["age"] for step in execution.steps] == [45]
