@@ -124,7 +124,10 @@ async def test_a_connection_refused_for_good_reaches_email_webhook_and_chat(aioh
     assert receiver.requests == [], "an invalid connection is told once"
 
 
-async def test_a_disabled_webhook_subscription_is_told(aiohttp_client, wh_app, database_url, receivers, helpers):  # noqa: F811
+async def test_a_disabled_webhook_subscription_is_told(database_url, aiohttp_client, wh_app, receivers, helpers):  # noqa: F811
+    # database_url before aiohttp_client: fixtures end in reverse order, so the app and its job
+    # workers stop before the test's PostgreSQL database is dropped (dropped first, a worker still
+    # marking jobs done met its terminated connection: "another operation is in progress")
     client = await aiohttp_client(wh_app(database_url=database_url))
     app = client.server.app
     ws = await create_workspace_with_key(app, name="First")
