@@ -71,12 +71,19 @@ class Worker:
             if late:
                 await asyncio.wait(late)
                 unfinished = [job_id for job_id, task in running.items() if task in late]
-                log.warning("stopping: released %d unfinished jobs for another worker", len(unfinished))
-                await self.queue.release(self.id, unfinished)
+                try:
+                    await self.queue.release(self.id, unfinished)
+                    log.warning("stopping: released %d unfinished jobs for another worker", len(unfinished))
+                except Exception:
+                    log.exception("releasing %d unfinished jobs failed; they are claimed again when their leases run out", len(unfinished))
         for helper in helpers:
             helper.cancel()
         await asyncio.gather(*helpers, return_exceptions=True)
-        await self._flush_done()
+        finished = len(self._done)
+        try:
+            await self._flush_done()
+        except Exception:
+            log.exception("marking %d finished jobs done failed; they run again when their leases run out", finished)
 
     async def _idle(self) -> None:
         """Wait for a reason to claim again: new jobs (only when a slot is free: a full worker woken

@@ -54,7 +54,7 @@ async def _meta_user(app, workspace_id, meta_id):
     return user.id
 
 
-async def test_meta_deletion_callback_removes_the_user(aiohttp_client, make_app, database_url):
+async def test_meta_deletion_callback_removes_the_user(database_url, aiohttp_client, make_app):
     app = make_app(background=True, plugin_sections=META_SECTION, database_url=database_url)
     client = await aiohttp_client(app)
     ws = await create_workspace_with_key(app)
@@ -122,7 +122,7 @@ async def _delete_by_callback(client, meta_id: str) -> None:
     assert (await _status(client, (await response.json())["confirmation_code"]))["status"] == "completed"
 
 
-async def test_the_identities_a_callback_names_are_registered_by_a_pack(aiohttp_client, make_settings, database_url):
+async def test_the_identities_a_callback_names_are_registered_by_a_pack(database_url, aiohttp_client, make_settings):
     """Meta's callback finds its user through the identity providers the ``meta`` pack registers;
     with that pack disabled, another plugin that reads the callback decides instead."""
     from patchbay import hookimpl
@@ -165,7 +165,7 @@ async def test_the_identities_a_callback_names_are_registered_by_a_pack(aiohttp_
         assert await session.get(User, by_sso.id) is None
 
 
-async def test_the_deprecated_compliance_key_still_verifies_meta_callbacks(aiohttp_client, make_app, database_url, caplog):
+async def test_the_deprecated_compliance_key_still_verifies_meta_callbacks(database_url, aiohttp_client, make_app, caplog):
     """``[compliance] meta_app_secret`` (documented before ``[meta] app_secret``) still works, with a
     deprecation warning; ``[meta] app_secret`` wins when both are set."""
     app = make_app(background=True, compliance=ComplianceSettings(meta_app_secret=APP_SECRET), database_url=database_url)
@@ -186,7 +186,7 @@ async def test_the_deprecated_compliance_key_still_verifies_meta_callbacks(aioht
     assert accepted.status == 201
 
 
-async def test_meta_callback_with_the_meta_pack_disabled_is_refused_naming_the_field(aiohttp_client, make_settings, database_url):
+async def test_meta_callback_with_the_meta_pack_disabled_is_refused_naming_the_field(database_url, aiohttp_client, make_settings):
     """With the meta pack disabled nothing reads signed_request: the callback answers 400 in the
     connect API's error shape, naming the field and why, records no request, and the information
     route lists no callback."""

@@ -267,6 +267,34 @@ async def test_a_failing_lease_extension_is_logged(db, caplog):
     assert any("extending the leases" in r.getMessage() and r.exc_info for r in caplog.records)
 
 
+async def test_a_stop_while_the_database_is_gone_still_ends_and_says_what_it_left(db, caplog):
+    """The final bookkeeping of a stop (release the unfinished, mark the finished done) may find the
+    database gone; the stop still ends, and the log says the leases will hand the jobs on."""
+    queue = JobQueue(db)
+    started = asyncio.Event()
+
+    async def endless(ctx):
+        started.set()
+        await asyncio.Event().wait()
+
+    async def unreachable(*args, **kwargs):
+        raise ConnectionError("database unreachable")
+
+    queue.register("endless", endless)
+    async with db.transaction() as session:
+        queue.enqueue(session, "endless")
+    worker = Worker(None, queue, poll_seconds=0.05, grace_seconds=0.1)
+    task = asyncio.create_task(worker.run())
+    await asyncio.wait_for(started.wait(), 10)
+    worker._done.append("a-finished-job")
+    queue.release = queue.mark_done = unreachable
+    worker.stop()
+    await asyncio.wait_for(task, 10)
+    messages = [r.getMessage() for r in caplog.records if r.exc_info]
+    assert any("releasing 1 unfinished jobs failed" in m for m in messages), messages
+    assert any("marking 1 finished jobs done failed" in m for m in messages), messages
+
+
 async def test_maintenance_purges_records_past_their_retention_in_batches(make_app, aiohttp_client, monkeypatch):
     from datetime import timedelta
 
