@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from patchbay.core.appkeys import DB, JOBS, REGISTRY, SETTINGS
 from patchbay.core.awaitables import maybe_await
+from patchbay.core.connections.client import open_client
 from patchbay.core.connections.models import Connection
 from patchbay.core.jobs.queue import JobContext
 from patchbay.core.leads.models import Lead, LeadSync
@@ -29,13 +30,6 @@ log = logging.getLogger(__name__)
 PUSH_JOB = "crm.push"
 #: a sync ``pushing`` for longer than this was abandoned by a worker that died; it may be taken again
 PUSH_LEASE = timedelta(minutes=10)
-
-
-async def open_connection_client(app: web.Application, *, workspace_id: str, connection_id: str) -> Any:
-    """The connections feature's client of one connection (credentials injected, refreshed)."""
-    from patchbay.core.connections.client import open_client
-
-    return await maybe_await(open_client(app, workspace_id=workspace_id, connection_id=connection_id))
 
 
 async def leads_to_push(session: AsyncSession, *, lead_ids: list[str] | None, statuses: list[str], limit: int) -> list[Lead]:
@@ -148,7 +142,7 @@ async def push_job(context: JobContext) -> None:
     try:
         if destination is None:
             raise RuntimeError(f"no CRM destination is installed for {provider}")
-        client = await open_connection_client(app, workspace_id=workspace_id, connection_id=connection_id)
+        client = await open_client(app, workspace_id=workspace_id, connection_id=connection_id)
         external_id = await maybe_await(destination.push(client, destination_lead(lead)))
     except Exception as exc:  # the destination's failure is data: recorded on the sync
         log.info("pushing lead %s to %s failed: %r", lead.id, provider, exc)
@@ -187,7 +181,7 @@ async def test_destinations(app: web.Application, workspace_id: str) -> list[dic
         destination = app[REGISTRY].get("crm_destinations", connection.provider)
         result: dict[str, Any] = {"connectionId": connection.id, "provider": connection.provider, "ok": True, "error": None}
         try:
-            client = await open_connection_client(app, workspace_id=workspace_id, connection_id=connection.id)
+            client = await open_client(app, workspace_id=workspace_id, connection_id=connection.id)
             detail = await maybe_await(destination.test(client))
             if detail not in (None, True):
                 result["detail"] = detail

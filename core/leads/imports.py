@@ -18,7 +18,9 @@ from sqlalchemy import select, update
 
 from patchbay.core.appkeys import DB, JOBS, REGISTRY
 from patchbay.core.connections.models import Connection
-from patchbay.core.crm_push.service import maybe_await, open_connection_client, schedule_push
+from patchbay.core.awaitables import maybe_await
+from patchbay.core.connections.client import open_client
+from patchbay.core.crm_push.service import schedule_push
 from patchbay.core.jobs.queue import JobContext
 from patchbay.core.leads.models import LeadImport
 from patchbay.core.leads.service import lock_workspace_leads, save_lead
@@ -68,7 +70,7 @@ async def import_job(context: JobContext) -> None:
         if connection is None or connection.status != "connected":
             raise RuntimeError("the connection is gone or not connected")
         handler = app[REGISTRY].get("webhooks", row.provider)
-        client = await open_connection_client(app, workspace_id=row.workspace_id, connection_id=row.connection_id)
+        client = await open_client(app, workspace_id=row.workspace_id, connection_id=row.connection_id)
         leads, next_cursor = await maybe_await(handler.list_leads(client, dict(connection.meta or {}), cursor))
     except Exception as error:
         if not context.is_last_attempt:

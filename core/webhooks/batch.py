@@ -28,7 +28,9 @@ from sqlalchemy import func, select, update
 
 from patchbay.core.appkeys import DB, JOBS, REGISTRY, SETTINGS
 from patchbay.core.connections.models import Connection
-from patchbay.core.crm_push.service import destinations, maybe_await, open_connection_client, schedule_push
+from patchbay.core.awaitables import maybe_await
+from patchbay.core.connections.client import open_client
+from patchbay.core.crm_push.service import destinations, schedule_push
 from patchbay.core.leads.service import NewLead, lead_json, lock_workspace_leads, save_leads
 from patchbay.core.timeutil import new_id, utcnow
 from patchbay.core.webhooks.delivery import DELIVER_BATCH_JOB, NewDelivery, forward_at_once, matches, safety_delay
@@ -193,7 +195,7 @@ async def _fetch_leads(app: web.Application, wanted: list[Routed]) -> None:
 
     def client_of(event: Routed) -> asyncio.Future:
         if event.connection_id not in clients:
-            clients[event.connection_id] = asyncio.ensure_future(open_connection_client(app, workspace_id=event.workspace_id, connection_id=event.connection_id))
+            clients[event.connection_id] = asyncio.ensure_future(open_client(app, workspace_id=event.workspace_id, connection_id=event.connection_id))
         return clients[event.connection_id]
 
     async def fetch(event: Routed) -> None:

@@ -28,7 +28,9 @@ from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from patchbay.core.appkeys import DB, REGISTRY
 from patchbay.core.connections.models import Connection
-from patchbay.core.crm_push.service import maybe_await, open_connection_client, schedule_push
+from patchbay.core.awaitables import maybe_await
+from patchbay.core.connections.client import open_client
+from patchbay.core.crm_push.service import schedule_push
 from patchbay.core.jobs.queue import JobContext
 from patchbay.core.leads.service import lead_json, lock_workspace_leads, merge_lead, save_lead
 from patchbay.core.timeutil import utcnow
@@ -228,7 +230,7 @@ async def _process_item(app: web.Application, handler: WebhookHandler | None, ev
     repeated = await _repeat_of(app, event, workspace_id, item.external_id)
     if lead_ref and repeated is None:
         try:
-            client = await open_connection_client(app, workspace_id=workspace_id, connection_id=connection.id)
+            client = await open_client(app, workspace_id=workspace_id, connection_id=connection.id)
             lead_data = await maybe_await(handler.fetch_lead(client, item))
         except Exception as error:
             lead_error = f"lead extraction failed: {error}"[:2000]

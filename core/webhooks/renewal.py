@@ -12,7 +12,8 @@ from sqlalchemy import select
 
 from patchbay.core.appkeys import DB, REGISTRY
 from patchbay.core.connections.models import Connection
-from patchbay.core.crm_push.service import maybe_await, open_connection_client
+from patchbay.core.awaitables import maybe_await
+from patchbay.core.connections.client import open_client
 from patchbay.core.timeutil import utcnow
 from patchbay.core.webhooks.models import WebhookRegistration
 
@@ -44,7 +45,7 @@ async def renew_webhook_subscriptions(app: web.Application) -> dict[str, Any]:
             continue
         expires_at, error = None, None
         try:
-            client = await open_connection_client(app, workspace_id=connection.workspace_id, connection_id=connection.id)
+            client = await open_client(app, workspace_id=connection.workspace_id, connection_id=connection.id)
             expires_at = await maybe_await(handlers[connection.provider].renew(client, dict(connection.meta or {})))
         except Exception as exc:
             error = str(exc) or repr(exc)
