@@ -10,12 +10,13 @@ from patchbay.core.billing.payments import (
 from patchbay.core.compliance.callbacks import DeletionCallbackError, DeletionContext
 from patchbay.core.connections.auth import AuthContext, OAuthApp, ProviderAuth, ProviderAuthError, TokenSet
 from patchbay.core.connections.client import ConnectionClient, ProviderResponse
+from patchbay.core.flows.template_builders import action_step, flow_template
 from patchbay.core.plugins.hookspecs import hookimpl
 from patchbay.core.plugins.provider import CAPABILITIES, CATEGORIES, Provider, RetryHeaders
 from patchbay.core.plugins.types import Action, RecordSource, Trigger
 from patchbay.core.webhooks.protocol import InboundEvent, InboundRequest, LeadData, WebhookHandler, hmac_sha256_hex, signatures_match
 
-__all__ = ["Action", "CAPABILITIES", "CATEGORIES", "Provider", "RecordSource", "RetryHeaders", "Trigger", "hookimpl",
+__all__ = ["Action", "action_step", "flow_template", "CAPABILITIES", "CATEGORIES", "Provider", "RecordSource", "RetryHeaders", "Trigger", "hookimpl",
            "InboundEvent", "InboundRequest", "LeadData", "WebhookHandler", "hmac_sha256_hex", "signatures_match",
            "CheckoutRequest", "CheckoutSession", "PaymentContext", "PaymentEvent", "PaymentProvider", "PaymentProviderError",
            "SubscriptionState", "WebhookVerificationError",

@@ -18,7 +18,7 @@ from patchbay.core.connections.models import Connection
 from patchbay.core.flows import service
 from patchbay.core.flows.api_models import CloneTemplateDto, FlowOut, PublishTemplateDto, TemplateOut, TemplateSummary, read_checked
 from patchbay.core.flows.models import Flow, FlowTemplate, FlowTriggerSubscription
-from patchbay.core.flows.templates_data import SYSTEM_TEMPLATES
+from patchbay.core.flows.template_builders import providers_of_template
 from patchbay.core.http.errors import bad_request, not_found
 from patchbay.core.http.openapi import accepts, query
 from patchbay.core.http.responses import reply, returns
@@ -194,14 +194,20 @@ async def publish_as_template(request: web.Request) -> web.Response:
     return reply(request, template_json(template), status=201)
 
 
+def system_templates(registry) -> list[dict]:
+    """The packs' templates (``register_flow_templates``) whose providers are all installed."""
+    return [t for t in registry.objects("flow_templates").values() if providers_of_template(t) <= registry.providers.keys()]
+
+
 async def seed_system_templates(app: web.Application) -> AsyncIterator[None]:
     """Insert the system templates that are missing (concurrent starts insert each once)."""
     insert = postgresql.insert if app[DB].is_postgres else sqlite.insert
     now = utcnow()
     rows = [{"id": new_id(), "visibility": "public", "is_system": True, "workspace_id": None, "clone_count": 0, "created_at": now, "updated_at": now, **t}
-            for t in SYSTEM_TEMPLATES]  # fmt: skip
-    async with app[DB].transaction() as session:
-        await session.execute(insert(FlowTemplate).values(rows).on_conflict_do_nothing(index_elements=["slug"]))
+            for t in system_templates(app[REGISTRY])]  # fmt: skip
+    if rows:
+        async with app[DB].transaction() as session:
+            await session.execute(insert(FlowTemplate).values(rows).on_conflict_do_nothing(index_elements=["slug"]))
     yield
 
 

@@ -281,6 +281,19 @@ def register_settings(register):
 
 
 @hookspec
+def register_flow_templates(register):
+    """Register system flow templates (spec 2.6), offered to every workspace.
+
+    :param register: ``register(slug, template)``; ``template`` is made with
+        ``patchbay.flow_template(slug, name, category, description, (provider, trigger, kind),
+        steps)`` (``patchbay.action_step`` makes an action step bound to the workspace's connection
+        at clone time). A template is seeded only while every provider it uses (its trigger's and
+        its action steps') is installed. Keyed by slug, so a second registration of one slug is an
+        error. A built-in pack registers the templates its triggers start.
+    """
+
+
+@hookspec
 def register_step_types(register):
     """Register a flow step type beyond the built-in ones.
 

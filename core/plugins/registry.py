@@ -29,6 +29,7 @@ SINGLE_KINDS = (
     "payment_providers",
     "federated_login",
     "step_types",
+    "flow_templates",
     "deletion_identities",
     "deletion_callbacks",
     "settings",

@@ -5,6 +5,7 @@ A pack module binds them to the hook names, which is how pluggy finds them::
     register_providers = definitions_hook(PROVIDERS)
     register_actions, register_triggers = action_hooks(PROVIDERS, actions)
     register_crm_mappers, register_record_sources = crm_hooks(NAME, MAPPER)
+    register_flow_templates = templates_hook(templates)
 """
 
 from __future__ import annotations
@@ -63,3 +64,14 @@ def crm_hooks(name: str, mapper: Any) -> tuple[Callable[..., None], Callable[...
             register(name, record_source(mapper, resource))
 
     return register_crm_mappers, register_record_sources
+
+
+def templates_hook(module: ModuleType) -> Callable[..., None]:
+    """``register_flow_templates``: the system flow templates of ``module.TEMPLATES``."""
+
+    @hookimpl
+    def register_flow_templates(register):
+        for template in module.TEMPLATES:
+            register(template["slug"], template)
+
+    return register_flow_templates

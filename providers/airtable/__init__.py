@@ -7,12 +7,13 @@ leave them out of the generated data-only entry points.
 
 from __future__ import annotations
 
-from patchbay.providers._shared.pack import action_hooks, definitions_hook
-from patchbay.providers.airtable import actions
+from patchbay.providers._shared.pack import action_hooks, definitions_hook, templates_hook
+from patchbay.providers.airtable import actions, templates
 
 NAME = "airtable"
 PROVIDERS = ("airtable", "airtable-pat")
 
 
 register_providers = definitions_hook(PROVIDERS)
+register_flow_templates = templates_hook(templates)
 register_actions, register_triggers = action_hooks(PROVIDERS, actions)

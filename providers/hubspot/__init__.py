@@ -10,8 +10,8 @@ leave them out of the generated data-only entry points.
 from __future__ import annotations
 
 from patchbay import hookimpl
-from patchbay.providers._shared.pack import action_hooks, crm_hooks, definitions_hook
-from patchbay.providers.hubspot import actions
+from patchbay.providers._shared.pack import action_hooks, crm_hooks, definitions_hook, templates_hook
+from patchbay.providers.hubspot import actions, templates
 from patchbay.providers.hubspot.crm import HubSpotMapper
 from patchbay.providers.hubspot.destination import HubSpotDestination
 from patchbay.providers.hubspot.webhooks import HubSpotWebhooks
@@ -22,6 +22,7 @@ MAPPER = HubSpotMapper()
 
 
 register_providers = definitions_hook(PROVIDERS)
+register_flow_templates = templates_hook(templates)
 register_actions, register_triggers = action_hooks(PROVIDERS, actions)
 register_crm_mappers, register_record_sources = crm_hooks(NAME, MAPPER)
 

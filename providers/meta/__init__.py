@@ -12,8 +12,8 @@ leave them out of the generated data-only entry points.
 from __future__ import annotations
 
 from patchbay import hookimpl
-from patchbay.providers._shared.pack import action_hooks, definitions_hook
-from patchbay.providers.meta import actions
+from patchbay.providers._shared.pack import action_hooks, definitions_hook, templates_hook
+from patchbay.providers.meta import actions, templates
 from patchbay.providers.meta.auth import FacebookAuth
 from patchbay.providers.meta.deletion import SOURCE, MetaDeletionCallback, MetaSettings
 from patchbay.providers.meta.webhooks import PROVIDER, MetaWebhooks
@@ -24,6 +24,7 @@ DELETION_IDENTITY_PROVIDERS = ("facebook", "meta")
 
 
 register_providers = definitions_hook(PROVIDERS)
+register_flow_templates = templates_hook(templates)
 
 
 @hookimpl

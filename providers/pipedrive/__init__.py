@@ -9,8 +9,8 @@ leave them out of the generated data-only entry points.
 from __future__ import annotations
 
 from patchbay import hookimpl
-from patchbay.providers._shared.pack import action_hooks, crm_hooks, definitions_hook
-from patchbay.providers.pipedrive import actions
+from patchbay.providers._shared.pack import action_hooks, crm_hooks, definitions_hook, templates_hook
+from patchbay.providers.pipedrive import actions, templates
 from patchbay.providers.pipedrive.crm import PipedriveMapper
 from patchbay.providers.pipedrive.destination import PipedriveDestination
 
@@ -20,6 +20,7 @@ MAPPER = PipedriveMapper()
 
 
 register_providers = definitions_hook(PROVIDERS)
+register_flow_templates = templates_hook(templates)
 register_actions, register_triggers = action_hooks(PROVIDERS, actions)
 register_crm_mappers, register_record_sources = crm_hooks(NAME, MAPPER)
 

@@ -9,8 +9,8 @@ leave them out of the generated data-only entry points.
 from __future__ import annotations
 
 from patchbay import hookimpl
-from patchbay.providers._shared.pack import action_hooks, crm_hooks, definitions_hook
-from patchbay.providers.salesforce import actions
+from patchbay.providers._shared.pack import action_hooks, crm_hooks, definitions_hook, templates_hook
+from patchbay.providers.salesforce import actions, templates
 from patchbay.providers.salesforce.auth import SalesforceAuth
 from patchbay.providers.salesforce.crm import SalesforceMapper
 from patchbay.providers.salesforce.destination import SalesforceDestination
@@ -21,6 +21,7 @@ MAPPER = SalesforceMapper()
 
 
 register_providers = definitions_hook(PROVIDERS)
+register_flow_templates = templates_hook(templates)
 register_actions, register_triggers = action_hooks(PROVIDERS, actions)
 
 

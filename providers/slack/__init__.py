@@ -8,8 +8,8 @@ leave them out of the generated data-only entry points.
 from __future__ import annotations
 
 from patchbay import hookimpl
-from patchbay.providers._shared.pack import action_hooks, definitions_hook
-from patchbay.providers.slack import actions
+from patchbay.providers._shared.pack import action_hooks, definitions_hook, templates_hook
+from patchbay.providers.slack import actions, templates
 from patchbay.providers.slack.webhooks import SlackWebhooks
 
 NAME = "slack"
@@ -17,6 +17,7 @@ PROVIDERS = ("slack",)
 
 
 register_providers = definitions_hook(PROVIDERS)
+register_flow_templates = templates_hook(templates)
 register_actions, register_triggers = action_hooks(PROVIDERS, actions)
 
 

@@ -9,8 +9,8 @@ leave them out of the generated data-only entry points.
 from __future__ import annotations
 
 from patchbay import hookimpl
-from patchbay.providers._shared.pack import action_hooks, definitions_hook
-from patchbay.providers.stripe import actions
+from patchbay.providers._shared.pack import action_hooks, definitions_hook, templates_hook
+from patchbay.providers.stripe import actions, templates
 from patchbay.providers.stripe.webhooks import StripeWebhooks
 
 NAME = "stripe"
@@ -18,6 +18,7 @@ PROVIDERS = ("stripe", "stripe-api-key")
 
 
 register_providers = definitions_hook(PROVIDERS)
+register_flow_templates = templates_hook(templates)
 register_actions, register_triggers = action_hooks(PROVIDERS, actions)
 
 

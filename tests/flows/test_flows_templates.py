@@ -3,10 +3,13 @@ cap, publish-as-template visibility, and a flow from template to replay."""
 
 from __future__ import annotations
 
+import pytest
+
 from patchbay.core.appkeys import DB, REGISTRY
 from patchbay.core.flows import template_review
 from patchbay.core.flows.engine import validate_steps
-from patchbay.core.flows.templates_data import SYSTEM_TEMPLATES
+from patchbay.core.flows.routes_templates import system_templates
+from patchbay.core.plugins.registry import PluginError
 from patchbay.core.flows.testing import drain
 from patchbay.core.flows.triggers import fire_matching_triggers
 from patchbay.core.tables.service import create_table
@@ -16,8 +19,10 @@ from patchbay.testing import add_connection
 
 def test_the_system_templates_are_valid_flows(make_app):
     app = make_app()
-    assert len(SYSTEM_TEMPLATES) >= 12 and len({t["slug"] for t in SYSTEM_TEMPLATES}) == len(SYSTEM_TEMPLATES)
-    for template in SYSTEM_TEMPLATES:
+    templates = system_templates(app[REGISTRY])
+    assert len(templates) >= 12 and len({t["slug"] for t in templates}) == len(templates)
+    assert {app[REGISTRY].provider_pack[t["trigger"]["providerType"]] for t in templates} >= {"meta", "hubspot", "stripe", "slack"}
+    for template in templates:
         validate_steps(app, template["steps"])
         trigger = template["trigger"]
         assert trigger["triggerName"] in (app[REGISTRY].get("triggers", trigger["providerType"]) or {}), template["slug"]
@@ -117,3 +122,24 @@ async def test_from_template_to_published_to_triggered_to_inspected_to_replayed(
     await drain(app)
     replayed = await (await flows_client.get(f"/connect/v1/flows/{flow['id']}/executions/{replay['id']}", headers=h)).json()
     assert replayed["status"] == "completed" and replayed["triggerPayload"] == event and replayed["steps"][0]["output"]["external_key"] == "1700000000.1"
+
+
+def test_a_packs_templates_go_with_the_pack():
+    """Templates come from the packs (``register_flow_templates``); one is offered only while every
+    provider it uses is installed, and a slug two plugins register is an error naming both."""
+    from patchbay import flow_template, hookimpl
+    from patchbay.core.plugins.manager import create_plugin_manager
+    from patchbay.core.plugins.registry import load_registry
+
+    offered = {t["slug"] for t in system_templates(load_registry(create_plugin_manager()))}
+    without_hubspot = {t["slug"] for t in system_templates(load_registry(create_plugin_manager(disable=["hubspot"])))}
+    assert {"hubspot-contact-to-mailchimp", "meta-lead-to-hubspot-contact", "stripe-customer-to-hubspot"} <= offered
+    assert offered - without_hubspot == {"hubspot-contact-to-mailchimp", "hubspot-contact-to-airtable", "meta-lead-to-hubspot-contact", "stripe-customer-to-hubspot"}
+
+    class Copycat:
+        @hookimpl
+        def register_flow_templates(self, register):
+            register("stripe-charge-to-slack", flow_template("stripe-charge-to-slack", "Mine", "payments", "", ("stripe", "new_charge", "poll"), []))
+
+    with pytest.raises(PluginError, match="flow_templates 'stripe-charge-to-slack' is already registered by plugin 'stripe'"):
+        load_registry(create_plugin_manager([Copycat()]))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from patchbay.core.flows.templating import TemplateFailure, evaluate, render_value
-from patchbay.core.flows.templates_data import LEAD
+from patchbay.providers.meta.templates import LEAD
 
 CONTEXT = {"trigger": {"amount": 1250, "tags": ["a", "b"], "user": {"name": "Ada"}, "ok": True}, "steps": {"t": {"output": {"n": 2}}}}
 
