@@ -14,9 +14,6 @@ without a ``redirect_uri`` a small page says what happened.
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
 import json
 import logging
 from collections.abc import Mapping
@@ -33,7 +30,7 @@ from patchbay.core.approvals.service import gate_connect
 from patchbay.core.connections import service
 from patchbay.core.connections.oauth_binding import begin_url, is_bound_here, set_binding_cookie
 from patchbay.core.connections.auth import ProviderAuthError, TemplateError, auth_for, connection_params, fill_url, pkce_pair
-from patchbay.core.connections.models import ByoaCredential, Connection, OAuthState
+from patchbay.core.connections.models import ByoaCredential, OAuthState
 from patchbay.core.connections.refresh import RefreshFailed, can_refresh, refresh_connection
 from patchbay.core.connections.store import auth_context, enforce_provider_limit, get_row, load_state, oauth_app_for, save_connection, token_credentials
 from patchbay.core.http.pages import html_page
@@ -338,35 +335,19 @@ async def deauthorize_info(request: web.Request) -> web.Response:
             "provider": provider.name,
             "deauthorizeUrl": f"{request.app[SETTINGS].public_base_url}/auth/{provider.name}/deauthorize",
             "description": (
-                "POST here with the workspace's credentials to revoke and disconnect its connections of this provider, or as the "
-                "provider's deauthorization callback with a signed_request (HMAC-SHA256 with the app secret) naming the user "
-                "whose connections are disconnected."
+                "POST here with the workspace's credentials to revoke and disconnect its connections of this provider, or, "
+                "where the provider's pack reads its deauthorization callback (Meta's signed_request, say), as that callback: "
+                "the connections of the user it names are disconnected."
             ),
         }
     )
 
 
-def _signed_request_user(signed: str, secret: str) -> str | None:
-    """The ``user_id`` of a provider's signed request (``<sig>.<payload>``, base64url, HMAC-SHA256
-    with the app secret, as Meta sends), or None when it does not verify."""
-    try:
-        encoded_sig, encoded_payload = signed.split(".", 1)
-        signature = base64.urlsafe_b64decode(encoded_sig + "=" * (-len(encoded_sig) % 4))
-        payload = json.loads(base64.urlsafe_b64decode(encoded_payload + "=" * (-len(encoded_payload) % 4)))
-    except (ValueError, TypeError):
-        return None
-    expected = hmac.new(secret.encode(), encoded_payload.encode(), hashlib.sha256).digest()
-    if not hmac.compare_digest(signature, expected) or not isinstance(payload, dict):
-        return None
-    user = payload.get("user_id")
-    return str(user) if user else None
-
-
 @routes.post("/auth/{providerType}/deauthorize")
 async def deauthorize(request: web.Request) -> web.Response:
     """Deauthorize: a workspace's request disconnects (and revokes) its connections of the
-    provider; the provider's callback with a verified ``signed_request`` disconnects the
-    connections whose metadata ``user_id`` is the user who removed the app."""
+    provider; the provider's own callback, verified by its pack (``register_deauthorization_callbacks``),
+    disconnects the connections whose metadata ``user_id`` is the user who removed the app."""
     app = request.app
     provider = service.provider_or_404(app, request.match_info["providerType"])
     principal = await authenticate(request)
@@ -376,15 +357,12 @@ async def deauthorize(request: web.Request) -> web.Response:
         for connection_id in ids:
             await service.disconnect(app, workspace_id=principal.workspace_id, connection_id=connection_id)
         return web.json_response({"success": True, "disconnected": len(ids)}, status=201)
-    form = await read_form(request)
-    signed = form.get("signed_request")
+    callback = app[REGISTRY].get("deauthorization_callbacks", provider.name)
+    if callback is None:
+        raise unauthorized()
     secret = app[REGISTRY].provider_secrets(provider.name).client_secret
-    user = _signed_request_user(str(signed), secret) if signed and secret else None
+    user = callback.user(await read_form(request), secret or "")
     if user is None:
         raise unauthorized()
-    async with app[DB].session() as session:
-        rows = list(await session.execute(select(Connection.id, Connection.workspace_id, Connection.meta).where(Connection.provider == provider.name, Connection.status != "disconnected")))
-    matched = [(cid, ws) for cid, ws, meta in rows if str((meta or {}).get("user_id", "")) == user]
-    for connection_id, workspace_id in matched:
-        await service.disconnect(app, workspace_id=workspace_id, connection_id=connection_id, revoke=False)
-    return web.json_response({"success": True, "disconnected": len(matched)})
+    disconnected = await service.disconnect_provider_user(app, provider=provider.name, user_id=user)
+    return web.json_response({"success": True, "disconnected": disconnected})

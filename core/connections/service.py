@@ -242,6 +242,19 @@ async def check_health(app: web.Application, *, workspace_id: str | None, connec
             "health": health, "detail": detail, "checkedAt": now}  # fmt: skip
 
 
+async def disconnect_provider_user(app: web.Application, *, provider: str, user_id: str) -> int:
+    """Disconnect (without revoking: the provider already has) every workspace's connection of
+    ``provider`` whose metadata ``user_id`` is ``user_id``; answer how many."""
+    async with app[DB].session() as session:
+        rows = (await session.execute(
+            select(Connection.id, Connection.workspace_id, Connection.meta).where(Connection.provider == provider, Connection.status != "disconnected")
+        )).all()  # fmt: skip
+    matched = [(connection_id, workspace_id) for connection_id, workspace_id, meta in rows if str((meta or {}).get("user_id", "")) == user_id]
+    for connection_id, workspace_id in matched:
+        await disconnect(app, workspace_id=workspace_id, connection_id=connection_id, revoke=False)
+    return len(matched)
+
+
 async def active_connection_ids(app: web.Application, *, workspace_id: str, provider: str) -> list[str]:
     async with app[DB].session(tenant=workspace_id) as session:
         rows = await session.scalars(select(Connection.id).where(Connection.provider == provider, Connection.status.in_(ACTIVE_STATUSES)))

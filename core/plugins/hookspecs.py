@@ -163,6 +163,20 @@ def register_crm_mappers(register):
 
 
 @hookspec
+def register_deauthorization_callbacks(register):
+    """Register how a provider's deauthorization callback (``POST /auth/{provider}/deauthorize``
+    without the workspace's credentials) names the user who removed the app.
+
+    :param register: ``register(provider_name, callback)``; ``callback.user(form, client_secret)``
+        verifies the provider's request (the form it posted) under the deployment's OAuth client
+        secret and returns the provider's user id, or None when it does not verify (answered 401).
+        The connections whose metadata ``user_id`` is that user are disconnected. A provider nobody
+        registers a callback for accepts only the workspace's own request (the ``meta`` pack reads
+        Meta's ``signed_request``).
+    """
+
+
+@hookspec
 def register_deletion_identities(register):
     """Register how a data deletion callback names the user to delete.
 

@@ -30,6 +30,7 @@ SINGLE_KINDS = (
     "federated_login",
     "step_types",
     "flow_templates",
+    "deauthorization_callbacks",
     "deletion_identities",
     "deletion_callbacks",
     "settings",
@@ -37,7 +38,7 @@ SINGLE_KINDS = (
 #: Hooks whose objects are keyed by provider name and then by the object's own name.
 MULTI_KINDS = {"actions": "name", "triggers": "name", "record_sources": "resource_type"}
 #: Hooks keyed by a provider name: the provider must be installed (see ``load_registry``).
-PROVIDER_KINDS = frozenset({"auth", "proxy", "webhooks", "crm_mappers", "crm_destinations", *MULTI_KINDS})
+PROVIDER_KINDS = frozenset({"auth", "proxy", "webhooks", "crm_mappers", "crm_destinations", "deauthorization_callbacks", *MULTI_KINDS})
 #: Capabilities that say what is registered for a provider, derived rather than declared.
 DERIVED_CAPABILITIES = {"actions": "actions", "triggers": "triggers", "crm_mappers": "unified_crm", "record_sources": "records"}
 

@@ -15,7 +15,7 @@ from patchbay import hookimpl
 from patchbay.providers._shared.pack import action_hooks, definitions_hook, templates_hook
 from patchbay.providers.meta import actions, templates
 from patchbay.providers.meta.auth import FacebookAuth
-from patchbay.providers.meta.deletion import SOURCE, MetaDeletionCallback, MetaSettings
+from patchbay.providers.meta.deletion import SOURCE, MetaDeauthorization, MetaDeletionCallback, MetaSettings
 from patchbay.providers.meta.webhooks import PROVIDER, MetaWebhooks
 
 PROVIDERS = ("facebook",)
@@ -38,6 +38,11 @@ def register_auth(register):
 
 
 register_actions, register_triggers = action_hooks(PROVIDERS, actions)
+
+
+@hookimpl
+def register_deauthorization_callbacks(register):
+    register(PROVIDER, MetaDeauthorization())
 
 
 @hookimpl

@@ -83,3 +83,18 @@ class MetaDeletionCallback:
         if not secret:
             raise DeletionCallbackError("Meta data deletion is not configured ([meta] app_secret)")
         return str(parse_signed_request(value, secret)["user_id"])
+
+
+class MetaDeauthorization:
+    """Meta's deauthorization callback (``register_deauthorization_callbacks``): the same
+    ``signed_request``, signed with the app secret (the OAuth client secret), naming the user who
+    removed the app."""
+
+    def user(self, form: Any, client_secret: str) -> str | None:
+        signed = form.get(FIELD)
+        if not signed or not client_secret:
+            return None
+        try:
+            return str(parse_signed_request(str(signed), client_secret)["user_id"])
+        except DeletionCallbackError:
+            return None

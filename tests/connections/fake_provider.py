@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import hashlib
+import hmac
+import json
 import secrets
 import time
 from typing import Any
@@ -226,6 +228,18 @@ def definitions(base: str) -> list[Provider]:
     ]  # fmt: skip
 
 
+class SignedDeauthorization:
+    """fakeoauth's deauthorization callback: ``signed_request`` = ``<sig>.<payload>`` (base64url,
+    HMAC-SHA256 of the payload under the client secret), the payload's ``user_id`` the user."""
+
+    def user(self, form, client_secret: str) -> str | None:
+        encoded_sig, _, encoded_payload = str(form.get("signed_request", "")).partition(".")
+        expected = base64.urlsafe_b64encode(hmac.new(client_secret.encode(), encoded_payload.encode(), hashlib.sha256).digest()).rstrip(b"=").decode()
+        if not client_secret or not encoded_payload or not hmac.compare_digest(expected, encoded_sig):
+            return None
+        return json.loads(base64.urlsafe_b64decode(encoded_payload + "=" * (-len(encoded_payload) % 4))).get("user_id")
+
+
 class FakePack:
     def __init__(self, base: str) -> None:
         self.base = base
@@ -233,6 +247,10 @@ class FakePack:
     @hookimpl
     def register_providers(self):
         return definitions(self.base)
+
+    @hookimpl
+    def register_deauthorization_callbacks(self, register):
+        register("fakeoauth", SignedDeauthorization())
 
 
 def provider_settings() -> dict[str, dict[str, str]]:

@@ -39,7 +39,7 @@ async def test_long_lived_token_and_user_then_deauthorize(aiohttp_client, make_a
     token = await (await api.get(f"/api/connections/{connection['id']}/token", headers=ws["headers"])).json()
     assert token["accessToken"] != fake.exchanged[0] and token["accessToken"] in fake.access_tokens
 
-    payload = base64.urlsafe_b64encode(json.dumps({"user_id": "user-1"}).encode()).rstrip(b"=").decode()
+    payload = base64.urlsafe_b64encode(json.dumps({"user_id": "user-1", "algorithm": "HMAC-SHA256"}).encode()).rstrip(b"=").decode()
     signature = base64.urlsafe_b64encode(hmac.new(fake.CLIENT_SECRET.encode(), payload.encode(), hashlib.sha256).digest()).rstrip(b"=").decode()
     gone = await api.post("/auth/facebook/deauthorize", data={"signed_request": f"{signature}.{payload}"})
     assert (await gone.json())["disconnected"] == 1
