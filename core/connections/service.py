@@ -19,6 +19,7 @@ from patchbay.core.connections.models import ACTIVE_STATUSES, Connection
 from patchbay.core.connections.refresh import RefreshFailed, can_refresh, refresh_connection
 from patchbay.core.connections.runtime import ConnectionState, runtime
 from patchbay.core.connections.store import auth_context, encrypt_credentials, get_row, load_state, oauth_app_for, save_connection, token_credentials
+from patchbay.core.errors import DomainError
 from patchbay.core.http.errors import ApiError, bad_request, not_found
 from patchbay.core.plugins.provider import Provider
 from patchbay.core.timeutil import new_id, utcnow
@@ -230,7 +231,7 @@ async def check_health(app: web.Application, *, workspace_id: str | None, connec
         except RefreshFailed as error:
             health = "invalid" if error.permanent else "error"
             detail = error.message
-        except (ProviderAuthError, ApiError) as error:
+        except (ProviderAuthError, ApiError, DomainError) as error:
             health, detail = "error", getattr(error, "message", str(error))
     now = utcnow()
     async with app[DB].transaction() as session:

@@ -18,15 +18,15 @@ from patchbay.core.billing.limits import enforce_limit
 from patchbay.core.connections.auth import AuthContext, OAuthApp, TokenSet, connection_params
 from patchbay.core.connections.models import ACTIVE_STATUSES, ByoaCredential, Connection, ProxyCallLog
 from patchbay.core.connections.runtime import ConnectionState, runtime
-from patchbay.core.http.errors import ApiError
+from patchbay.core.errors import Invalid, NotFound
 from patchbay.core.plugins.provider import Provider
 from patchbay.core.timeutil import utcnow
 from patchbay.core.webhooks.routing_keys import ensure_routing_keys_free
 
 
-class ConnectionNotFound(ApiError):
+class ConnectionNotFound(NotFound):
     def __init__(self, connection_id: str) -> None:
-        super().__init__(404, f"Connection not found: {connection_id}")
+        super().__init__(f"Connection not found: {connection_id}")
 
 
 def encrypt_credentials(app: web.Application, credentials: Mapping[str, Any]) -> str:
@@ -203,7 +203,7 @@ async def save_connection(
     if connection_id is not None:
         row = await get_row(session, connection_id)
         if row.provider != provider:
-            raise ApiError(400, f"Connection {connection_id} is not a {provider} connection")
+            raise Invalid(f"Connection {connection_id} is not a {provider} connection")
     if row is None or row.status not in ACTIVE_STATUSES:
         await enforce_provider_limit(session, workspace_id, provider)
     if row is None:

@@ -25,7 +25,8 @@ from patchbay.core.appkeys import OUTBOUND, REGISTRY
 from patchbay.core.connections.auth import TemplateError, auth_for, connection_params, fill_url
 from patchbay.core.connections.refresh import REFRESHABLE_MODES, RefreshFailed, can_refresh, refresh_connection
 from patchbay.core.connections.runtime import ConnectionState, Throttled, retry_seconds, runtime
-from patchbay.core.http.errors import ApiError
+from patchbay.core.errors import DomainError
+from patchbay.core.http.errors import ApiError, domain_status
 from patchbay.core.outbound import StreamIdle, UnsafeTarget
 from patchbay.core.plugins.provider import Provider
 
@@ -209,6 +210,10 @@ async def send(
     except ApiError as api_error:
         status = status or api_error.status_code
         error = api_error.message
+        raise
+    except DomainError as refusal:  # the connection went away (deleted while a refresh ran)
+        status = status or domain_status(refusal)
+        error = refusal.message
         raise
     finally:
         rt.audit.add(

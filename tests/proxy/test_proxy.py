@@ -11,6 +11,7 @@ import pytest
 
 from patchbay.core.appkeys import DB
 from patchbay.core.connections.client import client_for_provider, open_client
+from patchbay.core.errors import NotFound
 from patchbay.core.http.errors import ApiError
 from patchbay.core.testing import create_workspace_with_key
 
@@ -141,9 +142,8 @@ async def test_connection_client_for_plugins(api, ws, fake):
     same = await client_for_provider(app, workspace_id=ws["workspace_id"], provider_name="fakekey")
     assert same.connection_id == connection_id
     other = await create_workspace_with_key(app, name="Other")
-    with pytest.raises(ApiError) as error:
+    with pytest.raises(NotFound, match=f"Connection not found: {connection_id}"):  # answered 404 by the one mapping
         await open_client(app, workspace_id=other["workspace_id"], connection_id=connection_id)
-    assert error.value.status_code == 404
     with pytest.raises(ApiError):
         await client_for_provider(app, workspace_id=other["workspace_id"], provider_name="fakekey")
     await asyncio.sleep(0)
