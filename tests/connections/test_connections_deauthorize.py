@@ -48,8 +48,9 @@ async def test_deauthorize_by_provider_callback(api, ws, fake):
 
 
 async def test_a_provider_whose_pack_reads_no_callback_accepts_only_the_workspace(aiohttp_client, fake_app, fake):
-    """The callback's format belongs to the provider's pack: a provider with an OAuth app but no
-    registered callback refuses a signed request that another provider's pack would accept."""
+    """The callback's format belongs to the provider's pack (``register_deauthorization_callbacks``;
+    the fake pack registers fakeoauth's): a provider with an OAuth app but no registered callback
+    refuses a signed request that another provider's pack would accept."""
     api = await aiohttp_client(fake_app(providers={"fakecc": {"client_id": "cc", "client_secret": fake.CLIENT_SECRET}}))
     refused = await api.post("/auth/fakecc/deauthorize", data={"signed_request": signed_request({"user_id": "u-1", "algorithm": "HMAC-SHA256"}, fake.CLIENT_SECRET)})
     assert refused.status == 401
