@@ -7,12 +7,14 @@ from typing import Any
 from aiohttp import web
 from sqlalchemy import select
 
-from patchbay.core.alerts.models import EVENT_TYPES, AlertSubscription
 from patchbay.core.alerts import operator_events
+from patchbay.core.alerts.api_models import AlertDeleted, AlertOut, CreateAlertDto, UpdateAlertDto, read_alert
+from patchbay.core.alerts.models import AlertSubscription
 from patchbay.core.alerts.service import JOB_KIND, deliver_job
 from patchbay.core.appkeys import CRON, DB, JOBS, OUTBOUND, REGISTRY, SETTINGS
-from patchbay.core.http.bodies import read_object
 from patchbay.core.http.errors import bad_request, not_found
+from patchbay.core.http.openapi import accepts
+from patchbay.core.http.responses import reply, returns
 from patchbay.core.jobs.cron import CronJob
 from patchbay.core.outbound import UnsafeTarget
 from patchbay.core.security.auth import principal_of, requires
@@ -34,19 +36,10 @@ def alert_json(subscription: AlertSubscription) -> dict[str, Any]:
     }
 
 
-def _event_types(value: Any) -> list[str]:
-    if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
-        raise bad_request(f"eventTypes must be a non-empty list of {', '.join(EVENT_TYPES)}")
-    unknown = [v for v in value if v not in EVENT_TYPES]
-    if unknown:
-        raise bad_request(f"eventTypes: unknown event type {unknown[0]!r}; known: {', '.join(EVENT_TYPES)}")
-    return list(dict.fromkeys(value))
-
-
-def _check_target(request: web.Request, channel: str, target: Any) -> str:
-    if not isinstance(target, str) or not target.strip():
-        raise bad_request("target is required")
+def _check_target(request: web.Request, channel: str, target: str) -> str:
     target = target.strip()
+    if not target:
+        raise bad_request("target is required")
     if channel == "email":
         local, _, domain = target.partition("@")
         if not local or "." not in domain:
@@ -60,37 +53,36 @@ def _check_target(request: web.Request, channel: str, target: Any) -> str:
 
 
 @routes.get("/connect/v1/alerts")
+@returns(list[AlertOut])
 @requires("alerts.view")
 async def list_alerts(request: web.Request) -> web.Response:
     """List the workspace's alert subscriptions."""
     workspace_id = principal_of(request).workspace_id
     async with request.app[DB].session(tenant=workspace_id) as session:
         rows = (await session.scalars(select(AlertSubscription).order_by(AlertSubscription.created_at))).all()
-    return web.json_response([alert_json(row) for row in rows])
+    return reply(request, [alert_json(row) for row in rows])
 
 
 @routes.post("/connect/v1/alerts")
+@accepts(CreateAlertDto)
+@returns(AlertOut, status=201, description="Subscribed")
 @requires("alerts.write")
 async def create_alert(request: web.Request) -> web.Response:
     """Subscribe a channel target to flow.failed / flow.succeeded and the operator events."""
-    body = await read_object(request)
-    channel = body.get("channel")
+    dto = await read_alert(request, CreateAlertDto)
     channels = request.app[REGISTRY].objects("alert_channels")
-    if not isinstance(channel, str) or channel not in channels:
+    if dto.channel not in channels:
         raise bad_request(f"channel must be one of {', '.join(sorted(channels)) or '(none installed)'}")
-    problem = getattr(channels[channel], "configuration_problem", lambda _settings: None)(request.app[SETTINGS])
+    problem = getattr(channels[dto.channel], "configuration_problem", lambda _settings: None)(request.app[SETTINGS])
     if problem:
-        raise bad_request(f"channel {channel} cannot deliver here: {problem}")
-    target = _check_target(request, channel, body.get("target"))
-    event_types = _event_types(body.get("eventTypes", ["flow.failed"]))
-    is_active = body.get("isActive", True)
-    if not isinstance(is_active, bool):
-        raise bad_request("isActive must be a boolean")
+        raise bad_request(f"channel {dto.channel} cannot deliver here: {problem}")
+    target = _check_target(request, dto.channel, dto.target)
+    event_types = list(dict.fromkeys(dto.eventTypes or ["flow.failed"]))
     workspace_id = principal_of(request).workspace_id
     async with request.app[DB].transaction(tenant=workspace_id) as session:
-        subscription = AlertSubscription(channel=channel, target=target, event_types=event_types, is_active=is_active)
+        subscription = AlertSubscription(channel=dto.channel, target=target, event_types=event_types, is_active=dto.isActive)
         session.add(subscription)
-    return web.json_response(alert_json(subscription), status=201)
+    return reply(request, alert_json(subscription), status=201)
 
 
 async def _load(session, subscription_id: str) -> AlertSubscription:
@@ -101,32 +93,33 @@ async def _load(session, subscription_id: str) -> AlertSubscription:
 
 
 @routes.patch("/connect/v1/alerts/{subscriptionId}")
+@accepts(UpdateAlertDto)
+@returns(AlertOut)
 @requires("alerts.write")
 async def update_alert(request: web.Request) -> web.Response:
     """Change an alert subscription: isActive, target, eventTypes."""
-    body = await read_object(request)
+    dto = await read_alert(request, UpdateAlertDto)
     workspace_id = principal_of(request).workspace_id
     async with request.app[DB].transaction(tenant=workspace_id) as session:
         subscription = await _load(session, request.match_info["subscriptionId"])
-        if "isActive" in body:
-            if not isinstance(body["isActive"], bool):
-                raise bad_request("isActive must be a boolean")
-            subscription.is_active = body["isActive"]
-        if "target" in body:
-            subscription.target = _check_target(request, subscription.channel, body["target"])
-        if "eventTypes" in body:
-            subscription.event_types = _event_types(body["eventTypes"])
-    return web.json_response(alert_json(subscription))
+        if dto.isActive is not None:
+            subscription.is_active = dto.isActive
+        if dto.target is not None:
+            subscription.target = _check_target(request, subscription.channel, dto.target)
+        if dto.eventTypes is not None:
+            subscription.event_types = list(dict.fromkeys(dto.eventTypes))
+    return reply(request, alert_json(subscription))
 
 
 @routes.delete("/connect/v1/alerts/{subscriptionId}")
+@returns(AlertDeleted)
 @requires("alerts.write")
 async def delete_alert(request: web.Request) -> web.Response:
     """Delete an alert subscription."""
     workspace_id = principal_of(request).workspace_id
     async with request.app[DB].transaction(tenant=workspace_id) as session:
         await session.delete(await _load(session, request.match_info["subscriptionId"]))
-    return web.json_response({"success": True})
+    return reply(request, {"success": True})
 
 
 def setup(app: web.Application) -> None:

@@ -15,15 +15,23 @@ from aiohttp import web
 from sqlalchemy import func, select
 
 from patchbay.core.appkeys import DB
-from patchbay.core.http.bodies import page_envelope, page_params, read_object
+from patchbay.core.http.bodies import page_envelope, page_params
 from patchbay.core.http.errors import bad_request, conflict, not_found
 from patchbay.core.http.lookups import get_or_404
+from patchbay.core.http.openapi import PAGE_QUERY, accepts, query
+from patchbay.core.http.responses import reply, returns
 from patchbay.core.security.auth import principal_of, requires
 from patchbay.core.timeutil import iso
 from patchbay.core.webhooks.delivery import create_deliveries
-from patchbay.core.webhooks.models import EVENT_STATUSES, WebhookAttempt, WebhookDelivery, WebhookEvent
+from patchbay.core.webhooks.api_models import (
+    Redelivered, RedeliverDto, WebhookDeliveryPage, WebhookDeliveryWithAttempts, WebhookEventDetail, WebhookEventPage, read_dto,
+)  # fmt: skip
+from patchbay.core.webhooks.models import DELIVERY_STATUSES, EVENT_STATUSES, WebhookAttempt, WebhookDelivery, WebhookEvent
 
 routes = web.RouteTableDef()
+
+#: ``status`` of the event log, in either case
+EVENT_STATUS_QUERY = {"type": "string", "enum": [*EVENT_STATUSES, *(status.lower() for status in EVENT_STATUSES)]}
 
 
 def event_json(event: WebhookEvent) -> dict[str, Any]:
@@ -82,17 +90,28 @@ async def _attempts_by_delivery(session, delivery_ids: list[str]) -> dict[str, l
     return found
 
 
+def _filter(request: web.Request, name: str) -> str | None:
+    """The query parameter ``name`` as a filter (None when left out or empty); 400 for a NUL
+    character, which no database text holds."""
+    value = request.query.get(name) or None
+    if value is not None and "\x00" in value:
+        raise bad_request(f"Query parameter '{name}' must not contain the NUL character")
+    return value
+
+
 @routes.get("/connect/v1/webhooks/events")
+@query(**PAGE_QUERY, provider={"type": "string"}, eventType={"type": "string"}, status=EVENT_STATUS_QUERY)
+@returns(WebhookEventPage)
 @requires("webhooks.view")
 async def list_events(request: web.Request) -> web.Response:
     """The workspace's inbound events, newest first."""
     page, limit = page_params(request)
     conditions = []
-    if request.query.get("provider"):
-        conditions.append(WebhookEvent.provider == request.query["provider"])
-    if request.query.get("eventType"):
-        conditions.append(WebhookEvent.event_type == request.query["eventType"])
-    status = request.query.get("status")
+    provider, event_type, status = _filter(request, "provider"), _filter(request, "eventType"), _filter(request, "status")
+    if provider:
+        conditions.append(WebhookEvent.provider == provider)
+    if event_type:
+        conditions.append(WebhookEvent.event_type == event_type)
     if status:
         if status.upper() not in EVENT_STATUSES:
             raise bad_request(f"Query parameter 'status' must be one of {', '.join(EVENT_STATUSES)}")
@@ -100,10 +119,11 @@ async def list_events(request: web.Request) -> web.Response:
     async with request.app[DB].session(tenant=principal_of(request).workspace_id) as session:
         total = await session.scalar(select(func.count()).select_from(WebhookEvent).where(*conditions))
         rows = (await session.scalars(select(WebhookEvent).where(*conditions).order_by(WebhookEvent.created_at.desc(), WebhookEvent.id).offset((page - 1) * limit).limit(limit))).all()
-    return web.json_response(page_envelope([event_json(row) for row in rows], page, limit, total or 0))
+    return reply(request, page_envelope([event_json(row) for row in rows], page, limit, total or 0))
 
 
 @routes.get("/connect/v1/webhooks/events/{id}")
+@returns(WebhookEventDetail)
 @requires("webhooks.view")
 async def get_event(request: web.Request) -> web.Response:
     """One inbound event with its deliveries and their attempts."""
@@ -111,20 +131,19 @@ async def get_event(request: web.Request) -> web.Response:
         event = await get_or_404(session, WebhookEvent, request.match_info["id"], "Event not found")
         deliveries = (await session.scalars(select(WebhookDelivery).where(WebhookDelivery.event_id == event.id).order_by(WebhookDelivery.created_at))).all()
         attempts = await _attempts_by_delivery(session, [d.id for d in deliveries])
-    body = event_json(event)
-    body["deliveries"] = [delivery_json(d, attempts[d.id]) for d in deliveries]
-    return web.json_response(body)
+    return reply(request, {**event_json(event), "deliveries": [delivery_json(d, attempts[d.id]) for d in deliveries]})
 
 
 @routes.post("/connect/v1/webhooks/events/{id}/redeliver")
+@accepts(RedeliverDto, required=False)
+@returns(Redelivered, status=201, description="Redelivery queued")
 @requires("webhooks.write")
 async def redeliver(request: web.Request) -> web.Response:
-    """Forward an event again to its subscriptions (or to ``subscriptionId``)."""
-    raw = await request.read()
-    body = await read_object(request) if raw.strip() else {}
-    subscription_id = body.get("subscriptionId")
-    if subscription_id is not None and not isinstance(subscription_id, str):
-        raise bad_request("Validation failed: subscriptionId must be a string")
+    """Forward an event again to its subscriptions (or to ``subscriptionId``).
+
+    409 while the event is not processed yet; 404 when ``subscriptionId`` names no active
+    subscription of the workspace."""
+    subscription_id = (await read_dto(request, RedeliverDto, optional=True)).subscriptionId
     workspace_id = principal_of(request).workspace_id
     async with request.app[DB].transaction(tenant=workspace_id) as session:
         event = await get_or_404(session, WebhookEvent, request.match_info["id"], "Event not found")
@@ -133,30 +152,34 @@ async def redeliver(request: web.Request) -> web.Response:
         deliveries = await create_deliveries(request.app, session, event, subscription_id=subscription_id, manual=True)
         if subscription_id is not None and not deliveries:
             raise not_found("Subscription not found or not active")
-    return web.json_response({"eventId": event.id, "deliveries": [delivery_json(d) for d in deliveries]}, status=201)
+    return reply(request, {"eventId": event.id, "deliveries": [delivery_json(d) for d in deliveries]}, status=201)
 
 
 @routes.get("/connect/v1/webhooks/deliveries")
+@query(**PAGE_QUERY, eventId={"type": "string"}, subscriptionId={"type": "string"}, status={"type": "string", "enum": list(DELIVERY_STATUSES)})
+@returns(WebhookDeliveryPage)
 @requires("webhooks.view")
 async def list_deliveries(request: web.Request) -> web.Response:
     """Deliveries of the workspace, newest first, with their attempts."""
     page, limit = page_params(request)
     conditions = []
     for param, column in (("eventId", WebhookDelivery.event_id), ("subscriptionId", WebhookDelivery.subscription_id), ("status", WebhookDelivery.status)):
-        if request.query.get(param):
-            conditions.append(column == request.query[param])
+        value = _filter(request, param)
+        if value:
+            conditions.append(column == value)
     async with request.app[DB].session(tenant=principal_of(request).workspace_id) as session:
         total = await session.scalar(select(func.count()).select_from(WebhookDelivery).where(*conditions))
         rows = (await session.scalars(select(WebhookDelivery).where(*conditions).order_by(WebhookDelivery.created_at.desc(), WebhookDelivery.id).offset((page - 1) * limit).limit(limit))).all()
         attempts = await _attempts_by_delivery(session, [d.id for d in rows])
-    return web.json_response(page_envelope([delivery_json(d, attempts[d.id]) for d in rows], page, limit, total or 0))
+    return reply(request, page_envelope([delivery_json(d, attempts[d.id]) for d in rows], page, limit, total or 0))
 
 
 @routes.get("/connect/v1/webhooks/deliveries/{id}")
+@returns(WebhookDeliveryWithAttempts)
 @requires("webhooks.view")
 async def get_delivery(request: web.Request) -> web.Response:
     """One delivery with every attempt (status, duration, response excerpt)."""
     async with request.app[DB].session(tenant=principal_of(request).workspace_id) as session:
         delivery = await get_or_404(session, WebhookDelivery, request.match_info["id"], "Delivery not found")
         attempts = await _attempts_by_delivery(session, [delivery.id])
-    return web.json_response(delivery_json(delivery, attempts[delivery.id]))
+    return reply(request, delivery_json(delivery, attempts[delivery.id]))

@@ -15,12 +15,17 @@ from aiohttp import web
 from sqlalchemy import select
 
 from patchbay.core.appkeys import DB, OUTBOUND, REGISTRY, SECRETS, SETTINGS
-from patchbay.core.http.bodies import read_object
 from patchbay.core.http.errors import bad_request, not_found
+from patchbay.core.http.openapi import accepts, query
 from patchbay.core.http.providers import get_provider
+from patchbay.core.http.responses import reply, returns
 from patchbay.core.outbound import UnsafeTarget
 from patchbay.core.security.auth import principal_of, requires
 from patchbay.core.timeutil import iso, utcnow
+from patchbay.core.webhooks.api_models import (
+    RotatedSubscription, RotateSecretDto, SubscribeDto, SubscriptionDeleted, UpdateSubscriptionDto, WebhookSubscriptionOut, check_secret,
+    event_types, read_dto,
+)  # fmt: skip
 from patchbay.core.webhooks.models import WebhookSubscription
 from patchbay.core.webhooks.signing import generate_secret
 
@@ -49,8 +54,8 @@ def subscription_json(subscription: WebhookSubscription) -> dict[str, Any]:
     }
 
 
-def _url(request: web.Request, value: Any, field: str) -> str:
-    if not isinstance(value, str) or not value.strip():
+def _url(request: web.Request, value: str, field: str) -> str:
+    if not value.strip():
         raise bad_request(f"Validation failed: {field} must be a URL")
     try:
         return request.app[OUTBOUND].check(value.strip())
@@ -58,33 +63,13 @@ def _url(request: web.Request, value: Any, field: str) -> str:
         raise bad_request(f"Validation failed: {field}: {error}") from None
 
 
-def _events(body: dict[str, Any]) -> list[str]:
-    if "events" in body and body["events"] is not None:
-        events = body["events"]
-        if not isinstance(events, list) or not all(isinstance(e, str) and e for e in events):
-            raise bad_request("Validation failed: events must be a list of event types")
-        return events or ["*"]
-    if "eventType" in body and body["eventType"] is not None:
-        if not isinstance(body["eventType"], str) or not body["eventType"]:
-            raise bad_request("Validation failed: eventType must be '*' or an event type")
-        return [body["eventType"]]
-    return ["*"]
-
-
-def _secret(body: dict[str, Any], field: str = "callbackSecret") -> str | None:
-    secret = body.get(field)
-    if secret is None:
-        return None
-    if not isinstance(secret, str) or len(secret) < 8:
-        raise bad_request(f"Validation failed: {field} must be a string of at least 8 characters")
-    return secret
-
-
-def _bool(body: dict[str, Any], field: str) -> bool | None:
-    value = body.get(field)
-    if value is not None and not isinstance(value, bool):
-        raise bad_request(f"Validation failed: {field} must be a boolean")
-    return value
+def _callback_url(request: web.Request, dto: SubscribeDto | UpdateSubscriptionDto) -> str | None:
+    """The checked URL of either field set (``url`` first), or None when neither is given."""
+    if dto.url is not None:
+        return _url(request, dto.url, "url")
+    if dto.callbackUrl is not None:
+        return _url(request, dto.callbackUrl, "callbackUrl")
+    return None
 
 
 async def _load(request: web.Request, session) -> WebhookSubscription:
@@ -95,32 +80,39 @@ async def _load(request: web.Request, session) -> WebhookSubscription:
 
 
 @routes.post("/connect/v1/webhooks/{type}/subscribe")
+@accepts(SubscribeDto)
+@returns(WebhookSubscriptionOut, status=201, description="Subscribed")
 @requires("webhooks.write")
 async def subscribe(request: web.Request) -> web.Response:
-    """Subscribe a callback URL to a provider's events."""
+    """Subscribe a callback URL to a provider's events.
+
+    A provider that sends no webhooks takes subscriptions to the connection events only
+    (``connection.created``, ``connection.reconnected``, ``connection.failed``,
+    ``connection.removed``)."""
     provider = get_provider(request.app[REGISTRY], request.match_info["type"])
-    body = await read_object(request)
-    if body.get("url") is None and body.get("callbackUrl") is None:
+    dto = await read_dto(request, SubscribeDto)
+    url = _callback_url(request, dto)
+    if url is None:
         raise bad_request("Validation failed: url (or callbackUrl) is required")
-    url = _url(request, body.get("url") if body.get("url") is not None else body.get("callbackUrl"), "url" if body.get("url") is not None else "callbackUrl")
-    events = _events(body)
+    events = event_types(dto.events, dto.eventType)
     if not provider.webhooks and not CONNECTION_EVENTS.issuperset(events):
         raise bad_request(
             f"Validation failed: {provider.name} sends no webhooks; a subscription to it can receive only connection events ({', '.join(sorted(CONNECTION_EVENTS))})"
         )
-    secret = _secret(body)
-    long_tail = _bool(body, "longTailRetries") or False
+    secret = check_secret(dto.callbackSecret)
     workspace_id = principal_of(request).workspace_id
     async with request.app[DB].transaction(tenant=workspace_id) as session:
         subscription = WebhookSubscription(
-            provider=provider.name, url=url, events=events, long_tail=long_tail,
+            provider=provider.name, url=url, events=events, long_tail=dto.longTailRetries or False,
             secret=request.app[SECRETS].encrypt(secret) if secret else None,
         )  # fmt: skip
         session.add(subscription)
-    return web.json_response(subscription_json(subscription), status=201)
+    return reply(request, subscription_json(subscription), status=201)
 
 
 @routes.get("/connect/v1/webhooks/{type}/subscriptions")
+@query(all={"type": "boolean", "default": False, "description": "true: disabled subscriptions too"})
+@returns(list[WebhookSubscriptionOut])
 @requires("webhooks.view")
 async def list_subscriptions(request: web.Request) -> web.Response:
     """The active subscriptions to a provider's events (``?all=true``: disabled ones too)."""
@@ -130,50 +122,55 @@ async def list_subscriptions(request: web.Request) -> web.Response:
         statement = statement.where(WebhookSubscription.is_active.is_(True))
     async with request.app[DB].session(tenant=principal_of(request).workspace_id) as session:
         rows = (await session.scalars(statement)).all()
-    return web.json_response([subscription_json(row) for row in rows])
+    return reply(request, [subscription_json(row) for row in rows])
 
 
 @routes.delete("/connect/v1/webhooks/{type}/subscribe/{id}")
+@returns(SubscriptionDeleted)
 @requires("webhooks.write")
 async def unsubscribe(request: web.Request) -> web.Response:
     """Delete a subscription; its pending deliveries stop."""
     async with request.app[DB].transaction(tenant=principal_of(request).workspace_id) as session:
         await session.delete(await _load(request, session))
-    return web.json_response({"success": True})
+    return reply(request, {"success": True})
 
 
 @routes.patch("/connect/v1/webhooks/{type}/subscribe/{id}")
+@accepts(UpdateSubscriptionDto)
+@returns(WebhookSubscriptionOut)
 @requires("webhooks.write")
 async def update_subscription(request: web.Request) -> web.Response:
     """Change a subscription: isActive (re-enable), url, events, longTailRetries."""
-    body = await read_object(request)
+    dto = await read_dto(request, UpdateSubscriptionDto)
+    url = _callback_url(request, dto)
+    events = event_types(dto.events, dto.eventType) if dto.events is not None or dto.eventType is not None else None
     async with request.app[DB].transaction(tenant=principal_of(request).workspace_id) as session:
         subscription = await _load(request, session)
-        if body.get("url") is not None or body.get("callbackUrl") is not None:
-            field = "url" if body.get("url") is not None else "callbackUrl"
-            subscription.url = _url(request, body[field], field)
-        if "events" in body or "eventType" in body:
-            subscription.events = _events(body)
-        long_tail = _bool(body, "longTailRetries")
-        if long_tail is not None:
-            subscription.long_tail = long_tail
-        active = _bool(body, "isActive")
-        if active is True and not subscription.is_active:
+        if url is not None:
+            subscription.url = url
+        if events is not None:
+            subscription.events = events
+        if dto.longTailRetries is not None:
+            subscription.long_tail = dto.longTailRetries
+        if dto.isActive is True and not subscription.is_active:
             subscription.is_active, subscription.disabled_at, subscription.disabled_reason, subscription.failing_since = True, None, None, None
-        elif active is False:
+        elif dto.isActive is False:
             subscription.is_active, subscription.disabled_at, subscription.disabled_reason = False, utcnow(), "disabled by the workspace"
-    return web.json_response(subscription_json(subscription))
+    return reply(request, subscription_json(subscription))
 
 
 @routes.post("/connect/v1/webhooks/{type}/subscribe/{id}/rotate-secret")
+@accepts(RotateSecretDto, required=False)
+@returns(RotatedSubscription, status=201, description="Rotated")
 @requires("webhooks.write")
 async def rotate_secret(request: web.Request) -> web.Response:
-    """Replace the callbackSecret; the old one keeps signing beside it for the overlap."""
-    raw = await request.read()
-    body = await read_object(request) if raw.strip() else {}
-    new_secret = _secret(body) or generate_secret()
-    overlap = body.get("overlapSeconds", request.app[SETTINGS].webhooks.secret_overlap_hours * 3600)
-    if not isinstance(overlap, int) or isinstance(overlap, bool) or overlap < 0:
+    """Replace the callbackSecret; the old one keeps signing beside it for the overlap.
+
+    The new secret (generated when the body names none) is in the answer, this once."""
+    dto = await read_dto(request, RotateSecretDto, optional=True)
+    new_secret = check_secret(dto.callbackSecret) or generate_secret()
+    overlap = request.app[SETTINGS].webhooks.secret_overlap_hours * 3600 if dto.overlapSeconds is None else dto.overlapSeconds
+    if overlap < 0:
         raise bad_request("Validation failed: overlapSeconds must be a whole number of seconds")
     async with request.app[DB].transaction(tenant=principal_of(request).workspace_id) as session:
         subscription = await _load(request, session)
@@ -183,6 +180,4 @@ async def rotate_secret(request: web.Request) -> web.Response:
         else:
             subscription.previous_secret, subscription.previous_secret_expires_at = None, None
         subscription.secret = request.app[SECRETS].encrypt(new_secret)
-    answer = subscription_json(subscription)
-    answer["callbackSecret"] = new_secret
-    return web.json_response(answer, status=201)
+    return reply(request, {**subscription_json(subscription), "callbackSecret": new_secret}, status=201)
