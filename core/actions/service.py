@@ -98,6 +98,16 @@ async def _connection(app: Any, workspace_id: str, connection_id: str) -> Connec
     return connection
 
 
+async def only_connection(app: Any, workspace_id: str, provider: str) -> str:
+    """The id of the workspace's one connection to ``provider`` that is not disconnected; 400
+    when there is none or more than one (the caller must name it)."""
+    async with app[DB].session(tenant=workspace_id) as session:
+        ids = (await session.scalars(select(Connection.id).where(Connection.provider == provider, Connection.status != "disconnected"))).all()
+    if len(ids) != 1:
+        raise ActionFailed(400, f"connectionId is required ({len(ids)} connections to {provider})")
+    return ids[0]
+
+
 async def run_action(
     app: Any, *, workspace_id: str, connection_id: str, action_name: str, inputs: Any, provider: str | None = None
 ) -> Any:

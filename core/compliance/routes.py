@@ -8,13 +8,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from aiohttp import web
-from sqlalchemy import select
 
 from patchbay.core.appkeys import DB, JOBS, REGISTRY, SETTINGS
 from patchbay.core.compliance import service
-from patchbay.core.compliance.models import DeletionRequest
+from patchbay.core.compliance.api_models import DeletionInformation, DeletionRequested, DeletionStatus
 from patchbay.core.http.bodies import parse_json, read_form
-from patchbay.core.http.errors import bad_request, not_found, unauthorized
+from patchbay.core.http.errors import bad_request, unauthorized
+from patchbay.core.http.openapi import query
+from patchbay.core.http.responses import reply, returns
 from patchbay.core.security.auth import authenticate
 from patchbay.core.timeutil import iso
 
@@ -49,11 +50,13 @@ async def privacy_policy(request: web.Request) -> web.Response:
 
 
 @routes.get("/compliance/data-deletion")
+@returns(DeletionInformation)
 async def deletion_information(request: web.Request) -> web.Response:
     """How to request the deletion of one's data, with the provider callbacks installed packs read."""
     base = request.app[SETTINGS].public_base_url
     callbacks = [{"source": source, "field": callback.field} for source, callback in sorted(request.app[REGISTRY].objects("deletion_callbacks").items())]
-    return web.json_response(
+    return reply(
+        request,
         {
             "description": "POST a provider's data deletion callback (one of callbacks, e.g. Meta's signed_request) or send a signed-in user's access token to request the deletion of that user's data; follow it with the confirmation code.",
             "callbackUrl": f"{base}/compliance/data-deletion",
@@ -73,6 +76,7 @@ async def _fields(request: web.Request) -> Mapping[str, Any]:
 
 
 @routes.post("/compliance/data-deletion")
+@returns(DeletionRequested, status=201, description="Requested")
 async def request_deletion(request: web.Request) -> web.Response:
     """Handle a deletion request: a provider's data deletion callback (form or JSON; Meta's
     ``signed_request``), or a signed-in user's own; answers ``{url, confirmation_code}`` and deletes
@@ -92,19 +96,20 @@ async def request_deletion(request: web.Request) -> web.Response:
     async with request.app[DB].transaction() as session:
         deletion = await service.request_deletion(request.app, session, source=source, subject=subject)
     code = deletion.confirmation_code
-    return web.json_response({"url": f"{settings.public_base_url}/compliance/data-deletion/status?code={code}", "confirmation_code": code}, status=201)
+    return reply(request, {"url": f"{settings.public_base_url}/compliance/data-deletion/status?code={code}", "confirmation_code": code}, status=201)
 
 
 @routes.get("/compliance/data-deletion/status")
+@query(code={"type": "string", "minLength": 1})
+@returns(DeletionStatus)
 async def deletion_status(request: web.Request) -> web.Response:
-    """The status of a deletion request by its confirmation code."""
+    """The status of a deletion request by its confirmation code (a page for a browser that asks
+    for HTML only)."""
     code = request.query.get("code")
     if not code:
         raise bad_request("Query parameter 'code' is required")
     async with request.app[DB].session() as session:
-        deletion = await session.scalar(select(DeletionRequest).where(DeletionRequest.confirmation_code == code))
-    if deletion is None:
-        raise not_found("Deletion request not found")
+        deletion = await service.deletion_by_code(session, code)
     body = {"confirmationCode": deletion.confirmation_code, "status": deletion.status, "requestedAt": iso(deletion.created_at), "completedAt": iso(deletion.completed_at)}
     accept = request.headers.get("Accept", "")
     if "text/html" in accept and "application/json" not in accept:  # a person following Meta's link
@@ -113,7 +118,7 @@ async def deletion_status(request: web.Request) -> web.Response:
         name = html.escape(request.app[SETTINGS].branding.name)
         page = f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Data deletion · {name}</title></head><body style="font-family: system-ui, sans-serif; max-width: 42rem; margin: 2rem auto"><h1>Data deletion</h1><p>{text}</p></body></html>'
         return web.Response(text=page, content_type="text/html")
-    return web.json_response(body)
+    return reply(request, body)
 
 
 def setup(app: web.Application) -> None:

@@ -32,7 +32,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from patchbay.core.appkeys import DB, ERASERS, JOBS
 from patchbay.core.compliance.callbacks import DeletionCallbackError, DeletionContext
 from patchbay.core.compliance.models import DeletionRequest
-from patchbay.core.errors import Invalid
+from patchbay.core.errors import Invalid, NotFound
 from patchbay.core.jobs.queue import JobContext
 from patchbay.core.plugins.registry import Registry
 from patchbay.core.security.secrets import random_token
@@ -44,6 +44,14 @@ from patchbay.core.workspaces.models import Invite
 DELETE_JOB = "compliance.delete_user_data"
 
 Eraser = Callable[[AsyncSession, DeletionRequest], Awaitable[int]]
+
+
+async def deletion_by_code(session: AsyncSession, code: str) -> DeletionRequest:
+    """The deletion request of confirmation ``code``; NotFound when there is none."""
+    deletion = await session.scalar(select(DeletionRequest).where(DeletionRequest.confirmation_code == code))
+    if deletion is None:
+        raise NotFound("Deletion request not found")
+    return deletion
 
 
 def callback_subject(registry: Registry, compliance: Any, body: Mapping[str, Any]) -> tuple[str, str] | None:

@@ -17,10 +17,11 @@ from aiohttp import web
 from sqlalchemy import select, update
 
 from patchbay.core.appkeys import DB, JOBS, REGISTRY
-from patchbay.core.connections.models import Connection
 from patchbay.core.awaitables import maybe_await
+from patchbay.core.connections.models import Connection
 from patchbay.core.connections.client import open_client
 from patchbay.core.crm_push.service import schedule_push
+from patchbay.core.errors import Invalid, NotFound
 from patchbay.core.jobs.queue import JobContext
 from patchbay.core.leads.models import LeadImport
 from patchbay.core.leads.service import lock_workspace_leads, save_lead
@@ -56,6 +57,47 @@ def importable(app: web.Application, provider: str) -> bool:
 
 def queue_page(app: web.Application, session, row: LeadImport) -> None:
     app[JOBS].enqueue(session, IMPORT_JOB, {"import_id": row.id}, workspace_id=row.workspace_id, dedupe_key=f"{IMPORT_JOB}:{row.id}:{row.pages}")
+
+
+async def start_imports(app: web.Application, session, *, connection_id: str | None, provider: str | None) -> list[LeadImport]:
+    """Queue an import of each connected connection of the session's workspace that can import
+    leads (only ``connection_id``, only ``provider``'s when given); a connection with an import
+    queued or running keeps it. Raises NotFound for a ``connection_id`` that cannot import,
+    Invalid when no connection can."""
+    statement = select(Connection).where(Connection.status == "connected")
+    if connection_id:
+        statement = statement.where(Connection.id == connection_id)
+    if provider:
+        statement = statement.where(Connection.provider == provider)
+    connections = [c for c in (await session.scalars(statement)).all() if importable(app, c.provider)]
+    if connection_id and not connections:
+        raise NotFound("Connection not found or its provider cannot import leads")
+    if not connections:
+        raise Invalid("No connection of this account can import leads")
+    started = []
+    for connection in connections:
+        running = await session.scalar(select(LeadImport).where(LeadImport.connection_id == connection.id, LeadImport.status.in_(("queued", "running"))))
+        if running is not None:
+            started.append(running)
+            continue
+        row = LeadImport(provider=connection.provider, connection_id=connection.id, status="queued")
+        session.add(row)
+        await session.flush()
+        queue_page(app, session, row)
+        started.append(row)
+    return started
+
+
+async def import_status(session) -> dict[str, Any]:
+    """The latest import of each connection of the session's workspace, their overall status
+    (``none``, ``running``, ``failed``, ``completed``) and the leads imported and found again."""
+    latest: dict[str, LeadImport] = {}
+    for row in (await session.scalars(select(LeadImport).order_by(LeadImport.created_at.desc()))).all():
+        latest.setdefault(row.connection_id, row)
+    statuses = {row.status for row in latest.values()}
+    overall = "none" if not statuses else "running" if statuses & {"queued", "running"} else "failed" if "failed" in statuses else "completed"
+    imports = [import_json(row) for row in latest.values()]
+    return {"status": overall, "imports": imports, "imported": sum(i["imported"] for i in imports), "duplicates": sum(i["duplicates"] for i in imports)}
 
 
 async def import_job(context: JobContext) -> None:

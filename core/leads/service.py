@@ -6,10 +6,10 @@ import re
 from typing import Any
 
 import attrs
-from sqlalchemy import or_, select, text
+from sqlalchemy import func, or_, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from patchbay.core.leads.models import Lead
+from patchbay.core.leads.models import Lead, LeadSync
 from patchbay.core.timeutil import iso, utcnow
 from patchbay.core.webhooks.protocol import LeadData
 
@@ -205,6 +205,30 @@ def merge_lead(lead: Lead, data: LeadData) -> None:
         if cleaned[name] not in (None, ""):
             setattr(lead, name, cleaned[name])
     lead.fields = {**(lead.fields or {}), **cleaned["fields"]}
+
+
+async def list_leads(
+    session: AsyncSession, *, page: int, limit: int, status: str | None = None, provider: str | None = None, search: str | None = None
+) -> tuple[list[Lead], int]:
+    """The session workspace's leads, newest first: ``(page of leads, total)``; ``search`` finds a
+    part of the email, the full name (any case) or the phone."""
+    conditions = []
+    if status:
+        conditions.append(Lead.crm_sync_status == status)
+    if provider:
+        conditions.append(Lead.provider == provider)
+    search = (search or "").strip().lower()
+    if search:
+        pattern = f"%{search}%"
+        conditions.append(or_(Lead.email.like(pattern), func.lower(Lead.full_name).like(pattern), Lead.phone.like(pattern)))
+    total = await session.scalar(select(func.count()).select_from(Lead).where(*conditions))
+    rows = (await session.scalars(select(Lead).where(*conditions).order_by(Lead.created_at.desc(), Lead.id).offset((page - 1) * limit).limit(limit))).all()
+    return list(rows), total or 0
+
+
+async def syncs_of(session: AsyncSession, lead: Lead) -> list[LeadSync]:
+    """The lead's CRM syncs, oldest first."""
+    return list((await session.scalars(select(LeadSync).where(LeadSync.lead_id == lead.id).order_by(LeadSync.created_at))).all())
 
 
 def lead_json(lead: Lead, syncs: list[Any] | None = None) -> dict[str, Any]:

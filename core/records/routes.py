@@ -1,15 +1,20 @@
-"""Records over HTTP (spec 4.14): ``/connect/v1/records``."""
+"""Records over HTTP (spec 4.14): ``/connect/v1/records``. The bodies read and answered are the
+models of ``core.records.api_models``."""
 
 from __future__ import annotations
 
 from aiohttp import web
 
 from patchbay.core.appkeys import DB
-from patchbay.core.http.bodies import page_envelope, page_params
+from patchbay.core.http.bodies import page_params
+from patchbay.core.http.openapi import PAGE_QUERY, accepts, query
+from patchbay.core.http.responses import reply, returns
 from patchbay.core.records import service
+from patchbay.core.records.api_models import KIND_QUERY, RecordDeleted, RecordOut, RecordPage, RecordReplayed, RecordsCsvDto, RecordSummary
 from patchbay.core.records.sync import setup_sync
 from patchbay.core.records.transfer import import_records
 from patchbay.core.security.auth import principal_of, requires
+from patchbay.core.tables.api_models import ImportReport
 from patchbay.core.tables.csvstream import csv_source
 
 routes = web.RouteTableDef()
@@ -21,29 +26,36 @@ def _tenant(request: web.Request) -> str:
 
 
 @routes.get(PREFIX)
+@query(**PAGE_QUERY, **KIND_QUERY, search={"type": "string"})
+@returns(RecordPage)
 @requires("records.view")
 async def list_records(request: web.Request) -> web.Response:
     """Records, newest first; filter by ``resourceType`` and ``providerType``, ``search`` the data."""
     page, limit = page_params(request)
     workspace_id = _tenant(request)
-    query = request.query
+    params = request.query
     async with request.app[DB].session(tenant=workspace_id) as session:
         records, total = await service.list_records(
-            session, workspace_id, page=page, limit=limit, resource_type=query.get("resourceType"), provider_type=query.get("providerType"), search=query.get("search")
+            session, workspace_id, page=page, limit=limit, resource_type=params.get("resourceType"), provider_type=params.get("providerType"), search=params.get("search")
         )
-    return web.json_response(page_envelope([service.record_json(record) for record in records], page, limit, total))
+    return reply(request, {"data": [service.record_json(record) for record in records], "page": page, "limit": limit, "total": total})
 
 
 @routes.get(PREFIX + "/summary")
+@returns(RecordSummary)
 @requires("records.view")
 async def records_summary(request: web.Request) -> web.Response:
     """Record counts grouped by resource type and provider."""
     workspace_id = _tenant(request)
     async with request.app[DB].session(tenant=workspace_id) as session:
-        return web.json_response(await service.summary(session, workspace_id))
+        summary = await service.summary(session, workspace_id)
+    return reply(request, summary)
 
 
 @routes.post(PREFIX + "/import")
+@query(**KIND_QUERY)
+@accepts(RecordsCsvDto, also={"text/csv": {"type": "string"}})
+@returns(ImportReport, status=201, description="Imported")
 @requires("records.write")
 async def import_records_route(request: web.Request) -> web.Response:
     """Import CSV records (raw ``text/csv`` or ``{csv, providerType, resourceType}``); an
@@ -54,31 +66,33 @@ async def import_records_route(request: web.Request) -> web.Response:
         provider_type=request.query.get("providerType", body.get("providerType")),
         resource_type=request.query.get("resourceType", body.get("resourceType")),
     )  # fmt: skip
-    return web.json_response(report.json(), status=201)
+    return reply(request, report.json(), status=201)
 
 
 @routes.get(PREFIX + "/{id}")
+@returns(RecordOut)
 @requires("records.view")
 async def get_record(request: web.Request) -> web.Response:
     """One record."""
     workspace_id = _tenant(request)
     async with request.app[DB].session(tenant=workspace_id) as session:
         record = await service.get_record(session, workspace_id, request.match_info["id"])
-    return web.json_response(service.record_json(record))
+    return reply(request, service.record_json(record))
 
 
 @routes.delete(PREFIX + "/{id}")
+@returns(RecordDeleted)
 @requires("records.write")
 async def delete_record(request: web.Request) -> web.Response:
     """Delete one record."""
     workspace_id = _tenant(request)
     async with request.app[DB].transaction(tenant=workspace_id) as session:
-        record = await service.get_record(session, workspace_id, request.match_info["id"])
-        await session.delete(record)
-    return web.json_response({"deleted": True, "id": request.match_info["id"]})
+        await service.delete_record(session, workspace_id, request.match_info["id"])
+    return reply(request, {"deleted": True, "id": request.match_info["id"]})
 
 
 @routes.post(PREFIX + "/{id}/replay")
+@returns(RecordReplayed, status=201, description="Replayed")
 @requires("records.write")
 async def replay_record(request: web.Request) -> web.Response:
     """Re-fire the active trigger subscriptions matching the record's provider and resource type,
@@ -87,7 +101,7 @@ async def replay_record(request: web.Request) -> web.Response:
     async with request.app[DB].transaction(tenant=workspace_id) as session:
         record = await service.get_record(session, workspace_id, request.match_info["id"])
         fired = await service.replay(request.app, session, record)
-    return web.json_response({"recordId": record.id, "fired": fired}, status=201)
+    return reply(request, {"recordId": record.id, "fired": fired}, status=201)
 
 
 def setup(app: web.Application) -> None:

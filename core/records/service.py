@@ -45,6 +45,10 @@ async def get_record(session: AsyncSession, workspace_id: str, record_id: str) -
     return record
 
 
+async def delete_record(session: AsyncSession, workspace_id: str, record_id: str) -> None:
+    await session.delete(await get_record(session, workspace_id, record_id))
+
+
 async def list_records(
     session: AsyncSession, workspace_id: str, *, page: int, limit: int, resource_type: str | None = None, provider_type: str | None = None, search: str | None = None
 ) -> tuple[list[Record], int]:

@@ -9,7 +9,9 @@ Company: ``id``, ``name``, ``domain``, ``industry``, ``phone``, ``employees`` (n
 ``createdAt``, ``updatedAt``.
 Deal: ``id``, ``name``, ``amount`` (number, in the currency's main unit), ``currency`` (ISO 4217),
 ``stage``, ``closeDate`` (``YYYY-MM-DD``), ``companyId``, ``createdAt``, ``updatedAt``.
-Timestamps are ISO 8601 as the CRM gives them (UTC where the CRM says so); ids are strings.
+Timestamps are ISO 8601 as the CRM gives them (UTC where the CRM says so); ids are strings. Every
+other field is text: a number a mapper passes through (an option id) is written as text, a value
+of another kind (an object, a list) is null, so every answer keeps the documented shape.
 """
 
 from __future__ import annotations
@@ -46,10 +48,10 @@ def unify(resource: str, item: Any, provider: str) -> dict[str, Any]:
         value = item.get(field)
         if field in _NUMBERS:
             value = _number(value)
-        elif field in ("id", "companyId") and value is not None:
-            value = str(value)
-        elif value == "":
+        elif value == "" or isinstance(value, dict | list):
             value = None
+        elif value is not None:
+            value = str(value)
         result[field] = value
     result["provider"] = provider
     return result
