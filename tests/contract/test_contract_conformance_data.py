@@ -1,0 +1,113 @@
+"""The data routes (leads, CRM push, records, provider actions, the unified CRM, data deletion)
+answer through response models: /openapi.json gives each a success schema, and schemathesis'
+positive phases find every answer of theirs matching it (``response_schema_conformance``) and
+none a server error, on SQLite and PostgreSQL.
+
+Bounded for CI like ``test_contract_conformance``: a few examples per operation and a budget after
+which the run fails instead of hanging. Everything is answered locally: the contract provider is
+no CRM, so the unified CRM routes answer their documented 404 (no CRM connection) or 401 (an API
+key on a user's route), and with no CRM destination the pushes answer 400; those answers are
+checked against ``Error`` the same way. Records, a lead, an action list and a deletion request are
+seeded so that the other answers carry data."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from patchbay.core.appkeys import DB
+from patchbay.core.compliance.models import DeletionRequest
+from patchbay.core.leads.models import Lead
+
+BUDGET_SECONDS = 150
+MAX_EXAMPLES = "8"
+PATHS = (r"^/(leads|crm|connect/v1/records|connect/v1/providers/(actions/catalog|\{providerType\}/actions)|api/(execute|registry|unified)"
+         r"|compliance/data-deletion)(/|$)")  # fmt: skip
+
+_UNIFIED = {(f"/api/unified{user}/crm/{resource}{item}", "get"): "200" for user in ("", "/user") for resource in ("contacts", "companies", "deals")
+            for item in ("", "/{itemId}")}  # fmt: skip
+#: every operation of these areas and the status it answers on success
+OPERATIONS = {
+    ("/leads", "get"): "200", ("/leads/import/{accountId}", "post"): "201", ("/leads/import/{accountId}/status", "get"): "200",
+    ("/leads/{id}", "get"): "200", ("/leads/{id}/retry-sync", "post"): "201",
+    ("/crm/push/{leadId}", "post"): "201", ("/crm/push-batch/{accountId}", "post"): "201", ("/crm/{accountId}/test", "post"): "201",
+    ("/connect/v1/records", "get"): "200", ("/connect/v1/records/summary", "get"): "200", ("/connect/v1/records/import", "post"): "201",
+    ("/connect/v1/records/{id}", "get"): "200", ("/connect/v1/records/{id}", "delete"): "200", ("/connect/v1/records/{id}/replay", "post"): "201",
+    ("/connect/v1/providers/actions/catalog", "get"): "200", ("/connect/v1/providers/{providerType}/actions", "get"): "200",
+    ("/connect/v1/providers/{providerType}/actions/{actionName}", "post"): "201", ("/api/execute", "post"): "201",
+    ("/api/registry/actions", "get"): "200", ("/api/registry/actions/{actionId}/options/{fieldKey}", "get"): "200",
+    ("/api/unified/crm/providers", "get"): "200", **_UNIFIED,
+    ("/compliance/data-deletion", "get"): "200", ("/compliance/data-deletion", "post"): "201", ("/compliance/data-deletion/status", "get"): "200",
+}  # fmt: skip
+
+
+async def test_every_data_operation_publishes_a_success_schema(aiohttp_client, make_app):
+    client = await aiohttp_client(make_app())
+    document = await (await client.get("/openapi.json")).json()
+    found = {(path, method) for path, item in document["paths"].items() for method in item if re.match(PATHS, path)}
+    assert found == set(OPERATIONS)
+    for (path, method), status in OPERATIONS.items():
+        responses = document["paths"][path][method]["responses"]
+        assert "default" not in responses and [code for code in responses if code[0] == "2"] == [status], (method, path, responses)
+        assert responses[status]["content"]["application/json"]["schema"], (method, path)
+
+
+async def _seed(api) -> dict[str, str]:
+    """A connection, imported records (a spare for the delete, which would otherwise take away
+    what the others read), a lead and a deletion request."""
+    connected = await api.call("POST", f"/connect/v1/providers/{api.provider}/connect", expect=201, json={"credentials": {"apiKey": "k-1"}})
+    csv = "external_id,email,name\nc-1,a@example.com,Ann\nc-2,b@example.com,Bob\n"
+    report = await api.call("POST", "/connect/v1/records/import", expect=201, json={"csv": csv, "providerType": api.provider, "resourceType": "contacts"})
+    assert report["created"] == 2
+    records = (await api.call("GET", "/connect/v1/records", expect=200))["data"]
+    workspace_id = api.workspace["workspace_id"]
+    async with api.server.app[DB].transaction(tenant=workspace_id) as session:
+        lead = Lead(workspace_id=workspace_id, provider=api.provider, source="import", email="lead@example.com", full_name="Lee Ad", fields={"budget": 5})
+        deletion = DeletionRequest(confirmation_code="code-1", source="user", subject="someone")
+        session.add_all([lead, deletion])
+        await session.flush()
+        lead_id = lead.id
+    return {"workspace": workspace_id, "connection": connected["connectionId"], "record": records[0]["id"], "spare_record": records[1]["id"], "lead": lead_id}
+
+
+def _config(seeded: dict[str, str]) -> str:
+    """schemathesis.toml: the path and query parameters that name seeded things (``id`` is a lead
+    or a record by route)."""
+    values = {"path.accountId": seeded["workspace"], "path.leadId": seeded["lead"], "path.id": seeded["lead"], "path.providerType": "hubspot",
+              "path.actionName": "create_contact", "path.actionId": "hubspot.create_deal", "path.fieldKey": "pipeline",
+              "query.connectionId": seeded["connection"], "query.code": "code-1"}  # fmt: skip
+    operations = [
+        ('include-path-regex = "^/connect/v1/records/"', {"path.id": seeded["record"]}),
+        ('include-operation-id = "delete_delete_record"', {"path.id": seeded["spare_record"]}),
+    ]
+    return "[parameters]\n" + "".join(f"{pair}\n" for pair in _pairs(values)) + "".join(
+        f"\n[[operations]]\n{selector}\nparameters = {{ {', '.join(_pairs(parameters))} }}\n" for selector, parameters in operations
+    )
+
+
+def _pairs(values: dict[str, str]) -> list[str]:
+    """TOML ``"key" = "value"`` pairs."""
+    return [f'"{key}" = "{value}"' for key, value in values.items()]
+
+
+@pytest.mark.timeout(BUDGET_SECONDS + 60)
+async def test_data_answers_match_the_document(live_api, schemathesis, tmp_path: Path):
+    (tmp_path / "schemathesis.toml").write_text(_config(await _seed(live_api)))
+    code, text = await schemathesis(
+        BUDGET_SECONDS, f"{live_api.base_url}/openapi.json",
+        "--checks", "not_a_server_error,response_schema_conformance",
+        "--mode", "positive",
+        "--phases", "examples,coverage,fuzzing",
+        "--include-path-regex", PATHS,
+        "--max-examples", MAX_EXAMPLES,
+        "--generation-deterministic",
+        "--workers", "2",
+        "--request-timeout", "30",
+        "--suppress-health-check", "all",
+        "--header", f"x-api-key: {live_api.workspace['api_key']}",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert code == 0, text[-20_000:]
+    assert "Coverage" in text and "Fuzzing" in text, text[-5_000:]  # the phases ran
