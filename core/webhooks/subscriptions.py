@@ -20,6 +20,7 @@ from patchbay.core.http.openapi import accepts, query
 from patchbay.core.http.providers import get_provider
 from patchbay.core.http.responses import reply, returns
 from patchbay.core.outbound import UnsafeTarget
+from patchbay.core.plugins.provider import Provider
 from patchbay.core.security.auth import principal_of, requires
 from patchbay.core.timeutil import iso, utcnow
 from patchbay.core.webhooks.api_models import (
@@ -72,6 +73,17 @@ def _callback_url(request: web.Request, dto: SubscribeDto | UpdateSubscriptionDt
     return None
 
 
+def _events(provider: Provider, dto: SubscribeDto | UpdateSubscriptionDto) -> list[str]:
+    """The event types of either field set; a provider that sends no webhooks has only the
+    connection events to give."""
+    events = event_types(dto.events, dto.eventType)
+    if not provider.webhooks and not CONNECTION_EVENTS.issuperset(events):
+        raise bad_request(
+            f"Validation failed: {provider.name} sends no webhooks; a subscription to it can receive only connection events ({', '.join(sorted(CONNECTION_EVENTS))})"
+        )
+    return events
+
+
 async def _load(request: web.Request, session) -> WebhookSubscription:
     subscription = await session.get(WebhookSubscription, request.match_info["id"])
     if subscription is None or subscription.provider != request.match_info["type"]:
@@ -94,11 +106,7 @@ async def subscribe(request: web.Request) -> web.Response:
     url = _callback_url(request, dto)
     if url is None:
         raise bad_request("Validation failed: url (or callbackUrl) is required")
-    events = event_types(dto.events, dto.eventType)
-    if not provider.webhooks and not CONNECTION_EVENTS.issuperset(events):
-        raise bad_request(
-            f"Validation failed: {provider.name} sends no webhooks; a subscription to it can receive only connection events ({', '.join(sorted(CONNECTION_EVENTS))})"
-        )
+    events = _events(provider, dto)
     secret = check_secret(dto.callbackSecret)
     workspace_id = principal_of(request).workspace_id
     async with request.app[DB].transaction(tenant=workspace_id) as session:
@@ -143,7 +151,8 @@ async def update_subscription(request: web.Request) -> web.Response:
     """Change a subscription: isActive (re-enable), url, events, longTailRetries."""
     dto = await read_dto(request, UpdateSubscriptionDto)
     url = _callback_url(request, dto)
-    events = event_types(dto.events, dto.eventType) if dto.events is not None or dto.eventType is not None else None
+    provider = get_provider(request.app[REGISTRY], request.match_info["type"])
+    events = _events(provider, dto) if dto.events is not None or dto.eventType is not None else None
     async with request.app[DB].transaction(tenant=principal_of(request).workspace_id) as session:
         subscription = await _load(request, session)
         if url is not None:
