@@ -24,10 +24,11 @@ from patchbay.core.connect_ui import service
 from patchbay.core.connect_ui.fields import form_fields
 from patchbay.core.connect_ui.models import ConnectSession
 from patchbay.core.connect_ui.service import SessionUnusable
-from patchbay.core.connections.oauth_routes import begin_login
+from patchbay.core.connections.oauth_routes import HeldForApproval, begin_login, login_url
 from patchbay.core.http.bodies import read_form
 from patchbay.core.errors import DomainError
 from patchbay.core.http.errors import ApiError
+from patchbay.core.http.responses import HTML, JAVASCRIPT, REDIRECT, returns
 
 routes = web.RouteTableDef()
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -91,6 +92,12 @@ def _csrf_ok(request: web.Request, row: ConnectSession, value: Any) -> bool:
     return isinstance(value, str) and request.app[SECRETS].verify_signature(f"connect-ui|csrf|{row.id}".encode(), value)
 
 
+#: what every page answers when its session cannot be used (or a form is refused)
+unusable = returns(HTML, status=400, description="The link is not valid, expired, cancelled or used, or the form was refused")
+form_expired = returns(HTML, status=403, description="The form expired (CSRF)")
+step_page = returns(HTML, description="The page")
+
+
 def page(handler: Handler) -> Handler:
     """A page whose session cannot be used says why, as a page."""
 
@@ -105,6 +112,8 @@ def page(handler: Handler) -> Handler:
 
 
 @routes.get(PREFIX)
+@returns(REDIRECT, status=303, description="To the first step, the token traded for the page's cookie")
+@unusable
 @page
 async def enter(request: web.Request) -> web.Response:
     """Trade the hosted URL's token for the page's cookie and go to the first step."""
@@ -121,6 +130,8 @@ async def enter(request: web.Request) -> web.Response:
 
 
 @routes.get(PREFIX + "/providers")
+@step_page
+@unusable
 @page
 async def provider_list(request: web.Request) -> web.Response:
     """The providers the session offers; ``?q=`` searches names, ``?category=`` filters."""
@@ -144,6 +155,8 @@ async def _step(request: web.Request, row: ConnectSession, *, provider_name: str
 
 
 @routes.get(PREFIX + "/providers/{name}")
+@step_page
+@unusable
 @page
 async def provider_step(request: web.Request) -> web.Response:
     """The provider's own step: its credential form, or the button that starts OAuth."""
@@ -151,6 +164,9 @@ async def provider_step(request: web.Request) -> web.Response:
 
 
 @routes.post(PREFIX + "/providers/{name}")
+@returns(REDIRECT, status=303, description="Connected: to the last page")
+@unusable
+@form_expired
 @page
 async def provider_submit(request: web.Request) -> web.Response:
     """Connect with the submitted credentials and parameters; the form again with the refusal."""
@@ -177,6 +193,11 @@ async def provider_submit(request: web.Request) -> web.Response:
 
 
 @routes.post(PREFIX + "/providers/{name}/oauth")
+@returns(REDIRECT, status=302, description="To the provider's authorization page")
+@returns(REDIRECT, status=303, description="Held for approval: to the last page")
+@login_url
+@unusable
+@form_expired
 @page
 async def oauth_start(request: web.Request) -> web.StreamResponse:
     """Start the provider's OAuth login for the end user (in the popup, or the whole page on a
@@ -193,16 +214,17 @@ async def oauth_start(request: web.Request) -> web.StreamResponse:
     if row.reconnect_id:
         query["connection_id"] = row.reconnect_id
     try:
-        response = await begin_login(request, service.end_user_principal(row), provider.name, query)
+        return await begin_login(request, service.end_user_principal(row), provider.name, query)
+    except HeldForApproval as held:
+        await service.hold_for_approval(request.app, row, held.approval_id)
+        raise web.HTTPSeeOther(f"{PREFIX}/done", headers=PAGE_HEADERS) from None
     except (ApiError, DomainError) as error:
         return await _step(request, row, error=error.message, values=_echo(form), status=400)
-    if response.status == 202:  # the workspace's approval policy holds it
-        await service.hold_for_approval(request.app, row, json.loads(response.body)["approvalId"])
-        raise web.HTTPSeeOther(f"{PREFIX}/done", headers=PAGE_HEADERS)
-    return response
 
 
 @routes.get(PREFIX + "/oauth/return")
+@returns(REDIRECT, status=303, description="Connected: to the last page")
+@unusable
 @page
 async def oauth_return(request: web.Request) -> web.Response:
     """Where the OAuth callback sends the browser: claim the connection, or show the refusal."""
@@ -225,6 +247,8 @@ def _echo(form) -> dict[str, str]:
 
 
 @routes.get(PREFIX + "/done")
+@step_page
+@unusable
 async def done(request: web.Request) -> web.Response:
     """The end of the session: connected, reconnected or waiting for approval. Goes back to the
     customer's return URL (or posts to the page that opened this one)."""
@@ -248,6 +272,7 @@ async def done(request: web.Request) -> web.Response:
 
 
 @routes.get(PREFIX + "/static/{file}")
+@returns(JAVASCRIPT, description="The script")
 async def static_file(request: web.Request) -> web.StreamResponse:
     """The page's script and the customers' helper, ``patchbay-connect.js``."""
     name = request.match_info["file"]

@@ -10,8 +10,10 @@ from sqlalchemy import select
 from patchbay.core.appkeys import DB, SECRETS
 from patchbay.core.connections import service
 from patchbay.core.connections.models import ByoaCredential
+from patchbay.core.connections.oauth_models import ByoaDeleted, ByoaSaved, ByoaStatus
 from patchbay.core.http.bodies import read_object
 from patchbay.core.http.errors import bad_request, not_found
+from patchbay.core.http.responses import reply, returns
 from patchbay.core.security.auth import principal_of, requires
 from patchbay.core.timeutil import iso
 
@@ -30,6 +32,7 @@ def _status(row: ByoaCredential | None, provider: str) -> dict:
 
 
 @routes.post("/byoa/{providerType}/credentials")
+@returns(ByoaSaved, status=201, description="Saved")
 @requires("connections.write")
 async def save_credentials(request: web.Request) -> web.Response:
     """Save the workspace's OAuth app for the provider (SaveByoaCredentialDto:
@@ -58,10 +61,11 @@ async def save_credentials(request: web.Request) -> web.Response:
         row.scopes = list(scopes or [])
         await session.flush()
         answer = _status(row, provider.name)
-    return web.json_response({"success": True, **answer}, status=201)
+    return reply(request, {"success": True, **answer}, status=201)
 
 
 @routes.get("/byoa/{providerType}/credentials")
+@returns(ByoaStatus)
 @requires("connections.view")
 async def credentials_status(request: web.Request) -> web.Response:
     """Whether the workspace has its own OAuth app for the provider (never the secret)."""
@@ -69,10 +73,11 @@ async def credentials_status(request: web.Request) -> web.Response:
     provider = service.provider_or_404(request.app, request.match_info["providerType"])
     async with request.app[DB].session(tenant=principal.workspace_id) as session:
         row = await _find(session, provider.name)
-    return web.json_response(_status(row, provider.name))
+    return reply(request, _status(row, provider.name))
 
 
 @routes.delete("/byoa/{providerType}/credentials")
+@returns(ByoaDeleted)
 @requires("connections.write")
 async def delete_credentials(request: web.Request) -> web.Response:
     """Remove the workspace's OAuth app for the provider (later logins use the deployment's)."""
@@ -83,4 +88,4 @@ async def delete_credentials(request: web.Request) -> web.Response:
         if row is None:
             raise not_found(f"No BYOA credentials for {provider.name}")
         await session.delete(row)
-    return web.json_response({"success": True})
+    return reply(request, {"success": True})

@@ -25,6 +25,7 @@ from patchbay.core.connections import service
 from patchbay.core.connections.models import OAuthState
 from patchbay.core.http.bodies import read_form
 from patchbay.core.http.pages import html_page
+from patchbay.core.http.responses import HTML, REDIRECT, returns
 from patchbay.core.timeutil import utcnow
 from patchbay.core.workspaces.models import Workspace
 
@@ -74,6 +75,8 @@ def _invalid() -> web.Response:
 
 
 @routes.get("/auth/{providerType}/begin")
+@returns(HTML, description="The confirmation page")
+@returns(HTML, status=400, description="The sign-in link is invalid, expired or was already used")
 async def begin(request: web.Request) -> web.StreamResponse:
     """Ask the user to confirm an OAuth connect started elsewhere (``response=json`` or a link):
     names the provider and the workspace the account will be connected to."""
@@ -93,6 +96,9 @@ async def begin(request: web.Request) -> web.StreamResponse:
 
 
 @routes.post("/auth/{providerType}/begin")
+@returns(REDIRECT, status=302, description="To the provider's authorization page, the login bound to this browser")
+@returns(HTML, status=400, description="The sign-in link is invalid, expired or was already used")
+@returns(HTML, status=403, description="Not posted from this service's own page")
 async def begin_confirmed(request: web.Request) -> web.StreamResponse:
     """The user's confirmation: bind the login to this browser and go on to the provider. Only a
     form posted from our own pages is accepted (``Origin`` must be this service's)."""

@@ -30,12 +30,15 @@ from patchbay.core.approvals.service import gate_connect
 from patchbay.core.connections import service
 from patchbay.core.connections.oauth_binding import begin_url, is_bound_here, set_binding_cookie
 from patchbay.core.connections.auth import ProviderAuthError, TemplateError, auth_for, connection_params, fill_url, pkce_pair
+from patchbay.core.connections.api_models import PendingApproval
 from patchbay.core.connections.models import ByoaCredential, OAuthState
+from patchbay.core.connections.oauth_models import DeauthorizeInfo, Deauthorized, LoginUrl, Refreshed
 from patchbay.core.connections.refresh import RefreshFailed, can_refresh, refresh_connection
 from patchbay.core.connections.store import auth_context, enforce_provider_limit, get_row, load_state, oauth_app_for, save_connection, token_credentials
 from patchbay.core.http.pages import html_page
 from patchbay.core.errors import DomainError
 from patchbay.core.http.errors import ApiError, bad_request, not_found, unauthorized
+from patchbay.core.http.responses import HTML, REDIRECT, reply, returns
 from patchbay.core.security.auth import Principal, authenticate, principal_of, require_principal, requires, verify_access_token
 from patchbay.core.plugins.provider import template_fields
 from patchbay.core.security.signing_keys import InvalidToken
@@ -99,7 +102,22 @@ def _check_return_to(value: str | None) -> str | None:
     return value
 
 
+class HeldForApproval(Exception):
+    """The workspace's approval policy holds the login; each caller answers it its own way."""
+
+    def __init__(self, approval_id: str) -> None:
+        super().__init__(approval_id)
+        self.approval_id = approval_id
+
+
+#: what a login answers when asked for JSON (``begin_login`` sends it for the route that called it)
+login_url = returns(LoginUrl, description="The page that starts the connection, when asked for JSON")
+
+
 @routes.get("/auth/{providerType}/login")
+@returns(REDIRECT, status=302, description="To the provider's authorization page, or to the confirmation page of a login by link")
+@login_url
+@returns(PendingApproval, status=202, description="Held for approval")
 async def login(request: web.Request) -> web.StreamResponse:
     """Start the OAuth connection of a provider: 302 to the provider's authorization page.
 
@@ -112,13 +130,18 @@ async def login(request: web.Request) -> web.StreamResponse:
     when the workspace's approval policy holds the request.
     """
     principal, by_link = await _login_principal(request)
-    return await begin_login(request, principal, request.match_info["providerType"], request.query, by_link=by_link)
+    try:
+        return await begin_login(request, principal, request.match_info["providerType"], request.query, by_link=by_link)
+    except HeldForApproval as held:
+        return reply(request, {"status": "pending_approval", "approvalId": held.approval_id}, status=202)
 
 
 async def begin_login(request: web.Request, principal: Principal, provider_type: str, query: Mapping[str, str], *, by_link: bool = False) -> web.StreamResponse:
     """The login's work for an authenticated ``principal`` with the login's ``query`` (also used by
     the hosted connect page for its end user). ``by_link``: authenticated by a token in the URL, so
-    the browser is sent to the confirmation page that binds it first."""
+    the browser is sent to the confirmation page that binds it first. Raises
+    :class:`HeldForApproval` when the workspace's approval policy holds the login; the JSON answer
+    is the calling route's ``login_url`` declaration."""
     app = request.app
     provider = service.provider_or_404(app, provider_type)
     workspace_id = principal.workspace_id
@@ -148,7 +171,7 @@ async def begin_login(request: web.Request, principal: Principal, provider_type:
         if approval_id is None and not reconnect:
             await enforce_provider_limit(session, workspace_id, provider.name)
     if approval_id is not None:
-        return web.json_response({"status": "pending_approval", "approvalId": approval_id}, status=202)
+        raise HeldForApproval(approval_id)
     oauth_app = await oauth_app_for(app, workspace_id=workspace_id, provider=provider.name)
     if oauth_app is None:
         raise bad_request(
@@ -176,7 +199,7 @@ async def begin_login(request: web.Request, principal: Principal, provider_type:
         url = handler.authorization_url(ctx, redirect_uri=state_row.callback_uri, state=state, scopes=scopes, code_challenge=challenge)
         state_row.meta = {**state_row.meta, "authorizationUrl": url}
     if _wants_json(request):
-        return web.json_response({"authorizationUrl": begin_url(app, provider.name, state), "expiresAt": iso(state_row.expires_at)})
+        return reply(request, {"authorizationUrl": begin_url(app, provider.name, state), "expiresAt": iso(state_row.expires_at)})
     if by_link:
         raise web.HTTPFound(begin_url(app, provider.name, state))
     response = web.HTTPFound(url)
@@ -244,6 +267,10 @@ def _fail(row: OAuthState | None, error: str, description: str) -> web.StreamRes
 
 
 @routes.get("/auth/{providerType}/callback")
+@returns(REDIRECT, status=302, description="Back to the login's redirect_uri with the outcome")
+@returns(HTML, description="The outcome, when the login named no redirect_uri")
+@returns(HTML, status=400, description="The sign-in link is invalid or expired, or the provider refused")
+@returns(HTML, status=403, description="The login was not started in this browser")
 async def callback(request: web.Request) -> web.StreamResponse:
     """Complete an OAuth connection: check the state, exchange the code, store the connection, and
     send the browser back to the login's ``redirect_uri`` (or show a page)."""
@@ -299,6 +326,7 @@ async def callback(request: web.Request) -> web.StreamResponse:
 
 
 @routes.post("/auth/{providerType}/refresh/{accountId}")
+@returns(Refreshed, status=201, description="Refreshed (or why not), per connection")
 @requires("connections.write")
 async def refresh(request: web.Request) -> web.Response:
     """Refresh the stored tokens of the account's connections of the provider now."""
@@ -323,14 +351,16 @@ async def refresh(request: web.Request) -> web.Response:
             except RefreshFailed as error:
                 entry.update(refreshed=False, status="invalid" if error.permanent else state.status, reason=error.message)
         results.append(entry)
-    return web.json_response({"success": all(r["refreshed"] for r in results), "connections": results}, status=201)
+    return reply(request, {"success": all(r["refreshed"] for r in results), "connections": results}, status=201)
 
 
 @routes.get("/auth/{providerType}/deauthorize")
+@returns(DeauthorizeInfo)
 async def deauthorize_info(request: web.Request) -> web.Response:
     """What deauthorization does and where a provider or a workspace sends it."""
     provider = service.provider_or_404(request.app, request.match_info["providerType"])
-    return web.json_response(
+    return reply(
+        request,
         {
             "provider": provider.name,
             "deauthorizeUrl": f"{request.app[SETTINGS].public_base_url}/auth/{provider.name}/deauthorize",
@@ -344,6 +374,8 @@ async def deauthorize_info(request: web.Request) -> web.Response:
 
 
 @routes.post("/auth/{providerType}/deauthorize")
+@returns(Deauthorized, status=201, description="The workspace's connections of the provider were disconnected")
+@returns(Deauthorized, description="The provider's callback: the connections of the user it names were disconnected")
 async def deauthorize(request: web.Request) -> web.Response:
     """Deauthorize: a workspace's request disconnects (and revokes) its connections of the
     provider; the provider's own callback, verified by its pack (``register_deauthorization_callbacks``),
@@ -356,7 +388,7 @@ async def deauthorize(request: web.Request) -> web.Response:
         ids = await service.active_connection_ids(app, workspace_id=principal.workspace_id, provider=provider.name)
         for connection_id in ids:
             await service.disconnect(app, workspace_id=principal.workspace_id, connection_id=connection_id)
-        return web.json_response({"success": True, "disconnected": len(ids)}, status=201)
+        return reply(request, {"success": True, "disconnected": len(ids)}, status=201)
     callback = app[REGISTRY].get("deauthorization_callbacks", provider.name)
     if callback is None:
         raise unauthorized()
@@ -365,4 +397,4 @@ async def deauthorize(request: web.Request) -> web.Response:
     if user is None:
         raise unauthorized()
     disconnected = await service.disconnect_provider_user(app, provider=provider.name, user_id=user)
-    return web.json_response({"success": True, "disconnected": disconnected})
+    return reply(request, {"success": True, "disconnected": disconnected})

@@ -12,6 +12,8 @@ from aiohttp import web
 
 from patchbay.core.appkeys import CRON, SETTINGS
 from patchbay.core.http.errors import not_found, unauthorized
+from patchbay.core.http.probe_models import CronRun
+from patchbay.core.http.responses import reply, returns
 
 #: The periodic jobs of spec 4.22.
 CRON_JOB_NAMES = (
@@ -32,6 +34,7 @@ def _authorized(request: web.Request) -> bool:
     return bool(secret) and header.startswith("Bearer ") and hmac.compare_digest(header[7:].strip(), secret)
 
 
+@returns(CronRun)
 async def run_cron_job(request: web.Request) -> web.Response:
     """Run the named periodic job now and answer its summary."""
     if not _authorized(request):
@@ -41,7 +44,7 @@ async def run_cron_job(request: web.Request) -> web.Response:
     if job is None:
         raise not_found(f"Cron job not found: {name}")
     summary = await job.run(request.app)
-    return web.json_response({"job": name, "ok": True, "result": summary or {}})
+    return reply(request, {"job": name, "ok": True, "result": summary or {}})
 
 
 def setup(app: web.Application) -> None:

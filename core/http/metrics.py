@@ -30,6 +30,7 @@ from sqlalchemy import func, select
 from patchbay.core.appkeys import DB, METRICS
 from patchbay.core.connections.models import Connection
 from patchbay.core.flows.models import FlowExecution
+from patchbay.core.http.responses import Media, returns
 from patchbay.core.jobs.models import Job
 from patchbay.core.timeutil import utcnow
 from patchbay.core.webhooks.models import WebhookAttempt, WebhookDelivery
@@ -119,7 +120,12 @@ async def metrics_middleware(request: web.Request, handler: Handler) -> web.Stre
         request.app[METRICS].observe_request(request.method, _route_of(request), status, time.perf_counter() - started)
 
 
+#: the Prometheus text exposition format (0.0.4), sent as ``text/plain``
+PROMETHEUS_TEXT = Media("text/plain", {"type": "string", "description": "Prometheus text exposition format 0.0.4"})
+
+
 @routes.get("/metrics")
+@returns(PROMETHEUS_TEXT)
 async def metrics(request: web.Request) -> web.Response:
     """Prometheus text exposition of this process's figures and the shared state."""
     collected = request.app[METRICS]

@@ -8,9 +8,10 @@ Request bodies: a handler decorated with :func:`accepts` names the model it read
 ``core.http.bodies.structure``; that dataclass is both what validates the body (cattrs) and what the
 document publishes, its JSON Schema made by pydantic's ``TypeAdapter`` (no converter of our own).
 Responses: a handler decorated with ``core.http.responses.returns`` answers through that model's
-``TypeAdapter`` (``reply``), and the same adapter gives the response's schema here; a handler
-without one is documented as ``default`` without a schema. Errors (``4XX``) have the schema
-``Error``: ``{statusCode, message}``.
+``TypeAdapter`` (``reply``), and the same adapter gives the response's schema here; a page, a text,
+a redirect (``Media``, ``Bodiless``) is published with its media type or its headers. A handler
+without a success declaration is documented as ``default`` without a schema. Errors (``4XX``) have
+the schema ``Error``: ``{statusCode, message}``, unless the handler declares its own ``4XX``.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from pydantic import TypeAdapter
 
 from patchbay.core.appkeys import SETTINGS
 from patchbay.core.http.bodies import MAX_PAGE
-from patchbay.core.http.responses import declared_responses
+from patchbay.core.http.responses import Bodiless, Declared, Media, declared_responses, returns
 
 _OPENAPI = web.AppKey("openapi_document", dict)
 _PARAM = re.compile(r"\{([^}:]+)(?::[^}]*)?\}")
@@ -118,13 +119,28 @@ def _request_body(model: type, required: bool, also: dict[str, dict[str, Any]], 
     return {"required": required, "content": content}
 
 
+def _response(declared: Declared, schemas: dict[str, Any]) -> dict[str, Any]:
+    """The response object of one declaration: a JSON model's schema, a media type's, or headers."""
+    answer: dict[str, Any] = {"description": declared.description}
+    model = declared.model
+    if isinstance(model, Bodiless):
+        if model.headers:
+            answer["headers"] = {name: dict(header) for name, header in model.headers.items()}
+    elif isinstance(model, Media):
+        answer["content"] = {model.media_type: {"schema": dict(model.schema)}}
+    else:
+        answer["content"] = {"application/json": {"schema": _schema(declared.adapter, model, "serialization", schemas)}}
+    return answer
+
+
 def _responses(handler: Any, schemas: dict[str, Any]) -> dict[str, Any]:
-    """The declared responses of ``handler`` with their schemas, or ``default`` without one."""
-    answers = {
-        str(status): {"description": declared.description, "content": {"application/json": {"schema": _schema(declared.adapter, declared.model, "serialization", schemas)}}}
-        for status, declared in sorted(declared_responses(handler).items())
-    }
-    return answers or {"default": {"description": "See the interface specification"}}
+    """The declared responses of ``handler`` (``default`` without a schema when it declares none),
+    and the ``Error`` envelope for ``4XX`` unless it declares its own."""
+    answers = {str(status): _response(declared, schemas) for status, declared in sorted(declared_responses(handler).items(), key=lambda item: str(item[0]))}
+    if not any(status[0] in "23" for status in answers):
+        answers["default"] = {"description": "See the interface specification"}
+    answers.setdefault("4XX", {"description": "The request was refused", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}})
+    return answers
 
 
 def _tag(path: str) -> str:
@@ -149,10 +165,7 @@ def build_document(app: web.Application) -> dict[str, Any]:
             "summary": " ".join(summary.split()),
             "operationId": operation_ids[(method, path)],
             "tags": [_tag(path)],
-            "responses": {
-                **_responses(handler, schemas),
-                "4XX": {"description": "The request was refused", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
-            },
+            "responses": _responses(handler, schemas),
         }
         body = getattr(handler, "patchbay_body", None)
         if body is not None:
@@ -183,6 +196,11 @@ def build_document(app: web.Application) -> dict[str, Any]:
     }
 
 
+#: what ``/openapi.json`` answers: this document (its shape is OpenAPI's, not a model of ours)
+OPENAPI_DOCUMENT = Media("application/json", {"type": "object", "required": ["openapi", "info", "paths"], "description": "An OpenAPI 3.1 document"})
+
+
+@returns(OPENAPI_DOCUMENT)
 async def openapi_json(request: web.Request) -> web.Response:
     """The OpenAPI 3.1 document of this service."""
     return web.json_response(request.app[_OPENAPI])

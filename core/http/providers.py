@@ -15,7 +15,7 @@ from patchbay.core.appkeys import REGISTRY, SETTINGS
 from patchbay.core.connections.facts import connect_facts, logo_svg
 from patchbay.core.http.errors import bad_request, not_found
 from patchbay.core.http.openapi import PAGE_QUERY, query
-from patchbay.core.http.responses import reply, response_model, returns
+from patchbay.core.http.responses import SVG, reply, response_model, returns
 from patchbay.core.plugins.provider import Provider
 from patchbay.core.plugins.registry import Registry
 from patchbay.core.security.auth import requires
@@ -163,6 +163,7 @@ async def get_provider_route(request: web.Request) -> web.Response:
 
 
 @routes.get("/connect/v1/providers/{providerType}/logo.svg")
+@returns(SVG)
 async def provider_logo(request: web.Request) -> web.Response:
     """The provider's logo (an SVG monogram), public so that an ``<img>`` can show it; unknown
     type: 404."""

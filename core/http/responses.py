@@ -9,14 +9,30 @@ server bug that answers 500 and is logged, never an undocumented shape on the wi
 (``core.http.openapi``), so the document and the answers cannot drift apart.
 
 Models are dataclasses decorated with :func:`response_model` (unknown keys refused); their field
-names are the JSON keys.
+names are the JSON keys. An answer whose keys may be absent (not ``null``: absent) is a
+``typing_extensions.TypedDict`` (``typing``'s is refused by pydantic before Python 3.12)
+with ``NotRequired`` keys, decorated the same way.
+
+Answers that are not a JSON model are declared with the same decorator and documented the same way,
+but sent by the handler itself (``reply`` refuses them):
+
+- ``@returns(HTML)``, ``@returns(SVG)``, ``@returns(Media("text/plain; version=0.0.4"))``: a body of
+  that media type (:class:`Media`, with the JSON Schema the document gives it, a string by default);
+  ``ANY_MEDIA`` for a route that passes through whatever it is given.
+- ``@returns(REDIRECT, status=302)``: no body, the client goes to the ``Location`` header
+  (:class:`Bodiless` names the headers; ``EMPTY`` is an answer with neither body nor headers).
+
+``status`` may also be a range (``"4XX"``): the identity provider's errors are ``{error,
+error_description}`` rather than the ``Error`` envelope, and are declared so.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
+
+from typing_extensions import is_typeddict
 
 from aiohttp import web
 from pydantic import ConfigDict, TypeAdapter, with_config
@@ -26,33 +42,64 @@ T = TypeVar("T")
 
 def response_model(cls: type[T]) -> type[T]:
     """A dataclass whose instances, and dicts of its keys, are answered; a key it does not declare
-    is an error (pydantic's lax mode still reads ``"1"`` as an integer: harmless on the way out)."""
-    return with_config(ConfigDict(extra="forbid"))(dataclasses.dataclass(cls))
+    is an error (pydantic's lax mode still reads ``"1"`` as an integer: harmless on the way out).
+    A ``TypedDict`` stays one: its ``NotRequired`` keys are left out of the answer when absent."""
+    forbid = with_config(ConfigDict(extra="forbid"))
+    return forbid(cls) if is_typeddict(cls) else forbid(dataclasses.dataclass(cls))
+
+
+@dataclasses.dataclass(frozen=True)
+class Media:
+    """A body that is not a JSON model: its media type and the JSON Schema the document gives it."""
+
+    media_type: str
+    schema: Mapping[str, Any] = dataclasses.field(default_factory=lambda: {"type": "string"})
+
+
+@dataclasses.dataclass(frozen=True)
+class Bodiless:
+    """An answer without a body; ``headers`` maps the headers it carries to their OpenAPI header
+    objects (``{"description": ..., "schema": ...}``)."""
+
+    headers: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
+
+
+HTML = Media("text/html")
+TEXT = Media("text/plain")
+SVG = Media("image/svg+xml")
+JAVASCRIPT = Media("text/javascript")
+#: whatever the route passes through (the body and its media type are someone else's)
+ANY_MEDIA = Media("*/*", {})
+REDIRECT = Bodiless({"Location": {"description": "Where the client goes next", "required": True, "schema": {"type": "string", "format": "uri-reference"}}})
+EMPTY = Bodiless()
 
 
 @dataclasses.dataclass(frozen=True)
 class Declared:
-    """A response a handler declares: its model, the adapter made once, its description."""
+    """A response a handler declares: its model (or :class:`Media`, :class:`Bodiless`), the adapter
+    made once for a JSON model (None otherwise), its description."""
 
     model: Any
-    adapter: TypeAdapter
+    adapter: TypeAdapter | None
     description: str
 
 
-def returns(model: Any, *, status: int = 200, description: str = "Success") -> Callable[[T], T]:
+def returns(model: Any, *, status: int | str = 200, description: str = "Success") -> Callable[[T], T]:
     """Decorate a handler: it answers ``status`` with a JSON body of ``model`` (a response model,
-    ``list[Model]``, ``Model | None``...), sent by :func:`reply`."""
+    ``list[Model]``, ``Model | None``...), sent by :func:`reply`; or with what a :class:`Media` or
+    :class:`Bodiless` describes, sent by the handler."""
 
     def mark(handler: T) -> T:
         declared = dict(getattr(handler, "patchbay_responses", {}))
-        declared[status] = Declared(model, TypeAdapter(model), description)
+        adapter = None if isinstance(model, (Media, Bodiless)) else TypeAdapter(model)
+        declared[status] = Declared(model, adapter, description)
         handler.patchbay_responses = declared  # type: ignore[attr-defined]
         return handler
 
     return mark
 
 
-def declared_responses(handler: Any) -> dict[int, Declared]:
+def declared_responses(handler: Any) -> dict[int | str, Declared]:
     """The responses ``handler`` declares, by status."""
     return getattr(handler, "patchbay_responses", {})
 
@@ -61,8 +108,8 @@ def reply(request: web.Request, value: Any, *, status: int = 200, headers: dict[
     """Answer ``value`` as the model the route's handler declares for ``status``."""
     handler = request.match_info.handler
     declared = declared_responses(handler).get(status)
-    if declared is None:
-        raise LookupError(f"{getattr(handler, '__name__', handler)} declares no response model for status {status}")
+    if declared is None or declared.adapter is None:
+        raise LookupError(f"{getattr(handler, '__name__', handler)} declares no JSON response model for status {status}")
     body = declared.adapter.dump_json(declared.adapter.validate_python(value), warnings="error")
     return web.Response(body=body, status=status, content_type="application/json", headers=headers)
 

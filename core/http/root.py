@@ -10,15 +10,19 @@ from aiohttp import web
 from sqlalchemy import text
 
 from patchbay.core.appkeys import DB, READINESS, REGISTRY, SETTINGS
+from patchbay.core.http.probe_models import Health, ProbeOk, ProbeUnavailable, ServiceInfo, Unhealthy
+from patchbay.core.http.responses import reply, returns
 
 routes = web.RouteTableDef()
 
 
 @routes.get("/")
+@returns(ServiceInfo)
 async def root(request: web.Request) -> web.Response:
     """Service information and where its interfaces live."""
     settings = request.app[SETTINGS]
-    return web.json_response(
+    return reply(
+        request,
         {
             "name": "patchbay",
             "connectApi": f"{settings.public_base_url}/connect/v1",
@@ -47,37 +51,42 @@ async def _database_error(request: web.Request) -> str | None:
 
 
 @routes.get("/health")
+@returns(Health)
+@returns(Unhealthy, status=503, description="The database does not answer")
 async def health(request: web.Request) -> web.Response:
     """200 ``{"status": "ok"}`` when the database answers, else 503; plugins left out as broken
     (``[plugins] skip_broken``) are listed under ``pluginErrors`` with status ``degraded``."""
     error = await _database_error(request)
     if error:
-        return web.json_response({"status": "error", "database": error}, status=503)
+        return reply(request, {"status": "error", "database": error}, status=503)
     body = {"status": "ok", "database": request.app[DB].dialect}
     load_errors = request.app[REGISTRY].load_errors
     if load_errors:
         body |= {"status": "degraded", "pluginErrors": [error.as_json() for error in load_errors]}
-    return web.json_response(body)
+    return reply(request, body)
 
 
 @routes.get("/health/live")
 @routes.get("/livez")
-async def livez(_request: web.Request) -> web.Response:
+@returns(ProbeOk)
+async def livez(request: web.Request) -> web.Response:
     """200 while the process's event loop answers; touches nothing else (a database outage is not a
     reason to restart the process)."""
-    return web.json_response({"status": "ok"})
+    return reply(request, {"status": "ok"})
 
 
 @routes.get("/health/ready")
 @routes.get("/readyz")
+@returns(ProbeOk)
+@returns(ProbeUnavailable, status=503, description="Starting, stopping, or the database does not answer")
 async def readyz(request: web.Request) -> web.Response:
     """200 when started, not stopping and the database answers; else 503 with the reason."""
     if not request.app[READINESS].accepting:
-        return web.json_response({"status": "unavailable", "reason": "starting or stopping"}, status=503)
+        return reply(request, {"status": "unavailable", "reason": "starting or stopping"}, status=503)
     error = await _database_error(request)
     if error:
-        return web.json_response({"status": "unavailable", "reason": f"database: {error}"}, status=503)
-    return web.json_response({"status": "ok"})
+        return reply(request, {"status": "unavailable", "reason": f"database: {error}"}, status=503)
+    return reply(request, {"status": "ok"})
 
 
 async def _accept_traffic(app: web.Application):

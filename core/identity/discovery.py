@@ -10,7 +10,9 @@ from aiohttp import web
 from patchbay.core.appkeys import SETTINGS, SIGNING_KEYS
 from patchbay.core.identity.claims import CLAIMS_SUPPORTED, SCOPES_SUPPORTED
 from patchbay.core.identity.clients import AUTH_METHODS, CONFIDENTIAL_METHODS, GRANT_TYPES
+from patchbay.core.http.responses import reply, returns
 from patchbay.core.identity.http import PREFIX, add_route
+from patchbay.core.identity.protocol_models import Jwks, OpenIdConfiguration, oauth_errors
 
 routes = web.RouteTableDef()
 
@@ -46,14 +48,18 @@ def discovery_document(issuer: str) -> dict[str, Any]:
     }
 
 
+@returns(OpenIdConfiguration)
+@oauth_errors
 async def openid_configuration(request: web.Request) -> web.Response:
     """The OpenID provider configuration document (cacheable for an hour)."""
-    return web.json_response(discovery_document(request.app[SETTINGS].resolved_issuer), headers={"Cache-Control": "public, max-age=3600"})
+    return reply(request, discovery_document(request.app[SETTINGS].resolved_issuer), headers={"Cache-Control": "public, max-age=3600"})
 
 
+@returns(Jwks)
+@oauth_errors
 async def jwks(request: web.Request) -> web.Response:
     """The public signing keys: the current one and, after a rotation, the previous one."""
-    return web.json_response(await request.app[SIGNING_KEYS].jwks(), headers={"Cache-Control": "public, max-age=900"})
+    return reply(request, await request.app[SIGNING_KEYS].jwks(), headers={"Cache-Control": "public, max-age=900"})
 
 
 add_route(routes, ("GET",), "/.well-known/openid-configuration", openid_configuration)

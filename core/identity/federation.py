@@ -14,9 +14,10 @@ from aiohttp import web
 from sqlalchemy import select
 
 from patchbay.core.appkeys import DB, OUTBOUND, REGISTRY, SETTINGS
-from patchbay.core.identity.authorize import continue_signed_in, error_to_client
+from patchbay.core.identity.authorize import continue_signed_in, error_to_client, goes_on_after_get
 from patchbay.core.identity.http import PREFIX, add_route, load_client
 from patchbay.core.identity.models import FederatedIdentity
+from patchbay.core.identity.protocol_models import oauth_errors
 from patchbay.core.identity.session import seal, unseal
 from patchbay.core.security.secrets import random_token
 from patchbay.core.users.models import User
@@ -73,6 +74,8 @@ async def link_user(request: web.Request, idp: str, claims: dict) -> str:
         return user.id
 
 
+@goes_on_after_get
+@oauth_errors
 async def federation_callback(request: web.Request) -> web.Response:
     """Where the upstream provider returns: verify, link the user, resume the authorization."""
     data = unseal(request.app, "federation", request.cookies.get(FEDERATION_COOKIE))

@@ -7,8 +7,9 @@ from aiohttp import web
 
 from patchbay.core.appkeys import DB
 from patchbay.core.http.bodies import read_form
-
-from patchbay.core.identity.http import OAUTH_SERVER, PREFIX, add_route, load_client, new_context, oauth_request, rate_limit, to_response
+from patchbay.core.http.responses import EMPTY, reply, returns
+from patchbay.core.identity.http import NO_STORE, OAUTH_SERVER, PREFIX, add_route, load_client, new_context, oauth_request, rate_limit, to_response
+from patchbay.core.identity.protocol_models import TokenIntrospection, oauth_errors
 from patchbay.core.identity.server import CURRENT, AccessView, apply_writes
 from patchbay.core.identity.token_endpoint import limit_key, load_refresh, presented_client_id
 from patchbay.core.identity.userinfo import grant_revoked
@@ -29,6 +30,8 @@ async def _prepare(request: web.Request, limit: str):
     return form, headers, ctx
 
 
+@returns(TokenIntrospection)
+@oauth_errors
 async def introspect(request: web.Request) -> web.Response:
     """Whether a token is active, and its facts (the caller's own tokens only)."""
     form, headers, ctx = await _prepare(request, "oidc_introspect")
@@ -40,11 +43,14 @@ async def introspect(request: web.Request) -> web.Response:
             pass
     CURRENT.set(ctx)
     result = request.app[OAUTH_SERVER].create_endpoint_response("introspection", oauth_request(request, form))
-    if isinstance(result.body, dict) and result.body.get("active"):
-        result.body = {key: value for key, value in result.body.items() if value is not None}
-    return to_response(result, extra_headers=headers)
+    if result.status != 200:
+        return to_response(result, extra_headers=headers)
+    body = {key: value for key, value in result.body.items() if value is not None}
+    return reply(request, body, headers={**{name: value for name, value in result.headers if name.lower() != "content-type"}, **headers, **NO_STORE})
 
 
+@returns(EMPTY, description="Revoked, or not a token of this client (RFC 7009 2.2): no body")
+@oauth_errors
 async def revoke(request: web.Request) -> web.Response:
     """Revoke a refresh token; always 200 with an empty body for a valid client."""
     form, headers, ctx = await _prepare(request, "oidc_revoke")
@@ -54,8 +60,6 @@ async def revoke(request: web.Request) -> web.Response:
     if result.status == 200:
         result.body = ""
     return to_response(result, extra_headers=headers)
-
-
 
 
 add_route(routes, ("POST",), f"{PREFIX}/introspect", introspect)

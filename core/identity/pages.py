@@ -14,10 +14,12 @@ from sqlalchemy import select, update
 
 from patchbay.core.appkeys import DB, SECRETS, SETTINGS, SIGNING_KEYS
 from patchbay.core.http.bodies import read_form
-from patchbay.core.identity.authorize import continue_signed_in, error_to_client, proceed, read_interaction, redirect
+from patchbay.core.http.responses import HTML, REDIRECT, returns
+from patchbay.core.identity.authorize import continue_signed_in, error_to_client, proceed, read_interaction, redirect, goes_on_after_post
 from patchbay.core.identity.claims import SCOPE_DESCRIPTIONS, scope_list
 from patchbay.core.identity.http import PREFIX, add_route, client_ip, load_client, rate_limit
 from patchbay.core.identity.models import AuthorizationCode, Consent, Grant, RefreshToken
+from patchbay.core.identity.protocol_models import oauth_errors
 from patchbay.core.identity.session import LoginSession, check_csrf, clear_cookie, csrf_token, current_session, seal, unseal
 from patchbay.core.security.signing_keys import InvalidToken
 from patchbay.core.timeutil import utcnow
@@ -33,6 +35,12 @@ PAGE_HEADERS = {
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-store",
 }
+
+
+#: the pages' declarations; their other refusals (429, an unknown method) are OAuth errors
+a_page = returns(HTML, description="The page")
+expired_link = returns(HTML, status=400, description="The interaction link expired or is not valid")
+expired_form = returns(HTML, status=403, description="The form expired (CSRF)")
 
 
 def render(request: web.Request, template: str, context: dict[str, Any], *, status: int = 200, form: bool = True) -> web.Response:
@@ -70,6 +78,9 @@ async def throttle_login(request: web.Request, email: str) -> None:
     await rate_limit(request, "oidc_login_account_hourly", account)
 
 
+@a_page
+@expired_link
+@oauth_errors
 async def login_page(request: web.Request) -> web.Response:
     """The branded login page of an authorization request."""
     params, client = await _interaction(request, request.query.get("interaction"))
@@ -79,6 +90,11 @@ async def login_page(request: web.Request) -> web.Response:
                                           "email": params.get("login_hint") or "", "error": None})  # fmt: skip
 
 
+@goes_on_after_post
+@expired_link
+@returns(HTML, status=401, description="The login page again: the email or password is not correct")
+@expired_form
+@oauth_errors
 async def login_submit(request: web.Request) -> web.Response:
     """Check the email and password, start the session and continue the authorization."""
     form = await read_form(request)
@@ -101,6 +117,9 @@ async def login_submit(request: web.Request) -> web.Response:
 # -- consent --------------------------------------------------------------------------------------
 
 
+@a_page
+@expired_link
+@oauth_errors
 async def consent_page(request: web.Request) -> web.Response:
     """What the application asks for, to allow or deny."""
     params, client = await _interaction(request, request.query.get("interaction"))
@@ -110,6 +129,10 @@ async def consent_page(request: web.Request) -> web.Response:
     return render(request, "consent.html", {"interaction": request.query["interaction"], "client": client, "scopes": scopes})
 
 
+@goes_on_after_post
+@expired_link
+@expired_form
+@oauth_errors
 async def consent_submit(request: web.Request) -> web.Response:
     """Record the decision: allow remembers it and continues, deny answers access_denied."""
     form = await read_form(request)
@@ -177,6 +200,11 @@ def _confirm_sign_out(request: web.Request, session: LoginSession, client, targe
                                            "target_origin": f"{scheme}://{host}" + (f":{port}" if port else "")})  # fmt: skip
 
 
+@returns(HTML, description="Signed out already, or the page asking to confirm the sign-out")
+@returns(REDIRECT, status=302, description="Signed out: to the signout page, which clears the cookie")
+@returns(REDIRECT, status=303, description="As 302, after a POST")
+@returns(HTML, status=400, description="The id_token_hint or the return URL is not accepted")
+@oauth_errors
 async def end_session_endpoint(request: web.Request) -> web.Response:
     """RP-initiated logout. With a valid ``id_token_hint``: end the session named by it (and the
     browser's, when it is the same user's), revoke what was issued in them and the user's refresh
@@ -221,6 +249,9 @@ async def end_session_endpoint(request: web.Request) -> web.Response:
     return redirect(f"{PREFIX}/signout?" + urlencode({"t": seal(request.app, "signout", {"to": target}, 300)}), post=request.method == "POST")
 
 
+@returns(HTML, description="Signed out (no return URL)")
+@returns(REDIRECT, status=302, description="Signed out: back to the client's post-logout URL")
+@oauth_errors
 async def signout(request: web.Request) -> web.Response:
     """Clear the session cookie, then return to the application (or say so)."""
     data = unseal(request.app, "signout", request.query.get("t"))
@@ -230,6 +261,10 @@ async def signout(request: web.Request) -> web.Response:
     return response
 
 
+@returns(HTML, description="Signed out (no return URL)")
+@returns(REDIRECT, status=303, description="Signed out: back to the client's post-logout URL")
+@expired_form
+@oauth_errors
 async def signout_confirmed(request: web.Request) -> web.Response:
     """The user clicked "Sign out" on the confirmation page: end the session, then return."""
     form = await read_form(request)

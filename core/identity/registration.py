@@ -12,9 +12,11 @@ from aiohttp import web
 from patchbay.core.appkeys import DB, SECRETS, SETTINGS
 from patchbay.core.http.bodies import read_object
 from patchbay.core.http.errors import ApiError
+from patchbay.core.http.responses import reply, returns
 from patchbay.core.identity.clients import ClientConflict, ClientMetadataError, create_client, validate_metadata
 from patchbay.core.identity.discovery import discovery_document
 from patchbay.core.identity.http import NO_STORE, PREFIX, add_route, client_ip, oauth_error, rate_limit
+from patchbay.core.identity.protocol_models import ClientRegistration, oauth_errors
 
 routes = web.RouteTableDef()
 
@@ -43,6 +45,8 @@ class Registration(ClientRegistrationEndpoint):
         return True
 
 
+@returns(ClientRegistration, status=201, description="Registered (RFC 7591 3.2.1)")
+@oauth_errors
 async def register(request: web.Request) -> web.Response:
     """Register a client; its secret is in this answer and never again."""
     headers = await rate_limit(request, "oidc_register", f"ip:{client_ip(request)}")
@@ -71,7 +75,7 @@ async def register(request: web.Request) -> web.Response:
             issued = await create_client(session, request.app[SECRETS], metadata)
     except ClientConflict as error:
         return oauth_error(400, "invalid_client_metadata", str(error), headers)
-    return web.json_response(issued.registration_response(), status=201, headers={**NO_STORE, **headers})
+    return reply(request, issued.registration_response(), status=201, headers={**NO_STORE, **headers})
 
 
 add_route(routes, ("POST",), f"{PREFIX}/register", register)

@@ -6,9 +6,11 @@ from aiohttp import web
 
 from patchbay.core.appkeys import DB, SECRETS
 from patchbay.core.http.bodies import read_form
+from patchbay.core.http.responses import reply, returns
 from patchbay.core.identity.claims import load_user_facts, scope_list, user_claims
 from patchbay.core.identity.http import NO_STORE, PREFIX, add_route, rate_limit
 from patchbay.core.identity.models import Grant
+from patchbay.core.identity.protocol_models import UserInfo, oauth_errors
 from patchbay.core.security.auth import verify_access_token
 from patchbay.core.security.signing_keys import InvalidToken
 
@@ -30,6 +32,8 @@ async def grant_revoked(app: web.Application, claims: dict) -> bool:
     return grant is None or grant.revoked_at is not None
 
 
+@returns(UserInfo)
+@oauth_errors
 async def userinfo(request: web.Request) -> web.Response:
     """The signed-in user's claims for the scopes of the Bearer access token."""
     scheme, _, token = request.headers.get("Authorization", "").partition(" ")
@@ -52,7 +56,7 @@ async def userinfo(request: web.Request) -> web.Response:
         facts = await load_user_facts(session, claims["sub"])
     if facts is None:
         return invalid_token("the user no longer exists", headers)
-    return web.json_response(user_claims(facts, claims.get("scope")), headers={**NO_STORE, **headers})
+    return reply(request, user_claims(facts, claims.get("scope")), headers={**NO_STORE, **headers})
 
 
 add_route(routes, ("GET", "POST"), f"{PREFIX}/userinfo", userinfo)
