@@ -5,11 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
-from email import message_from_bytes
 
 import pytest
-from aiosmtpd.controller import Controller
 from sqlalchemy import func, select
 
 from patchbay.core.appkeys import DB
@@ -18,35 +15,6 @@ from patchbay.core.flows.testing import drain as drain_jobs
 from patchbay.core.jobs.models import Job
 from patchbay.core.settings import SmtpSettings
 from patchbay.core.testing import create_workspace_with_key
-from patchbay.testing import Receiver
-
-
-class _Mailbox:
-    def __init__(self):
-        self.messages = []
-
-    async def handle_DATA(self, server, session, envelope):
-        self.messages.append((envelope.rcpt_tos, message_from_bytes(envelope.content)))
-        return "250 OK"
-
-
-@pytest.fixture
-def smtp_server():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    mailbox = _Mailbox()
-    controller = Controller(mailbox, hostname="127.0.0.1", port=port)
-    controller.start()
-    yield port, mailbox
-    controller.stop()
-
-
-@pytest.fixture
-async def receiver():
-    server = await Receiver().start()
-    yield server
-    await server.close()
 
 
 async def _run_live(app, client, h, workspace_id, steps, drain_jobs, payload=None):
@@ -93,10 +61,7 @@ async def test_email_alerts_go_through_smtp(aiohttp_client, make_app, smtp_serve
     h = ws["headers"]
     assert (await client.post("/connect/v1/alerts", json={"channel": "email", "target": "ops@example.com", "eventTypes": ["flow.failed"]}, headers=h)).status == 201
     _, execution_id = await _run_live(app, client, h, ws["workspace_id"], FAILING, drain_jobs)
-    for _ in range(50):
-        if mailbox.messages:
-            break
-        await asyncio.sleep(0.05)
+    await asyncio.wait_for(mailbox.arrived.wait(), 10)
     ((recipients, message),) = mailbox.messages
     assert recipients == ["ops@example.com"] and message["From"] == "alerts@patchbay.test"
     assert "Nightly sync" in message["Subject"] and "failed" in message["Subject"]

@@ -8,13 +8,10 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
-import socket
 from datetime import timedelta
-from email import message_from_bytes
 from pathlib import Path
 
 import pytest
-from aiosmtpd.controller import Controller
 from sqlalchemy import func, select, update
 
 from patchbay.core.alerts import operator_events
@@ -25,7 +22,6 @@ from patchbay.core.jobs.models import Job
 from patchbay.core.settings import SmtpSettings
 from patchbay.core.testing import create_workspace_with_key
 from patchbay.core.timeutil import new_id, utcnow
-from patchbay.providers.meta.fixtures import fast_webhooks, graph, helpers, receivers, wh_app  # noqa: F401
 from patchbay.providers.meta.testing import meta_signature, page_event_payload
 from patchbay.testing import add_connection
 
@@ -42,29 +38,6 @@ fake_provider = _load("patchbay_tests_fake_provider", CONNECTIONS / "fake_provid
 oauth_steps = _load("patchbay_tests_connections_oauth", CONNECTIONS / "test_connections_oauth.py")
 
 
-class _Mailbox:
-    def __init__(self):
-        self.messages = []
-        self.arrived = asyncio.Event()
-
-    async def handle_DATA(self, server, session, envelope):
-        self.messages.append((envelope.rcpt_tos, message_from_bytes(envelope.content)))
-        self.arrived.set()
-        return "250 OK"
-
-
-@pytest.fixture
-def smtp_server():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    mailbox = _Mailbox()
-    controller = Controller(mailbox, hostname="127.0.0.1", port=port)
-    controller.start()
-    yield port, mailbox
-    controller.stop()
-
-
 @pytest.fixture
 async def fake():
     server = fake_provider.FakeProvider()
@@ -78,7 +51,7 @@ async def subscribe(client, headers, channel, target, events):
     assert response.status == 201, await response.text()
 
 
-async def test_a_connection_refused_for_good_reaches_email_webhook_and_chat(aiohttp_client, make_app, database_url, fake, receivers, smtp_server):  # noqa: F811
+async def test_a_connection_refused_for_good_reaches_email_webhook_and_chat(aiohttp_client, make_app, database_url, fake, receivers, smtp_server):
     port, mailbox = smtp_server
     app_ = make_app(database_url=database_url, plugins=[fake_provider.FakePack(fake.base)], providers=fake_provider.provider_settings(),
                     smtp=SmtpSettings(host="127.0.0.1", port=port, sender="alerts@patchbay.test"))  # fmt: skip
@@ -124,7 +97,7 @@ async def test_a_connection_refused_for_good_reaches_email_webhook_and_chat(aioh
     assert receiver.requests == [], "an invalid connection is told once"
 
 
-async def test_a_disabled_webhook_subscription_is_told(database_url, aiohttp_client, wh_app, receivers, helpers):  # noqa: F811
+async def test_a_disabled_webhook_subscription_is_told(database_url, aiohttp_client, wh_app, receivers, helpers):
     # database_url before aiohttp_client: fixtures end in reverse order, so the app and its job
     # workers stop before the test's PostgreSQL database is dropped (dropped first, a worker still
     # marking jobs done met its terminated connection: "another operation is in progress")
@@ -156,7 +129,7 @@ async def _fail_jobs(app, kind: str, workspace_id: str | None, count: int, *, ag
                             last_error=f"upstream said no ({n})", created_at=at, updated_at=at))  # fmt: skip
 
 
-async def test_a_job_kind_failing_repeatedly_is_told_once_per_window(aiohttp_client, make_app, database_url, receivers):  # noqa: F811
+async def test_a_job_kind_failing_repeatedly_is_told_once_per_window(aiohttp_client, make_app, database_url, receivers):
     client = await aiohttp_client(make_app(database_url=database_url))
     app = client.server.app
     ws = await create_workspace_with_key(app)
@@ -188,7 +161,7 @@ async def test_a_job_kind_failing_repeatedly_is_told_once_per_window(aiohttp_cli
         assert await session.scalar(select(func.count()).select_from(Job).where(Job.kind == operator_events.FANOUT_JOB)) == 2
 
 
-async def test_operator_event_types_are_offered_and_validated(aiohttp_client, make_app, receivers):  # noqa: F811
+async def test_operator_event_types_are_offered_and_validated(aiohttp_client, make_app, receivers):
     client = await aiohttp_client(make_app())
     ws = await create_workspace_with_key(client.server.app)
     receiver = await receivers()
