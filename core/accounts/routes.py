@@ -9,53 +9,27 @@ it. The plan is changed only by the operator here (or by the payment provider's 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
 from aiohttp import web
 
 from patchbay.core.accounts import service as accounts
+from patchbay.core.accounts.api_models import (
+    Account, AccountDeleted, AccountDetail, AccountPage, CreateAccountDto, CreatedAccount, UpdateAccountDto, account_json,
+)  # fmt: skip
 from patchbay.core.accounts.auth import is_operator
 from patchbay.core.appkeys import DB, SETTINGS
-from patchbay.core.http.bodies import page_envelope, page_params, read_object, structure
+from patchbay.core.http.bodies import page_params, read_object, structure
 from patchbay.core.http.openapi import PAGE_QUERY, accepts, query
 from patchbay.core.http.errors import bad_request, forbidden, not_found, unauthorized
 from patchbay.core.http.lookups import get_or_404
+from patchbay.core.http.responses import reply, returns
 from patchbay.core.security.auth import Principal, authenticate
 from patchbay.core.workspaces import service
 from patchbay.core.workspaces.models import PLANS, Workspace
-from patchbay.core.workspaces.routes import workspace_json
 
 routes = web.RouteTableDef()
 
-@dataclass
-class CreateAccountDto:
-    """``plan`` defaults to ``[workspaces] default_plan``; idempotent by ``externalId``."""
-
-    name: str
-    plan: str | None = None
-    externalId: str | None = None
-
-
-@dataclass
-class UpdateAccountDto:
-    """Any of them; the account's own credential changes only the name and settings."""
-
-    name: str | None = None
-    plan: str | None = None
-    externalId: str | None = None
-    settings: dict[str, Any] | None = None
-
-
 EDITABLE = {"name": "name", "plan": "plan", "externalId": "external_id", "settings": "settings"}
 OWNER_EDITABLE = {"name", "settings"}
-
-
-def account_json(workspace: Workspace, members: int | None = None) -> dict[str, Any]:
-    body = {**workspace_json(workspace), "settings": dict(workspace.settings or {})}
-    if members is not None:
-        body["memberCount"] = members
-    return body
 
 
 async def _caller(request: web.Request, account_id: str) -> Principal | None:
@@ -80,6 +54,7 @@ def _operator_only(request: web.Request) -> None:
 
 @routes.post("/accounts")
 @accepts(CreateAccountDto)
+@returns(CreatedAccount, status=201, description="Created, or the account of this externalId")
 async def create_account(request: web.Request) -> web.Response:
     """Create an account (``{name, plan?, externalId?}``; idempotent by externalId). Operator only."""
     _operator_only(request)
@@ -90,32 +65,36 @@ async def create_account(request: web.Request) -> web.Response:
             workspace, created = await service.create_workspace(session, name=dto.name, plan=plan, external_id=dto.externalId)
         except service.WorkspaceError as error:
             raise bad_request(f"Validation failed: {error}") from None
-        return web.json_response({**account_json(workspace), "created": created}, status=201)
+        return reply(request, {**account_json(workspace), "created": created}, status=201)
 
 
 @routes.get("/accounts")
 @query(**PAGE_QUERY, externalId={"type": "string"}, plan={"type": "string"})
+@returns(AccountPage)
 async def list_accounts(request: web.Request) -> web.Response:
     """Every account, oldest first (``?externalId=``, ``?plan=`` filter). Operator only."""
     _operator_only(request)
     page, limit = page_params(request)
     async with request.app[DB].session() as session:
         rows, total = await accounts.account_page(session, external_id=request.query.get("externalId"), plan=request.query.get("plan"), page=page, limit=limit)
-        return web.json_response(page_envelope([account_json(w) for w in rows], page, limit, total))
+    return reply(request, {"data": [account_json(w) for w in rows], "page": page, "limit": limit, "total": total})
 
 
 @routes.get("/accounts/{id}")
+@returns(AccountDetail)
 async def get_account(request: web.Request) -> web.Response:
     """One account: the operator, or the account's own credential."""
     account_id = request.match_info["id"]
     await _caller(request, account_id)
     async with request.app[DB].session() as session:
         workspace = await get_or_404(session, Workspace, account_id, "Account not found")
-        return web.json_response(account_json(workspace, await accounts.member_count(session, account_id)))
+        members = await service.member_count(session, account_id)
+    return reply(request, {**account_json(workspace), "memberCount": members})
 
 
 @routes.patch("/accounts/{id}")
 @accepts(UpdateAccountDto)
+@returns(Account)
 async def update_account(request: web.Request) -> web.Response:
     """Change an account: the operator any of name, plan, externalId, settings; the account's own
     credential with ``workspace.admin`` its name and settings."""
@@ -144,15 +123,16 @@ async def update_account(request: web.Request) -> web.Response:
             if field in body:
                 setattr(workspace, attribute, body[field].strip() if field == "name" else body[field])
         await session.flush()
-        return web.json_response(account_json(workspace))
+        return reply(request, account_json(workspace))
 
 
 @routes.delete("/accounts/{id}")
+@returns(AccountDeleted)
 async def delete_account(request: web.Request) -> web.Response:
     """Delete an account and everything it owns. Operator only."""
     _operator_only(request)
     await accounts.delete_account(request.app[DB], request.match_info["id"])
-    return web.json_response({"id": request.match_info["id"], "deleted": True})
+    return reply(request, {"id": request.match_info["id"], "deleted": True})
 
 
 def setup(app: web.Application) -> None:

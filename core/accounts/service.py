@@ -8,7 +8,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from patchbay.core.errors import Conflict, NotFound
 from patchbay.core.storage.db import Database
-from patchbay.core.workspaces.models import Membership, Workspace
+from patchbay.core.workspaces.models import Workspace
 
 
 async def account_page(session: AsyncSession, *, external_id: str | None, plan: str | None, page: int, limit: int) -> tuple[list[Workspace], int]:
@@ -21,10 +21,6 @@ async def account_page(session: AsyncSession, *, external_id: str | None, plan: 
     total = await session.scalar(select(func.count()).select_from(query.subquery()))
     rows = await session.scalars(query.order_by(Workspace.created_at, Workspace.id).offset((page - 1) * limit).limit(limit))
     return list(rows), int(total or 0)
-
-
-async def member_count(session: AsyncSession, account_id: str) -> int:
-    return int(await session.scalar(select(func.count()).select_from(Membership).where(Membership.workspace_id == account_id)) or 0)
 
 
 async def ensure_external_id_free(session: AsyncSession, external_id: str | None, *, account_id: str) -> None:

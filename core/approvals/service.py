@@ -26,7 +26,7 @@ from datetime import timedelta
 from typing import Any
 
 from aiohttp import web
-from sqlalchemy import and_, or_, select, update
+from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from patchbay.core.appkeys import DB, REGISTRY, SECRETS
@@ -163,6 +163,17 @@ async def gate_connect(session: AsyncSession, *, workspace_id: str, provider: st
     session.add(request)
     await session.flush()
     return request.id
+
+
+async def request_page(session: AsyncSession, *, status: str | None, page: int, limit: int) -> tuple[list[ApprovalRequest], int]:
+    """A page of the session workspace's requests (of ``status`` when given), newest first, and how
+    many match."""
+    query = select(ApprovalRequest)
+    if status:
+        query = query.where(ApprovalRequest.status == status)
+    total = await session.scalar(select(func.count()).select_from(query.subquery()))
+    rows = await session.scalars(query.order_by(ApprovalRequest.created_at.desc(), ApprovalRequest.id).offset((page - 1) * limit).limit(limit))
+    return list(rows), int(total or 0)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -7,18 +7,21 @@ then set through the CLI or the accounts API.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
 
 from patchbay.core.appkeys import DB
 from patchbay.core.billing import service
+from patchbay.core.billing.api_models import (
+    BillingPlan, BillingSubscription, BillingUsage, CheckoutDto, CheckoutSession, PortalDto, PortalSession, UsageHistory, WebhookReceipt,
+)  # fmt: skip
 from patchbay.core.billing.limits import MONTHLY_RESOURCES, RESOURCES, current_period, limits_of, workspace_plan
 from patchbay.core.billing.payments import PAID_PLANS, CheckoutRequest, PaymentProviderError, WebhookVerificationError
 from patchbay.core.http.bodies import query_int, read_body
 from patchbay.core.http.errors import ApiError, bad_request, conflict, not_found
-from patchbay.core.http.openapi import accepts
+from patchbay.core.http.openapi import accepts, query
+from patchbay.core.http.responses import reply, returns
 from patchbay.core.security.auth import principal_of, requires
 
 routes = web.RouteTableDef()
@@ -36,6 +39,7 @@ def _upstream(error: PaymentProviderError) -> ApiError:
 
 
 @routes.get("/connect/v1/billing/plan")
+@returns(BillingPlan)
 @requires("billing.view")
 async def get_plan(request: web.Request) -> web.Response:
     """The workspace's plan, its limits and its subscription."""
@@ -45,18 +49,20 @@ async def get_plan(request: web.Request) -> web.Response:
         plan = await workspace_plan(session, workspace_id)
         subscription = await service.subscription_of(session, workspace_id)
     active = service.active_provider(request.app)
-    return web.json_response(
+    return reply(
+        request,
         {
             "plan": plan,
             "limits": {resource: limits.limit(plan, resource) for resource in RESOURCES},
             "subscription": service.subscription_json(subscription),
             "paymentProvider": active[0] if active else None,
             "availablePlans": [p for p in PAID_PLANS if active and active[1].price_configured(active[2], p)],
-        }
+        },
     )
 
 
 @routes.get("/connect/v1/billing/usage")
+@returns(BillingUsage)
 @requires("billing.view")
 async def get_usage(request: web.Request) -> web.Response:
     """This month's usage of every limited resource, with the plan's limit (null: unlimited)."""
@@ -68,10 +74,12 @@ async def get_usage(request: web.Request) -> web.Response:
         for resource in RESOURCES:
             used = await limits.current(session, workspace_id, resource)
             usage[resource] = {"used": used, "limit": limits.limit(plan, resource), "period": "month" if resource in MONTHLY_RESOURCES else "total"}
-    return web.json_response({"period": current_period(), "plan": plan, "usage": usage})
+    return reply(request, {"period": current_period(), "plan": plan, "usage": usage})
 
 
 @routes.get("/connect/v1/billing/usage/history")
+@query(months={"type": "integer", "minimum": 1, "maximum": 120, "default": 12})
+@returns(UsageHistory)
 @requires("billing.view")
 async def get_usage_history(request: web.Request) -> web.Response:
     """Metered usage per month, newest first (``?months=``, default 12, at most 120)."""
@@ -83,18 +91,12 @@ async def get_usage_history(request: web.Request) -> web.Response:
     for row in rows:
         periods.setdefault(row.period, {metric: 0 for metric in MONTHLY_RESOURCES})[row.metric] = row.count
     data = [{"period": period, "usage": usage} for period, usage in list(periods.items())[:months]]
-    return web.json_response({"data": data})
-
-
-@dataclass
-class CheckoutDto:
-    plan: str
-    successUrl: str | None = None
-    cancelUrl: str | None = None
+    return reply(request, {"data": data})
 
 
 @routes.post("/connect/v1/billing/checkout")
 @accepts(CheckoutDto)
+@returns(CheckoutSession, status=201, description="Checkout started")
 @requires("billing.write")
 async def create_checkout(request: web.Request) -> web.Response:
     """Start a checkout of a paid plan (``{plan, successUrl?, cancelUrl?}``); answers ``{url, id}``."""
@@ -126,16 +128,12 @@ async def create_checkout(request: web.Request) -> web.Response:
         session_ = await provider.create_checkout(ctx, checkout)
     except PaymentProviderError as error:
         raise _upstream(error) from None
-    return web.json_response({"id": session_.id, "url": session_.url, "provider": name}, status=201)
-
-
-@dataclass
-class PortalDto:
-    returnUrl: str | None = None
+    return reply(request, {"id": session_.id, "url": session_.url, "provider": name}, status=201)
 
 
 @routes.post("/connect/v1/billing/portal")
 @accepts(PortalDto, required=False)
+@returns(PortalSession, status=201, description="Portal session opened")
 @requires("billing.write")
 async def create_portal(request: web.Request) -> web.Response:
     """Open a customer-portal session (``{returnUrl?}``); answers ``{url}``."""
@@ -150,7 +148,7 @@ async def create_portal(request: web.Request) -> web.Response:
         url = await provider.create_portal(ctx, customer_id=subscription.customer_id, return_url=body.returnUrl or ctx.base_url)
     except PaymentProviderError as error:
         raise _upstream(error) from None
-    return web.json_response({"url": url}, status=201)
+    return reply(request, {"url": url}, status=201)
 
 
 async def _change_subscription(request: web.Request, resume: bool) -> dict[str, Any]:
@@ -175,20 +173,23 @@ async def _change_subscription(request: web.Request, resume: bool) -> dict[str, 
 
 
 @routes.delete("/connect/v1/billing/subscription")
+@returns(BillingSubscription)
 @requires("billing.write")
 async def cancel_subscription(request: web.Request) -> web.Response:
     """Cancel the subscription at the end of the current period."""
-    return web.json_response(await _change_subscription(request, resume=False))
+    return reply(request, await _change_subscription(request, resume=False))
 
 
 @routes.post("/connect/v1/billing/subscription/resume")
+@returns(BillingSubscription, status=201, description="Resumed")
 @requires("billing.write")
 async def resume_subscription(request: web.Request) -> web.Response:
     """Resume a subscription set to cancel at period end."""
-    return web.json_response(await _change_subscription(request, resume=True), status=201)
+    return reply(request, await _change_subscription(request, resume=True), status=201)
 
 
 @routes.post("/billing/webhook")
+@returns(WebhookReceipt, description="Received (applied now, or before when duplicate)")
 async def billing_webhook(request: web.Request) -> web.Response:
     """The payment provider's webhook: verified by its signature header, each event applied once."""
     active = service.active_provider(request.app)
@@ -201,7 +202,7 @@ async def billing_webhook(request: web.Request) -> web.Response:
     except WebhookVerificationError as error:
         raise bad_request(str(error)) from None
     applied = await service.apply_event(request.app, name, event)
-    return web.json_response({"received": True, "duplicate": not applied})
+    return reply(request, {"received": True, "duplicate": not applied})
 
 
 def setup(app: web.Application) -> None:

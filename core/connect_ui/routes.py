@@ -5,49 +5,58 @@ from __future__ import annotations
 from aiohttp import web
 from patchbay.core.appkeys import DB
 from patchbay.core.connect_ui import service
+from patchbay.core.connect_ui.api_models import ConnectSessionOut, ConnectSessionOutPage, CreateConnectSessionDto, CreatedConnectSession, read_session_request
 from patchbay.core.connect_ui.models import ConnectSession
-from patchbay.core.http.bodies import page_envelope, page_params, read_object
+from patchbay.core.http.bodies import page_params
 from patchbay.core.http.lookups import get_or_404
+from patchbay.core.http.openapi import PAGE_QUERY, accepts, query
+from patchbay.core.http.responses import reply, returns
 from patchbay.core.security.auth import principal_of, requires
 
 routes = web.RouteTableDef()
 
 
 @routes.post("/connect/v1/connect-sessions")
+@accepts(CreateConnectSessionDto)
+@returns(CreatedConnectSession, status=201, description="Created")
 @requires("connections.write")
 async def create_session(request: web.Request) -> web.Response:
     """Create a connect session for an end user: ``{endUser: {id, email?, displayName?},
     allowedProviders?, metadata?, returnUrl?, reconnectConnectionId?, expiresInMinutes?}``;
     answers 201 with the session, its ``token`` (shown once) and the hosted page's ``url``."""
     principal = principal_of(request)
-    row, token = await service.create_session(request.app, principal.workspace_id, await read_object(request))
-    return web.json_response({**service.session_json(row), "token": token, "url": service.hosted_url(request.app, token)}, status=201)
+    row, token = await service.create_session(request.app, principal.workspace_id, await read_session_request(request))
+    return reply(request, {**service.session_json(row), "token": token, "url": service.hosted_url(request.app, token)}, status=201)
 
 
 @routes.get("/connect/v1/connect-sessions")
+@query(**PAGE_QUERY, endUserId={"type": "string"})
+@returns(ConnectSessionOutPage)
 @requires("connections.view")
 async def list_sessions(request: web.Request) -> web.Response:
     """The workspace's connect sessions, newest first; ``?endUserId=`` filters."""
     principal = principal_of(request)
     page, limit = page_params(request)
     rows, total = await service.list_sessions(request.app, principal.workspace_id, end_user_id=request.query.get("endUserId"), page=page, limit=limit)
-    return web.json_response(page_envelope([service.session_json(row) for row in rows], page, limit, total))
+    return reply(request, {"data": [service.session_json(row) for row in rows], "page": page, "limit": limit, "total": total})
 
 
 @routes.get("/connect/v1/connect-sessions/{id}")
+@returns(ConnectSessionOut)
 @requires("connections.view")
 async def get_session(request: web.Request) -> web.Response:
     """One connect session (never its token)."""
     principal = principal_of(request)
     async with request.app[DB].session(tenant=principal.workspace_id) as session:
         row = await get_or_404(session, ConnectSession, request.match_info["id"], f"Connect session not found: {request.match_info['id']}")
-    return web.json_response(service.session_json(row))
+    return reply(request, service.session_json(row))
 
 
 @routes.delete("/connect/v1/connect-sessions/{id}")
+@returns(ConnectSessionOut)
 @requires("connections.write")
 async def revoke_session(request: web.Request) -> web.Response:
     """Revoke a session: its token no longer opens the page."""
     principal = principal_of(request)
     row = await service.revoke_session(request.app, principal.workspace_id, request.match_info["id"])
-    return web.json_response(service.session_json(row))
+    return reply(request, service.session_json(row))

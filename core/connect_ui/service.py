@@ -16,6 +16,7 @@ from sqlalchemy import func, select, update
 
 from patchbay.core.appkeys import DB, REGISTRY, SECRETS, SETTINGS
 from patchbay.core.approvals.service import gate_connect
+from patchbay.core.connect_ui.api_models import ALLOWED_PROVIDERS_ERROR, CreateConnectSessionDto, EndUserDto
 from patchbay.core.connect_ui.models import ConnectSession
 from patchbay.core.connections import service as connections
 from patchbay.core.connections.lifecycle import ConnectionRemoval, removal_listeners
@@ -45,11 +46,10 @@ class SessionUnusable(ApiError):
         self.why = reason
 
 
-def _string(body: dict[str, Any], field: str, *, required: bool = False, limit: int = 255) -> str | None:
-    value = body.get(field)
+def _string(value: str | None, field: str, *, required: bool = False, limit: int = 255) -> str | None:
     if value is None and not required:
         return None
-    if not isinstance(value, str) or not value.strip() or len(value) > limit:
+    if value is None or not value.strip() or len(value) > limit:
         raise bad_request(f"Validation failed: {field} must be a non-empty string of at most {limit} characters")
     return value.strip()
 
@@ -63,31 +63,30 @@ def _return_url(value: str | None) -> str | None:
     return value
 
 
-def _end_user(body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    end_user = body.get("endUser")
-    if not isinstance(end_user, dict):
+def _end_user(end_user: EndUserDto | None) -> tuple[str, dict[str, Any]]:
+    if end_user is None:
         raise bad_request("Validation failed: endUser is required ({id, email?, displayName?})")
-    end_user_id = _string(end_user, "id", required=True)
-    display = {key: _string(end_user, key) for key in ("email", "displayName")}
+    end_user_id = _string(end_user.id, "id", required=True)
+    display = {"email": _string(end_user.email, "email"), "displayName": _string(end_user.displayName, "displayName")}
     return end_user_id, {key: value for key, value in display.items() if value is not None}
 
 
-def _allowed(app: web.Application, value: Any) -> list[str] | None:
+def _allowed(app: web.Application, value: list[str] | None) -> list[str] | None:
     if value is None:
         return None
-    if not isinstance(value, list) or not value or not all(isinstance(name, str) for name in value):
-        raise bad_request("Validation failed: allowedProviders must be a non-empty list of provider names")
+    if not value:
+        raise bad_request(f"Validation failed: {ALLOWED_PROVIDERS_ERROR}")
     unknown = [name for name in value if app[REGISTRY].provider(name) is None]
     if unknown:
         raise bad_request(f"Validation failed: unknown provider(s): {', '.join(unknown)}")
     return list(dict.fromkeys(value))
 
 
-def _lifetime(app: web.Application, value: Any) -> timedelta:
+def _lifetime(app: web.Application, value: int | None) -> timedelta:
     settings = app[SETTINGS].connect_ui
     if value is None:
         return timedelta(minutes=settings.session_ttl_minutes)
-    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= settings.max_session_ttl_minutes:
+    if not 1 <= value <= settings.max_session_ttl_minutes:
         raise bad_request(f"Validation failed: expiresInMinutes must be an integer from 1 to {settings.max_session_ttl_minutes}")
     return timedelta(minutes=value)
 
@@ -117,19 +116,14 @@ def session_json(row: ConnectSession) -> dict[str, Any]:
     }
 
 
-async def create_session(app: web.Application, workspace_id: str, body: dict[str, Any]) -> tuple[ConnectSession, str]:
-    """Validate ``body`` and store a new session; answers the row and its token (shown once).
-
-    ``{endUser: {id, email?, displayName?}, allowedProviders?, metadata?, returnUrl?,
-    reconnectConnectionId?, expiresInMinutes?}``."""
-    end_user_id, display = _end_user(body)
-    allowed = _allowed(app, body.get("allowedProviders"))
-    metadata = body.get("metadata") or {}
-    if not isinstance(metadata, dict):
-        raise bad_request("Validation failed: metadata must be an object")
-    return_url = _return_url(_string(body, "returnUrl", limit=2000))
-    lifetime = _lifetime(app, body.get("expiresInMinutes"))
-    reconnect = _string(body, "reconnectConnectionId", limit=36)
+async def create_session(app: web.Application, workspace_id: str, body: CreateConnectSessionDto) -> tuple[ConnectSession, str]:
+    """Check ``body`` and store a new session; answers the row and its token (shown once)."""
+    end_user_id, display = _end_user(body.endUser)
+    allowed = _allowed(app, body.allowedProviders)
+    metadata = body.metadata or {}
+    return_url = _return_url(_string(body.returnUrl, "returnUrl", limit=2000))
+    lifetime = _lifetime(app, body.expiresInMinutes)
+    reconnect = _string(body.reconnectConnectionId, "reconnectConnectionId", limit=36)
     token = TOKEN_PREFIX + random_token()
     async with app[DB].transaction(tenant=workspace_id) as session:
         if reconnect is not None:

@@ -8,7 +8,9 @@ from aiohttp import web
 
 from patchbay.core.appkeys import DB
 from patchbay.core.http.errors import not_found
+from patchbay.core.http.responses import reply, returns
 from patchbay.core.security.api_keys import api_key_json, list_api_keys, revoke_api_key
+from patchbay.core.security.api_models import ApiKeyList, ApiKeyRevoked
 from patchbay.core.security.auth import forget_cached_api_keys, principal_of, requires
 
 routes = web.RouteTableDef()
@@ -16,16 +18,18 @@ PREFIX = "/connect/v1/api-keys"
 
 
 @routes.get(PREFIX)
+@returns(ApiKeyList)
 @requires("workspace.admin")
 async def list_keys(request: web.Request) -> web.Response:
     """List the workspace's API keys with status, expiry and last use (never the key itself)."""
     workspace_id = principal_of(request).workspace_id
     async with request.app[DB].session(tenant=workspace_id) as session:
         keys = await list_api_keys(session, workspace_id)
-    return web.json_response({"data": [api_key_json(key) for key in keys]})
+    return reply(request, {"data": [api_key_json(key) for key in keys]})
 
 
 @routes.delete(PREFIX + "/{id}")
+@returns(ApiKeyRevoked)
 @requires("workspace.admin")
 async def revoke_key(request: web.Request) -> web.Response:
     """Revoke an API key of the workspace; other processes refuse it within 5 seconds."""
@@ -35,7 +39,7 @@ async def revoke_key(request: web.Request) -> web.Response:
     if not revoked:
         raise not_found("no active API key with this id in this workspace")
     forget_cached_api_keys(request.app)
-    return web.json_response({"id": request.match_info["id"], "revoked": True})
+    return reply(request, {"id": request.match_info["id"], "revoked": True})
 
 
 def setup(app: web.Application) -> None:

@@ -13,73 +13,31 @@ Who may call what:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
 
 from aiohttp import web
-from sqlalchemy import func, select
 
 from patchbay.core.accounts.auth import is_operator, require_user
 from patchbay.core.appkeys import DB, JOBS, SECRETS, SETTINGS
-from patchbay.core.http.bodies import page_envelope, page_params, read_body, read_json
+from patchbay.core.http.bodies import page_params, read_body
 from patchbay.core.http.errors import ApiError, bad_request, conflict, forbidden, not_found, unauthorized
-from patchbay.core.http.openapi import accepts
+from patchbay.core.http.openapi import PAGE_QUERY, accepts, query
+from patchbay.core.http.responses import reply, returns
 from patchbay.core.security.auth import Principal, authenticate, principal_of, requires
 from patchbay.core.timeutil import iso
 from patchbay.core.users.models import User
 from patchbay.core.users.service import find_user_by_email
 from patchbay.core.workspaces import service
+from patchbay.core.workspaces.api_models import (
+    ApproveJoinDto, CreatedInvite, CreatedWorkspace, CreateInviteDto, CreateWorkspaceDto, InviteValidation, JoinByLinkDto, JoinedByLink,
+    JoinedWorkspace, JoinRequestOut, JoinRequestPage, LinkRevoked, PublicWorkspace, RequestJoinDto, ShareableLinkDto, ShareableLinkOut,
+    WorkspacePage, invite_json, join_request_json, workspace_json,
+)  # fmt: skip
 from patchbay.core.workspaces.mail import INVITE_EMAIL_JOB, invite_url, link_url, send_invite_email
-from patchbay.core.workspaces.models import Invite, JoinRequest, Membership, Workspace
+from patchbay.core.workspaces.models import Workspace
 
 routes = web.RouteTableDef()
 PREFIX = "/connect/v1/workspaces"
-
-
-def workspace_json(workspace: Workspace, role: str | None = None) -> dict[str, Any]:
-    body = {
-        "id": workspace.id,
-        "name": workspace.name,
-        "slug": workspace.slug,
-        "plan": workspace.plan,
-        "externalId": workspace.external_id,
-        "createdAt": iso(workspace.created_at),
-        "updatedAt": iso(workspace.updated_at),
-    }
-    if role is not None:
-        body["role"] = role
-    return body
-
-
-def invite_json(invite: Invite) -> dict[str, Any]:
-    return {
-        "id": invite.id,
-        "workspaceId": invite.workspace_id,
-        "email": invite.email,
-        "role": invite.role,
-        "status": "accepted" if invite.accepted_at else service.invite_state(invite),
-        "expiresAt": iso(invite.expires_at),
-        "invitedBy": invite.invited_by,
-        "acceptedAt": iso(invite.accepted_at),
-        "createdAt": iso(invite.created_at),
-    }
-
-
-def join_request_json(request: JoinRequest, user: User | None = None) -> dict[str, Any]:
-    return {
-        "id": request.id,
-        "workspaceId": request.workspace_id,
-        "userId": request.user_id,
-        "email": user.email if user else None,
-        "name": user.name if user else None,
-        "message": request.message,
-        "status": request.status,
-        "role": request.role,
-        "decidedBy": request.decided_by,
-        "decidedAt": iso(request.decided_at),
-        "createdAt": iso(request.created_at),
-    }
 
 
 def _refused(error: service.TokenRefused) -> ApiError:
@@ -109,8 +67,11 @@ def _admin_of(request: web.Request) -> str:
 
 
 @routes.get(PREFIX)
+@query(**PAGE_QUERY)
+@returns(WorkspacePage)
 async def list_workspaces(request: web.Request) -> web.Response:
-    """The caller's workspaces: a user's memberships, or an API key's own workspace."""
+    """The caller's workspaces: a user's memberships (with the user's ``role``), or an API key's own
+    workspace."""
     principal = await authenticate(request)
     if principal is None:
         raise unauthorized()
@@ -123,16 +84,7 @@ async def list_workspaces(request: web.Request) -> web.Response:
             items = [workspace_json(workspace)] if workspace else []
         else:
             items = []
-    return web.json_response(page_envelope(items[(page - 1) * limit : page * limit], page, limit, len(items)))
-
-
-@dataclass
-class CreateWorkspaceDto:
-    name: str
-    externalId: str | None = None
-    plan: str | None = None
-    ownerUserId: str | None = None
-    ownerEmail: str | None = None
+    return reply(request, {"data": items[(page - 1) * limit : page * limit], "page": page, "limit": limit, "total": len(items)})
 
 
 async def _server_caller(request: web.Request) -> Principal | None:
@@ -151,14 +103,14 @@ async def _server_caller(request: web.Request) -> Principal | None:
 async def _member_owner(session, workspace_id: str, body: CreateWorkspaceDto) -> str:
     """The owner named by a workspace's credential, who must be a member of that workspace."""
     owner = await session.get(User, body.ownerUserId) if body.ownerUserId else await find_user_by_email(session, body.ownerEmail or "")
-    member = owner and await session.scalar(select(Membership.id).where(Membership.workspace_id == workspace_id, Membership.user_id == owner.id))
-    if not member:
+    if owner is None or not await service.is_member(session, workspace_id, owner.id):
         raise bad_request("Validation failed: the owner must be a member of the calling workspace")
     return owner.id
 
 
 @routes.post(PREFIX)
 @accepts(CreateWorkspaceDto)
+@returns(CreatedWorkspace, status=201, description="Created, or the workspace of this externalId")
 async def create_workspace(request: web.Request) -> web.Response:
     """Create a workspace (server-to-server with the admin API key or a workspace's credential
     holding ``workspace.admin``, or a signed-in user); idempotent by externalId. A workspace's
@@ -190,7 +142,7 @@ async def create_workspace(request: web.Request) -> web.Response:
             raise bad_request(f"Validation failed: {error}") from None
         if created and owner_id:
             await service.add_member(session, workspace_id=workspace.id, user_id=owner_id, role="admin")
-        return web.json_response({**workspace_json(workspace), "created": created}, status=201)
+        return reply(request, {**workspace_json(workspace), "created": created}, status=201)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -199,6 +151,7 @@ async def create_workspace(request: web.Request) -> web.Response:
 
 
 @routes.get(PREFIX + "/invite/validate/{token}")
+@returns(InviteValidation)
 async def validate_invite(request: web.Request) -> web.Response:
     """Validate an invite token: 200 with the workspace, email and role; 404 unknown, 410 used or
     expired."""
@@ -208,10 +161,12 @@ async def validate_invite(request: web.Request) -> web.Response:
         except service.TokenRefused as error:
             raise _refused(error) from None
         workspace = await session.get(Workspace, invite.workspace_id)
-    return web.json_response({"valid": True, "workspace": {"id": workspace.id, "name": workspace.name, "slug": workspace.slug}, "email": invite.email, "role": invite.role, "expiresAt": iso(invite.expires_at)})
+    return reply(request, {"valid": True, "workspace": {"id": workspace.id, "name": workspace.name, "slug": workspace.slug}, "email": invite.email,
+                           "role": invite.role, "expiresAt": iso(invite.expires_at)})  # fmt: skip
 
 
 @routes.post(PREFIX + "/invite/accept/{token}")
+@returns(JoinedWorkspace, status=201, description="Joined")
 async def accept_invite(request: web.Request) -> web.Response:
     """Accept an invite as the signed-in user it was sent to (single use)."""
     principal = await require_user(request)
@@ -222,18 +177,12 @@ async def accept_invite(request: web.Request) -> web.Response:
         except service.TokenRefused as error:
             raise _refused(error) from None
         workspace = await session.get(Workspace, invite.workspace_id)
-        return web.json_response({"workspace": workspace_json(workspace, membership.role), "role": membership.role}, status=201)
-
-
-@dataclass
-class CreateInviteDto:
-    email: str
-    role: str = "viewer"
-    expiresInHours: int | None = None
+        return reply(request, {"workspace": workspace_json(workspace, membership.role), "role": membership.role}, status=201)
 
 
 @routes.post(PREFIX + "/{id}/invite")
 @accepts(CreateInviteDto)
+@returns(CreatedInvite, status=201, description="Invited")
 @requires("workspace.admin")
 async def create_invite(request: web.Request) -> web.Response:
     """Invite an email address (``{email, role?, expiresInHours?}``); the invite is emailed."""
@@ -253,7 +202,7 @@ async def create_invite(request: web.Request) -> web.Response:
         except service.WorkspaceError as error:
             raise bad_request(f"Validation failed: {error}") from None
         request.app[JOBS].enqueue(session, INVITE_EMAIL_JOB, {"invite_id": invite.id, "token": request.app[SECRETS].encrypt(token)}, workspace_id=workspace_id)
-        return web.json_response({**invite_json(invite), "inviteUrl": invite_url(settings, token=token, workspace_id=workspace_id)}, status=201)
+        return reply(request, {**invite_json(invite), "inviteUrl": invite_url(settings, token=token, workspace_id=workspace_id)}, status=201)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -262,25 +211,20 @@ async def create_invite(request: web.Request) -> web.Response:
 
 
 @routes.get(PREFIX + "/public/{slug}")
+@returns(PublicWorkspace)
 async def public_info(request: web.Request) -> web.Response:
     """Public information of a workspace by slug (no credential)."""
     async with request.app[DB].session() as session:
-        workspace = await session.scalar(select(Workspace).where(Workspace.slug == request.match_info["slug"]))
+        workspace = await service.find_workspace(session, slug=request.match_info["slug"])
         if workspace is None:
             raise not_found("Workspace not found")
-        members = await session.scalar(select(func.count()).select_from(service.Membership).where(service.Membership.workspace_id == workspace.id))
-    return web.json_response({"id": workspace.id, "name": workspace.name, "slug": workspace.slug, "memberCount": members or 0, "createdAt": iso(workspace.created_at)})
-
-
-@dataclass
-class RequestJoinDto:
-    workspaceId: str | None = None
-    slug: str | None = None
-    message: str | None = None
+        members = await service.member_count(session, workspace.id)
+    return reply(request, {"id": workspace.id, "name": workspace.name, "slug": workspace.slug, "memberCount": members, "createdAt": iso(workspace.created_at)})
 
 
 @routes.post(PREFIX + "/join/request")
 @accepts(RequestJoinDto)
+@returns(JoinRequestOut, status=201, description="Requested")
 async def request_join(request: web.Request) -> web.Response:
     """Ask to join a workspace (``{workspaceId | slug, message?}``) as the signed-in user."""
     principal = await require_user(request)
@@ -289,26 +233,27 @@ async def request_join(request: web.Request) -> web.Response:
         raise bad_request("Validation failed: workspaceId or slug is required")
     async with request.app[DB].transaction() as session:
         await _user(session, principal)
-        query = select(Workspace).where(Workspace.id == body.workspaceId) if body.workspaceId else select(Workspace).where(Workspace.slug == body.slug)
-        workspace = await session.scalar(query)
+        workspace = await service.find_workspace(session, workspace_id=body.workspaceId, slug=body.slug)
         if workspace is None:
             raise not_found("Workspace not found")
         try:
             join = await service.request_join(session, workspace_id=workspace.id, user_id=principal.subject, message=body.message)
         except service.WorkspaceError as error:
             raise conflict(str(error)) from None
-        return web.json_response(join_request_json(join), status=201)
+        return reply(request, join_request_json(join), status=201)
 
 
 @routes.post(PREFIX + "/join/link/{workspaceId}")
+@query(token={"type": "string"})
+@accepts(JoinByLinkDto, required=False)
+@returns(JoinedByLink, status=201, description="Joined, or already a member")
 async def join_by_link(request: web.Request) -> web.Response:
     """Join through a shareable link as the signed-in user; the token in ``{token}`` or ``?token=``."""
     principal = await require_user(request)
     token = request.query.get("token")
     if not token and (await request.read()).strip():
-        body = await read_json(request)
-        token = body.get("token") if isinstance(body, dict) else None
-    if not token or not isinstance(token, str):
+        token = (await read_body(request, JoinByLinkDto)).token
+    if not token:
         raise bad_request("Validation failed: token is required")
     workspace_id = request.match_info["workspaceId"]
     async with request.app[DB].transaction() as session:
@@ -318,7 +263,7 @@ async def join_by_link(request: web.Request) -> web.Response:
         except service.TokenRefused as error:
             raise _refused(error) from None
         workspace = await session.get(Workspace, workspace_id)
-        return web.json_response({"workspace": workspace_json(workspace, membership.role), "role": membership.role, "joined": joined}, status=201)
+        return reply(request, {"workspace": workspace_json(workspace, membership.role), "role": membership.role, "joined": joined}, status=201)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -327,26 +272,23 @@ async def join_by_link(request: web.Request) -> web.Response:
 
 
 @routes.get(PREFIX + "/{id}/join-requests")
+@query(**PAGE_QUERY)
+@returns(JoinRequestPage)
 @requires("workspace.admin")
 async def list_join_requests(request: web.Request) -> web.Response:
     """Pending join requests of the workspace, oldest first."""
     workspace_id = _admin_of(request)
     page, limit = page_params(request)
     async with request.app[DB].session(tenant=workspace_id) as session:
-        pending = select(JoinRequest).where(JoinRequest.status == "pending")
-        total = await session.scalar(select(func.count()).select_from(pending.subquery()))
-        rows = await session.execute(
-            select(JoinRequest, User).join(User, User.id == JoinRequest.user_id).where(JoinRequest.status == "pending").order_by(JoinRequest.created_at, JoinRequest.id).offset((page - 1) * limit).limit(limit)
-        )
-        return web.json_response(page_envelope([join_request_json(r, u) for r, u in rows.all()], page, limit, total or 0))
+        rows, total = await service.pending_join_requests(session, page=page, limit=limit)
+    return reply(request, {"data": [join_request_json(r, u) for r, u in rows], "page": page, "limit": limit, "total": total})
 
 
 async def _decide(request: web.Request, approve: bool) -> web.Response:
     workspace_id = _admin_of(request)
     role = "viewer"
     if approve and (await request.read()).strip():
-        body = await read_json(request)
-        role = body.get("role", "viewer") if isinstance(body, dict) else "viewer"
+        role = (await read_body(request, ApproveJoinDto)).role
     async with request.app[DB].transaction(tenant=workspace_id) as session:
         try:
             join = await service.decide_join_request(session, workspace_id=workspace_id, request_id=request.match_info["requestId"], approve=approve, role=role, decided_by=principal_of(request).subject)
@@ -354,10 +296,12 @@ async def _decide(request: web.Request, approve: bool) -> web.Response:
             raise (bad_request(f"Validation failed: {error}") if "role" in str(error) else conflict(str(error))) from None
         if join is None:
             raise not_found("Join request not found")
-        return web.json_response(join_request_json(join, await session.get(User, join.user_id)), status=201)
+        return reply(request, join_request_json(join, await session.get(User, join.user_id)), status=201)
 
 
 @routes.post(PREFIX + "/{id}/join-requests/{requestId}/approve")
+@accepts(ApproveJoinDto, required=False)
+@returns(JoinRequestOut, status=201, description="Approved")
 @requires("workspace.admin")
 async def approve_join_request(request: web.Request) -> web.Response:
     """Approve a join request; the user becomes a member (``{role?}``, default viewer)."""
@@ -365,6 +309,7 @@ async def approve_join_request(request: web.Request) -> web.Response:
 
 
 @routes.post(PREFIX + "/{id}/join-requests/{requestId}/deny")
+@returns(JoinRequestOut, status=201, description="Denied")
 @requires("workspace.admin")
 async def deny_join_request(request: web.Request) -> web.Response:
     """Deny a join request."""
@@ -372,33 +317,32 @@ async def deny_join_request(request: web.Request) -> web.Response:
 
 
 @routes.post(PREFIX + "/{id}/shareable-link")
+@accepts(ShareableLinkDto, required=False)
+@returns(ShareableLinkOut, status=201, description="Generated")
 @requires("workspace.admin")
 async def create_shareable_link(request: web.Request) -> web.Response:
     """Generate the shareable link (``{role?, expiresInHours?}``); the previous one stops working."""
     workspace_id = _admin_of(request)
-    body: dict[str, Any] = {}
-    if (await request.read()).strip():
-        raw = await read_json(request)
-        if not isinstance(raw, dict):
-            raise bad_request("Request body must be a JSON object")
-        body = raw
-    hours = body.get("expiresInHours")
-    if hours is not None and (not isinstance(hours, int) or isinstance(hours, bool) or hours <= 0):
+    body = await read_body(request, ShareableLinkDto) if (await request.read()).strip() else ShareableLinkDto()
+    hours = body.expiresInHours
+    if hours is not None and hours <= 0:
         raise bad_request("Validation failed: expiresInHours must be a positive integer")
     async with request.app[DB].transaction(tenant=workspace_id) as session:
         try:
             link, token = await service.create_link(
-                session, request.app[SECRETS], workspace_id=workspace_id, role=body.get("role", "viewer"), ttl=timedelta(hours=hours) if hours else None, created_by=principal_of(request).subject
+                session, request.app[SECRETS], workspace_id=workspace_id, role=body.role, ttl=timedelta(hours=hours) if hours else None, created_by=principal_of(request).subject
             )
         except service.WorkspaceError as error:
             raise bad_request(f"Validation failed: {error}") from None
-        return web.json_response(
+        return reply(
+            request,
             {"url": link_url(request.app[SETTINGS], token=token, workspace_id=workspace_id), "token": token, "role": link.role, "expiresAt": iso(link.expires_at), "createdAt": iso(link.created_at)},
             status=201,
         )
 
 
 @routes.delete(PREFIX + "/{id}/shareable-link")
+@returns(LinkRevoked)
 @requires("workspace.admin")
 async def revoke_shareable_link(request: web.Request) -> web.Response:
     """Revoke the shareable link."""
@@ -406,7 +350,7 @@ async def revoke_shareable_link(request: web.Request) -> web.Response:
     async with request.app[DB].transaction(tenant=workspace_id) as session:
         if not await service.revoke_link(session, workspace_id):
             raise not_found("No active shareable link")
-    return web.json_response({"revoked": True})
+    return reply(request, {"revoked": True})
 
 
 def setup(app: web.Application) -> None:

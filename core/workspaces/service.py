@@ -175,6 +175,17 @@ async def accept_invite(session: AsyncSession, box: SecretBox, *, token: str, us
 # ---------------------------------------------------------------------------------------------
 
 
+async def member_count(session: AsyncSession, workspace_id: str) -> int:
+    return int(await session.scalar(select(func.count()).select_from(Membership).where(Membership.workspace_id == workspace_id)) or 0)
+
+
+async def find_workspace(session: AsyncSession, *, workspace_id: str | None = None, slug: str | None = None) -> Workspace | None:
+    """The workspace of ``workspace_id``, else of ``slug``; None when there is none."""
+    if workspace_id:
+        return await session.get(Workspace, workspace_id)
+    return await session.scalar(select(Workspace).where(Workspace.slug == slug)) if slug else None
+
+
 async def is_member(session: AsyncSession, workspace_id: str, user_id: str) -> bool:
     return bool(await session.scalar(select(Membership.id).where(Membership.workspace_id == workspace_id, Membership.user_id == user_id)))
 
@@ -209,6 +220,18 @@ async def decide_join_request(session: AsyncSession, *, workspace_id: str, reque
         await add_member(session, workspace_id=workspace_id, user_id=request.user_id, role=role)
     await session.refresh(request)
     return request
+
+
+async def pending_join_requests(session: AsyncSession, *, page: int, limit: int) -> tuple[list[tuple[JoinRequest, User]], int]:
+    """A page of the session workspace's pending join requests with their users, oldest first,
+    and how many are pending."""
+    pending = select(JoinRequest).where(JoinRequest.status == "pending")
+    total = await session.scalar(select(func.count()).select_from(pending.subquery()))
+    rows = await session.execute(
+        select(JoinRequest, User).join(User, User.id == JoinRequest.user_id).where(JoinRequest.status == "pending")
+        .order_by(JoinRequest.created_at, JoinRequest.id).offset((page - 1) * limit).limit(limit)
+    )  # fmt: skip
+    return [(request, user) for request, user in rows.all()], int(total or 0)
 
 
 # ---------------------------------------------------------------------------------------------
