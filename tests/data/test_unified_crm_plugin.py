@@ -61,3 +61,23 @@ async def test_a_pack_mapper_serves_the_unified_routes(aiohttp_client, make_app)
     assert failed.status == 502 and "tinycrm" in (await failed.json())["message"]
     unsupported = await client.get("/api/unified/crm/companies", headers=ws["headers"])
     assert unsupported.status == 400
+
+
+class OddCrm(TinyCrm):
+    """A mapper passing a CRM's values through as they come: a number, an object, a list."""
+
+    async def get(self, client, resource, item_id):
+        return {"id": 4, "firstName": "Kat", "phone": 7575550199, "title": {"label": "Mathematician"}, "email": ["kj@example.com"], "companyId": 70}
+
+
+async def test_a_mapper_value_of_another_kind_keeps_the_unified_shape(aiohttp_client, make_app):
+    pack = TinyPack()
+    pack.mapper = OddCrm()
+    app = make_app(plugins=[pack])
+    client = await aiohttp_client(app)
+    ws = await create_workspace_with_key(app)
+    await add_connection(app, ws["workspace_id"], "tinycrm", credentials={"api_key": "k"})
+    answer = await client.get("/api/unified/crm/contacts/4", headers=ws["headers"])
+    assert answer.status == 200, await answer.text()
+    assert await answer.json() == {"id": "4", "firstName": "Kat", "lastName": None, "email": None, "phone": "7575550199", "title": None,
+                                   "companyId": "70", "createdAt": None, "updatedAt": None, "provider": "tinycrm"}  # fmt: skip
