@@ -188,8 +188,9 @@ def _pick(event: Any, by_id: dict[str, Connection], by_key: dict[tuple[str, str,
 
 
 async def _fetch_leads(app: web.Application, wanted: list[Routed]) -> None:
-    """Fetch the leads of ``wanted``, a few at a time, through one client per connection; a failure
-    is kept as the event's reason."""
+    """Fetch the leads of ``wanted`` through one client per connection, in chunks of the handler's
+    ``lead_batch_size`` (one provider call reads a chunk where the provider allows it), a few chunks
+    at a time; a failure is kept as the event's reason."""
     slots = asyncio.Semaphore(FETCH_CONCURRENCY)
     clients: dict[str, asyncio.Future] = {}
 
@@ -198,15 +199,35 @@ async def _fetch_leads(app: web.Application, wanted: list[Routed]) -> None:
             clients[event.connection_id] = asyncio.ensure_future(open_client(app, workspace_id=event.workspace_id, connection_id=event.connection_id))
         return clients[event.connection_id]
 
-    async def fetch(event: Routed) -> None:
+    async def fetch(chunk: list[Routed]) -> None:
+        handler = chunk[0].handler
         async with slots:
             try:
-                client = await asyncio.shield(client_of(event))
-                event.lead_data = await maybe_await(event.handler.fetch_lead(client, event.item))
+                client = await asyncio.shield(client_of(chunk[0]))
+                found = list(await maybe_await(handler.fetch_leads(client, [event.item for event in chunk])))
+                if len(found) != len(chunk):
+                    raise RuntimeError(f"{type(handler).__name__}.fetch_leads answered {len(found)} leads for {len(chunk)} events")
             except Exception as error:
-                event.lead_error = f"lead extraction failed: {error}"[:2000]
+                found = [error] * len(chunk)
+        for event, lead in zip(chunk, found, strict=True):
+            if isinstance(lead, Exception):
+                event.lead_error = f"lead extraction failed: {lead}"[:2000]
+            else:
+                event.lead_data = lead
 
-    await asyncio.gather(*(fetch(event) for event in wanted))
+    await asyncio.gather(*(fetch(chunk) for chunk in _lead_chunks(wanted)))
+
+
+def _lead_chunks(wanted: list[Routed]) -> list[list[Routed]]:
+    """``wanted`` by connection (and handler), cut into chunks of the handler's ``lead_batch_size``."""
+    groups: dict[tuple[str, int], list[Routed]] = defaultdict(list)
+    for event in wanted:
+        groups[(event.connection_id, id(event.handler))].append(event)
+    chunks = []
+    for group in groups.values():
+        size = max(1, int(group[0].handler.lead_batch_size))
+        chunks += [group[start : start + size] for start in range(0, len(group), size)]
+    return chunks
 
 
 async def _processed_external_ids(session, events: list[Routed]) -> dict[tuple[str, str, str], str]:

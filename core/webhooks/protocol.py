@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 import attrs
+
+from patchbay.core.awaitables import maybe_await
 
 
 class InboundRequest:
@@ -126,6 +128,23 @@ class WebhookHandler:
         """Fetch the lead announced by ``event`` through the connection ``client``
         (``await client.request(method, path, params=, json=)``); raise to fail the extraction."""
         raise NotImplementedError
+
+    #: The most events :meth:`fetch_leads` is given at once. Raise it when the provider's API reads
+    #: several leads in one call.
+    lead_batch_size: int = 1
+
+    async def fetch_leads(self, client: Any, events: Sequence[InboundEvent]) -> list[LeadData | Exception]:
+        """The leads announced by ``events`` (all routed to the connection of ``client``), in their
+        order; where a lead could not be read, the exception that says why (the others still count).
+        The pipeline calls this with at most :attr:`lead_batch_size` events. Default:
+        :meth:`fetch_lead` for each."""
+        found: list[LeadData | Exception] = []
+        for event in events:
+            try:
+                found.append(await maybe_await(self.fetch_lead(client, event)))
+            except Exception as error:
+                found.append(error)
+        return found
 
     async def list_leads(self, client: Any, metadata: Mapping[str, Any], cursor: Any) -> tuple[list[LeadData], Any]:
         """One page of the connection's existing leads for an import: ``(leads, next_cursor)``,

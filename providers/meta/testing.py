@@ -25,8 +25,9 @@ def page_event_payload(page_id: str, field: str = "feed", value: dict | None = N
 
 
 class FakeGraph(LocalServer):
-    """A fake of the Graph API's lead endpoints: ``leads`` by id, forms per page, leads per form
-    served ``page_size`` at a time with ``paging.cursors.after``; records every request."""
+    """A fake of the Graph API's lead endpoints: ``leads`` by id and by ``?ids=`` (at most 50, all
+    or nothing), forms per page, leads per form served ``page_size`` at a time with
+    ``paging.cursors.after``; records every request."""
 
     def __init__(self, *, page_size: int = 2) -> None:
         self.leads: dict[str, dict[str, Any]] = {}
@@ -64,4 +65,9 @@ class FakeGraph(LocalServer):
             return web.json_response(body)
         if len(parts) == 1 and parts[0] in self.leads:
             return web.json_response(self.leads[parts[0]])
+        if not parts and "ids" in request.query:
+            ids = request.query["ids"].split(",")
+            if len(ids) > 50 or not all(i in self.leads for i in ids):  # as the Graph API: all or nothing
+                return web.json_response({"error": {"message": "Some of the aliases you requested do not exist", "code": 100}}, status=404)
+            return web.json_response({i: self.leads[i] for i in ids})
         return web.json_response({"error": {"message": "not found"}}, status=404)
