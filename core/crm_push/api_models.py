@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from typing_extensions import NotRequired, TypedDict
+
 from patchbay.core.http.responses import response_model
 from patchbay.core.leads.api_models import CrmSyncStatus
 
@@ -39,14 +41,15 @@ class BatchQueued:
 
 
 @response_model
-class DestinationTest:
-    """One CRM destination's answer; ``detail`` is what the destination reported, of its own shape."""
+class DestinationTest(TypedDict):
+    """One CRM destination's answer; ``detail``, present when the destination reported more than
+    success, is of the destination's own shape."""
 
     connectionId: str
     provider: str
     ok: bool
     error: str | None
-    detail: Any
+    detail: NotRequired[Any]
 
 
 @response_model

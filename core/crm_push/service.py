@@ -175,17 +175,17 @@ async def _claim(app: web.Application, sync_id: str) -> bool:
 
 async def test_destinations(app: web.Application, workspace_id: str) -> list[dict[str, Any]]:
     """Each destination's answer to a check of its credentials: ``{connectionId, provider, ok,
-    error, detail}`` (``detail``: what the destination reported beyond success, else null)."""
+    error}``, with ``detail`` when the destination reported more than success."""
     async with app[DB].session(tenant=workspace_id) as session:
         targets = await destinations(app, session, workspace_id)
     results = []
     for connection in targets:
         destination = app[REGISTRY].get("crm_destinations", connection.provider)
-        result: dict[str, Any] = {"connectionId": connection.id, "provider": connection.provider, "ok": True, "error": None, "detail": None}
+        result: dict[str, Any] = {"connectionId": connection.id, "provider": connection.provider, "ok": True, "error": None}
         try:
             client = await open_client(app, workspace_id=workspace_id, connection_id=connection.id)
             detail = await maybe_await(destination.test(client))
-            if detail is not True:
+            if detail not in (None, True):
                 result["detail"] = detail
         except Exception as exc:
             result.update(ok=False, error=str(exc) or repr(exc))

@@ -10,7 +10,7 @@ from patchbay.core.billing.limits import register_counter
 from patchbay.core.http.bodies import page_params, read_body, read_object, structure
 from patchbay.core.http.errors import bad_request
 from patchbay.core.http.openapi import PAGE_QUERY, accepts, query
-from patchbay.core.http.responses import reply, returns
+from patchbay.core.http.responses import Media, reply, returns
 from patchbay.core.security.auth import principal_of, requires
 from patchbay.core.tables import service
 from patchbay.core.tables.api_models import (
@@ -205,6 +205,7 @@ async def import_rows(request: web.Request) -> web.Response:
 
 
 @routes.get(PREFIX + "/{slug}/export")
+@returns(Media("text/csv"), description="The rows as CSV, the header line first (an attachment named after the slug)")
 @requires("tables.view")
 async def export_rows(request: web.Request) -> web.StreamResponse:
     """All rows as CSV text, streamed."""

@@ -8,7 +8,7 @@ which the run fails instead of hanging. Everything is answered locally: the cont
 no CRM, so the unified CRM routes answer their documented 404 (no CRM connection) or 401 (an API
 key on a user's route), and with no CRM destination the pushes answer 400; those answers are
 checked against ``Error`` the same way. Records, a lead, an action list and a deletion request are
-seeded so that the other answers carry data."""
+seeded so that the other answers carry data. A table's CSV export is declared as ``text/csv``."""
 
 from __future__ import annotations
 
@@ -52,6 +52,13 @@ async def test_every_data_operation_publishes_a_success_schema(aiohttp_client, m
         responses = document["paths"][path][method]["responses"]
         assert "default" not in responses and [code for code in responses if code[0] == "2"] == [status], (method, path, responses)
         assert responses[status]["content"]["application/json"]["schema"], (method, path)
+
+
+async def test_the_table_export_declares_csv(aiohttp_client, make_app):
+    client = await aiohttp_client(make_app())
+    document = await (await client.get("/openapi.json")).json()
+    responses = document["paths"]["/connect/v1/tables/{slug}/export"]["get"]["responses"]
+    assert "default" not in responses and responses["200"]["content"] == {"text/csv": {"schema": {"type": "string"}}}
 
 
 async def _seed(api) -> dict[str, str]:

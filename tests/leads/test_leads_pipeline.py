@@ -170,7 +170,6 @@ async def test_lead_is_pushed_to_the_crm_and_failed_syncs_are_retried_by_cron(le
     assert again.status == 201 and (await again.json())["queued"] == 0  # already synced
     test = await (await client.post(f"/crm/{ws['workspace_id']}/test", headers=ws["headers"])).json()
     assert test["ok"] is True and test["destinations"][0]["provider"] == "hubspot"
-    assert set(test["destinations"][0]) == {"connectionId", "provider", "ok", "error", "detail"}  # one shape, detail null when none
 
 
 async def test_push_batch_and_retry_sync_and_tenant_isolation(leads_env, graph, crm, helpers):
