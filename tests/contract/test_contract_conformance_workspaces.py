@@ -4,10 +4,10 @@ phases find every answer of theirs matching it (``response_schema_conformance``)
 error, on SQLite and PostgreSQL.
 
 Bounded for CI like ``test_contract_conformance``: a few examples per operation and a budget after
-which the run fails instead of hanging. Every route is exercised with the workspace's API key; the
-ones it may not call (the operator's ``/accounts``, a signed-in user's invite and join routes, the
-payment provider's, which is not configured) answer their documented errors, which are checked
-against ``Error`` the same way."""
+which the run fails instead of hanging. ``/accounts`` is called with the operator's admin API key,
+every other route with the workspace's; the ones it may not call (a signed-in user's invite and join
+routes, the payment provider's, which is not configured) answer their documented errors, which are
+checked against ``Error`` the same way."""
 
 from __future__ import annotations
 
@@ -22,12 +22,14 @@ from patchbay.core.appkeys import DB, SECRETS
 from patchbay.core.approvals.service import gate_connect
 from patchbay.core.security.api_keys import create_api_key
 from patchbay.core.security.auth import Principal
+from patchbay.core.settings import AdminSettings
 from patchbay.core.testing import sign_access_token
 from patchbay.core.users.service import create_user
 from patchbay.core.workspaces.service import create_invite
 
 BUDGET_SECONDS = 150
 MAX_EXAMPLES = "8"
+OPERATOR_KEY = "operator-key-conformance"
 PATHS = r"^/(accounts|billing/webhook|connect/v1/(workspaces|api-keys|connect-sessions|billing|approvals))(/|$)"
 
 #: every operation of these areas and the status it answers on success
@@ -53,6 +55,16 @@ OPERATIONS = {
     ("get", "/connect/v1/approvals/pending"): "200", ("get", "/connect/v1/approvals/{id}"): "200",
     ("post", "/connect/v1/approvals/{id}/approve"): "201", ("post", "/connect/v1/approvals/{id}/deny"): "201",
 }  # fmt: skip
+
+
+@pytest.fixture
+def make_app(make_app):
+    """The app with an operator (``[admin] api_key``), so that ``/accounts`` answers data."""
+
+    def make(**overrides):
+        return make_app(admin=AdminSettings(api_key=OPERATOR_KEY), **overrides)
+
+    return make
 
 
 async def test_every_tenant_operation_publishes_a_success_schema(aiohttp_client, make_app):
@@ -91,27 +103,36 @@ async def _seed(api) -> dict[str, str]:
     async with app[DB].transaction(tenant=workspace_id) as db:
         _, invite_token = await create_invite(db, app[SECRETS], workspace_id=workspace_id, email="invited@example.com", role="viewer", ttl=timedelta(days=1), invited_by=None)
         spare_key = (await create_api_key(db, app[SECRETS], workspace_id=workspace_id, name="spare")).record.id
+    async with aiohttp.ClientSession(headers={"x-api-key": OPERATOR_KEY}) as http:
+        async with http.post(f"{api.base_url}/accounts", json={"name": "Spare account"}) as response:
+            assert response.status == 201, await response.text()
+            spare_account = (await response.json())["id"]
     return {"workspace": workspace_id, "session": session["id"], "spare_session": spare_session["id"], "approval": approvals[0], "approve": approvals[1],
-            "deny": approvals[2], "approve_join": joins[0], "deny_join": joins[1], "invite": invite_token, "spare_key": spare_key}  # fmt: skip
+            "deny": approvals[2], "approve_join": joins[0], "deny_join": joins[1], "invite": invite_token, "spare_key": spare_key,
+            "spare_account": spare_account}  # fmt: skip
 
 
 def _config(seeded: dict[str, str]) -> str:
     """schemathesis.toml: the path parameters that name seeded things, per operation (``id`` is a
     workspace, an account, a session, an approval or an API key by route; ``token`` the invite's,
-    which accepting with the API key does not use up)."""
+    which accepting with the API key does not use up); the operator's key for ``/accounts``."""
     values = {"path.id": seeded["workspace"], "path.workspaceId": seeded["workspace"], "path.token": seeded["invite"]}
+    operator = {"x-api-key": OPERATOR_KEY}
     operations = [
-        ('include-path-regex = "^/connect/v1/connect-sessions/"', {"path.id": seeded["session"]}),
-        ('include-operation-id = "delete_revoke_session"', {"path.id": seeded["spare_session"]}),
-        ('include-path-regex = "^/connect/v1/approvals/\\\\{id\\\\}$"', {"path.id": seeded["approval"]}),
-        ('include-operation-id = "post_approve"', {"path.id": seeded["approve"]}),
-        ('include-operation-id = "post_deny"', {"path.id": seeded["deny"]}),
-        ('include-operation-id = "delete_revoke_key"', {"path.id": seeded["spare_key"]}),
-        ('include-operation-id = "post_approve_join_request"', {"path.requestId": seeded["approve_join"]}),
-        ('include-operation-id = "post_deny_join_request"', {"path.requestId": seeded["deny_join"]}),
+        ('include-path-regex = "^/connect/v1/connect-sessions/"', {"path.id": seeded["session"]}, {}),
+        ('include-operation-id = "delete_revoke_session"', {"path.id": seeded["spare_session"]}, {}),
+        ('include-operation-id = "get_get_request"', {"path.id": seeded["approval"]}, {}),
+        ('include-operation-id = "post_approve"', {"path.id": seeded["approve"]}, {}),
+        ('include-operation-id = "post_deny"', {"path.id": seeded["deny"]}, {}),
+        ('include-operation-id = "delete_revoke_key"', {"path.id": seeded["spare_key"]}, {}),
+        ('include-operation-id = "post_approve_join_request"', {"path.requestId": seeded["approve_join"]}, {}),
+        ('include-operation-id = "post_deny_join_request"', {"path.requestId": seeded["deny_join"]}, {}),
+        ('include-operation-id = "delete_delete_account"', {"path.id": seeded["spare_account"]}, operator),
+        ('include-path-regex = "^/accounts"', {}, operator),
     ]
     return "[parameters]\n" + "".join(f"{pair}\n" for pair in _pairs(values)) + "".join(
-        f"\n[[operations]]\n{selector}\nparameters = {{ {', '.join(_pairs(parameters))} }}\n" for selector, parameters in operations
+        f"\n[[operations]]\n{selector}\nparameters = {{ {', '.join(_pairs(parameters))} }}\nheaders = {{ {', '.join(_pairs(headers))} }}\n"
+        for selector, parameters, headers in operations
     )
 
 
