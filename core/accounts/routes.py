@@ -116,13 +116,9 @@ async def update_account(request: web.Request) -> web.Response:
         raise bad_request(f"Validation failed: plan must be one of {', '.join(PLANS)}")
     if "settings" in body and dto.settings is None:
         raise bad_request("Validation failed: settings must be an object")
+    changes = {attribute: body[field].strip() if field == "name" else body[field] for field, attribute in EDITABLE.items() if field in body}
     async with request.app[DB].transaction() as session:
-        workspace = await get_or_404(session, Workspace, account_id, "Account not found")
-        await accounts.ensure_external_id_free(session, body.get("externalId"), account_id=account_id)
-        for field, attribute in EDITABLE.items():
-            if field in body:
-                setattr(workspace, attribute, body[field].strip() if field == "name" else body[field])
-        await session.flush()
+        workspace = await accounts.update_account(session, account_id, changes)
         return reply(request, account_json(workspace))
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import delete, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -27,6 +29,19 @@ async def ensure_external_id_free(session: AsyncSession, external_id: str | None
     """Conflict when another account already has ``external_id``."""
     if external_id and await session.scalar(select(Workspace.id).where(Workspace.external_id == external_id, Workspace.id != account_id)):
         raise Conflict("Another account has this externalId")
+
+
+async def update_account(session: AsyncSession, account_id: str, changes: dict[str, Any]) -> Workspace:
+    """Set ``changes`` (attributes of the workspace); NotFound, or Conflict when another account
+    has the new ``external_id``."""
+    workspace = await session.get(Workspace, account_id)
+    if workspace is None:
+        raise NotFound("Account not found")
+    await ensure_external_id_free(session, changes.get("external_id"), account_id=account_id)
+    for attribute, value in changes.items():
+        setattr(workspace, attribute, value)
+    await session.flush()
+    return workspace
 
 
 async def delete_account(db: Database, account_id: str) -> None:
