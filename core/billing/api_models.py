@@ -4,8 +4,11 @@ and serialize them are the ones ``/openapi.json`` publishes."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
+from patchbay.core.billing.models import Subscription
 from patchbay.core.http.responses import response_model
+from patchbay.core.timeutil import iso
 
 # ---------------------------------------------------------------------------------------------
 # Requests
@@ -42,6 +45,21 @@ class BillingSubscription:
     status: str | None
     cancelAtPeriodEnd: bool
     currentPeriodEnd: str | None
+
+
+def subscription_json(row: Subscription | None) -> dict[str, Any] | None:
+    """A :class:`BillingSubscription`, or None without one."""
+    if row is None:
+        return None
+    return {
+        "provider": row.provider,
+        "customerId": row.customer_id,
+        "subscriptionId": row.subscription_id,
+        "plan": row.plan,
+        "status": row.status,
+        "cancelAtPeriodEnd": row.cancel_at_period_end,
+        "currentPeriodEnd": iso(row.current_period_end),
+    }
 
 
 @response_model

@@ -15,6 +15,7 @@ from patchbay.core.appkeys import DB
 from patchbay.core.billing import service
 from patchbay.core.billing.api_models import (
     BillingPlan, BillingSubscription, BillingUsage, CheckoutDto, CheckoutSession, PortalDto, PortalSession, UsageHistory, WebhookReceipt,
+    subscription_json,
 )  # fmt: skip
 from patchbay.core.billing.limits import MONTHLY_RESOURCES, RESOURCES, current_period, limits_of, workspace_plan
 from patchbay.core.billing.payments import PAID_PLANS, CheckoutRequest, PaymentProviderError, WebhookVerificationError
@@ -54,7 +55,7 @@ async def get_plan(request: web.Request) -> web.Response:
         {
             "plan": plan,
             "limits": {resource: limits.limit(plan, resource) for resource in RESOURCES},
-            "subscription": service.subscription_json(subscription),
+            "subscription": subscription_json(subscription),
             "paymentProvider": active[0] if active else None,
             "availablePlans": [p for p in PAID_PLANS if active and active[1].price_configured(active[2], p)],
         },
@@ -166,10 +167,7 @@ async def _change_subscription(request: web.Request, resume: bool) -> dict[str, 
     except PaymentProviderError as error:
         raise _upstream(error) from None
     async with request.app[DB].transaction(tenant=workspace_id) as session:
-        row = await service.subscription_of(session, workspace_id)
-        service.store_state(row, state)
-        await session.flush()
-        return service.subscription_json(row)
+        return subscription_json(await service.record_state(session, workspace_id, state))
 
 
 @routes.delete("/connect/v1/billing/subscription")

@@ -3,8 +3,6 @@ and applying verified webhook events exactly once."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from aiohttp import web
 from sqlalchemy import or_, select
 from sqlalchemy.exc import IntegrityError
@@ -14,7 +12,6 @@ from patchbay.core.appkeys import DB, OUTBOUND, REGISTRY, SETTINGS
 from patchbay.core.billing.models import PaymentEvent as EventRow
 from patchbay.core.billing.models import Subscription, UsageCounter
 from patchbay.core.billing.payments import PaymentContext, PaymentEvent, PaymentProvider, SubscriptionState
-from patchbay.core.timeutil import iso
 from patchbay.core.users.models import User
 from patchbay.core.workspaces.models import Workspace
 
@@ -61,18 +58,12 @@ def store_state(row: Subscription, state: SubscriptionState) -> None:
     row.current_period_end = state.current_period_end or row.current_period_end
 
 
-def subscription_json(row: Subscription | None) -> dict[str, Any] | None:
-    if row is None:
-        return None
-    return {
-        "provider": row.provider,
-        "customerId": row.customer_id,
-        "subscriptionId": row.subscription_id,
-        "plan": row.plan,
-        "status": row.status,
-        "cancelAtPeriodEnd": row.cancel_at_period_end,
-        "currentPeriodEnd": iso(row.current_period_end),
-    }
+async def record_state(session: AsyncSession, workspace_id: str, state: SubscriptionState) -> Subscription:
+    """Store what the payment provider answered a change of the workspace's subscription with."""
+    row = await subscription_of(session, workspace_id)
+    store_state(row, state)
+    await session.flush()
+    return row
 
 
 async def _workspace_for(session: AsyncSession, provider: str, event: PaymentEvent) -> Workspace | None:
