@@ -1,0 +1,411 @@
+"""The durable job queue (``JobQueue`` and the default ``Worker`` pool) as one patchbay process runs
+it: the app built by ``create_app(settings, background=True)`` with the default settings (16 jobs
+at once, the scheduler on) and started as ``patchbay worker`` starts it, on SQLite (a scratch file)
+and on PostgreSQL, against a naive queue measured in the same run on the same database and engine.
+
+    python benchmarks/job_queue.py [--jobs 20000] [--batch 100] [--single 2000] [--naive-jobs 4000] [--databases sqlite,postgresql]
+
+For each database, four phases, each on jobs of its own kind with a no-op handler that counts its
+calls by job id:
+
+1. enqueued/s in batches: ``--jobs`` jobs, ``--batch`` per ``enqueue_many`` call and transaction (as
+   the webhook pipeline, flows and alerts enqueue). They are enqueued through a second ``JobQueue``
+   on the same database, so the app's workers, which only claim the kinds their queue has
+   registered, leave them queued.
+2. claimed-and-done/s: the kind is registered on the app's queue and the workers woken; the clock
+   runs from then to the last job's ``updated_at`` (marked done). The CPU time of this process over
+   the drain, per job (and on a local PostgreSQL server, its backends' CPU time).
+3. enqueued/s one by one: ``--single`` jobs, each ``enqueue``d in a transaction of its own (as a
+   request handler enqueues the job its change causes) while the workers run; per-job latency
+   p50/p99 from enqueue (``created_at``) to done (``updated_at``).
+4. the naive queue: ``--naive-jobs`` jobs (enqueued held, like phase 1) claimed and finished one per
+   transaction by as many tasks as the workers run jobs at once, with the same engine:
+   ``UPDATE jobs SET status='done' WHERE id = (SELECT id ... LIMIT 1 [FOR UPDATE SKIP LOCKED])
+   RETURNING ...``, then the handler, then the commit. The ratio is phase 2's rate over its rate.
+
+The run exits non-zero unless every job of phases 2 to 4 ran exactly once (handler calls counted by
+job id) and ended ``done``. PostgreSQL runs when PATCHBAY_TEST_DATABASE_URL (or
+PATCHBAY_BENCH_PG_URL) names a server: a scratch database ``patchbay_bench_jobs_<pid>`` is created
+and dropped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter
+
+import asyncpg
+from aiohttp import web
+from flows import _differing
+from patchbay.core.app import create_app
+from patchbay.core.appkeys import DB, JOBS, SETTINGS
+from patchbay.core.jobs.models import Job
+from patchbay.core.jobs.queue import JobContext, JobQueue
+from patchbay.core.settings import load_settings
+from patchbay.core.timeutil import utcnow
+from sqlalchemy import bindparam, func, select, text, update
+from webhook_ingest import cpu_seconds, percentile
+
+BATCHED, SINGLE, NAIVE = "bench.batched", "bench.single", "bench.naive"
+_JOBS = Job.__table__
+
+
+class Calls:
+    """The no-op handler: counts its calls by job id."""
+
+    def __init__(self) -> None:
+        self.by_id: Counter[str] = Counter()
+
+    async def __call__(self, context: JobContext) -> None:
+        self.by_id[context.job_id] += 1
+
+    def check(self, expected: list[str]) -> dict[str, int]:
+        """How many of ``expected`` never ran, and ran more than once."""
+        return {
+            "missing": sum(1 for job_id in expected if job_id not in self.by_id),
+            "twice": sum(1 for job_id in expected if self.by_id[job_id] > 1),
+        }
+
+
+async def _undone(app, kind: str) -> int:
+    async with app[DB].session() as session:
+        return await session.scalar(
+            select(func.count())
+            .select_from(_JOBS)
+            .where(_JOBS.c.kind == kind, _JOBS.c.status != "done")
+        )
+
+
+async def _wait_done(app, kind: str, timeout: float) -> None:
+    """Until no job of ``kind`` is left undone or ``timeout``: a rare check, it takes CPU from the workers."""
+    deadline = time.perf_counter() + timeout
+    while await _undone(app, kind) and time.perf_counter() < deadline:
+        await asyncio.sleep(0.25)
+
+
+async def _backend_cpu(app) -> dict[int, float] | None:
+    """CPU seconds so far of each PostgreSQL backend serving this database, when the server runs on
+    this machine (readable in ``/proc``); None on SQLite (in-process) or a remote server."""
+    if not app[DB].is_postgres:
+        return None
+    async with app[DB].session() as session:
+        pids = list(
+            await session.scalars(
+                text(
+                    "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
+                )
+            )
+        )
+    try:
+        return {pid: cpu_seconds(pid) for pid in pids}
+    except OSError:
+        return None
+
+
+def _spent(
+    before: dict[int, float] | None, after: dict[int, float] | None
+) -> float | None:
+    if before is None or after is None:
+        return None
+    return sum(seconds - before.get(pid, 0.0) for pid, seconds in after.items())
+
+
+async def _enqueue_batched(
+    app, held: JobQueue, kind: str, jobs: int, batch: int
+) -> tuple[list[str], float]:
+    """``jobs`` jobs of ``kind``, ``batch`` per ``enqueue_many`` and transaction; answers the ids and the rate."""
+    ids: list[str] = []
+    began = time.perf_counter()
+    for start in range(0, jobs, batch):
+        async with app[DB].transaction() as session:
+            ids += await held.enqueue_many(
+                session,
+                kind,
+                [{"n": n} for n in range(start, min(jobs, start + batch))],
+            )
+    return ids, jobs / (time.perf_counter() - began)
+
+
+async def _drain(
+    app, calls: Calls, ids: list[str], timeout: float
+) -> dict[str, object]:
+    """Hand the held ``BATCHED`` jobs to the app's workers; their rate and CPU per job."""
+    queue = app[JOBS]
+    backends = await _backend_cpu(app)
+    began, cpu = utcnow(), time.process_time()
+    queue.register(BATCHED, calls)
+    queue.wake.set()
+    await _wait_done(app, BATCHED, timeout)
+    cpu = time.process_time() - cpu
+    db_cpu = _spent(backends, await _backend_cpu(app))
+    async with app[DB].session() as session:
+        done, last = (
+            await session.execute(
+                select(func.count(), func.max(_JOBS.c.updated_at)).where(
+                    _JOBS.c.kind == BATCHED, _JOBS.c.status == "done"
+                )
+            )
+        ).one()
+    return {
+        "rate": done / (last - began).total_seconds() if done else 0.0,
+        "cpu_ms": 1000 * cpu / len(ids),
+        "db_cpu_ms": None if db_cpu is None else 1000 * db_cpu / len(ids),
+    }
+
+
+async def _one_by_one(
+    app, calls: Calls, jobs: int, timeout: float
+) -> tuple[list[str], float, list[float]]:
+    """``jobs`` jobs each enqueued in its own transaction while the workers run; the ids, the rate
+    and the latencies (ms) from enqueue to done."""
+    queue = app[JOBS]
+    queue.register(SINGLE, calls)
+    ids = []
+    began = time.perf_counter()
+    for n in range(jobs):
+        async with app[DB].transaction() as session:
+            ids.append(queue.enqueue(session, SINGLE, {"n": n}).id)
+    rate = jobs / (time.perf_counter() - began)
+    await _wait_done(app, SINGLE, timeout)
+    async with app[DB].session() as session:
+        rows = (
+            await session.execute(
+                select(_JOBS.c.created_at, _JOBS.c.updated_at).where(
+                    _JOBS.c.kind == SINGLE, _JOBS.c.status == "done"
+                )
+            )
+        ).all()
+    return (
+        ids,
+        rate,
+        [(done - created).total_seconds() * 1000 for created, done in rows],
+    )
+
+
+async def _naive(app, handler: Calls, jobs: int, tasks: int) -> dict[str, object]:
+    """The held ``NAIVE`` jobs claimed and finished one per transaction by ``tasks`` loops."""
+    pick = (
+        select(_JOBS.c.id)
+        .where(_JOBS.c.kind == NAIVE, _JOBS.c.status == "queued")
+        .order_by(_JOBS.c.run_at)
+        .limit(1)
+        .with_for_update(skip_locked=True)
+    )
+    finish = (
+        update(_JOBS)
+        .where(_JOBS.c.id == pick.scalar_subquery())
+        .values(
+            status="done", updated_at=bindparam("now", type_=_JOBS.c.updated_at.type)
+        )
+        .returning(
+            _JOBS.c.id,
+            _JOBS.c.kind,
+            _JOBS.c.payload,
+            _JOBS.c.attempts,
+            _JOBS.c.max_attempts,
+            _JOBS.c.workspace_id,
+        )
+    )
+
+    async def loop() -> None:
+        while True:
+            async with app[DB].transaction() as session:
+                job = (await session.execute(finish, {"now": utcnow()})).first()
+                if job is None:
+                    return
+                await handler(
+                    JobContext(
+                        app,
+                        job.id,
+                        job.kind,
+                        job.payload,
+                        job.attempts,
+                        job.max_attempts,
+                        job.workspace_id,
+                        session,
+                    )
+                )
+
+    backends = await _backend_cpu(app)
+    began, cpu = time.perf_counter(), time.process_time()
+    await asyncio.gather(*(loop() for _ in range(tasks)))
+    elapsed, cpu = time.perf_counter() - began, time.process_time() - cpu
+    db_cpu = _spent(backends, await _backend_cpu(app))
+    return {
+        "rate": jobs / elapsed,
+        "cpu_ms": 1000 * cpu / jobs,
+        "db_cpu_ms": None if db_cpu is None else 1000 * db_cpu / jobs,
+    }
+
+
+async def run(name: str, url: str, args) -> dict[str, object]:
+    with tempfile.TemporaryDirectory() as data_dir:
+        settings = load_settings(
+            {},
+            {
+                "PATCHBAY_DATABASE_URL": url,
+                "PATCHBAY_DATA_DIR": data_dir,
+                "PATCHBAY_SECRET_KEY": "bench-secret-key-0123456789",
+            },
+        )
+        app = create_app(
+            settings
+        )  # background work on: the default workers and scheduler
+        runner = web.AppRunner(
+            app
+        )  # started as `patchbay worker` starts it: no listening socket
+        await runner.setup()
+        try:
+            calls, naive_calls = Calls(), Calls()
+            held = JobQueue(
+                app[DB]
+            )  # enqueues kinds the app's workers do not claim yet
+            held.register(BATCHED, calls)
+            held.register(NAIVE, naive_calls)
+            ids, enqueue_rate = await _enqueue_batched(
+                app, held, BATCHED, args.jobs, args.batch
+            )
+            drained = await _drain(app, calls, ids, args.timeout)
+            single_ids, single_rate, latency = await _one_by_one(
+                app, calls, args.single, args.timeout
+            )
+            naive_ids, _ = await _enqueue_batched(
+                app, held, NAIVE, args.naive_jobs, args.batch
+            )
+            naive = await _naive(
+                app, naive_calls, args.naive_jobs, app[SETTINGS].workers
+            )
+            undone = {
+                kind: await _undone(app, kind) for kind in (BATCHED, SINGLE, NAIVE)
+            }
+        finally:
+            await runner.cleanup()
+    return {
+        "name": name, "settings": _differing(settings), "workers": settings.workers, "enqueue_rate": enqueue_rate, "single_rate": single_rate,
+        "drained": drained, "latency": latency, "naive": naive, "undone": undone,
+        "checks": {"batched": calls.check(ids), "one by one": calls.check(single_ids), "naive": naive_calls.check(naive_ids)},
+    }  # fmt: skip
+
+
+@contextlib.asynccontextmanager
+async def scratch_postgres(server_url: str):
+    """A database of our own on the server that ``server_url`` names, dropped on the way out."""
+    name = f"patchbay_bench_jobs_{os.getpid()}"
+    admin = await asyncpg.connect(
+        server_url.replace("postgresql+asyncpg://", "postgresql://", 1)
+    )
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+        try:
+            yield f"{server_url.rpartition('/')[0]}/{name}"
+        finally:
+            await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await admin.close()
+
+
+def _cpu(result: dict[str, object]) -> str:
+    db = (
+        f", database server {result['db_cpu_ms']:.3f}"
+        if result["db_cpu_ms"] is not None
+        else ""
+    )
+    return f"CPU ms/job: this process {result['cpu_ms']:.3f}{db}"
+
+
+def report(result: dict[str, object], args) -> bool:
+    """Print one database's figures; True when every job ran exactly once and ended done."""
+    drained, naive = result["drained"], result["naive"]
+    print(
+        f"[{result['name']}]  settings differing from the defaults: {result['settings']}"
+    )
+    print(
+        f"  enqueued, {args.batch} per enqueue_many and transaction: {result['enqueue_rate']:8.0f} jobs/s   ({args.jobs} jobs)"
+    )
+    print(
+        f"  enqueued one by one, a transaction each:     {result['single_rate']:8.0f} jobs/s   ({args.single} jobs, workers running)"
+    )
+    print(
+        f"  claimed and done, one process ({result['workers']} at once):  {drained['rate']:8.0f} jobs/s   {_cpu(drained)}"
+    )
+    print(
+        f"  naive queue, a transaction per job ({result['workers']} tasks): {naive['rate']:8.0f} jobs/s   {_cpu(naive)}   ({args.naive_jobs} jobs)"
+    )
+    print(
+        f"  ratio patchbay / naive: {drained['rate'] / naive['rate']:.2f}x jobs/s, {naive['cpu_ms'] / drained['cpu_ms']:.2f}x less CPU per job in this process"
+    )
+    latency = result["latency"]
+    print(
+        f"  enqueue -> done, one by one: p50 {statistics.median(latency):.1f} ms   p99 {percentile(latency, 0.99):.1f} ms   ({len(latency)} jobs)"
+    )
+    bad = {
+        phase: counts
+        for phase, counts in result["checks"].items()
+        if any(counts.values())
+    }
+    undone = {kind: count for kind, count in result["undone"].items() if count}
+    print(
+        f"  exactly once: {'yes' if not bad and not undone else 'NO'} (handler calls by job id: {result['checks']}; jobs not done: {result['undone']})"
+    )
+    return not bad and not undone
+
+
+async def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=20000,
+        help="jobs enqueued in batches, then claimed and done",
+    )
+    parser.add_argument(
+        "--batch", type=int, default=100, help="jobs per enqueue_many call"
+    )
+    parser.add_argument(
+        "--single",
+        type=int,
+        default=2000,
+        help="jobs enqueued one per transaction (the latency figure)",
+    )
+    parser.add_argument(
+        "--naive-jobs", type=int, default=4000, help="jobs of the naive queue"
+    )
+    parser.add_argument("--databases", default="sqlite,postgresql")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=300,
+        help="seconds to wait for a phase's jobs to be done",
+    )
+    args = parser.parse_args()
+    databases = args.databases.split(",")
+    ok = True
+    if "sqlite" in databases:
+        with tempfile.TemporaryDirectory() as folder:
+            ok &= report(
+                await run("sqlite", f"sqlite+aiosqlite:///{folder}/bench.db", args),
+                args,
+            )
+    if "postgresql" in databases:
+        server = os.environ.get("PATCHBAY_BENCH_PG_URL") or os.environ.get(
+            "PATCHBAY_TEST_DATABASE_URL"
+        )
+        if server:
+            async with scratch_postgres(server) as url:
+                ok &= report(await run("postgresql", url, args), args)
+        else:
+            print(
+                "[postgresql] skipped: set PATCHBAY_TEST_DATABASE_URL or PATCHBAY_BENCH_PG_URL"
+            )
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))
