@@ -3,7 +3,7 @@ it: the app built by ``create_app(settings, background=True)`` with the default 
 at once, the scheduler on) and started as ``patchbay worker`` starts it, on SQLite (a scratch file)
 and on PostgreSQL, against a naive queue measured in the same run on the same database and engine.
 
-    python benchmarks/job_queue.py [--jobs 20000] [--batch 100] [--single 2000] [--naive-jobs 4000] [--databases sqlite,postgresql]
+    python benchmarks/job_queue.py [--jobs 20000] [--batch 100] [--single 1000] [--naive-jobs 4000] [--databases sqlite,postgresql]
 
 For each database, four phases, each on jobs of its own kind with a no-op handler that counts its
 calls by job id:
@@ -68,19 +68,12 @@ class Calls:
 
     def check(self, expected: list[str]) -> dict[str, int]:
         """How many of ``expected`` never ran, and ran more than once."""
-        return {
-            "missing": sum(1 for job_id in expected if job_id not in self.by_id),
-            "twice": sum(1 for job_id in expected if self.by_id[job_id] > 1),
-        }
+        return {"missing": sum(1 for job_id in expected if job_id not in self.by_id), "twice": sum(1 for job_id in expected if self.by_id[job_id] > 1)}
 
 
 async def _undone(app, kind: str) -> int:
     async with app[DB].session() as session:
-        return await session.scalar(
-            select(func.count())
-            .select_from(_JOBS)
-            .where(_JOBS.c.kind == kind, _JOBS.c.status != "done")
-        )
+        return await session.scalar(select(func.count()).select_from(_JOBS).where(_JOBS.c.kind == kind, _JOBS.c.status != "done"))
 
 
 async def _wait_done(app, kind: str, timeout: float) -> None:
@@ -96,46 +89,35 @@ async def _backend_cpu(app) -> dict[int, float] | None:
     if not app[DB].is_postgres:
         return None
     async with app[DB].session() as session:
-        pids = list(
-            await session.scalars(
-                text(
-                    "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
-                )
-            )
-        )
+        pids = list(await session.scalars(text("SELECT pid FROM pg_stat_activity WHERE datname = current_database()")))
     try:
         return {pid: cpu_seconds(pid) for pid in pids}
     except OSError:
         return None
 
 
-def _spent(
-    before: dict[int, float] | None, after: dict[int, float] | None
-) -> float | None:
+def _rates(jobs: int, seconds: float, cpu: float, db_cpu: float | None) -> dict[str, float | None]:
+    """Jobs per second, and CPU milliseconds per job of this process and of the database server."""
+    return {"rate": jobs / seconds, "cpu_ms": 1000 * cpu / jobs, "db_cpu_ms": None if db_cpu is None else 1000 * db_cpu / jobs}
+
+
+def _spent(before: dict[int, float] | None, after: dict[int, float] | None) -> float | None:
     if before is None or after is None:
         return None
     return sum(seconds - before.get(pid, 0.0) for pid, seconds in after.items())
 
 
-async def _enqueue_batched(
-    app, held: JobQueue, kind: str, jobs: int, batch: int
-) -> tuple[list[str], float]:
+async def _enqueue_batched(app, held: JobQueue, kind: str, jobs: int, batch: int) -> tuple[list[str], float]:
     """``jobs`` jobs of ``kind``, ``batch`` per ``enqueue_many`` and transaction; answers the ids and the rate."""
     ids: list[str] = []
     began = time.perf_counter()
     for start in range(0, jobs, batch):
         async with app[DB].transaction() as session:
-            ids += await held.enqueue_many(
-                session,
-                kind,
-                [{"n": n} for n in range(start, min(jobs, start + batch))],
-            )
+            ids += await held.enqueue_many(session, kind, [{"n": n} for n in range(start, min(jobs, start + batch))])
     return ids, jobs / (time.perf_counter() - began)
 
 
-async def _drain(
-    app, calls: Calls, ids: list[str], timeout: float
-) -> dict[str, object]:
+async def _drain(app, calls: Calls, timeout: float) -> dict[str, object]:
     """Hand the held ``BATCHED`` jobs to the app's workers; their rate and CPU per job."""
     queue = app[JOBS]
     backends = await _backend_cpu(app)
@@ -147,22 +129,12 @@ async def _drain(
     db_cpu = _spent(backends, await _backend_cpu(app))
     async with app[DB].session() as session:
         done, last = (
-            await session.execute(
-                select(func.count(), func.max(_JOBS.c.updated_at)).where(
-                    _JOBS.c.kind == BATCHED, _JOBS.c.status == "done"
-                )
-            )
+            await session.execute(select(func.count(), func.max(_JOBS.c.updated_at)).where(_JOBS.c.kind == BATCHED, _JOBS.c.status == "done"))
         ).one()
-    return {
-        "rate": done / (last - began).total_seconds() if done else 0.0,
-        "cpu_ms": 1000 * cpu / len(ids),
-        "db_cpu_ms": None if db_cpu is None else 1000 * db_cpu / len(ids),
-    }
+    return _rates(done, (last - began).total_seconds() if done else float("inf"), cpu, db_cpu)
 
 
-async def _one_by_one(
-    app, calls: Calls, jobs: int, timeout: float
-) -> tuple[list[str], float, list[float]]:
+async def _one_by_one(app, calls: Calls, jobs: int, timeout: float) -> tuple[list[str], float, list[float]]:
     """``jobs`` jobs each enqueued in its own transaction while the workers run; the ids, the rate
     and the latencies (ms) from enqueue to done."""
     queue = app[JOBS]
@@ -175,43 +147,18 @@ async def _one_by_one(
     rate = jobs / (time.perf_counter() - began)
     await _wait_done(app, SINGLE, timeout)
     async with app[DB].session() as session:
-        rows = (
-            await session.execute(
-                select(_JOBS.c.created_at, _JOBS.c.updated_at).where(
-                    _JOBS.c.kind == SINGLE, _JOBS.c.status == "done"
-                )
-            )
-        ).all()
-    return (
-        ids,
-        rate,
-        [(done - created).total_seconds() * 1000 for created, done in rows],
-    )
+        rows = (await session.execute(select(_JOBS.c.created_at, _JOBS.c.updated_at).where(_JOBS.c.kind == SINGLE, _JOBS.c.status == "done"))).all()
+    return ids, rate, [(done - created).total_seconds() * 1000 for created, done in rows]
 
 
 async def _naive(app, handler: Calls, jobs: int, tasks: int) -> dict[str, object]:
     """The held ``NAIVE`` jobs claimed and finished one per transaction by ``tasks`` loops."""
-    pick = (
-        select(_JOBS.c.id)
-        .where(_JOBS.c.kind == NAIVE, _JOBS.c.status == "queued")
-        .order_by(_JOBS.c.run_at)
-        .limit(1)
-        .with_for_update(skip_locked=True)
-    )
+    pick = select(_JOBS.c.id).where(_JOBS.c.kind == NAIVE, _JOBS.c.status == "queued").order_by(_JOBS.c.run_at).limit(1).with_for_update(skip_locked=True)
     finish = (
         update(_JOBS)
         .where(_JOBS.c.id == pick.scalar_subquery())
-        .values(
-            status="done", updated_at=bindparam("now", type_=_JOBS.c.updated_at.type)
-        )
-        .returning(
-            _JOBS.c.id,
-            _JOBS.c.kind,
-            _JOBS.c.payload,
-            _JOBS.c.attempts,
-            _JOBS.c.max_attempts,
-            _JOBS.c.workspace_id,
-        )
+        .values(status="done", updated_at=bindparam("now", type_=_JOBS.c.updated_at.type))
+        .returning(_JOBS.c.id, _JOBS.c.kind, _JOBS.c.payload, _JOBS.c.attempts, _JOBS.c.max_attempts, _JOBS.c.workspace_id)
     )
 
     async def loop() -> None:
@@ -220,71 +167,33 @@ async def _naive(app, handler: Calls, jobs: int, tasks: int) -> dict[str, object
                 job = (await session.execute(finish, {"now": utcnow()})).first()
                 if job is None:
                     return
-                await handler(
-                    JobContext(
-                        app,
-                        job.id,
-                        job.kind,
-                        job.payload,
-                        job.attempts,
-                        job.max_attempts,
-                        job.workspace_id,
-                        session,
-                    )
-                )
+                await handler(JobContext(app, job.id, job.kind, job.payload, job.attempts, job.max_attempts, job.workspace_id, session))
 
     backends = await _backend_cpu(app)
     began, cpu = time.perf_counter(), time.process_time()
     await asyncio.gather(*(loop() for _ in range(tasks)))
     elapsed, cpu = time.perf_counter() - began, time.process_time() - cpu
     db_cpu = _spent(backends, await _backend_cpu(app))
-    return {
-        "rate": jobs / elapsed,
-        "cpu_ms": 1000 * cpu / jobs,
-        "db_cpu_ms": None if db_cpu is None else 1000 * db_cpu / jobs,
-    }
+    return _rates(jobs, elapsed, cpu, db_cpu)
 
 
 async def run(name: str, url: str, args) -> dict[str, object]:
     with tempfile.TemporaryDirectory() as data_dir:
-        settings = load_settings(
-            {},
-            {
-                "PATCHBAY_DATABASE_URL": url,
-                "PATCHBAY_DATA_DIR": data_dir,
-                "PATCHBAY_SECRET_KEY": "bench-secret-key-0123456789",
-            },
-        )
-        app = create_app(
-            settings
-        )  # background work on: the default workers and scheduler
-        runner = web.AppRunner(
-            app
-        )  # started as `patchbay worker` starts it: no listening socket
+        settings = load_settings({}, {"PATCHBAY_DATABASE_URL": url, "PATCHBAY_DATA_DIR": data_dir, "PATCHBAY_SECRET_KEY": "bench-secret-key-0123456789"})
+        app = create_app(settings)  # background work on: the default workers and scheduler
+        runner = web.AppRunner(app)  # started as `patchbay worker` starts it: no listening socket
         await runner.setup()
         try:
             calls, naive_calls = Calls(), Calls()
-            held = JobQueue(
-                app[DB]
-            )  # enqueues kinds the app's workers do not claim yet
+            held = JobQueue(app[DB])  # enqueues kinds the app's workers do not claim yet
             held.register(BATCHED, calls)
             held.register(NAIVE, naive_calls)
-            ids, enqueue_rate = await _enqueue_batched(
-                app, held, BATCHED, args.jobs, args.batch
-            )
-            drained = await _drain(app, calls, ids, args.timeout)
-            single_ids, single_rate, latency = await _one_by_one(
-                app, calls, args.single, args.timeout
-            )
-            naive_ids, _ = await _enqueue_batched(
-                app, held, NAIVE, args.naive_jobs, args.batch
-            )
-            naive = await _naive(
-                app, naive_calls, args.naive_jobs, app[SETTINGS].workers
-            )
-            undone = {
-                kind: await _undone(app, kind) for kind in (BATCHED, SINGLE, NAIVE)
-            }
+            ids, enqueue_rate = await _enqueue_batched(app, held, BATCHED, args.jobs, args.batch)
+            drained = await _drain(app, calls, args.timeout)
+            single_ids, single_rate, latency = await _one_by_one(app, calls, args.single, args.timeout)
+            naive_ids, _ = await _enqueue_batched(app, held, NAIVE, args.naive_jobs, args.batch)
+            naive = await _naive(app, naive_calls, args.naive_jobs, app[SETTINGS].workers)
+            undone = {kind: await _undone(app, kind) for kind in (BATCHED, SINGLE, NAIVE)}
         finally:
             await runner.cleanup()
     return {
@@ -298,9 +207,7 @@ async def run(name: str, url: str, args) -> dict[str, object]:
 async def scratch_postgres(server_url: str):
     """A database of our own on the server that ``server_url`` names, dropped on the way out."""
     name = f"patchbay_bench_jobs_{os.getpid()}"
-    admin = await asyncpg.connect(
-        server_url.replace("postgresql+asyncpg://", "postgresql://", 1)
-    )
+    admin = await asyncpg.connect(server_url.replace("postgresql+asyncpg://", "postgresql://", 1))
     try:
         await admin.execute(f'CREATE DATABASE "{name}"')
         try:
@@ -312,98 +219,50 @@ async def scratch_postgres(server_url: str):
 
 
 def _cpu(result: dict[str, object]) -> str:
-    db = (
-        f", database server {result['db_cpu_ms']:.3f}"
-        if result["db_cpu_ms"] is not None
-        else ""
-    )
+    db = f", database server {result['db_cpu_ms']:.3f}" if result["db_cpu_ms"] is not None else ""
     return f"CPU ms/job: this process {result['cpu_ms']:.3f}{db}"
 
 
 def report(result: dict[str, object], args) -> bool:
     """Print one database's figures; True when every job ran exactly once and ended done."""
-    drained, naive = result["drained"], result["naive"]
-    print(
-        f"[{result['name']}]  settings differing from the defaults: {result['settings']}"
-    )
-    print(
-        f"  enqueued, {args.batch} per enqueue_many and transaction: {result['enqueue_rate']:8.0f} jobs/s   ({args.jobs} jobs)"
-    )
-    print(
-        f"  enqueued one by one, a transaction each:     {result['single_rate']:8.0f} jobs/s   ({args.single} jobs, workers running)"
-    )
-    print(
-        f"  claimed and done, one process ({result['workers']} at once):  {drained['rate']:8.0f} jobs/s   {_cpu(drained)}"
-    )
-    print(
-        f"  naive queue, a transaction per job ({result['workers']} tasks): {naive['rate']:8.0f} jobs/s   {_cpu(naive)}   ({args.naive_jobs} jobs)"
-    )
-    print(
-        f"  ratio patchbay / naive: {drained['rate'] / naive['rate']:.2f}x jobs/s, {naive['cpu_ms'] / drained['cpu_ms']:.2f}x less CPU per job in this process"
-    )
-    latency = result["latency"]
-    print(
-        f"  enqueue -> done, one by one: p50 {statistics.median(latency):.1f} ms   p99 {percentile(latency, 0.99):.1f} ms   ({len(latency)} jobs)"
-    )
-    bad = {
-        phase: counts
-        for phase, counts in result["checks"].items()
-        if any(counts.values())
-    }
+    drained, naive, latency, workers = result["drained"], result["naive"], result["latency"], result["workers"]
+    print(f"[{result['name']}]  settings differing from the defaults: {result['settings']}")
+    print(f"  enqueued, {args.batch} per enqueue_many and transaction:  {result['enqueue_rate']:7.0f} jobs/s   ({args.jobs} jobs)")
+    print(f"  enqueued one by one, a transaction each:      {result['single_rate']:7.0f} jobs/s   ({args.single} jobs, workers running)")
+    print(f"  claimed and done, one process, {workers} at once:  {drained['rate']:7.0f} jobs/s   {_cpu(drained)}")
+    print(f"  naive queue, a transaction per job, {workers} tasks: {naive['rate']:7.0f} jobs/s   {_cpu(naive)}   ({args.naive_jobs} jobs)")
+    ratios = f"patchbay / naive: {drained['rate'] / naive['rate']:.2f}x the jobs/s, {drained['cpu_ms'] / naive['cpu_ms']:.2f}x the CPU per job in this process"
+    if drained["db_cpu_ms"] is not None and naive["db_cpu_ms"]:
+        ratios += f", {drained['db_cpu_ms'] / naive['db_cpu_ms']:.2f}x in the database server"
+    print(f"  {ratios}")
+    print(f"  enqueue -> done, one by one: p50 {statistics.median(latency):.1f} ms   p99 {percentile(latency, 0.99):.1f} ms   ({len(latency)} jobs)")
+    bad = {phase: counts for phase, counts in result["checks"].items() if any(counts.values())}
     undone = {kind: count for kind, count in result["undone"].items() if count}
-    print(
-        f"  exactly once: {'yes' if not bad and not undone else 'NO'} (handler calls by job id: {result['checks']}; jobs not done: {result['undone']})"
-    )
+    print(f"  exactly once: {'NO' if bad or undone else 'yes'} (handler calls by job id: {result['checks']}; jobs not done: {result['undone']})")
     return not bad and not undone
 
 
 async def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--jobs",
-        type=int,
-        default=20000,
-        help="jobs enqueued in batches, then claimed and done",
-    )
-    parser.add_argument(
-        "--batch", type=int, default=100, help="jobs per enqueue_many call"
-    )
-    parser.add_argument(
-        "--single",
-        type=int,
-        default=2000,
-        help="jobs enqueued one per transaction (the latency figure)",
-    )
-    parser.add_argument(
-        "--naive-jobs", type=int, default=4000, help="jobs of the naive queue"
-    )
+    parser.add_argument("--jobs", type=int, default=20000, help="jobs enqueued in batches, then claimed and done")
+    parser.add_argument("--batch", type=int, default=100, help="jobs per enqueue_many call")
+    parser.add_argument("--single", type=int, default=1000, help="jobs enqueued one per transaction (the latency figure)")
+    parser.add_argument("--naive-jobs", type=int, default=4000, help="jobs of the naive queue")
     parser.add_argument("--databases", default="sqlite,postgresql")
-    parser.add_argument(
-        "--timeout",
-        type=float,
-        default=300,
-        help="seconds to wait for a phase's jobs to be done",
-    )
+    parser.add_argument("--timeout", type=float, default=300, help="seconds to wait for a phase's jobs to be done")
     args = parser.parse_args()
     databases = args.databases.split(",")
     ok = True
     if "sqlite" in databases:
         with tempfile.TemporaryDirectory() as folder:
-            ok &= report(
-                await run("sqlite", f"sqlite+aiosqlite:///{folder}/bench.db", args),
-                args,
-            )
+            ok &= report(await run("sqlite", f"sqlite+aiosqlite:///{folder}/bench.db", args), args)
     if "postgresql" in databases:
-        server = os.environ.get("PATCHBAY_BENCH_PG_URL") or os.environ.get(
-            "PATCHBAY_TEST_DATABASE_URL"
-        )
+        server = os.environ.get("PATCHBAY_BENCH_PG_URL") or os.environ.get("PATCHBAY_TEST_DATABASE_URL")
         if server:
             async with scratch_postgres(server) as url:
                 ok &= report(await run("postgresql", url, args), args)
         else:
-            print(
-                "[postgresql] skipped: set PATCHBAY_TEST_DATABASE_URL or PATCHBAY_BENCH_PG_URL"
-            )
+            print("[postgresql] skipped: set PATCHBAY_TEST_DATABASE_URL or PATCHBAY_BENCH_PG_URL")
     return 0 if ok else 1
 
 
