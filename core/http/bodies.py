@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 import attrs
 import cattrs
 import cattrs.gen
+from cattrs.cols import list_structure_factory
 from aiohttp import web
 from multidict import MultiDictProxy
 
@@ -67,6 +68,50 @@ def _one_of_scalars(kind: Any) -> Any:
 
     return hook
 
+
+def _array(kind: Any) -> bool:
+    return typing.get_origin(kind) is list
+
+
+@converter.register_structure_hook_factory(_array)
+def _only_arrays(kind: Any) -> Any:
+    """A list field takes only a JSON array (cattrs would read ``"abc"`` as ``["a", "b", "c"]``)."""
+    inner = list_structure_factory(kind, converter)
+    check = _exactly(list, "an array")
+
+    def hook(value: Any, _type: Any) -> Any:
+        return inner(check(value, _type), _type)
+
+    return hook
+
+
+def _scalar_or_array(kind: Any) -> bool:
+    members = [member for member in typing.get_args(kind) if member is not type(None)]
+    arrays = [member for member in members if _array(member)]
+    return typing.get_origin(kind) in (typing.Union, types.UnionType) and 0 < len(arrays) < len(members) and all(
+        _array(member) or member in _SCALARS for member in members
+    )
+
+
+@converter.register_structure_hook_factory(_scalar_or_array)
+def _one_of_scalar_or_array(kind: Any) -> Any:
+    """``str | list[str]`` and the like: an array goes to the list member, anything else to the
+    union of the scalar members."""
+    members = typing.get_args(kind)
+    array = next(member for member in members if _array(member))
+    scalars = [member for member in members if not _array(member)]
+    scalar_kind = typing.Union[tuple(scalars)] if len(scalars) > 1 else scalars[0]  # noqa: UP007 (built at run time)
+    label = " or ".join([_SCALARS[member] for member in scalars if member is not type(None)] + ["an array"])
+
+    def hook(value: Any, _type: Any) -> Any:
+        if isinstance(value, list):
+            return converter.structure(value, array)
+        try:
+            return converter.structure(value, scalar_kind)
+        except WrongType:
+            raise WrongType(f"must be {label}") from None
+
+    return hook
 
 
 def is_model(kind: Any) -> bool:
