@@ -62,6 +62,8 @@ def _url(request: web.Request, value: str, field: str) -> str:
         return request.app[OUTBOUND].check(value.strip())
     except UnsafeTarget as error:
         raise bad_request(f"Validation failed: {field}: {error}") from None
+    except ValueError:  # urlsplit's "Invalid IPv6 URL" ("http://[")
+        raise bad_request(f"Validation failed: {field} must be a URL") from None
 
 
 def _callback_url(request: web.Request, dto: SubscribeDto | UpdateSubscriptionDto) -> str | None:

@@ -22,6 +22,7 @@ async def _refused(response, field: str) -> None:
 
 @pytest.mark.parametrize("body, field", [({"target": "T"}, "channel"), ({"channel": 3, "target": "T"}, "channel"), ({"channel": "webhook"}, "target"),
                                          ({"channel": "webhook", "target": 3}, "target"), ({"channel": "webhook", "target": "  "}, "target"),
+                                         ({"channel": "webhook", "target": "http://["}, "target"),
                                          ({"channel": "webhook", "target": "T", "eventTypes": "flow.failed"}, "eventTypes"),
                                          ({"channel": "webhook", "target": "T", "eventTypes": []}, "eventTypes"),
                                          ({"channel": "webhook", "target": "T", "eventTypes": [3]}, "eventTypes"),
@@ -33,7 +34,7 @@ async def test_a_malformed_subscription_is_400_naming_the_field(api, body, field
     assert await (await client.get("/connect/v1/alerts", headers=headers)).json() == []
 
 
-@pytest.mark.parametrize("body, field", [({"isActive": "no"}, "isActive"), ({"target": 3}, "target"), ({"eventTypes": "flow.succeeded"}, "eventTypes"),
+@pytest.mark.parametrize("body, field", [({"isActive": "no"}, "isActive"), ({"target": 3}, "target"), ({"target": "https://[::1/x"}, "target"), ({"eventTypes": "flow.succeeded"}, "eventTypes"),
                                          ({"eventTypes": []}, "eventTypes"), ({"eventTypes": ["flow.maybe"]}, "eventTypes")])  # fmt: skip
 async def test_a_malformed_change_is_400_naming_the_field(api, body, field):
     client, headers, url = api

@@ -27,13 +27,19 @@ async def _subscription(client, headers, provider="facebook") -> str:
 
 
 @pytest.mark.parametrize("body, field", [({"events": "leadgen"}, "events"), ({"events": [""]}, "events"), ({"eventType": 3}, "eventType"),
-                                         ({"isActive": "yes"}, "isActive"), ({"longTailRetries": 1}, "longTailRetries"), ({"url": ""}, "url")])  # fmt: skip
+                                         ({"isActive": "yes"}, "isActive"), ({"longTailRetries": 1}, "longTailRetries"), ({"url": ""}, "url"),
+                                         ({"url": "http://["}, "url"), ({"callbackUrl": "https://[::1/x"}, "callbackUrl")])  # fmt: skip
 async def test_a_malformed_subscription_change_is_400_naming_the_field(api, body, field):
     client, headers = api
     subscription_id = await _subscription(client, headers)
     await _refused(await client.patch(f"/connect/v1/webhooks/facebook/subscribe/{subscription_id}", json=body, headers=headers), field)
     unchanged = await (await client.get("/connect/v1/webhooks/facebook/subscriptions", headers=headers)).json()
     assert [(s["events"], s["isActive"], s["longTailRetries"]) for s in unchanged] == [(["connection.removed"], True, False)]
+
+
+async def test_a_url_that_does_not_parse_is_400_naming_the_field(api):
+    client, headers = api
+    await _refused(await client.post("/connect/v1/webhooks/facebook/subscribe", json={"callbackUrl": "http://[", "eventType": "*"}, headers=headers), "callbackUrl")
 
 
 async def test_a_provider_without_webhooks_keeps_its_subscriptions_to_connection_events(api):
