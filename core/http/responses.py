@@ -16,11 +16,12 @@ with ``NotRequired`` keys, decorated the same way.
 Answers that are not a JSON model are declared with the same decorator and documented the same way,
 but sent by the handler itself (``reply`` refuses them):
 
-- ``@returns(HTML)``, ``@returns(SVG)``, ``@returns(Media("text/plain; version=0.0.4"))``: a body of
+- ``@returns(HTML)``, ``@returns(SVG)``, ``@returns(Media("text/csv"))``: a body of
   that media type (:class:`Media`, with the JSON Schema the document gives it, a string by default);
-  ``ANY_MEDIA`` for a route that passes through whatever it is given.
-- ``@returns(REDIRECT, status=302)``: no body, the client goes to the ``Location`` header
-  (:class:`Bodiless` names the headers; ``EMPTY`` is an answer with neither body nor headers).
+  ``ANY_MEDIA`` (``*/*``) for a route that passes through whatever it is given (the proxy).
+- ``@returns(REDIRECT, status=302)``: the client goes to the ``Location`` header, no body is
+  described (aiohttp's ``HTTPFound`` adds its reason for humans); :class:`Bodiless` names the
+  headers, ``EMPTY`` is an answer with neither body nor headers.
 
 ``status`` may also be a range (``"4XX"``): the identity provider's errors are ``{error,
 error_description}`` rather than the ``Error`` envelope, and are declared so.
@@ -32,10 +33,9 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from typing_extensions import is_typeddict
-
 from aiohttp import web
 from pydantic import ConfigDict, TypeAdapter, with_config
+from typing_extensions import is_typeddict
 
 T = TypeVar("T")
 
@@ -65,7 +65,6 @@ class Bodiless:
 
 
 HTML = Media("text/html")
-TEXT = Media("text/plain")
 SVG = Media("image/svg+xml")
 JAVASCRIPT = Media("text/javascript")
 #: whatever the route passes through (the body and its media type are someone else's)

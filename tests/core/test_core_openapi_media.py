@@ -11,7 +11,7 @@ import pytest
 from aiohttp import web
 
 from patchbay.core.appkeys import DB
-from patchbay.core.http.responses import HTML, REDIRECT, declared_responses, reply, returns
+from patchbay.core.http.responses import ANY_MEDIA, HTML, REDIRECT, declared_responses, reply, returns
 
 _spec = importlib.util.spec_from_file_location("patchbay_tests_openapi_answers", Path(__file__).with_name("openapi_answers.py"))
 answers = importlib.util.module_from_spec(_spec)
@@ -149,3 +149,17 @@ def test_a_redirect_declares_its_location_header():
 async def test_an_absent_key_of_a_typed_dict_model_stays_absent(api):
     """``/health`` declares ``pluginErrors`` as a key that may be absent: not sent as null."""
     assert await (await api.get("/health")).json() == {"status": "ok", "database": api.server.app[DB].dialect}
+
+
+async def test_a_route_that_passes_any_media_through_is_published_as_such(aiohttp_client, make_app):
+    @returns(ANY_MEDIA, description="Whatever the upstream answered")
+    async def passthrough(request: web.Request) -> web.Response:
+        """Answers what it is given."""
+        return web.Response(body=b"\x89PNG", content_type="image/png")
+
+    app = make_app()
+    app.router.add_get("/passthrough", passthrough)
+    client = await aiohttp_client(app)
+    document = await (await client.get("/openapi.json")).json()
+    assert document["paths"]["/passthrough"]["get"]["responses"]["200"]["content"] == {"*/*": {"schema": {}}}
+    await answers.assert_documented(document, "GET", "/passthrough", await client.get("/passthrough"))
