@@ -3,7 +3,7 @@ it: the app built by ``create_app(settings, background=True)`` with the default 
 at once, the scheduler on) and started as ``patchbay worker`` starts it, on SQLite (a scratch file)
 and on PostgreSQL, against a naive queue measured in the same run on the same database and engine.
 
-    python benchmarks/job_queue.py [--jobs 20000] [--batch 100] [--single 1000] [--naive-jobs 4000] [--databases sqlite,postgresql]
+    python benchmarks/job_queue.py [--jobs 10000] [--batch 100] [--single 1000] [--databases sqlite,postgresql]
 
 For each database, four phases, each on jobs of its own kind with a no-op handler that counts its
 calls by job id:
@@ -14,11 +14,13 @@ calls by job id:
    registered, leave them queued.
 2. claimed-and-done/s: the kind is registered on the app's queue and the workers woken; the clock
    runs from then to the last job's ``updated_at`` (marked done). The CPU time of this process over
-   the drain, per job (and on a local PostgreSQL server, its backends' CPU time).
+   the drain, per job, and on a PostgreSQL server on this machine, its backends' (sampled from
+   ``/proc`` every 0.2 s). Also the rate over the first quarter of the jobs done (the backlog at its
+   largest) and over the last quarter.
 3. enqueued/s one by one: ``--single`` jobs, each ``enqueue``d in a transaction of its own (as a
    request handler enqueues the job its change causes) while the workers run; per-job latency
    p50/p99 from enqueue (``created_at``) to done (``updated_at``).
-4. the naive queue: ``--naive-jobs`` jobs (enqueued held, like phase 1) claimed and finished one per
+4. the naive queue: ``--jobs`` jobs (enqueued held, like phase 1) claimed and finished one per
    transaction by as many tasks as the workers run jobs at once, with the same engine:
    ``UPDATE jobs SET status='done' WHERE id = (SELECT id ... LIMIT 1 [FOR UPDATE SKIP LOCKED])
    RETURNING ...``, then the handler, then the commit. The ratio is phase 2's rate over its rate.
@@ -40,6 +42,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from typing import Self
 
 import asyncpg
 from aiohttp import web
@@ -50,7 +53,7 @@ from patchbay.core.jobs.models import Job
 from patchbay.core.jobs.queue import JobContext, JobQueue
 from patchbay.core.settings import load_settings
 from patchbay.core.timeutil import utcnow
-from sqlalchemy import bindparam, func, select, text, update
+from sqlalchemy import bindparam, func, select, update
 from webhook_ingest import cpu_seconds, percentile
 
 BATCHED, SINGLE, NAIVE = "bench.batched", "bench.single", "bench.naive"
@@ -83,28 +86,56 @@ async def _wait_done(app, kind: str, timeout: float) -> None:
         await asyncio.sleep(0.25)
 
 
-async def _backend_cpu(app) -> dict[int, float] | None:
-    """CPU seconds so far of each PostgreSQL backend serving this database, when the server runs on
-    this machine (readable in ``/proc``); None on SQLite (in-process) or a remote server."""
-    if not app[DB].is_postgres:
-        return None
-    async with app[DB].session() as session:
-        pids = list(await session.scalars(text("SELECT pid FROM pg_stat_activity WHERE datname = current_database()")))
-    try:
-        return {pid: cpu_seconds(pid) for pid in pids}
-    except OSError:
-        return None
+class BackendCpu:
+    """CPU seconds spent inside the block by the PostgreSQL backends serving the app's database, when
+    the server runs on this machine (its processes readable in ``/proc``). Sampled every
+    ``SAMPLE_SECONDS`` (from a connection of its own, left out), so a backend that exits in the block
+    (a pool's overflow connection closed on return) counts up to its last sample. ``seconds`` stays
+    None on SQLite (in-process) or a server elsewhere."""
+
+    SAMPLE_SECONDS = 0.2
+
+    def __init__(self, app) -> None:
+        self.app = app
+        self.seconds: float | None = None
+
+    async def __aenter__(self) -> Self:
+        self._connection = None
+        if self.app[DB].is_postgres:
+            self._connection = await asyncpg.connect(self.app[DB].url.replace("postgresql+asyncpg://", "postgresql://", 1))
+            self._first = await self._sample()
+            self._last = dict(self._first)
+            self._sampler = asyncio.create_task(self._sample_until_cancelled())
+        return self
+
+    async def _sample(self) -> dict[int, float]:
+        rows = await self._connection.fetch("SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()")
+        seconds = {}
+        for (pid,) in rows:
+            with contextlib.suppress(OSError):  # gone since, or not on this machine
+                seconds[pid] = cpu_seconds(pid)
+        return seconds
+
+    async def _sample_until_cancelled(self) -> None:
+        while True:
+            await asyncio.sleep(self.SAMPLE_SECONDS)
+            self._last.update(await self._sample())
+
+    async def __aexit__(self, *exc_info) -> None:
+        if self._connection is None:
+            return
+        self._sampler.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._sampler
+        self._last.update(await self._sample())
+        await self._connection.close()
+        if self._last:
+            self.seconds = sum(seconds - self._first.get(pid, 0.0) for pid, seconds in self._last.items())
 
 
 def _rates(jobs: int, seconds: float, cpu: float, db_cpu: float | None) -> dict[str, float | None]:
     """Jobs per second, and CPU milliseconds per job of this process and of the database server."""
     return {"rate": jobs / seconds, "cpu_ms": 1000 * cpu / jobs, "db_cpu_ms": None if db_cpu is None else 1000 * db_cpu / jobs}
-
-
-def _spent(before: dict[int, float] | None, after: dict[int, float] | None) -> float | None:
-    if before is None or after is None:
-        return None
-    return sum(seconds - before.get(pid, 0.0) for pid, seconds in after.items())
 
 
 async def _enqueue_batched(app, held: JobQueue, kind: str, jobs: int, batch: int) -> tuple[list[str], float]:
@@ -120,18 +151,20 @@ async def _enqueue_batched(app, held: JobQueue, kind: str, jobs: int, batch: int
 async def _drain(app, calls: Calls, timeout: float) -> dict[str, object]:
     """Hand the held ``BATCHED`` jobs to the app's workers; their rate and CPU per job."""
     queue = app[JOBS]
-    backends = await _backend_cpu(app)
-    began, cpu = utcnow(), time.process_time()
-    queue.register(BATCHED, calls)
-    queue.wake.set()
-    await _wait_done(app, BATCHED, timeout)
-    cpu = time.process_time() - cpu
-    db_cpu = _spent(backends, await _backend_cpu(app))
+    async with BackendCpu(app) as backends:
+        began, cpu = utcnow(), time.process_time()
+        queue.register(BATCHED, calls)
+        queue.wake.set()
+        await _wait_done(app, BATCHED, timeout)
+        cpu = time.process_time() - cpu
     async with app[DB].session() as session:
-        done, last = (
-            await session.execute(select(func.count(), func.max(_JOBS.c.updated_at)).where(_JOBS.c.kind == BATCHED, _JOBS.c.status == "done"))
-        ).one()
-    return _rates(done, (last - began).total_seconds() if done else float("inf"), cpu, db_cpu)
+        done = sorted(await session.scalars(select(_JOBS.c.updated_at).where(_JOBS.c.kind == BATCHED, _JOBS.c.status == "done")))
+    result = _rates(len(done), (done[-1] - began).total_seconds() if done else float("inf"), cpu, backends.seconds)
+    quarter = len(done) // 4
+    if quarter:  # each claim's cost may grow with the backlog: the rate while it was largest, and smallest
+        result["first_quarter"] = quarter / (done[quarter - 1] - began).total_seconds()
+        result["last_quarter"] = quarter / max(1e-6, (done[-1] - done[-quarter - 1]).total_seconds())
+    return result
 
 
 async def _one_by_one(app, calls: Calls, jobs: int, timeout: float) -> tuple[list[str], float, list[float]]:
@@ -169,12 +202,11 @@ async def _naive(app, handler: Calls, jobs: int, tasks: int) -> dict[str, object
                     return
                 await handler(JobContext(app, job.id, job.kind, job.payload, job.attempts, job.max_attempts, job.workspace_id, session))
 
-    backends = await _backend_cpu(app)
-    began, cpu = time.perf_counter(), time.process_time()
-    await asyncio.gather(*(loop() for _ in range(tasks)))
-    elapsed, cpu = time.perf_counter() - began, time.process_time() - cpu
-    db_cpu = _spent(backends, await _backend_cpu(app))
-    return _rates(jobs, elapsed, cpu, db_cpu)
+    async with BackendCpu(app) as backends:
+        began, cpu = time.perf_counter(), time.process_time()
+        await asyncio.gather(*(loop() for _ in range(tasks)))
+        elapsed, cpu = time.perf_counter() - began, time.process_time() - cpu
+    return _rates(jobs, elapsed, cpu, backends.seconds)
 
 
 async def run(name: str, url: str, args) -> dict[str, object]:
@@ -191,8 +223,8 @@ async def run(name: str, url: str, args) -> dict[str, object]:
             ids, enqueue_rate = await _enqueue_batched(app, held, BATCHED, args.jobs, args.batch)
             drained = await _drain(app, calls, args.timeout)
             single_ids, single_rate, latency = await _one_by_one(app, calls, args.single, args.timeout)
-            naive_ids, _ = await _enqueue_batched(app, held, NAIVE, args.naive_jobs, args.batch)
-            naive = await _naive(app, naive_calls, args.naive_jobs, app[SETTINGS].workers)
+            naive_ids, _ = await _enqueue_batched(app, held, NAIVE, args.jobs, args.batch)
+            naive = await _naive(app, naive_calls, args.jobs, app[SETTINGS].workers)
             undone = {kind: await _undone(app, kind) for kind in (BATCHED, SINGLE, NAIVE)}
         finally:
             await runner.cleanup()
@@ -230,7 +262,9 @@ def report(result: dict[str, object], args) -> bool:
     print(f"  enqueued, {args.batch} per enqueue_many and transaction:  {result['enqueue_rate']:7.0f} jobs/s   ({args.jobs} jobs)")
     print(f"  enqueued one by one, a transaction each:      {result['single_rate']:7.0f} jobs/s   ({args.single} jobs, workers running)")
     print(f"  claimed and done, one process, {workers} at once:  {drained['rate']:7.0f} jobs/s   {_cpu(drained)}")
-    print(f"  naive queue, a transaction per job, {workers} tasks: {naive['rate']:7.0f} jobs/s   {_cpu(naive)}   ({args.naive_jobs} jobs)")
+    if "first_quarter" in drained:
+        print(f"    of which the first quarter of the jobs (largest backlog) {drained['first_quarter']:.0f} jobs/s, the last quarter {drained['last_quarter']:.0f} jobs/s")
+    print(f"  naive queue, a transaction per job, {workers} tasks: {naive['rate']:7.0f} jobs/s   {_cpu(naive)}")
     ratios = f"patchbay / naive: {drained['rate'] / naive['rate']:.2f}x the jobs/s, {drained['cpu_ms'] / naive['cpu_ms']:.2f}x the CPU per job in this process"
     if drained["db_cpu_ms"] is not None and naive["db_cpu_ms"]:
         ratios += f", {drained['db_cpu_ms'] / naive['db_cpu_ms']:.2f}x in the database server"
@@ -244,10 +278,9 @@ def report(result: dict[str, object], args) -> bool:
 
 async def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--jobs", type=int, default=20000, help="jobs enqueued in batches, then claimed and done")
+    parser.add_argument("--jobs", type=int, default=10000, help="jobs enqueued in batches, then claimed and done; as many for the naive queue")
     parser.add_argument("--batch", type=int, default=100, help="jobs per enqueue_many call")
     parser.add_argument("--single", type=int, default=1000, help="jobs enqueued one per transaction (the latency figure)")
-    parser.add_argument("--naive-jobs", type=int, default=4000, help="jobs of the naive queue")
     parser.add_argument("--databases", default="sqlite,postgresql")
     parser.add_argument("--timeout", type=float, default=300, help="seconds to wait for a phase's jobs to be done")
     args = parser.parse_args()
