@@ -135,7 +135,8 @@ class BackendCpu:
 
 def _rates(jobs: int, seconds: float, cpu: float, db_cpu: float | None) -> dict[str, float | None]:
     """Jobs per second, and CPU milliseconds per job of this process and of the database server."""
-    return {"rate": jobs / seconds, "cpu_ms": 1000 * cpu / jobs, "db_cpu_ms": None if db_cpu is None else 1000 * db_cpu / jobs}
+    per_job = 1000 / max(1, jobs)
+    return {"rate": jobs / seconds, "cpu_ms": cpu * per_job, "db_cpu_ms": None if db_cpu is None else db_cpu * per_job}
 
 
 async def _enqueue_batched(app, held: JobQueue, kind: str, jobs: int, batch: int) -> tuple[list[str], float]:
