@@ -15,7 +15,7 @@ from patchbay.core.compliance.api_models import DeletionInformation, DeletionReq
 from patchbay.core.http.bodies import parse_json, read_form
 from patchbay.core.http.errors import bad_request, unauthorized
 from patchbay.core.http.openapi import query
-from patchbay.core.http.responses import reply, returns
+from patchbay.core.http.responses import HTML, REDIRECT, reply, returns
 from patchbay.core.security.auth import authenticate
 from patchbay.core.timeutil import iso
 
@@ -30,6 +30,8 @@ the app from your Facebook settings. You receive a confirmation code to follow t
 
 
 @routes.get("/compliance/privacy-policy")
+@returns(HTML, description="The policy's page, from [compliance] privacy_policy_text")
+@returns(REDIRECT, status=302, description="To [compliance] privacy_policy_url, when it is set")
 async def privacy_policy(request: web.Request) -> web.Response:
     """The privacy policy: a redirect to ``[compliance] privacy_policy_url`` or a page of
     ``privacy_policy_text``."""

@@ -22,11 +22,13 @@ from aiohttp import web
 from multidict import CIMultiDict
 
 from patchbay.core.appkeys import DB, OUTBOUND
-from patchbay.core.connections.models import ACTIVE_STATUSES, Connection
 from patchbay.core.connections.runtime import ConnectionState
-from patchbay.core.connections.store import ConnectionNotFound, load_state
-from patchbay.core.http.bodies import read_object
+from patchbay.core.connections.store import ConnectionNotFound, active_connection, load_state
+from patchbay.core.http.bodies import read_body
 from patchbay.core.http.errors import ApiError, bad_request, not_found
+from patchbay.core.http.openapi import accepts
+from patchbay.core.http.responses import ANY_MEDIA, returns
+from patchbay.core.proxy.api_models import ProxyEnvelope
 from patchbay.core.proxy.engine import drop_hop_by_hop, send
 from patchbay.core.security.auth import principal_of, requires
 
@@ -47,15 +49,11 @@ async def _connection(request: web.Request, provider_type: str) -> ConnectionSta
     principal = principal_of(request)
     connection_id = request.headers.get("x-connection-id", "").strip()
     if not connection_id:
-        from sqlalchemy import select
-
         async with request.app[DB].session(tenant=principal.workspace_id) as session:
-            connection_id = await session.scalar(
-                select(Connection.id).where(Connection.provider == provider_type, Connection.status.in_(ACTIVE_STATUSES))
-                .order_by(Connection.connected_at.desc()).limit(1)
-            )  # fmt: skip
-        if connection_id is None:
+            found = await active_connection(session, provider_type)
+        if found is None:
             raise not_found(f"No active {provider_type} connection")
+        connection_id = found.id
     state = await load_state(request.app, connection_id, workspace_id=principal.workspace_id)
     if state.provider != provider_type:
         raise ConnectionNotFound(connection_id)
@@ -90,41 +88,37 @@ async def _answer(request: web.Request, upstream) -> web.StreamResponse:
 
 
 @routes.post("/connect/v1/proxy/{providerType}")
+@accepts(ProxyEnvelope)
+@returns(ANY_MEDIA, description="The provider's answer as it is: its status, headers (without hop-by-hop ones) and body")
 @requires("connections.write")
 async def proxy(request: web.Request) -> web.StreamResponse:
     """Call the provider with the connection's credentials: body ``{method, path, body?, headers?,
     query?}``, header ``x-connection-id``; answers the provider's response as it is."""
     state = await _connection(request, request.match_info["providerType"])
-    envelope = await read_object(request)
-    method = str(envelope.get("method") or "GET").upper()
+    envelope = await read_body(request, ProxyEnvelope)
+    method = envelope.method.upper()
     if method not in METHODS:
         raise bad_request(f"Validation failed: method must be one of {', '.join(METHODS)}")
-    path = envelope.get("path")
-    if not isinstance(path, str) or not path:
+    if not envelope.path:
         raise bad_request("Validation failed: path is required")
-    headers_in = envelope.get("headers") or {}
-    if not isinstance(headers_in, dict):
-        raise bad_request("Validation failed: headers must be an object")
-    headers = CIMultiDict((str(k), str(v)) for k, v in headers_in.items() if str(k).lower() not in OWN_HEADERS)
-    query = envelope.get("query") or envelope.get("params")
-    if query is not None and not isinstance(query, dict):
-        raise bad_request("Validation failed: query must be an object")
+    headers = CIMultiDict((str(k), str(v)) for k, v in (envelope.headers or {}).items() if str(k).lower() not in OWN_HEADERS)
+    query = envelope.query if envelope.query is not None else envelope.params
     body: bytes | None = None
-    raw_body: Any = envelope.get("body")
-    if raw_body is not None:
-        if isinstance(raw_body, str):
-            body = raw_body.encode()
+    if envelope.body is not None:
+        if isinstance(envelope.body, str):
+            body = envelope.body.encode()
         else:
-            body = json.dumps(raw_body, separators=(",", ":")).encode()
+            body = json.dumps(envelope.body, separators=(",", ":")).encode()
             headers.setdefault("Content-Type", "application/json")
     _, upstream = await send(
-        request.app, state, method=method, path=path, headers=headers, body=body,
+        request.app, state, method=method, path=envelope.path, headers=headers, body=body,
         query=[(str(k), str(v)) for k, v in query.items()] if query else None, stream=True,
     )  # fmt: skip
     return await _answer(request, upstream)
 
 
 @routes.route("*", "/connect/v1/proxy/{providerType}/{path:.*}")
+@returns(ANY_MEDIA, description="The provider's answer as it is: its status, headers (without hop-by-hop ones) and body")
 @requires("connections.write")
 async def proxy_passthrough(request: web.Request) -> web.StreamResponse:
     """Passthrough form of the proxy: the method, path, query and body of this request go to the

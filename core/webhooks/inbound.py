@@ -9,16 +9,30 @@ and forwarding happen afterwards in the job queue.
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 from aiohttp import web
 
 from patchbay.core.appkeys import REGISTRY, WEBHOOK_INGEST
 from patchbay.core.awaitables import maybe_await
 from patchbay.core.http.errors import ApiError, bad_request, forbidden, not_found, unauthorized
+from patchbay.core.http.responses import Media, response_model, returns
 from patchbay.core.timeutil import new_id, utcnow
 from patchbay.core.webhooks.protocol import InboundRequest
 
 routes = web.RouteTableDef()
+
+
+@response_model
+class InboundWebhookReceipt:
+    """The event is stored (committed) under ``id``; routing and forwarding follow."""
+
+    received: bool
+    id: str
+
+
+#: What a provider's handshake wants echoed (``hub.challenge``), as plain text.
+CHALLENGE = Media("text/plain", {"type": "string", "description": "The challenge the provider sent"})
 
 
 def _handler(request: web.Request):
@@ -31,6 +45,7 @@ def _handler(request: web.Request):
 
 
 @routes.get("/webhook/{providerType}")
+@returns(CHALLENGE, description="The verify token matched: the challenge, echoed")
 async def handshake(request: web.Request) -> web.Response:
     """Answer a provider's subscription handshake (hub.challenge)."""
     _, handler, secrets = _handler(request)
@@ -41,6 +56,7 @@ async def handshake(request: web.Request) -> web.Response:
 
 
 @routes.post("/webhook/{providerType}")
+@returns(InboundWebhookReceipt | dict[str, Any], description="Stored: the receipt; or, for a provider's verification request (Slack's url_verification), the answer it expects")
 async def receive(request: web.Request) -> web.Response:
     """Receive a provider event: verified, stored, answered 200, then processed."""
     name, handler, secrets = _handler(request)
@@ -66,4 +82,5 @@ async def receive(request: web.Request) -> web.Response:
         await request.app[WEBHOOK_INGEST].submit(row)
     except Exception:
         raise ApiError(503, "The event could not be stored; retry later") from None
+    # the receipt as InboundWebhookReceipt declares it, written by hand on this hot path
     return web.Response(body=b'{"received":true,"id":"' + event_id.encode() + b'"}', content_type="application/json")
