@@ -28,6 +28,7 @@ from patchbay.core.connections.oauth_routes import HeldForApproval, begin_login,
 from patchbay.core.http.bodies import read_form
 from patchbay.core.errors import DomainError
 from patchbay.core.http.errors import ApiError
+from patchbay.core.http.openapi import query
 from patchbay.core.http.responses import HTML, JAVASCRIPT, REDIRECT, returns
 
 routes = web.RouteTableDef()
@@ -114,6 +115,7 @@ def page(handler: Handler) -> Handler:
 @routes.get(PREFIX)
 @returns(REDIRECT, status=303, description="To the first step, the token traded for the page's cookie")
 @unusable
+@query(session={"type": "string", "description": "The connect session's token, from its hosted URL"})
 @page
 async def enter(request: web.Request) -> web.Response:
     """Trade the hosted URL's token for the page's cookie and go to the first step."""
@@ -132,6 +134,7 @@ async def enter(request: web.Request) -> web.Response:
 @routes.get(PREFIX + "/providers")
 @step_page
 @unusable
+@query(q={"type": "string"}, category={"type": "string"})
 @page
 async def provider_list(request: web.Request) -> web.Response:
     """The providers the session offers; ``?q=`` searches names, ``?category=`` filters."""
@@ -225,6 +228,7 @@ async def oauth_start(request: web.Request) -> web.StreamResponse:
 @routes.get(PREFIX + "/oauth/return")
 @returns(REDIRECT, status=303, description="Connected: to the last page")
 @unusable
+@query(provider={"type": "string"}, status={"type": "string"}, connectionId={"type": "string"}, error={"type": "string"}, error_description={"type": "string"})
 @page
 async def oauth_return(request: web.Request) -> web.Response:
     """Where the OAuth callback sends the browser: claim the connection, or show the refusal."""

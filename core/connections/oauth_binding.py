@@ -24,6 +24,7 @@ from patchbay.core.appkeys import DB, SECRETS, SETTINGS
 from patchbay.core.connections import service
 from patchbay.core.connections.models import OAuthState
 from patchbay.core.http.bodies import read_form
+from patchbay.core.http.openapi import query
 from patchbay.core.http.pages import html_page
 from patchbay.core.http.responses import HTML, REDIRECT, returns
 from patchbay.core.timeutil import utcnow
@@ -77,6 +78,7 @@ def _invalid() -> web.Response:
 @routes.get("/auth/{providerType}/begin")
 @returns(HTML, description="The confirmation page")
 @returns(HTML, status=400, description="The sign-in link is invalid, expired or was already used")
+@query(state={"type": "string"})
 async def begin(request: web.Request) -> web.StreamResponse:
     """Ask the user to confirm an OAuth connect started elsewhere (``response=json`` or a link):
     names the provider and the workspace the account will be connected to."""

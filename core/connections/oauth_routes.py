@@ -38,6 +38,7 @@ from patchbay.core.connections.store import auth_context, enforce_provider_limit
 from patchbay.core.http.pages import html_page
 from patchbay.core.errors import DomainError
 from patchbay.core.http.errors import ApiError, bad_request, not_found, unauthorized
+from patchbay.core.http.openapi import query
 from patchbay.core.http.responses import HTML, REDIRECT, reply, returns
 from patchbay.core.security.auth import Principal, authenticate, principal_of, require_principal, requires, verify_access_token
 from patchbay.core.plugins.provider import template_fields
@@ -118,6 +119,9 @@ login_url = returns(LoginUrl, description="The page that starts the connection, 
 @returns(REDIRECT, status=302, description="To the provider's authorization page, or to the confirmation page of a login by link")
 @login_url
 @returns(PendingApproval, status=202, description="Held for approval")
+@query(account_id={"type": "string"}, redirect_uri={"type": "string", "format": "uri"}, metadata={"type": "string", "description": "A JSON object"},
+       scopes={"type": "string"}, connection_id={"type": "string"}, response={"type": "string", "enum": ["json"]},
+       token={"type": "string", "description": "An access token, for a plain browser navigation"})  # fmt: skip
 async def login(request: web.Request) -> web.StreamResponse:
     """Start the OAuth connection of a provider: 302 to the provider's authorization page.
 
@@ -271,6 +275,7 @@ def _fail(row: OAuthState | None, error: str, description: str) -> web.StreamRes
 @returns(HTML, description="The outcome, when the login named no redirect_uri")
 @returns(HTML, status=400, description="The sign-in link is invalid or expired, or the provider refused")
 @returns(HTML, status=403, description="The login was not started in this browser")
+@query(state={"type": "string"}, code={"type": "string"}, error={"type": "string"}, error_description={"type": "string"})
 async def callback(request: web.Request) -> web.StreamResponse:
     """Complete an OAuth connection: check the state, exchange the code, store the connection, and
     send the browser back to the login's ``redirect_uri`` (or show a page)."""

@@ -14,6 +14,7 @@ from aiohttp import web
 from sqlalchemy import select
 
 from patchbay.core.appkeys import DB, OUTBOUND, REGISTRY, SETTINGS
+from patchbay.core.http.openapi import query
 from patchbay.core.identity.authorize import continue_signed_in, error_to_client, goes_on_after_get
 from patchbay.core.identity.http import PREFIX, add_route, load_client
 from patchbay.core.identity.models import FederatedIdentity
@@ -76,6 +77,7 @@ async def link_user(request: web.Request, idp: str, claims: dict) -> str:
 
 @goes_on_after_get
 @oauth_errors
+@query(state={"type": "string"}, code={"type": "string"}, error={"type": "string"})
 async def federation_callback(request: web.Request) -> web.Response:
     """Where the upstream provider returns: verify, link the user, resume the authorization."""
     data = unseal(request.app, "federation", request.cookies.get(FEDERATION_COOKIE))

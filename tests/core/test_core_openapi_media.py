@@ -163,3 +163,12 @@ async def test_a_route_that_passes_any_media_through_is_published_as_such(aiohtt
     document = await (await client.get("/openapi.json")).json()
     assert document["paths"]["/passthrough"]["get"]["responses"]["200"]["content"] == {"*/*": {"schema": {}}}
     await answers.assert_documented(document, "GET", "/passthrough", await client.get("/passthrough"))
+
+
+async def test_the_browser_routes_document_their_query_parameters(document):
+    def names(path: str) -> set[str]:
+        return {p["name"] for p in document["paths"][path]["get"].get("parameters", []) if p["in"] == "query"}
+
+    assert {"redirect_uri", "account_id", "metadata", "scopes", "connection_id", "response", "token"} <= names("/auth/{providerType}/login")
+    assert {"state", "code", "error"} <= names("/auth/{providerType}/callback")
+    assert names("/connect/ui") == {"session"} and names("/auth/{providerType}/begin") == {"state"}
