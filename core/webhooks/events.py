@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from aiohttp import web
 from sqlalchemy import func, select
@@ -29,6 +29,7 @@ from patchbay.core.webhooks.api_models import (
 from patchbay.core.webhooks.models import DELIVERY_STATUSES, EVENT_STATUSES, WebhookAttempt, WebhookDelivery, WebhookEvent
 
 routes = web.RouteTableDef()
+T = TypeVar("T")
 
 #: ``status`` of the event log, in either case
 EVENT_STATUS_QUERY = {"type": "string", "enum": [*EVENT_STATUSES, *(status.lower() for status in EVENT_STATUSES)]}
@@ -90,6 +91,15 @@ async def _attempts_by_delivery(session, delivery_ids: list[str]) -> dict[str, l
     return found
 
 
+async def _get(session, model: type[T], request: web.Request, message: str) -> T:
+    """The row the path's ``id`` names, or 404 with ``message``; an id holding NUL names nothing
+    (PostgreSQL could not even compare it)."""
+    row_id = request.match_info["id"]
+    if "\x00" in row_id:
+        raise not_found(message)
+    return await get_or_404(session, model, row_id, message)
+
+
 def _filter(request: web.Request, name: str) -> str | None:
     """The query parameter ``name`` as a filter (None when left out or empty); 400 for a NUL
     character, which no database text holds."""
@@ -128,7 +138,7 @@ async def list_events(request: web.Request) -> web.Response:
 async def get_event(request: web.Request) -> web.Response:
     """One inbound event with its deliveries and their attempts."""
     async with request.app[DB].session(tenant=principal_of(request).workspace_id) as session:
-        event = await get_or_404(session, WebhookEvent, request.match_info["id"], "Event not found")
+        event = await _get(session, WebhookEvent, request, "Event not found")
         deliveries = (await session.scalars(select(WebhookDelivery).where(WebhookDelivery.event_id == event.id).order_by(WebhookDelivery.created_at))).all()
         attempts = await _attempts_by_delivery(session, [d.id for d in deliveries])
     return reply(request, {**event_json(event), "deliveries": [delivery_json(d, attempts[d.id]) for d in deliveries]})
@@ -146,7 +156,7 @@ async def redeliver(request: web.Request) -> web.Response:
     subscription_id = (await read_dto(request, RedeliverDto, optional=True)).subscriptionId
     workspace_id = principal_of(request).workspace_id
     async with request.app[DB].transaction(tenant=workspace_id) as session:
-        event = await get_or_404(session, WebhookEvent, request.match_info["id"], "Event not found")
+        event = await _get(session, WebhookEvent, request, "Event not found")
         if event.status == "RECEIVED":
             raise conflict("The event has not been processed yet")
         deliveries = await create_deliveries(request.app, session, event, subscription_id=subscription_id, manual=True)
@@ -180,6 +190,6 @@ async def list_deliveries(request: web.Request) -> web.Response:
 async def get_delivery(request: web.Request) -> web.Response:
     """One delivery with every attempt (status, duration, response excerpt)."""
     async with request.app[DB].session(tenant=principal_of(request).workspace_id) as session:
-        delivery = await get_or_404(session, WebhookDelivery, request.match_info["id"], "Delivery not found")
+        delivery = await _get(session, WebhookDelivery, request, "Delivery not found")
         attempts = await _attempts_by_delivery(session, [delivery.id])
     return reply(request, delivery_json(delivery, attempts[delivery.id]))

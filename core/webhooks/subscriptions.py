@@ -87,7 +87,8 @@ def _events(provider: Provider, dto: SubscribeDto | UpdateSubscriptionDto) -> li
 
 
 async def _load(request: web.Request, session) -> WebhookSubscription:
-    subscription = await session.get(WebhookSubscription, request.match_info["id"])
+    subscription_id = request.match_info["id"]
+    subscription = None if "\x00" in subscription_id else await session.get(WebhookSubscription, subscription_id)  # NUL: no id, nor SQL text
     if subscription is None or subscription.provider != request.match_info["type"]:
         raise not_found("Subscription not found")
     return subscription

@@ -55,3 +55,9 @@ async def test_defaults_and_a_change_that_names_one_field(api):
     changed = await (await client.patch(f"/connect/v1/alerts/{alert['id']}", json={"isActive": False, "target": None}, headers=headers)).json()
     assert changed["isActive"] is False and changed["target"] == url and changed["eventTypes"] == ["flow.failed", "jobs.failing"]
     assert await (await client.delete(f"/connect/v1/alerts/{plain['id']}", headers=headers)).json() == {"success": True}
+
+
+async def test_an_id_holding_nul_is_not_found(api):
+    client, headers, _ = api
+    assert (await client.patch("/connect/v1/alerts/a%00b", json={"isActive": False}, headers=headers)).status == 404
+    assert (await client.delete("/connect/v1/alerts/a%00b", headers=headers)).status == 404

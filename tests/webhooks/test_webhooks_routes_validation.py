@@ -79,3 +79,12 @@ async def test_the_event_log_refuses_an_unknown_status_and_takes_either_case(api
     for status in ("failed", "FAILED"):
         listed = await client.get("/connect/v1/webhooks/events", params={"status": status}, headers=headers)
         assert listed.status == 200 and (await listed.json()) == {"data": [], "page": 1, "limit": 20, "total": 0}
+
+
+@pytest.mark.parametrize("method, path", [("GET", "/connect/v1/webhooks/events/a%00b"), ("POST", "/connect/v1/webhooks/events/a%00b/redeliver"),
+                                          ("GET", "/connect/v1/webhooks/deliveries/a%00b"), ("PATCH", "/connect/v1/webhooks/facebook/subscribe/a%00b"),
+                                          ("DELETE", "/connect/v1/webhooks/facebook/subscribe/a%00b"), ("POST", "/connect/v1/webhooks/facebook/subscribe/a%00b/rotate-secret")])  # fmt: skip
+async def test_an_id_holding_nul_is_not_found(api, method, path):
+    client, headers = api
+    response = await client.request(method, path, json={} if method == "PATCH" else None, headers=headers)
+    assert response.status == 404, await response.text()
