@@ -1,15 +1,29 @@
 """The bodies the action routes read and answer (``core.http.responses``): the models that
 validate and serialize them are the ones ``/openapi.json`` publishes. An action's inputs and its
-result are the provider's, of their own shape. An action is described as the flow editor lists it
-(``core.flows.api_models.ActionOption``, the JSON of ``core.actions.service.action_json``)."""
+result are the provider's, of their own shape. An action is described by :class:`ActionOption` (the JSON of
+``core.actions.service.action_json``), which the flow editor's action list uses too."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from patchbay.core.flows.api_models import ActionOption as ActionOut
 from patchbay.core.http.responses import response_model
+
+
+@response_model
+class ActionOption:
+    """A provider action an ``action`` step can call; ``inputs`` is its JSON Schema."""
+
+    id: str
+    name: str
+    provider: str
+    displayName: str
+    description: str
+    inputs: dict[str, Any]
+    scopes: list[str]
+    dynamicFields: list[str]
+
 
 # ---------------------------------------------------------------------------------------------
 # Requests
@@ -54,7 +68,7 @@ class CatalogEntry:
 
 @response_model
 class ActionList:
-    data: list[ActionOut]
+    data: list[ActionOption]
 
 
 @response_model

@@ -8,7 +8,7 @@ from typing import Any
 
 from aiohttp import web
 
-from patchbay.core.actions.api_models import ActionList, ActionOut, ActionResult, CatalogEntry, ExecuteDto, FieldOptions, ProviderActionDto
+from patchbay.core.actions.api_models import ActionList, ActionOption, ActionResult, CatalogEntry, ExecuteDto, FieldOptions, ProviderActionDto
 from patchbay.core.actions.service import ActionFailed, action_json, catalog, field_options, only_connection, run_action
 from patchbay.core.appkeys import REGISTRY
 from patchbay.core.http.bodies import read_body, read_object, structure
@@ -45,7 +45,7 @@ async def get_catalog(request: web.Request) -> web.Response:
 
 
 @routes.get("/connect/v1/providers/{providerType}/actions")
-@returns(list[ActionOut])
+@returns(list[ActionOption])
 @requires("actions.view")
 async def list_provider_actions(request: web.Request) -> web.Response:
     """A provider's actions with their input schemas and scopes."""

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 from aiohttp import web
 from pydantic import ConfigDict, Field, with_config
 
+from patchbay.core.actions.api_models import ActionOption
 from patchbay.core.http.bodies import read_object, structure
 from patchbay.core.http.responses import page_of, response_model
 
@@ -316,20 +317,6 @@ class ProviderTriggers:
     providerType: str
     displayName: str
     triggers: list[TriggerOption]
-
-
-@response_model
-class ActionOption:
-    """A provider action an ``action`` step can call; ``inputs`` is its JSON Schema."""
-
-    id: str
-    name: str
-    provider: str
-    displayName: str
-    description: str
-    inputs: dict[str, Any]
-    scopes: list[str]
-    dynamicFields: list[str]
 
 
 @response_model
