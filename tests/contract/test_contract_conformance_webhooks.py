@@ -106,7 +106,7 @@ async def test_webhook_and_alert_answers_match_the_document(live_api, schemathes
         "--include-path-regex", PATHS,
         "--max-examples", MAX_EXAMPLES,
         "--generation-deterministic",
-        "--workers", "2",
+        "--workers", "1",  # two threads crash schemathesis now and then on CPython 3.11.7 (ast is not thread-safe, gh-106905)
         "--request-timeout", "30",
         "--suppress-health-check", "all",
         "--header", f"x-api-key: {live_api.workspace['api_key']}",
