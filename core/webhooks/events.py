@@ -31,8 +31,9 @@ from patchbay.core.webhooks.models import DELIVERY_STATUSES, EVENT_STATUSES, Web
 routes = web.RouteTableDef()
 T = TypeVar("T")
 
-#: ``status`` of the event log, in either case
-EVENT_STATUS_QUERY = {"type": "string", "enum": [*EVENT_STATUSES, *(status.lower() for status in EVENT_STATUSES)]}
+#: ``status`` of the event log: the document lists the canonical (upper-case) values, which SDK
+#: generators turn into enums (both cases would be duplicate members); either case is accepted
+EVENT_STATUS_QUERY = {"type": "string", "enum": list(EVENT_STATUSES), "description": "Either case is accepted"}
 
 
 def event_json(event: WebhookEvent) -> dict[str, Any]:
