@@ -18,7 +18,7 @@ from aiohttp import web
 
 from patchbay.core.appkeys import CRON, DB, JOBS, OUTBOUND, PLUGIN_MANAGER, RATE_LIMITER, REGISTRY, SECRETS, SETTINGS, SIGNING_KEYS
 from patchbay.core.features import FEATURES
-from patchbay.core.http.bodies import body_limit_middleware
+from patchbay.core.http.bodies import body_limit_middleware, no_nul_middleware
 from patchbay.core.http.errors import error_middleware
 from patchbay.core.http.middleware import request_id_middleware, throttle_middleware
 from patchbay.core.jobs.cron import CronRegistry
@@ -43,7 +43,7 @@ def create_app(settings: Settings, *, plugins: Iterable[object] = (), background
         ``settings.scheduler``, the periodic scheduler inside this process.
     :param migrate: bring the database schema up to date at start (SQLite's folder is created).
     """
-    app = web.Application(middlewares=[request_id_middleware, error_middleware, throttle_middleware, body_limit_middleware], client_max_size=settings.max_body_bytes)
+    app = web.Application(middlewares=[request_id_middleware, error_middleware, no_nul_middleware, throttle_middleware, body_limit_middleware], client_max_size=settings.max_body_bytes)
     app[SETTINGS] = settings
     app[PLUGIN_MANAGER], app[REGISTRY] = build_registry(settings, plugins)
     db = Database(settings.resolved_database_url)

@@ -88,8 +88,6 @@ async def create_alert(request: web.Request) -> web.Response:
 
 
 async def _load(session, subscription_id: str) -> AlertSubscription:
-    if "\x00" in subscription_id:  # no id, nor SQL text
-        raise not_found("Alert subscription not found")
     subscription = await session.scalar(select(AlertSubscription).where(AlertSubscription.id == subscription_id))
     if subscription is None:
         raise not_found("Alert subscription not found")

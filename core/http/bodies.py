@@ -17,7 +17,7 @@ from aiohttp import web
 from multidict import MultiDictProxy
 
 from patchbay.core.appkeys import SETTINGS
-from patchbay.core.http.errors import ApiError, bad_request
+from patchbay.core.http.errors import ApiError, bad_request, not_found
 from patchbay.core.security.auth import authenticate
 
 T = TypeVar("T")
@@ -160,6 +160,20 @@ async def body_limit_middleware(request: web.Request, handler) -> web.StreamResp
     if request.content_length is not None and request.content_length > limit:
         raise body_too_large(limit)
     return await handler(request.clone(client_max_size=limit))
+
+
+@web.middleware
+async def no_nul_middleware(request: web.Request, handler) -> web.StreamResponse:
+    """NUL is no text any database holds (PostgreSQL refuses it outright), so no path or query
+    value may carry it: a path holding it names nothing (404), a query parameter holding it is a 400
+    naming it. Checked once here, not by every lookup."""
+    if "\x00" in request.path:
+        raise not_found("Not Found")
+    if "%00" in request.rel_url.raw_query_string:
+        for key, value in request.query.items():
+            if "\x00" in key or "\x00" in value:
+                raise bad_request(f"Query parameter '{key.replace(chr(0), '')}' must not contain the NUL character")
+    return await handler(request)
 
 
 #: an escape that may decode to a character no database text can hold: NUL or a UTF-16 surrogate

@@ -73,8 +73,9 @@ class SecretBox:
         return _mac(self._signing_keys[0], message)
 
     def verify_signature(self, message: bytes, signature: str) -> bool:
-        """Whether ``signature`` is the HMAC of ``message`` under any configured key."""
-        return any(hmac.compare_digest(_mac(key, message), signature) for key in self._signing_keys)
+        """Whether ``signature`` is the HMAC of ``message`` under any configured key (a signature
+        that is not ASCII is none: ``compare_digest`` refuses to compare such text)."""
+        return signature.isascii() and any(hmac.compare_digest(_mac(key, message), signature) for key in self._signing_keys)
 
 
 def load_or_create_secrets(configured: list[str], data_dir: Path) -> list[str]:
