@@ -1,6 +1,7 @@
 """A live connect API for the contract tests: the app on a real port (aiohttp's TestServer) with an
 enterprise workspace and its API key, rate limits off, and an API-key provider whose API is a local
-fake (``contract_api``), so that connecting, proxying and actions never leave the machine."""
+fake (``contract_api``), so that connecting, proxying and actions never leave the machine; and the
+conformance run every area's test makes against it (``conformance``)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from patchbay import Provider, hookimpl
 from patchbay.core.settings import RATE_LIMIT_DEFAULTS
 from patchbay.core.testing import create_workspace_with_key
 from patchbay.testing.fakes import FakeProviderAPI
+from tests.contract.conformance import Operations, schemathesis_toml
 
 PROVIDER = "contract_api"
 
@@ -89,5 +91,37 @@ def schemathesis():
             await process.wait()
             pytest.fail(f"schemathesis ran past its budget of {budget}s")
         return process.returncode or 0, output.decode(errors="replace")
+
+    return run
+
+
+@pytest.fixture
+def conformance(live_api, schemathesis, tmp_path: Path):
+    """``await conformance(paths, parameters, operations, budget=, max_examples=)`` runs
+    schemathesis' positive phases (examples, coverage, fuzzing) with ``not_a_server_error`` and
+    ``response_schema_conformance`` over the operations whose path matches the regex ``paths``, with
+    the workspace's API key and the parameters of :func:`schemathesis_toml`; fails the test unless
+    every check passed and the phases ran; answers schemathesis' output. One worker: with two,
+    CPython 3.11.7's ``ast`` (not thread-safe, gh-106905) crashes schemathesis now and then."""
+
+    async def run(paths: str, parameters: dict[str, str], operations: list[Operations], *, budget: float, max_examples: int) -> str:
+        (tmp_path / "schemathesis.toml").write_text(schemathesis_toml(parameters, operations))
+        code, text = await schemathesis(
+            budget, f"{live_api.base_url}/openapi.json",
+            "--checks", "not_a_server_error,response_schema_conformance",
+            "--mode", "positive",
+            "--phases", "examples,coverage,fuzzing",
+            "--include-path-regex", paths,
+            "--max-examples", str(max_examples),
+            "--generation-deterministic",
+            "--workers", "1",
+            "--request-timeout", "30",
+            "--suppress-health-check", "all",
+            "--header", f"x-api-key: {live_api.workspace['api_key']}",
+            cwd=tmp_path,
+        )  # fmt: skip
+        assert code == 0, text[-20_000:]
+        assert "Coverage" in text and "Fuzzing" in text, text[-5_000:]  # the phases ran
+        return text
 
     return run

@@ -9,12 +9,12 @@ run fails instead of hanging."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
+from tests.contract.conformance import Operations
+
 BUDGET_SECONDS = 240
-MAX_EXAMPLES = "12"
+MAX_EXAMPLES = 12
 #: the operations checked: the connect API but the proxy (which needs an upstream)
 PATHS = r"^/(connect/v1/(providers|connections|tables|flows|flow-templates|task-history|webhooks/[^/]+/subscri)|api/connections)"
 
@@ -39,41 +39,18 @@ async def _seed(api) -> dict[str, str]:
             "template": templates[0]["slug"], "spare_flow": spare_flow["id"], "spare_schedule": spare_schedule["id"]}  # fmt: skip
 
 
-def _config(provider: str, seeded: dict[str, str]) -> str:
-    """schemathesis.toml: the path parameters that name seeded things (a template's ``slug`` for
-    the template routes, the table's elsewhere; the spare flow and schedule for their deletes)."""
+def _parameters(provider: str, seeded: dict[str, str]) -> tuple[dict[str, str], list[Operations]]:
+    """The path parameters that name seeded things (a template's ``slug`` for the template routes,
+    the table's elsewhere; the spare flow and schedule for their deletes)."""
     values = {"path.providerType": provider, "path.type": provider, "path.slug": "people", "path.id": seeded["connection"],
               "path.connectionId": seeded["connection"], "path.flowId": seeded["flow"], "path.executionId": seeded["execution"],
               "path.scheduleId": seeded["schedule"], "path.version": "1"}  # fmt: skip
-    operations = [('include-path-regex = "^/connect/v1/flow-templates/"', {"path.slug": seeded["template"]}),
-                  ('include-operation-id = "delete_delete_flow"', {"path.flowId": seeded["spare_flow"]}),
-                  ('include-operation-id = "delete_delete_schedule"', {"path.scheduleId": seeded["spare_schedule"]})]  # fmt: skip
-    return "[parameters]\n" + "".join(f"{pair}\n" for pair in _pairs(values)) + "".join(
-        f"\n[[operations]]\n{selector}\nparameters = {{ {', '.join(_pairs(parameters))} }}\n" for selector, parameters in operations
-    )
-
-
-def _pairs(values: dict[str, str]) -> list[str]:
-    """TOML ``"key" = "value"`` pairs."""
-    return [f'"{key}" = "{value}"' for key, value in values.items()]
+    operations = [Operations('include-path-regex = "^/connect/v1/flow-templates/"', {"path.slug": seeded["template"]}),
+                  Operations('include-operation-id = "delete_delete_flow"', {"path.flowId": seeded["spare_flow"]}),
+                  Operations('include-operation-id = "delete_delete_schedule"', {"path.scheduleId": seeded["spare_schedule"]})]  # fmt: skip
+    return values, operations
 
 
 @pytest.mark.timeout(BUDGET_SECONDS + 60)
-async def test_answers_match_the_document(live_api, schemathesis, tmp_path: Path):
-    (tmp_path / "schemathesis.toml").write_text(_config(live_api.provider, await _seed(live_api)))
-    code, text = await schemathesis(
-        BUDGET_SECONDS, f"{live_api.base_url}/openapi.json",
-        "--checks", "not_a_server_error,response_schema_conformance",
-        "--mode", "positive",
-        "--phases", "examples,coverage,fuzzing",
-        "--include-path-regex", PATHS,
-        "--max-examples", MAX_EXAMPLES,
-        "--generation-deterministic",
-        "--workers", "2",
-        "--request-timeout", "30",
-        "--suppress-health-check", "all",
-        "--header", f"x-api-key: {live_api.workspace['api_key']}",
-        cwd=tmp_path,
-    )  # fmt: skip
-    assert code == 0, text[-20_000:]
-    assert "Coverage" in text and "Fuzzing" in text, text[-5_000:]  # the phases ran
+async def test_answers_match_the_document(live_api, conformance):
+    await conformance(PATHS, *_parameters(live_api.provider, await _seed(live_api)), budget=BUDGET_SECONDS, max_examples=MAX_EXAMPLES)

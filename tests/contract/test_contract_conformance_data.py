@@ -13,16 +13,16 @@ seeded so that the other answers carry data. A table's CSV export is declared as
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
 from patchbay.core.appkeys import DB
 from patchbay.core.compliance.models import DeletionRequest
 from patchbay.core.leads.models import Lead
+from tests.contract.conformance import Operations
 
 BUDGET_SECONDS = 150
-MAX_EXAMPLES = "8"
+MAX_EXAMPLES = 8
 PATHS = (r"^/(leads|crm|connect/v1/records|connect/v1/providers/(actions/catalog|\{providerType\}/actions)|api/(execute|registry|unified)"
          r"|compliance/data-deletion)(/|$)")  # fmt: skip
 
@@ -79,42 +79,19 @@ async def _seed(api) -> dict[str, str]:
     return {"workspace": workspace_id, "connection": connected["connectionId"], "record": records[0]["id"], "spare_record": records[1]["id"], "lead": lead_id}
 
 
-def _config(seeded: dict[str, str]) -> str:
-    """schemathesis.toml: the path and query parameters that name seeded things (``id`` is a lead
-    or a record by route)."""
+def _parameters(seeded: dict[str, str]) -> tuple[dict[str, str], list[Operations]]:
+    """The path and query parameters that name seeded things (``id`` is a lead or a record by
+    route)."""
     values = {"path.accountId": seeded["workspace"], "path.leadId": seeded["lead"], "path.id": seeded["lead"], "path.providerType": "hubspot",
               "path.actionName": "create_contact", "path.actionId": "hubspot.create_deal", "path.fieldKey": "pipeline",
               "query.connectionId": seeded["connection"], "query.code": "code-1"}  # fmt: skip
     operations = [
-        ('include-path-regex = "^/connect/v1/records/"', {"path.id": seeded["record"]}),
-        ('include-operation-id = "delete_delete_record"', {"path.id": seeded["spare_record"]}),
+        Operations('include-path-regex = "^/connect/v1/records/"', {"path.id": seeded["record"]}),
+        Operations('include-operation-id = "delete_delete_record"', {"path.id": seeded["spare_record"]}),
     ]
-    return "[parameters]\n" + "".join(f"{pair}\n" for pair in _pairs(values)) + "".join(
-        f"\n[[operations]]\n{selector}\nparameters = {{ {', '.join(_pairs(parameters))} }}\n" for selector, parameters in operations
-    )
-
-
-def _pairs(values: dict[str, str]) -> list[str]:
-    """TOML ``"key" = "value"`` pairs."""
-    return [f'"{key}" = "{value}"' for key, value in values.items()]
+    return values, operations
 
 
 @pytest.mark.timeout(BUDGET_SECONDS + 60)
-async def test_data_answers_match_the_document(live_api, schemathesis, tmp_path: Path):
-    (tmp_path / "schemathesis.toml").write_text(_config(await _seed(live_api)))
-    code, text = await schemathesis(
-        BUDGET_SECONDS, f"{live_api.base_url}/openapi.json",
-        "--checks", "not_a_server_error,response_schema_conformance",
-        "--mode", "positive",
-        "--phases", "examples,coverage,fuzzing",
-        "--include-path-regex", PATHS,
-        "--max-examples", MAX_EXAMPLES,
-        "--generation-deterministic",
-        "--workers", "2",
-        "--request-timeout", "30",
-        "--suppress-health-check", "all",
-        "--header", f"x-api-key: {live_api.workspace['api_key']}",
-        cwd=tmp_path,
-    )  # fmt: skip
-    assert code == 0, text[-20_000:]
-    assert "Coverage" in text and "Fuzzing" in text, text[-5_000:]  # the phases ran
+async def test_data_answers_match_the_document(live_api, conformance):
+    await conformance(PATHS, *_parameters(await _seed(live_api)), budget=BUDGET_SECONDS, max_examples=MAX_EXAMPLES)

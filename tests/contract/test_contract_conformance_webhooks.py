@@ -10,17 +10,16 @@ Also: each of these operations publishes a success schema, not the ``default`` p
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
 from patchbay.core.flows.testing import drain
 from patchbay.core.testing import create_workspace_with_key
 from patchbay.testing import Receiver
+from tests.contract.conformance import Operations
 
 BUDGET_SECONDS = 150
-MAX_EXAMPLES = "8"
+MAX_EXAMPLES = 8
 PATHS = r"^/connect/v1/(webhooks/(events|deliveries|[^/]+/subscri)|alerts)"
 
 #: every operation of the area and its success status
@@ -66,26 +65,19 @@ async def _seed(api, receiver: Receiver) -> dict[str, str]:
             "spare_subscription": spare_subscription["subscriptionId"], "alert": alert["id"], "spare_alert": spare_alert["id"]}  # fmt: skip
 
 
-def _config(provider: str, seeded: dict[str, str]) -> str:
-    """schemathesis.toml: the path parameters that name seeded things (``id`` is an event's, a
-    delivery's or a subscription's by operation; the spares for the deletes)."""
+def _parameters(provider: str, seeded: dict[str, str]) -> tuple[dict[str, str], list[Operations]]:
+    """The path parameters that name seeded things (``id`` is an event's, a delivery's or a
+    subscription's by operation; the spares for the deletes)."""
     subscription = "/connect/v1/webhooks/{type}/subscribe/{id}"
     operations = [
-        ('include-path-regex = "^/connect/v1/webhooks/events/"', {"path.id": seeded["event"]}),
-        ('include-path-regex = "^/connect/v1/webhooks/deliveries/"', {"path.id": seeded["delivery"]}),
-        (f'include-name = ["PATCH {subscription}", "POST {subscription}/rotate-secret"]', {"path.id": seeded["subscription"]}),
-        (f'include-name = "DELETE {subscription}"', {"path.id": seeded["spare_subscription"]}),
-        ('include-name = "PATCH /connect/v1/alerts/{subscriptionId}"', {"path.subscriptionId": seeded["alert"]}),
-        ('include-name = "DELETE /connect/v1/alerts/{subscriptionId}"', {"path.subscriptionId": seeded["spare_alert"]}),
+        Operations('include-path-regex = "^/connect/v1/webhooks/events/"', {"path.id": seeded["event"]}),
+        Operations('include-path-regex = "^/connect/v1/webhooks/deliveries/"', {"path.id": seeded["delivery"]}),
+        Operations(f'include-name = ["PATCH {subscription}", "POST {subscription}/rotate-secret"]', {"path.id": seeded["subscription"]}),
+        Operations(f'include-name = "DELETE {subscription}"', {"path.id": seeded["spare_subscription"]}),
+        Operations('include-name = "PATCH /connect/v1/alerts/{subscriptionId}"', {"path.subscriptionId": seeded["alert"]}),
+        Operations('include-name = "DELETE /connect/v1/alerts/{subscriptionId}"', {"path.subscriptionId": seeded["spare_alert"]}),
     ]
-    return f'[parameters]\n"path.type" = "{provider}"\n' + "".join(
-        f"\n[[operations]]\n{selector}\nparameters = {{ {_pairs(parameters)} }}\n" for selector, parameters in operations
-    )
-
-
-def _pairs(values: dict[str, str]) -> str:
-    """TOML ``"key" = "value"`` pairs of an inline table."""
-    return ", ".join(f'"{key}" = "{value}"' for key, value in values.items())
+    return {"path.type": provider}, operations
 
 
 @pytest.fixture
@@ -96,24 +88,8 @@ async def receiver():
 
 
 @pytest.mark.timeout(BUDGET_SECONDS + 60)
-async def test_webhook_and_alert_answers_match_the_document(live_api, schemathesis, receiver, tmp_path: Path):
-    (tmp_path / "schemathesis.toml").write_text(_config(live_api.provider, await _seed(live_api, receiver)))
-    code, text = await schemathesis(
-        BUDGET_SECONDS, f"{live_api.base_url}/openapi.json",
-        "--checks", "not_a_server_error,response_schema_conformance",
-        "--mode", "positive",
-        "--phases", "examples,coverage,fuzzing",
-        "--include-path-regex", PATHS,
-        "--max-examples", MAX_EXAMPLES,
-        "--generation-deterministic",
-        "--workers", "1",  # two threads crash schemathesis now and then on CPython 3.11.7 (ast is not thread-safe, gh-106905)
-        "--request-timeout", "30",
-        "--suppress-health-check", "all",
-        "--header", f"x-api-key: {live_api.workspace['api_key']}",
-        cwd=tmp_path,
-    )  # fmt: skip
-    assert code == 0, text[-20_000:]
-    assert "Coverage" in text and "Fuzzing" in text, text[-5_000:]  # the phases ran
+async def test_webhook_and_alert_answers_match_the_document(live_api, conformance, receiver):
+    text = await conformance(PATHS, *_parameters(live_api.provider, await _seed(live_api, receiver)), budget=BUDGET_SECONDS, max_examples=MAX_EXAMPLES)
     assert f"Selected: {len(OPERATIONS)}/" in text and f"Tested: {len(OPERATIONS)}\n" in text, text[-5_000:]  # every operation, none other
 
 

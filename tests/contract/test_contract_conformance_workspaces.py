@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
-from pathlib import Path
 
 import aiohttp
 import pytest
@@ -26,9 +25,10 @@ from patchbay.core.settings import AdminSettings
 from patchbay.core.testing import sign_access_token
 from patchbay.core.users.service import create_user
 from patchbay.core.workspaces.service import create_invite
+from tests.contract.conformance import Operations
 
 BUDGET_SECONDS = 150
-MAX_EXAMPLES = "8"
+MAX_EXAMPLES = 8
 OPERATOR_KEY = "operator-key-conformance"
 PATHS = r"^/(accounts|billing/webhook|connect/v1/(workspaces|api-keys|connect-sessions|billing|approvals))(/|$)"
 
@@ -112,51 +112,27 @@ async def _seed(api) -> dict[str, str]:
             "spare_account": spare_account}  # fmt: skip
 
 
-def _config(seeded: dict[str, str]) -> str:
-    """schemathesis.toml: the path parameters that name seeded things, per operation (``id`` is a
-    workspace, an account, a session, an approval or an API key by route; ``token`` the invite's,
-    which accepting with the API key does not use up); the operator's key for ``/accounts``."""
+def _parameters(seeded: dict[str, str]) -> tuple[dict[str, str], list[Operations]]:
+    """The path parameters that name seeded things, per operation (``id`` is a workspace, an
+    account, a session, an approval or an API key by route; ``token`` the invite's, which accepting
+    with the API key does not use up); the operator's key for ``/accounts``."""
     values = {"path.id": seeded["workspace"], "path.workspaceId": seeded["workspace"], "path.token": seeded["invite"]}
     operator = {"x-api-key": OPERATOR_KEY}
     operations = [
-        ('include-path-regex = "^/connect/v1/connect-sessions/"', {"path.id": seeded["session"]}, {}),
-        ('include-operation-id = "delete_revoke_session"', {"path.id": seeded["spare_session"]}, {}),
-        ('include-operation-id = "get_get_request"', {"path.id": seeded["approval"]}, {}),
-        ('include-operation-id = "post_approve"', {"path.id": seeded["approve"]}, {}),
-        ('include-operation-id = "post_deny"', {"path.id": seeded["deny"]}, {}),
-        ('include-operation-id = "delete_revoke_key"', {"path.id": seeded["spare_key"]}, {}),
-        ('include-operation-id = "post_approve_join_request"', {"path.requestId": seeded["approve_join"]}, {}),
-        ('include-operation-id = "post_deny_join_request"', {"path.requestId": seeded["deny_join"]}, {}),
-        ('include-operation-id = "delete_delete_account"', {"path.id": seeded["spare_account"]}, operator),
-        ('include-path-regex = "^/accounts"', {}, operator),
+        Operations('include-path-regex = "^/connect/v1/connect-sessions/"', {"path.id": seeded["session"]}),
+        Operations('include-operation-id = "delete_revoke_session"', {"path.id": seeded["spare_session"]}),
+        Operations('include-operation-id = "get_get_request"', {"path.id": seeded["approval"]}),
+        Operations('include-operation-id = "post_approve"', {"path.id": seeded["approve"]}),
+        Operations('include-operation-id = "post_deny"', {"path.id": seeded["deny"]}),
+        Operations('include-operation-id = "delete_revoke_key"', {"path.id": seeded["spare_key"]}),
+        Operations('include-operation-id = "post_approve_join_request"', {"path.requestId": seeded["approve_join"]}),
+        Operations('include-operation-id = "post_deny_join_request"', {"path.requestId": seeded["deny_join"]}),
+        Operations('include-operation-id = "delete_delete_account"', {"path.id": seeded["spare_account"]}, operator),
+        Operations('include-path-regex = "^/accounts"', {}, operator),
     ]
-    return "[parameters]\n" + "".join(f"{pair}\n" for pair in _pairs(values)) + "".join(
-        f"\n[[operations]]\n{selector}\nparameters = {{ {', '.join(_pairs(parameters))} }}\nheaders = {{ {', '.join(_pairs(headers))} }}\n"
-        for selector, parameters, headers in operations
-    )
-
-
-def _pairs(values: dict[str, str]) -> list[str]:
-    """TOML ``"key" = "value"`` pairs."""
-    return [f'"{key}" = "{value}"' for key, value in values.items()]
+    return values, operations
 
 
 @pytest.mark.timeout(BUDGET_SECONDS + 60)
-async def test_tenant_answers_match_the_document(live_api, schemathesis, tmp_path: Path):
-    (tmp_path / "schemathesis.toml").write_text(_config(await _seed(live_api)))
-    code, text = await schemathesis(
-        BUDGET_SECONDS, f"{live_api.base_url}/openapi.json",
-        "--checks", "not_a_server_error,response_schema_conformance",
-        "--mode", "positive",
-        "--phases", "examples,coverage,fuzzing",
-        "--include-path-regex", PATHS,
-        "--max-examples", MAX_EXAMPLES,
-        "--generation-deterministic",
-        "--workers", "2",
-        "--request-timeout", "30",
-        "--suppress-health-check", "all",
-        "--header", f"x-api-key: {live_api.workspace['api_key']}",
-        cwd=tmp_path,
-    )  # fmt: skip
-    assert code == 0, text[-20_000:]
-    assert "Coverage" in text and "Fuzzing" in text, text[-5_000:]  # the phases ran
+async def test_tenant_answers_match_the_document(live_api, conformance):
+    await conformance(PATHS, *_parameters(await _seed(live_api)), budget=BUDGET_SECONDS, max_examples=MAX_EXAMPLES)
