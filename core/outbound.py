@@ -88,11 +88,11 @@ def _any_address(address: str) -> bool:
 def check_target(url: str, *, allow_insecure: bool, address_allowed: AddressRule = is_public_address) -> str:
     """Refuse a URL that is not https or names a private address literally; returns it. Names are
     checked by :class:`GuardedConnector` when connecting."""
-    parts = urlsplit(url)
     try:
+        parts = urlsplit(url)
         host = parts.hostname
-    except ValueError:
-        host = None
+    except ValueError:  # "http://[" and other URLs that do not parse
+        raise UnsafeTarget(f"{url!r} is not an absolute http(s) URL") from None
     if parts.scheme not in ("https", "http") or not host:
         raise UnsafeTarget(f"{url!r} is not an absolute http(s) URL")
     if allow_insecure:

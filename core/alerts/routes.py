@@ -49,8 +49,6 @@ def _check_target(request: web.Request, channel: str, target: str) -> str:
             request.app[OUTBOUND].check(target)
         except UnsafeTarget as error:
             raise bad_request(f"target: {error}") from None
-        except ValueError:  # urlsplit's "Invalid IPv6 URL" ("http://[")
-            raise bad_request("target must be a URL") from None
     return target
 
 
