@@ -8,7 +8,7 @@ from patchbay.core.outbound import Outbound, ResponseTooLarge, UnsafeTarget, che
 @pytest.mark.parametrize(
     "url",
     ["http://example.com/hook", "https://127.0.0.1/x", "https://10.0.0.5/x", "https://[::1]/x", "https://localhost/x",
-     "https://169.254.169.254/latest", "ftp://example.com", "not a url"],
+     "https://169.254.169.254/latest", "ftp://example.com", "not a url", "http://[", "https://[::1/x"],
 )  # fmt: skip
 def test_unsafe_targets_are_refused(url):
     with pytest.raises(UnsafeTarget):
