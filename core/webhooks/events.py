@@ -9,27 +9,24 @@
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any
 
 from aiohttp import web
-from sqlalchemy import func, select
 
 from patchbay.core.appkeys import DB
 from patchbay.core.http.bodies import page_envelope, page_params
-from patchbay.core.http.errors import bad_request, conflict, not_found
-from patchbay.core.http.lookups import get_or_404
+from patchbay.core.http.errors import bad_request
 from patchbay.core.http.openapi import PAGE_QUERY, accepts, query
 from patchbay.core.http.responses import reply, returns
 from patchbay.core.security.auth import principal_of, requires
 from patchbay.core.timeutil import iso
-from patchbay.core.webhooks.delivery import create_deliveries
+from patchbay.core.webhooks import event_log
 from patchbay.core.webhooks.api_models import (
     Redelivered, RedeliverDto, WebhookDeliveryPage, WebhookDeliveryWithAttempts, WebhookEventDetail, WebhookEventPage, read_dto,
 )  # fmt: skip
 from patchbay.core.webhooks.models import DELIVERY_STATUSES, EVENT_STATUSES, WebhookAttempt, WebhookDelivery, WebhookEvent
 
 routes = web.RouteTableDef()
-T = TypeVar("T")
 
 #: ``status`` of the event log: the document lists the canonical (upper-case) values, which SDK
 #: generators turn into enums (both cases would be duplicate members); either case is accepted
@@ -83,24 +80,6 @@ def delivery_json(delivery: WebhookDelivery, attempts: list[WebhookAttempt] | No
     return body
 
 
-async def _attempts_by_delivery(session, delivery_ids: list[str]) -> dict[str, list[WebhookAttempt]]:
-    found: dict[str, list[WebhookAttempt]] = {d: [] for d in delivery_ids}
-    if delivery_ids:
-        rows = (await session.scalars(select(WebhookAttempt).where(WebhookAttempt.delivery_id.in_(delivery_ids)).order_by(WebhookAttempt.number))).all()
-        for row in rows:
-            found[row.delivery_id].append(row)
-    return found
-
-
-async def _get(session, model: type[T], request: web.Request, message: str) -> T:
-    """The row the path's ``id`` names, or 404 with ``message``; an id holding NUL names nothing
-    (PostgreSQL could not even compare it)."""
-    row_id = request.match_info["id"]
-    if "\x00" in row_id:
-        raise not_found(message)
-    return await get_or_404(session, model, row_id, message)
-
-
 def _filter(request: web.Request, name: str) -> str | None:
     """The query parameter ``name`` as a filter (None when left out or empty); 400 for a NUL
     character, which no database text holds."""
@@ -117,20 +96,14 @@ def _filter(request: web.Request, name: str) -> str | None:
 async def list_events(request: web.Request) -> web.Response:
     """The workspace's inbound events, newest first."""
     page, limit = page_params(request)
-    conditions = []
     provider, event_type, status = _filter(request, "provider"), _filter(request, "eventType"), _filter(request, "status")
-    if provider:
-        conditions.append(WebhookEvent.provider == provider)
-    if event_type:
-        conditions.append(WebhookEvent.event_type == event_type)
-    if status:
-        if status.upper() not in EVENT_STATUSES:
+    if status is not None:
+        status = status.upper()
+        if status not in EVENT_STATUSES:
             raise bad_request(f"Query parameter 'status' must be one of {', '.join(EVENT_STATUSES)}")
-        conditions.append(WebhookEvent.status == status.upper())
     async with request.app[DB].session(tenant=principal_of(request).workspace_id) as session:
-        total = await session.scalar(select(func.count()).select_from(WebhookEvent).where(*conditions))
-        rows = (await session.scalars(select(WebhookEvent).where(*conditions).order_by(WebhookEvent.created_at.desc(), WebhookEvent.id).offset((page - 1) * limit).limit(limit))).all()
-    return reply(request, page_envelope([event_json(row) for row in rows], page, limit, total or 0))
+        rows, total = await event_log.event_page(session, provider=provider, event_type=event_type, status=status, page=page, limit=limit)
+    return reply(request, page_envelope([event_json(row) for row in rows], page, limit, total))
 
 
 @routes.get("/connect/v1/webhooks/events/{id}")
@@ -139,9 +112,9 @@ async def list_events(request: web.Request) -> web.Response:
 async def get_event(request: web.Request) -> web.Response:
     """One inbound event with its deliveries and their attempts."""
     async with request.app[DB].session(tenant=principal_of(request).workspace_id) as session:
-        event = await _get(session, WebhookEvent, request, "Event not found")
-        deliveries = (await session.scalars(select(WebhookDelivery).where(WebhookDelivery.event_id == event.id).order_by(WebhookDelivery.created_at))).all()
-        attempts = await _attempts_by_delivery(session, [d.id for d in deliveries])
+        event = await event_log.get_event(session, request.match_info["id"])
+        deliveries = await event_log.deliveries_of(session, event.id)
+        attempts = await event_log.attempts_by_delivery(session, [d.id for d in deliveries])
     return reply(request, {**event_json(event), "deliveries": [delivery_json(d, attempts[d.id]) for d in deliveries]})
 
 
@@ -155,14 +128,8 @@ async def redeliver(request: web.Request) -> web.Response:
     409 while the event is not processed yet; 404 when ``subscriptionId`` names no active
     subscription of the workspace."""
     subscription_id = (await read_dto(request, RedeliverDto, optional=True)).subscriptionId
-    workspace_id = principal_of(request).workspace_id
-    async with request.app[DB].transaction(tenant=workspace_id) as session:
-        event = await _get(session, WebhookEvent, request, "Event not found")
-        if event.status == "RECEIVED":
-            raise conflict("The event has not been processed yet")
-        deliveries = await create_deliveries(request.app, session, event, subscription_id=subscription_id, manual=True)
-        if subscription_id is not None and not deliveries:
-            raise not_found("Subscription not found or not active")
+    async with request.app[DB].transaction(tenant=principal_of(request).workspace_id) as session:
+        event, deliveries = await event_log.redeliver(request.app, session, request.match_info["id"], subscription_id=subscription_id)
     return reply(request, {"eventId": event.id, "deliveries": [delivery_json(d) for d in deliveries]}, status=201)
 
 
@@ -173,16 +140,11 @@ async def redeliver(request: web.Request) -> web.Response:
 async def list_deliveries(request: web.Request) -> web.Response:
     """Deliveries of the workspace, newest first, with their attempts."""
     page, limit = page_params(request)
-    conditions = []
-    for param, column in (("eventId", WebhookDelivery.event_id), ("subscriptionId", WebhookDelivery.subscription_id), ("status", WebhookDelivery.status)):
-        value = _filter(request, param)
-        if value:
-            conditions.append(column == value)
+    event_id, subscription_id, status = _filter(request, "eventId"), _filter(request, "subscriptionId"), _filter(request, "status")
     async with request.app[DB].session(tenant=principal_of(request).workspace_id) as session:
-        total = await session.scalar(select(func.count()).select_from(WebhookDelivery).where(*conditions))
-        rows = (await session.scalars(select(WebhookDelivery).where(*conditions).order_by(WebhookDelivery.created_at.desc(), WebhookDelivery.id).offset((page - 1) * limit).limit(limit))).all()
-        attempts = await _attempts_by_delivery(session, [d.id for d in rows])
-    return reply(request, page_envelope([delivery_json(d, attempts[d.id]) for d in rows], page, limit, total or 0))
+        rows, total = await event_log.delivery_page(session, event_id=event_id, subscription_id=subscription_id, status=status, page=page, limit=limit)
+        attempts = await event_log.attempts_by_delivery(session, [d.id for d in rows])
+    return reply(request, page_envelope([delivery_json(d, attempts[d.id]) for d in rows], page, limit, total))
 
 
 @routes.get("/connect/v1/webhooks/deliveries/{id}")
@@ -191,6 +153,6 @@ async def list_deliveries(request: web.Request) -> web.Response:
 async def get_delivery(request: web.Request) -> web.Response:
     """One delivery with every attempt (status, duration, response excerpt)."""
     async with request.app[DB].session(tenant=principal_of(request).workspace_id) as session:
-        delivery = await _get(session, WebhookDelivery, request, "Delivery not found")
-        attempts = await _attempts_by_delivery(session, [delivery.id])
+        delivery = await event_log.get_delivery(session, request.match_info["id"])
+        attempts = await event_log.attempts_by_delivery(session, [delivery.id])
     return reply(request, delivery_json(delivery, attempts[delivery.id]))

@@ -8,21 +8,20 @@ beside the new one, for an overlap).
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 
 from aiohttp import web
-from sqlalchemy import select
 
 from patchbay.core.appkeys import DB, OUTBOUND, REGISTRY, SECRETS, SETTINGS
-from patchbay.core.http.errors import bad_request, not_found
+from patchbay.core.http.errors import bad_request
 from patchbay.core.http.openapi import accepts, query
 from patchbay.core.http.providers import get_provider
 from patchbay.core.http.responses import reply, returns
 from patchbay.core.outbound import UnsafeTarget
 from patchbay.core.plugins.provider import Provider
 from patchbay.core.security.auth import principal_of, requires
-from patchbay.core.timeutil import iso, utcnow
+from patchbay.core.timeutil import iso
+from patchbay.core.webhooks import subscriptions_service as service
 from patchbay.core.webhooks.api_models import (
     RotatedSubscription, RotateSecretDto, SubscribeDto, SubscriptionDeleted, UpdateSubscriptionDto, WebhookSubscriptionOut, check_secret,
     event_types, read_dto,
@@ -31,9 +30,6 @@ from patchbay.core.webhooks.models import WebhookSubscription
 from patchbay.core.webhooks.signing import generate_secret
 
 routes = web.RouteTableDef()
-
-#: patchbay's own events about a provider's connections, sent whether or not the provider has webhooks
-CONNECTION_EVENTS = frozenset({"connection.created", "connection.reconnected", "connection.failed", "connection.removed"})
 
 
 def subscription_json(subscription: WebhookSubscription) -> dict[str, Any]:
@@ -76,22 +72,8 @@ def _callback_url(request: web.Request, dto: SubscribeDto | UpdateSubscriptionDt
 
 
 def _events(provider: Provider, dto: SubscribeDto | UpdateSubscriptionDto) -> list[str]:
-    """The event types of either field set; a provider that sends no webhooks has only the
-    connection events to give."""
-    events = event_types(dto.events, dto.eventType)
-    if not provider.webhooks and not CONNECTION_EVENTS.issuperset(events):
-        raise bad_request(
-            f"Validation failed: {provider.name} sends no webhooks; a subscription to it can receive only connection events ({', '.join(sorted(CONNECTION_EVENTS))})"
-        )
-    return events
-
-
-async def _load(request: web.Request, session) -> WebhookSubscription:
-    subscription_id = request.match_info["id"]
-    subscription = None if "\x00" in subscription_id else await session.get(WebhookSubscription, subscription_id)  # NUL: no id, nor SQL text
-    if subscription is None or subscription.provider != request.match_info["type"]:
-        raise not_found("Subscription not found")
-    return subscription
+    """The event types of either field set, which the provider must be able to send."""
+    return service.check_events(provider, event_types(dto.events, dto.eventType))
 
 
 @routes.post("/connect/v1/webhooks/{type}/subscribe")
@@ -111,13 +93,10 @@ async def subscribe(request: web.Request) -> web.Response:
         raise bad_request("Validation failed: url (or callbackUrl) is required")
     events = _events(provider, dto)
     secret = check_secret(dto.callbackSecret)
-    workspace_id = principal_of(request).workspace_id
-    async with request.app[DB].transaction(tenant=workspace_id) as session:
-        subscription = WebhookSubscription(
-            provider=provider.name, url=url, events=events, long_tail=dto.longTailRetries or False,
-            secret=request.app[SECRETS].encrypt(secret) if secret else None,
+    async with request.app[DB].transaction(tenant=principal_of(request).workspace_id) as session:
+        subscription = await service.create_subscription(
+            session, request.app[SECRETS], provider=provider.name, url=url, events=events, long_tail=dto.longTailRetries or False, secret=secret
         )  # fmt: skip
-        session.add(subscription)
     return reply(request, subscription_json(subscription), status=201)
 
 
@@ -128,11 +107,8 @@ async def subscribe(request: web.Request) -> web.Response:
 async def list_subscriptions(request: web.Request) -> web.Response:
     """The active subscriptions to a provider's events (``?all=true``: disabled ones too)."""
     get_provider(request.app[REGISTRY], request.match_info["type"])
-    statement = select(WebhookSubscription).where(WebhookSubscription.provider == request.match_info["type"]).order_by(WebhookSubscription.created_at)
-    if request.query.get("all") != "true":
-        statement = statement.where(WebhookSubscription.is_active.is_(True))
     async with request.app[DB].session(tenant=principal_of(request).workspace_id) as session:
-        rows = (await session.scalars(statement)).all()
+        rows = await service.list_subscriptions(session, request.match_info["type"], include_disabled=request.query.get("all") == "true")
     return reply(request, [subscription_json(row) for row in rows])
 
 
@@ -142,7 +118,7 @@ async def list_subscriptions(request: web.Request) -> web.Response:
 async def unsubscribe(request: web.Request) -> web.Response:
     """Delete a subscription; its pending deliveries stop."""
     async with request.app[DB].transaction(tenant=principal_of(request).workspace_id) as session:
-        await session.delete(await _load(request, session))
+        await service.delete_subscription(session, request.match_info["type"], request.match_info["id"])
     return reply(request, {"success": True})
 
 
@@ -157,17 +133,9 @@ async def update_subscription(request: web.Request) -> web.Response:
     provider = get_provider(request.app[REGISTRY], request.match_info["type"])
     events = _events(provider, dto) if dto.events is not None or dto.eventType is not None else None
     async with request.app[DB].transaction(tenant=principal_of(request).workspace_id) as session:
-        subscription = await _load(request, session)
-        if url is not None:
-            subscription.url = url
-        if events is not None:
-            subscription.events = events
-        if dto.longTailRetries is not None:
-            subscription.long_tail = dto.longTailRetries
-        if dto.isActive is True and not subscription.is_active:
-            subscription.is_active, subscription.disabled_at, subscription.disabled_reason, subscription.failing_since = True, None, None, None
-        elif dto.isActive is False:
-            subscription.is_active, subscription.disabled_at, subscription.disabled_reason = False, utcnow(), "disabled by the workspace"
+        subscription = await service.update_subscription(
+            session, request.match_info["type"], request.match_info["id"], url=url, events=events, long_tail=dto.longTailRetries, is_active=dto.isActive
+        )  # fmt: skip
     return reply(request, subscription_json(subscription))
 
 
@@ -185,11 +153,7 @@ async def rotate_secret(request: web.Request) -> web.Response:
     if overlap < 0:
         raise bad_request("Validation failed: overlapSeconds must be a whole number of seconds")
     async with request.app[DB].transaction(tenant=principal_of(request).workspace_id) as session:
-        subscription = await _load(request, session)
-        if subscription.secret and overlap > 0:
-            subscription.previous_secret = subscription.secret
-            subscription.previous_secret_expires_at = utcnow() + timedelta(seconds=overlap)
-        else:
-            subscription.previous_secret, subscription.previous_secret_expires_at = None, None
-        subscription.secret = request.app[SECRETS].encrypt(new_secret)
+        subscription = await service.rotate_secret(
+            session, request.app[SECRETS], request.match_info["type"], request.match_info["id"], new_secret=new_secret, overlap_seconds=overlap
+        )  # fmt: skip
     return reply(request, {**subscription_json(subscription), "callbackSecret": new_secret}, status=201)

@@ -1,0 +1,94 @@
+"""The queries behind the event log routes (``core.webhooks.events``): a workspace's inbound
+events, their deliveries with every attempt, and manual redelivery.
+
+Every function runs in the caller's tenant session, so another workspace's rows are not found.
+An id holding NUL names nothing: it is NotFound before any SQL (PostgreSQL cannot compare such text).
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from aiohttp import web
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from patchbay.core.errors import Conflict, NotFound
+from patchbay.core.webhooks.delivery import create_deliveries
+from patchbay.core.webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEvent
+
+T = TypeVar("T")
+
+
+async def _get(session: AsyncSession, model: type[T], row_id: str, message: str) -> T:
+    row = None if "\x00" in row_id else await session.get(model, row_id)
+    if row is None:
+        raise NotFound(message)
+    return row
+
+
+async def _page(session: AsyncSession, model: type[T], filters: tuple[tuple[Any, str | None], ...], page: int, limit: int) -> tuple[list[T], int]:
+    """One page of ``model``'s rows, newest first, and how many there are; ``filters`` pairs a
+    column with the value it must equal, a pair whose value is None or empty being left out."""
+    conditions = [column == value for column, value in filters if value]
+    total = await session.scalar(select(func.count()).select_from(model).where(*conditions))
+    statement = select(model).where(*conditions).order_by(model.created_at.desc(), model.id).offset((page - 1) * limit).limit(limit)
+    return list((await session.scalars(statement)).all()), int(total or 0)
+
+
+async def event_page(
+    session: AsyncSession, *, provider: str | None, event_type: str | None, status: str | None, page: int, limit: int
+) -> tuple[list[WebhookEvent], int]:
+    """A page of the workspace's events, newest first, and how many match; a filter left as None
+    (or empty) is not applied. ``status`` is one of ``EVENT_STATUSES``."""
+    filters = ((WebhookEvent.provider, provider), (WebhookEvent.event_type, event_type), (WebhookEvent.status, status))
+    return await _page(session, WebhookEvent, filters, page, limit)
+
+
+async def get_event(session: AsyncSession, event_id: str) -> WebhookEvent:
+    """The event, or NotFound ("Event not found")."""
+    return await _get(session, WebhookEvent, event_id, "Event not found")
+
+
+async def deliveries_of(session: AsyncSession, event_id: str) -> list[WebhookDelivery]:
+    """The event's deliveries, oldest first."""
+    statement = select(WebhookDelivery).where(WebhookDelivery.event_id == event_id).order_by(WebhookDelivery.created_at)
+    return list((await session.scalars(statement)).all())
+
+
+async def delivery_page(
+    session: AsyncSession, *, event_id: str | None, subscription_id: str | None, status: str | None, page: int, limit: int
+) -> tuple[list[WebhookDelivery], int]:
+    """A page of the workspace's deliveries, newest first, and how many match; a filter left as
+    None (or empty) is not applied."""
+    filters = ((WebhookDelivery.event_id, event_id), (WebhookDelivery.subscription_id, subscription_id), (WebhookDelivery.status, status))
+    return await _page(session, WebhookDelivery, filters, page, limit)
+
+
+async def get_delivery(session: AsyncSession, delivery_id: str) -> WebhookDelivery:
+    """The delivery, or NotFound ("Delivery not found")."""
+    return await _get(session, WebhookDelivery, delivery_id, "Delivery not found")
+
+
+async def attempts_by_delivery(session: AsyncSession, delivery_ids: list[str]) -> dict[str, list[WebhookAttempt]]:
+    """The attempts of each delivery (every id a key), in the order they were made."""
+    found: dict[str, list[WebhookAttempt]] = {d: [] for d in delivery_ids}
+    if delivery_ids:
+        statement = select(WebhookAttempt).where(WebhookAttempt.delivery_id.in_(delivery_ids)).order_by(WebhookAttempt.number)
+        for row in (await session.scalars(statement)).all():
+            found[row.delivery_id].append(row)
+    return found
+
+
+async def redeliver(app: web.Application, session: AsyncSession, event_id: str, *, subscription_id: str | None) -> tuple[WebhookEvent, list[WebhookDelivery]]:
+    """Queue the event again to its matching active subscriptions (or to ``subscription_id`` only),
+    as manual deliveries. NotFound for an unknown event, or when ``subscription_id`` names no active
+    subscription of the workspace; Conflict while the event is not processed yet. Needs a
+    transaction."""
+    event = await get_event(session, event_id)
+    if event.status == "RECEIVED":
+        raise Conflict("The event has not been processed yet")
+    deliveries = await create_deliveries(app, session, event, subscription_id=subscription_id, manual=True)
+    if subscription_id is not None and not deliveries:
+        raise NotFound("Subscription not found or not active")
+    return event, deliveries
