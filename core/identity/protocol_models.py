@@ -140,3 +140,16 @@ class TokenIntrospection(TypedDict):
     sub: NotRequired[str]
     iss: NotRequired[str]
     aud: NotRequired[str | list[str]]
+
+
+@response_model
+class TokenResponse(TypedDict):
+    """RFC 6749 5.1: the access token (an RS256 JWT, ``typ`` ``at+jwt``); a refresh token when
+    ``offline_access`` was granted, an ID token when ``openid`` was (OpenID Connect Core 3.1.3.3)."""
+
+    access_token: str
+    token_type: Literal["Bearer"]
+    expires_in: int
+    scope: str
+    refresh_token: NotRequired[str]
+    id_token: NotRequired[str]

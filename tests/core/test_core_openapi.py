@@ -65,6 +65,21 @@ async def document_and_app(client):
     return await response.json(), client.server.app
 
 
+async def test_every_operation_declares_what_it_answers(document_and_app):
+    """No operation is left with the ``default`` placeholder: each declares a success (2xx or 3xx)
+    answer with its media type and schema, or the headers of a body-less answer."""
+    document, _ = document_and_app
+    undeclared = []
+    for path, item in document["paths"].items():
+        for method, operation in item.items():
+            if method == "parameters":
+                continue
+            successes = [answer for status, answer in operation["responses"].items() if status[0] in "23"]
+            if "default" in operation["responses"] or not any(answer.get("content") or answer.get("headers") or "no body" in answer["description"] for answer in successes):
+                undeclared.append(f"{method.upper()} {path}")
+    assert undeclared == []
+
+
 async def test_every_route_is_in_the_document_with_a_summary(document_and_app):
     document, app = document_and_app
     assert document["openapi"].startswith("3.1")
