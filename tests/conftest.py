@@ -106,6 +106,14 @@ def database_url(request) -> str:
 
 
 @pytest.fixture
+async def db(database_url) -> Database:
+    """A :class:`Database` on the test's database (SQLite, then PostgreSQL), closed afterwards."""
+    database = Database(database_url)
+    yield database
+    await database.close()
+
+
+@pytest.fixture
 def make_settings(tmp_path, sqlite_url):
     """``make_settings(**overrides)`` -> Settings on this test's SQLite database by default.
 

@@ -1,7 +1,6 @@
 """The durable job queue on SQLite and PostgreSQL, its workers and the periodic scheduler."""
 
 import asyncio
-import os
 import signal
 import subprocess
 import sys
@@ -16,13 +15,6 @@ from patchbay.core.jobs.models import Job
 from patchbay.core.jobs.queue import JobQueue, PermanentFailure, RetryLater, concatenating
 from patchbay.core.jobs.worker import Worker
 from patchbay.core.storage.db import Database
-
-
-@pytest.fixture
-async def db(database_url):
-    database = Database(database_url)
-    yield database
-    await database.close()
 
 
 async def run_until(worker: Worker, condition, timeout: float = 10.0) -> None:

@@ -14,13 +14,6 @@ from patchbay.core.storage.models import metadata
 from patchbay.core.workspaces.models import Workspace
 
 
-@pytest.fixture
-async def db(database_url):
-    database = Database(database_url)
-    yield database
-    await database.close()
-
-
 async def make_workspaces(db, *names):
     async with db.transaction() as session:
         rows = [Workspace(name=name, slug=name.lower()) for name in names]

@@ -5,19 +5,11 @@ import asyncio
 import pytest
 
 from patchbay.core.errors import Invalid, NotFound
-from patchbay.core.storage.db import Database
 from patchbay.core.tables.service import create_table, lookup_row, upsert_row
 from patchbay.core.workspaces.models import Workspace
 
 COLUMNS = [{"name": "email", "type": "text"}, {"name": "score", "type": "number"}, {"name": "vip", "type": "boolean"},
            {"name": "born", "type": "date"}, {"name": "tags", "type": "json"}]  # fmt: skip
-
-
-@pytest.fixture
-async def db(database_url):
-    database = Database(database_url)
-    yield database
-    await database.close()
 
 
 async def workspaces(db, *names):

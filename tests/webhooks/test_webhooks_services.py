@@ -10,7 +10,6 @@ from aiohttp import web
 from patchbay.core.errors import Conflict, Invalid, NotFound
 from patchbay.core.plugins.provider import Provider
 from patchbay.core.security.secrets import SecretBox
-from patchbay.core.storage.db import Database
 from patchbay.core.timeutil import utcnow
 from patchbay.core.webhooks import event_log
 from patchbay.core.webhooks import subscriptions_service as service
@@ -18,13 +17,6 @@ from patchbay.core.webhooks.models import WebhookAttempt, WebhookDelivery, Webho
 from patchbay.core.workspaces.service import create_workspace
 
 BOX = SecretBox(["a test key that is long enough"])
-
-
-@pytest.fixture
-async def db(database_url):
-    database = Database(database_url)
-    yield database
-    await database.close()
 
 
 async def workspaces(db, *names):
