@@ -22,13 +22,14 @@ from sqlalchemy import select
 from patchbay.core.appkeys import CONNECT_UI_JINJA, DB, SECRETS, SETTINGS
 from patchbay.core.connect_ui import service
 from patchbay.core.connect_ui.fields import form_fields
+from patchbay.core.connect_ui.form_models import CredentialsForm, OAuthStartForm
 from patchbay.core.connect_ui.models import ConnectSession
 from patchbay.core.connect_ui.service import SessionUnusable
 from patchbay.core.connections.oauth_routes import HeldForApproval, begin_login, login_url
 from patchbay.core.http.bodies import read_form
 from patchbay.core.errors import DomainError
 from patchbay.core.http.errors import ApiError
-from patchbay.core.http.openapi import query
+from patchbay.core.http.openapi import FORM, accepts, query
 from patchbay.core.http.responses import HTML, JAVASCRIPT, REDIRECT, returns
 
 routes = web.RouteTableDef()
@@ -170,6 +171,7 @@ async def provider_step(request: web.Request) -> web.Response:
 @returns(REDIRECT, status=303, description="Connected: to the last page")
 @unusable
 @form_expired
+@accepts(CredentialsForm, media=FORM)
 @page
 async def provider_submit(request: web.Request) -> web.Response:
     """Connect with the submitted credentials and parameters; the form again with the refusal."""
@@ -201,6 +203,7 @@ async def provider_submit(request: web.Request) -> web.Response:
 @login_url
 @unusable
 @form_expired
+@accepts(OAuthStartForm, media=FORM)
 @page
 async def oauth_start(request: web.Request) -> web.StreamResponse:
     """Start the provider's OAuth login for the end user (in the popup, or the whole page on a

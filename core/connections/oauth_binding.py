@@ -22,9 +22,10 @@ from sqlalchemy import select
 
 from patchbay.core.appkeys import DB, SECRETS, SETTINGS
 from patchbay.core.connections import service
+from patchbay.core.connections.form_models import BeginConfirmation
 from patchbay.core.connections.models import OAuthState
 from patchbay.core.http.bodies import read_form
-from patchbay.core.http.openapi import query
+from patchbay.core.http.openapi import FORM, accepts, query
 from patchbay.core.http.pages import html_page
 from patchbay.core.http.responses import HTML, REDIRECT, returns
 from patchbay.core.timeutil import utcnow
@@ -101,6 +102,7 @@ async def begin(request: web.Request) -> web.StreamResponse:
 @returns(REDIRECT, status=302, description="To the provider's authorization page, the login bound to this browser")
 @returns(HTML, status=400, description="The sign-in link is invalid, expired or was already used")
 @returns(HTML, status=403, description="Not posted from this service's own page")
+@accepts(BeginConfirmation, media=FORM)
 async def begin_confirmed(request: web.Request) -> web.StreamResponse:
     """The user's confirmation: bind the login to this browser and go on to the provider. Only a
     form posted from our own pages is accepted (``Origin`` must be this service's)."""

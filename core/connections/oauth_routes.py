@@ -31,6 +31,7 @@ from patchbay.core.connections import service
 from patchbay.core.connections.oauth_binding import begin_url, is_bound_here, set_binding_cookie
 from patchbay.core.connections.auth import ProviderAuthError, TemplateError, auth_for, connection_params, fill_url, pkce_pair
 from patchbay.core.connections.api_models import PendingApproval
+from patchbay.core.connections.form_models import DeauthorizationCallback
 from patchbay.core.connections.models import ByoaCredential, OAuthState
 from patchbay.core.connections.oauth_models import DeauthorizeInfo, Deauthorized, LoginUrl, Refreshed
 from patchbay.core.connections.refresh import RefreshFailed, can_refresh, refresh_connection
@@ -38,7 +39,7 @@ from patchbay.core.connections.store import auth_context, enforce_provider_limit
 from patchbay.core.http.pages import html_page
 from patchbay.core.errors import DomainError
 from patchbay.core.http.errors import ApiError, bad_request, not_found, unauthorized
-from patchbay.core.http.openapi import query
+from patchbay.core.http.openapi import FORM, accepts, query
 from patchbay.core.http.responses import HTML, REDIRECT, reply, returns
 from patchbay.core.security.auth import Principal, authenticate, principal_of, require_principal, requires, verify_access_token
 from patchbay.core.plugins.provider import template_fields
@@ -381,6 +382,7 @@ async def deauthorize_info(request: web.Request) -> web.Response:
 @routes.post("/auth/{providerType}/deauthorize")
 @returns(Deauthorized, status=201, description="The workspace's connections of the provider were disconnected")
 @returns(Deauthorized, description="The provider's callback: the connections of the user it names were disconnected")
+@accepts(DeauthorizationCallback, required=False, media=FORM)
 async def deauthorize(request: web.Request) -> web.Response:
     """Deauthorize: a workspace's request disconnects (and revokes) its connections of the
     provider; the provider's own callback, verified by its pack (``register_deauthorization_callbacks``),

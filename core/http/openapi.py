@@ -7,6 +7,12 @@ docstring is a documentation bug that the test suite reports.
 Request bodies: a handler decorated with :func:`accepts` names the model it reads with
 ``core.http.bodies.structure``; that dataclass is both what validates the body (cattrs) and what the
 document publishes, its JSON Schema made by pydantic's ``TypeAdapter`` (no converter of our own).
+A form body (``media=FORM``, read with ``core.http.bodies.read_form``) is a :func:`form_model`: its
+fields are the form's fields, all text, optional where they default to None; absent is how a form
+says "no value", so the document gives them no ``null``. Query parameters are named one by one with
+:func:`query`, or as the fields of a form model with :func:`query_model`. Each of the three may be
+limited to one method of a handler that serves several (``method="GET"``): the authorization
+endpoint reads its parameters from the query on GET and from the form on POST.
 Responses: a handler decorated with ``core.http.responses.returns`` answers through that model's
 ``TypeAdapter`` (``reply``), and the same adapter gives the response's schema here; a page, a text,
 a redirect (``Media``, ``Bodiless``) is published with its media type or its headers. A handler
@@ -16,12 +22,16 @@ the schema ``Error``: ``{statusCode, message}``, unless the handler declares its
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import re
-from typing import Any
+import types
+import typing
+from typing import Any, TypeVar
 
 from aiohttp import web
-from pydantic import TypeAdapter
+from pydantic import ConfigDict, TypeAdapter, with_config
+from pydantic.json_schema import GenerateJsonSchema
 
 from patchbay.core.appkeys import SETTINGS
 from patchbay.core.http.bodies import MAX_PAGE
@@ -60,13 +70,46 @@ def _operation_ids(routes: list[tuple[str, str, Any]]) -> dict[tuple[str, str], 
     return {key: name if counts[name] == 1 else f"{key[0].lower()}_{re.sub(r'[^0-9A-Za-z]+', '_', key[1]).strip('_')}" for key, name in by_handler.items()}
 
 
-def accepts(model: type, *, required: bool = True, also: dict[str, dict[str, Any]] | None = None) -> Any:
+#: the media type of an HTML form's body
+FORM = "application/x-www-form-urlencoded"
+T = TypeVar("T")
+
+
+@dataclasses.dataclass(frozen=True)
+class Body:
+    """A declared request body: its model, whether it may be left out, its media type and the
+    other media types it takes (by schema)."""
+
+    model: type
+    required: bool
+    media: str
+    also: dict[str, dict[str, Any]]
+
+
+def _per_method(handler: Any, attribute: str, method: str | None, value: Any) -> None:
+    """Keep ``value`` on ``handler`` for ``method`` (None: every method the handler serves)."""
+    declared = dict(getattr(handler, attribute, {}))
+    declared[method.upper() if method else None] = value
+    setattr(handler, attribute, declared)
+
+
+def _for_method(handler: Any, attribute: str, method: str) -> Any:
+    declared = getattr(handler, attribute, {})
+    return declared.get(method, declared.get(None))
+
+
+def accepts(model: type, *, required: bool = True, also: dict[str, dict[str, Any]] | None = None,
+            media: str = "application/json", method: str | None = None) -> Any:  # fmt: skip
     """Decorate a handler (above ``@requires``): its JSON body is ``model``, a dataclass read with
     ``core.http.bodies.structure`` (``required=False``: the body may be left out); ``also`` maps
-    the other media types it takes to their schemas (``{"text/csv": {"type": "string"}}``)."""
+    the other media types it takes to their schemas (``{"text/csv": {"type": "string"}}``).
+    ``media=FORM``: the body is a form whose fields ``model`` (a :func:`form_model`) names.
+    ``method``: the body of that method only, for a handler that serves several."""
+    if media == FORM:
+        _check_form_model(model)
 
     def mark(handler: Any) -> Any:
-        handler.patchbay_body = (model, required, also or {})
+        _per_method(handler, "patchbay_body", method, Body(model, required, media, also or {}))
         return handler
 
     return mark
@@ -81,6 +124,60 @@ def query(**parameters: dict[str, Any]) -> Any:
         return handler
 
     return mark
+
+
+def query_model(model: type, *, method: str | None = None) -> Any:
+    """Decorate a handler with query parameters that are the fields of ``model`` (a
+    :func:`form_model`: required where the field has no default, described by its docstring);
+    ``method``: on that method only, for a handler that serves several."""
+    _check_form_model(model)
+
+    def mark(handler: Any) -> Any:
+        _per_method(handler, "patchbay_query_model", method, model)
+        return handler
+
+    return mark
+
+
+def form_model(cls: type[T]) -> type[T]:
+    """A dataclass naming the fields of a form (or of a query): every field is text (``str``, a
+    ``Literal`` of strings), ``None`` by default where it may be left out; the docstring under a
+    field is its description in the document."""
+    model = with_config(ConfigDict(use_attribute_docstrings=True))(dataclasses.dataclass(cls))
+    _check_form_model(model)
+    return model
+
+
+def _is_text(kind: Any) -> bool:
+    origin = typing.get_origin(kind)
+    if origin is typing.Literal:
+        return all(isinstance(choice, str) for choice in typing.get_args(kind))
+    if origin in (typing.Union, types.UnionType):
+        return all(member is type(None) or _is_text(member) for member in typing.get_args(kind))
+    return kind is str
+
+
+def _check_form_model(model: type) -> None:
+    """A form is flat text: a field of another type could not be sent as one (a declaration bug)."""
+    if not dataclasses.is_dataclass(model):
+        raise TypeError(f"{model!r} is not a dataclass")
+    hints = typing.get_type_hints(model)
+    wrong = [field.name for field in dataclasses.fields(model) if not _is_text(hints[field.name])]
+    if wrong:
+        raise TypeError(f"{model.__name__}: the fields of a form are text; {', '.join(wrong)} are not")
+
+
+class _FormJsonSchema(GenerateJsonSchema):
+    """The schema of a form model: a field left out is absent, never ``null`` (no form can say
+    null), so an optional field is its text type without a ``None`` default."""
+
+    def nullable_schema(self, schema: Any) -> Any:
+        return self.generate_inner(schema["schema"])
+
+    def default_schema(self, schema: Any) -> Any:
+        if schema.get("default", ...) is None:
+            return self.generate_inner(schema["schema"])
+        return super().default_schema(schema)
 
 
 #: ``page`` and ``limit`` of every page list (contract section 4)
@@ -101,9 +198,9 @@ def _component(name: str, schema: dict[str, Any], schemas: dict[str, Any]) -> No
         raise ValueError(f"two different models are named {name!r} in the OpenAPI document")
 
 
-def _schema(adapter: TypeAdapter, model: Any, mode: str, schemas: dict[str, Any]) -> dict[str, Any]:
+def _schema(adapter: TypeAdapter, model: Any, mode: str, schemas: dict[str, Any], generator: type[GenerateJsonSchema] = GenerateJsonSchema) -> dict[str, Any]:
     """The schema of ``model`` (a ``$ref`` for a class); the schemas it refers to go to ``schemas``."""
-    schema = adapter.json_schema(ref_template="#/components/schemas/{model}", mode=mode)  # type: ignore[arg-type]
+    schema = adapter.json_schema(ref_template="#/components/schemas/{model}", mode=mode, schema_generator=generator)  # type: ignore[arg-type]
     for name, definition in schema.pop("$defs", {}).items():
         _component(name, definition, schemas)
     if not isinstance(model, type):
@@ -112,11 +209,25 @@ def _schema(adapter: TypeAdapter, model: Any, mode: str, schemas: dict[str, Any]
     return {"$ref": f"#/components/schemas/{model.__name__}"}
 
 
-def _request_body(model: type, required: bool, also: dict[str, dict[str, Any]], schemas: dict[str, Any]) -> dict[str, Any]:
-    """The ``requestBody`` of ``model``; its schema and the ones it refers to go to ``schemas``."""
-    content = {"application/json": {"schema": _schema(TypeAdapter(model), model, "validation", schemas)}}
-    content.update({media_type: {"schema": schema} for media_type, schema in also.items()})
-    return {"required": required, "content": content}
+def _request_body(body: Body, schemas: dict[str, Any]) -> dict[str, Any]:
+    """The ``requestBody`` of ``body``; its schema and the ones it refers to go to ``schemas``."""
+    generator = _FormJsonSchema if body.media == FORM else GenerateJsonSchema
+    content = {body.media: {"schema": _schema(TypeAdapter(body.model), body.model, "validation", schemas, generator)}}
+    content.update({media_type: {"schema": schema} for media_type, schema in body.also.items()})
+    return {"required": body.required, "content": content}
+
+
+def _query_parameters(model: type) -> list[dict[str, Any]]:
+    """The query parameters of a form model's fields, each with its field's description."""
+    schema = TypeAdapter(model).json_schema(mode="validation", schema_generator=_FormJsonSchema)
+    required = set(schema.get("required", ()))
+    parameters = []
+    for name, field in schema["properties"].items():
+        field = {key: value for key, value in field.items() if key != "title"}
+        description = field.pop("description", None)
+        parameter = {"name": name, "in": "query", "required": name in required, "schema": field}
+        parameters.append({**parameter, "description": description} if description else parameter)
+    return parameters
 
 
 def _response(declared: Declared, schemas: dict[str, Any]) -> dict[str, Any]:
@@ -167,9 +278,9 @@ def build_document(app: web.Application) -> dict[str, Any]:
             "tags": [_tag(path)],
             "responses": _responses(handler, schemas),
         }
-        body = getattr(handler, "patchbay_body", None)
+        body = _for_method(handler, "patchbay_body", method)
         if body is not None:
-            operation["requestBody"] = _request_body(*body, schemas=schemas)
+            operation["requestBody"] = _request_body(body, schemas)
         if description:
             operation["description"] = description
         params = _PARAM.findall(path)
@@ -177,6 +288,9 @@ def build_document(app: web.Application) -> dict[str, Any]:
             operation["parameters"] = [{"name": p, "in": "path", "required": True, "schema": {"type": "string"}} for p in params]
         for name, schema in getattr(handler, "patchbay_query", {}).items():
             operation.setdefault("parameters", []).append({"name": name, "in": "query", "required": False, "schema": schema})
+        query_fields = _for_method(handler, "patchbay_query_model", method)
+        if query_fields is not None:
+            operation.setdefault("parameters", []).extend(_query_parameters(query_fields))
         if getattr(handler, "patchbay_authenticated", False):
             operation["security"] = [{"apiKey": []}, {"bearer": []}]
             operation["x-permissions"] = list(getattr(handler, "patchbay_permissions", ()))

@@ -15,12 +15,13 @@ from sqlalchemy import select
 
 from patchbay.core.appkeys import DB, REGISTRY, SETTINGS, SIGNING_KEYS
 from patchbay.core.http.bodies import read_form
+from patchbay.core.http.openapi import FORM, accepts, query_model
 from patchbay.core.http.responses import REDIRECT, returns
 from patchbay.core.identity.claims import UserFacts, load_user_facts, scope_list
 from patchbay.core.identity.clients import Client
 from patchbay.core.identity.http import OAUTH_SERVER, PREFIX, add_route, client_ip, load_client, new_context, oauth_error, oauth_request, rate_limit
 from patchbay.core.identity.models import Consent
-from patchbay.core.identity.protocol_models import oauth_errors
+from patchbay.core.identity.protocol_models import AuthorizationRequest, oauth_errors
 from patchbay.core.identity.server import CURRENT, apply_writes, error_redirect
 from patchbay.core.identity.session import INTERACTION_SECONDS, LoginSession, current_session, seal, start_session, unseal
 from patchbay.core.security.signing_keys import InvalidToken
@@ -134,6 +135,8 @@ goes_on_after_post = returns(REDIRECT, status=303, description=GOES_ON)
 @goes_on_after_get
 @goes_on_after_post
 @oauth_errors
+@query_model(AuthorizationRequest, method="GET")
+@accepts(AuthorizationRequest, media=FORM, method="POST")
 async def authorize(request: web.Request) -> web.Response:
     """Start an authorization: validate it, then send the browser to login, consent or the client."""
     params = request.query if request.method == "GET" else await read_form(request)

@@ -7,9 +7,10 @@ from aiohttp import web
 
 from patchbay.core.appkeys import DB
 from patchbay.core.http.bodies import read_form
+from patchbay.core.http.openapi import FORM, accepts
 from patchbay.core.http.responses import EMPTY, reply, returns
 from patchbay.core.identity.http import NO_STORE, OAUTH_SERVER, PREFIX, add_route, load_client, new_context, oauth_request, rate_limit, to_response
-from patchbay.core.identity.protocol_models import TokenIntrospection, oauth_errors
+from patchbay.core.identity.protocol_models import TokenIntrospection, TokenOfClient, oauth_errors
 from patchbay.core.identity.server import CURRENT, AccessView, apply_writes
 from patchbay.core.identity.token_endpoint import limit_key, load_refresh, presented_client_id
 from patchbay.core.identity.userinfo import grant_revoked
@@ -32,6 +33,7 @@ async def _prepare(request: web.Request, limit: str):
 
 @returns(TokenIntrospection)
 @oauth_errors
+@accepts(TokenOfClient, media=FORM)
 async def introspect(request: web.Request) -> web.Response:
     """Whether a token is active, and its facts (the caller's own tokens only)."""
     form, headers, ctx = await _prepare(request, "oidc_introspect")
@@ -51,6 +53,7 @@ async def introspect(request: web.Request) -> web.Response:
 
 @returns(EMPTY, description="Revoked, or not a token of this client (RFC 7009 2.2): no body")
 @oauth_errors
+@accepts(TokenOfClient, media=FORM)
 async def revoke(request: web.Request) -> web.Response:
     """Revoke a refresh token; always 200 with an empty body for a valid client."""
     form, headers, ctx = await _prepare(request, "oidc_revoke")

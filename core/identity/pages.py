@@ -14,12 +14,13 @@ from sqlalchemy import select, update
 
 from patchbay.core.appkeys import DB, SECRETS, SETTINGS, SIGNING_KEYS
 from patchbay.core.http.bodies import read_form
+from patchbay.core.http.openapi import FORM, accepts, query, query_model
 from patchbay.core.http.responses import HTML, REDIRECT, returns
 from patchbay.core.identity.authorize import continue_signed_in, error_to_client, proceed, read_interaction, redirect, goes_on_after_post
 from patchbay.core.identity.claims import SCOPE_DESCRIPTIONS, scope_list
 from patchbay.core.identity.http import PREFIX, add_route, client_ip, load_client, rate_limit
 from patchbay.core.identity.models import AuthorizationCode, Consent, Grant, RefreshToken
-from patchbay.core.identity.protocol_models import oauth_errors
+from patchbay.core.identity.protocol_models import ConsentForm, EndSessionRequest, LoginForm, SignOutConfirmation, oauth_errors
 from patchbay.core.identity.session import LoginSession, check_csrf, clear_cookie, csrf_token, current_session, seal, unseal
 from patchbay.core.security.signing_keys import InvalidToken
 from patchbay.core.timeutil import utcnow
@@ -41,6 +42,8 @@ PAGE_HEADERS = {
 a_page = returns(HTML, description="The page")
 expired_link = returns(HTML, status=400, description="The interaction link expired or is not valid")
 expired_form = returns(HTML, status=403, description="The form expired (CSRF)")
+#: the query of the login and consent pages
+INTERACTION = {"type": "string", "description": "The sealed authorization request the page continues"}
 
 
 def render(request: web.Request, template: str, context: dict[str, Any], *, status: int = 200, form: bool = True) -> web.Response:
@@ -81,6 +84,7 @@ async def throttle_login(request: web.Request, email: str) -> None:
 @a_page
 @expired_link
 @oauth_errors
+@query(interaction=INTERACTION)
 async def login_page(request: web.Request) -> web.Response:
     """The branded login page of an authorization request."""
     params, client = await _interaction(request, request.query.get("interaction"))
@@ -95,6 +99,7 @@ async def login_page(request: web.Request) -> web.Response:
 @returns(HTML, status=401, description="The login page again: the email or password is not correct")
 @expired_form
 @oauth_errors
+@accepts(LoginForm, media=FORM)
 async def login_submit(request: web.Request) -> web.Response:
     """Check the email and password, start the session and continue the authorization."""
     form = await read_form(request)
@@ -120,6 +125,7 @@ async def login_submit(request: web.Request) -> web.Response:
 @a_page
 @expired_link
 @oauth_errors
+@query(interaction=INTERACTION)
 async def consent_page(request: web.Request) -> web.Response:
     """What the application asks for, to allow or deny."""
     params, client = await _interaction(request, request.query.get("interaction"))
@@ -133,6 +139,7 @@ async def consent_page(request: web.Request) -> web.Response:
 @expired_link
 @expired_form
 @oauth_errors
+@accepts(ConsentForm, media=FORM)
 async def consent_submit(request: web.Request) -> web.Response:
     """Record the decision: allow remembers it and continues, deny answers access_denied."""
     form = await read_form(request)
@@ -205,6 +212,8 @@ def _confirm_sign_out(request: web.Request, session: LoginSession, client, targe
 @returns(REDIRECT, status=303, description="As 302, after a POST")
 @returns(HTML, status=400, description="The id_token_hint or the return URL is not accepted")
 @oauth_errors
+@query_model(EndSessionRequest, method="GET")
+@accepts(EndSessionRequest, required=False, media=FORM, method="POST")
 async def end_session_endpoint(request: web.Request) -> web.Response:
     """RP-initiated logout. With a valid ``id_token_hint``: end the session named by it (and the
     browser's, when it is the same user's), revoke what was issued in them and the user's refresh
@@ -252,6 +261,7 @@ async def end_session_endpoint(request: web.Request) -> web.Response:
 @returns(HTML, description="Signed out (no return URL)")
 @returns(REDIRECT, status=302, description="Signed out: back to the client's post-logout URL")
 @oauth_errors
+@query(t={"type": "string", "description": "The sealed return URL of a sign-out (five minutes)"})
 async def signout(request: web.Request) -> web.Response:
     """Clear the session cookie, then return to the application (or say so)."""
     data = unseal(request.app, "signout", request.query.get("t"))
@@ -265,6 +275,7 @@ async def signout(request: web.Request) -> web.Response:
 @returns(REDIRECT, status=303, description="Signed out: back to the client's post-logout URL")
 @expired_form
 @oauth_errors
+@accepts(SignOutConfirmation, media=FORM)
 async def signout_confirmed(request: web.Request) -> web.Response:
     """The user clicked "Sign out" on the confirmation page: end the session, then return."""
     form = await read_form(request)

@@ -1,5 +1,6 @@
 """What the identity provider's JSON endpoints answer: discovery, the JWKS, RFC 7591 registration,
-userinfo, RFC 7662 introspection, and the ``{error, error_description}`` shape of its errors (7B).
+userinfo, RFC 7662 introspection, and the ``{error, error_description}`` shape of its errors (7B);
+and the forms (and queries) its endpoints and pages read, as ``/openapi.json`` documents them.
 The keys are the protocols' own names (snake_case), not the connect API's."""
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from typing import Literal
 
 from typing_extensions import NotRequired, TypedDict
 
+from patchbay.core.http.openapi import form_model
 from patchbay.core.http.responses import response_model, returns
 
 
@@ -153,3 +155,149 @@ class TokenResponse(TypedDict):
     scope: str
     refresh_token: NotRequired[str]
     id_token: NotRequired[str]
+
+
+# -- what the endpoints read: the forms (and the authorization and end-session queries) ----------
+
+
+@form_model
+class TokenRequest:
+    """RFC 6749 4.1.3, 6 and 4.4.2: the token request of one of the three grants. The client
+    authenticates with HTTP Basic (client_secret_basic) or with ``client_id`` and
+    ``client_secret`` here (client_secret_post); a public client sends its ``client_id`` alone. A
+    parameter sent twice is refused."""
+
+    grant_type: Literal["authorization_code", "refresh_token", "client_credentials"]
+    code: str | None = None
+    """authorization_code: the code the authorization answered (usable once)."""
+    redirect_uri: str | None = None
+    """authorization_code: the redirect_uri of the authorization request, identical."""
+    code_verifier: str | None = None
+    """authorization_code: the PKCE verifier (RFC 7636) of the request's S256 code_challenge;
+    required when the request had one, refused when it had none."""
+    refresh_token: str | None = None
+    """refresh_token: the refresh token (rotated when the client asks for rotation)."""
+    scope: str | None = None
+    """refresh_token: a subset of the granted scopes; client_credentials: the scopes asked for,
+    within the client's (space-separated)."""
+    client_id: str | None = None
+    """client_secret_post or a public client: the client's id."""
+    client_secret: str | None = None
+    """client_secret_post: the client's secret."""
+
+
+@form_model
+class TokenOfClient:
+    """RFC 7662 2.1 (introspection) and RFC 7009 2.1 (revocation): a token of the calling
+    confidential client, which authenticates with HTTP Basic or ``client_id`` and ``client_secret``
+    here."""
+
+    token: str
+    """The token: an access token (introspection only) or a refresh token."""
+    token_type_hint: Literal["access_token", "refresh_token"] | None = None
+    """What ``token`` is, to look it up first as that."""
+    client_id: str | None = None
+    """client_secret_post: the client's id."""
+    client_secret: str | None = None
+    """client_secret_post: the client's secret."""
+
+
+@form_model
+class AuthorizationRequest:
+    """OpenID Connect Core 3.1.2.1 (and RFC 6749 4.1.1, RFC 7636 4.3): the query of a GET, the form
+    of a POST. A missing or unknown ``client_id``, or a ``redirect_uri`` not registered for it, is
+    answered here (400); every other refusal goes back to the ``redirect_uri`` as ``error`` and
+    ``error_description`` with ``state`` and ``iss``. A parameter sent twice is refused; ``request``
+    and ``request_uri`` are not supported (``request_not_supported``, ``request_uri_not_supported``)."""
+
+    response_type: Literal["code"]
+    """The authorization code flow, the only one."""
+    client_id: str
+    """A registered client."""
+    redirect_uri: str
+    """One of the client's registered redirect URIs, exactly."""
+    scope: str | None = None
+    """Space-separated; ``openid`` for an ID token, ``offline_access`` for a refresh token; within
+    the client's scopes."""
+    state: str | None = None
+    """Returned unchanged with the code or the error."""
+    nonce: str | None = None
+    """Put in the ID token unchanged."""
+    code_challenge: str | None = None
+    """PKCE (RFC 7636): BASE64URL(SHA-256(code_verifier)); required for a client that requires
+    PKCE (every public client)."""
+    code_challenge_method: Literal["S256"] | None = None
+    """Must be S256 when ``code_challenge`` is sent."""
+    prompt: str | None = None
+    """Space-separated ``none``, ``login``, ``consent``: ``none`` answers login_required or
+    consent_required rather than showing a page; ``login`` asks for the password again;
+    ``consent`` asks for consent again."""
+    max_age: str | None = None
+    """Whole seconds: a sign-in older than this is made again."""
+    login_hint: str | None = None
+    """The email address the login page is filled with."""
+    id_token_hint: str | None = None
+    """An ID token of this issuer: a signed-in user who is not its subject signs in again."""
+    idp: str | None = None
+    """A configured federated identity provider to sign in with, instead of the login page."""
+    kc_idp_hint: str | None = None
+    """The former name of ``idp``."""
+    response_mode: Literal["query"] | None = None
+    """The code or the error in the redirect's query: the only mode."""
+
+
+@form_model
+class EndSessionRequest:
+    """OpenID Connect RP-Initiated Logout 1.0, section 2: the query of a GET, the form of a POST."""
+
+    id_token_hint: str | None = None
+    """An ID token of this issuer (expired is fine): its user's sessions end without asking. Without
+    one, or for another user than the browser's, the user is asked first."""
+    post_logout_redirect_uri: str | None = None
+    """Where to go once signed out: on the origin of one of the client's redirect URIs."""
+    state: str | None = None
+    """Added to ``post_logout_redirect_uri`` unchanged."""
+    client_id: str | None = None
+    """The client asking; must be the ID token's audience when both are sent."""
+
+
+@form_model
+class UserInfoRequest:
+    """RFC 6750 2.2: the access token in the form, when no ``Authorization`` header carries it."""
+
+    access_token: str | None = None
+    """The Bearer access token (the ``Authorization`` header takes precedence)."""
+
+
+@form_model
+class LoginForm:
+    """The login page's form: the email and password of the authorization request it continues."""
+
+    interaction: str
+    """The sealed authorization request, from the login page's URL."""
+    csrf: str
+    """The page's CSRF token (paired with its cookie)."""
+    email: str
+    password: str
+
+
+@form_model
+class ConsentForm:
+    """The consent page's form: allow (remembered for these scopes) or deny (access_denied)."""
+
+    interaction: str
+    """The sealed authorization request, from the consent page's URL."""
+    csrf: str
+    """The page's CSRF token (paired with its cookie)."""
+    decision: Literal["allow", "deny"]
+    """Anything but ``allow`` denies."""
+
+
+@form_model
+class SignOutConfirmation:
+    """The "Sign out?" page's form."""
+
+    t: str
+    """The page's ticket, bound to this browser's session and the return URL (ten minutes)."""
+    csrf: str
+    """The page's CSRF token (paired with its cookie)."""

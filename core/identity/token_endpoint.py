@@ -14,12 +14,13 @@ from sqlalchemy import select
 
 from patchbay.core.appkeys import DB, SECRETS, SIGNING_KEYS
 from patchbay.core.http.bodies import read_form
+from patchbay.core.http.openapi import FORM, accepts
 from patchbay.core.http.responses import returns
 from patchbay.core.identity.claims import load_user_facts
 from patchbay.core.identity.clients import Client
 from patchbay.core.identity.http import OAUTH_SERVER, PREFIX, add_route, client_ip, load_client, new_context, oauth_error, oauth_request, rate_limit, to_response
 from patchbay.core.identity.models import AuthorizationCode, Grant, RefreshToken
-from patchbay.core.identity.protocol_models import TokenResponse, oauth_errors
+from patchbay.core.identity.protocol_models import TokenRequest, TokenResponse, oauth_errors
 from patchbay.core.identity.server import CURRENT, CodeView, Context, RefreshView, WriteConflict, apply_writes, revoke_grant
 
 routes = web.RouteTableDef()
@@ -86,6 +87,7 @@ async def _load_code(request: web.Request, ctx: Context, code: str | None) -> No
 
 @returns(TokenResponse, description="Issued (Cache-Control: no-store)")
 @oauth_errors
+@accepts(TokenRequest, media=FORM)
 async def token(request: web.Request) -> web.Response:
     """Issue tokens for the authorization_code, refresh_token and client_credentials grants."""
     form = await read_form(request)

@@ -6,11 +6,12 @@ from aiohttp import web
 
 from patchbay.core.appkeys import DB, SECRETS
 from patchbay.core.http.bodies import read_form
+from patchbay.core.http.openapi import FORM, accepts
 from patchbay.core.http.responses import reply, returns
 from patchbay.core.identity.claims import load_user_facts, scope_list, user_claims
 from patchbay.core.identity.http import NO_STORE, PREFIX, add_route, rate_limit
 from patchbay.core.identity.models import Grant
-from patchbay.core.identity.protocol_models import UserInfo, oauth_errors
+from patchbay.core.identity.protocol_models import UserInfo, UserInfoRequest, oauth_errors
 from patchbay.core.security.auth import verify_access_token
 from patchbay.core.security.signing_keys import InvalidToken
 
@@ -34,6 +35,7 @@ async def grant_revoked(app: web.Application, claims: dict) -> bool:
 
 @returns(UserInfo)
 @oauth_errors
+@accepts(UserInfoRequest, required=False, media=FORM, method="POST")
 async def userinfo(request: web.Request) -> web.Response:
     """The signed-in user's claims for the scopes of the Bearer access token."""
     scheme, _, token = request.headers.get("Authorization", "").partition(" ")
