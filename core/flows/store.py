@@ -1,7 +1,8 @@
 """The SQL of running executions, shaped for batches: every statement here has one shape whatever
-the batch size (an expanding ``IN``; arrays on PostgreSQL; a JSON list or an executemany on
-SQLite), so SQLAlchemy compiles it once per process, and it runs on the transaction's connection
-without the ORM. PostgreSQL 13 or newer (``gen_random_uuid``), SQLite 3.35 or newer (``RETURNING``)."""
+the batch size (``storage.sql.one_of``, one text on PostgreSQL and an expanding ``IN`` on SQLite;
+arrays on PostgreSQL; a JSON list or an executemany on SQLite), so SQLAlchemy compiles it once per
+process, and it runs on the transaction's connection without the ORM. PostgreSQL 13 or newer
+(``gen_random_uuid``), SQLite 3.35 or newer (``RETURNING``)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from patchbay.core.flows.models import FlowExecution, FlowExecutionStep
 from patchbay.core.storage.base import UtcDateTime
+from patchbay.core.storage.sql import one_of, one_of_param
 from patchbay.core.timeutil import new_id
 
 _EXECUTIONS = FlowExecution.__table__
@@ -22,7 +24,7 @@ STARTED = ("id", "workspace_id", "flow_id", "version", "steps", "trigger_payload
 
 _START = (
     _EXECUTIONS.update()
-    .where(_EXECUTIONS.c.id.in_(bindparam("ids", expanding=True)), _EXECUTIONS.c.status.in_(("pending", "running")))
+    .where(one_of_param(_EXECUTIONS.c.id, "ids"), one_of(_EXECUTIONS.c.status, ("pending", "running")))
     .values(status="running", attempts=_EXECUTIONS.c.attempts + 1, updated_at=bindparam("now", type_=UtcDateTime()),
             started_at=func.coalesce(_EXECUTIONS.c.started_at, bindparam("now", type_=UtcDateTime())))  # fmt: skip
     .returning(*[_EXECUTIONS.c[name] for name in STARTED])

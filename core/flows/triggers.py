@@ -29,6 +29,7 @@ from patchbay.core.appkeys import DB, REGISTRY
 from patchbay.core.flows.engine import create_executions
 from patchbay.core.flows.models import Flow, FlowTriggerSubscription
 from patchbay.core.flows.service import is_live
+from patchbay.core.storage.sql import one_of
 from patchbay.core.timeutil import utcnow
 
 log = logging.getLogger(__name__)
@@ -122,8 +123,8 @@ class InboundEventListener:
         if not events:
             return 0
         statement = _live_subscriptions("webhook").where(
-            FlowTriggerSubscription.workspace_id.in_({event.workspace_id for event in events}),
-            FlowTriggerSubscription.provider_type.in_({event.provider for event in events}),
+            one_of(FlowTriggerSubscription.workspace_id, {event.workspace_id for event in events}),
+            one_of(FlowTriggerSubscription.provider_type, {event.provider for event in events}),
         )
         found: dict[tuple[str, str], list[Any]] = defaultdict(list)
         for subscription, version in (await session.execute(statement)).all():

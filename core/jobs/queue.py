@@ -34,6 +34,7 @@ from sqlalchemy.orm import Session
 
 from patchbay.core.jobs.models import Job
 from patchbay.core.storage.db import Database
+from patchbay.core.storage.sql import one_of
 from patchbay.core.timeutil import new_id, utcnow
 
 log = logging.getLogger(__name__)
@@ -188,7 +189,7 @@ class JobQueue:
         """Mark done, in ``session``'s transaction, those of ``job_ids`` that no worker has claimed
         yet: their work was done another way (a claimed one runs and must find nothing to do)."""
         if job_ids:
-            await session.execute(update(_JOBS).where(_JOBS.c.id.in_(job_ids), _JOBS.c.status == "queued").values(status="done", updated_at=utcnow()))
+            await session.execute(update(_JOBS).where(one_of(_JOBS.c.id, job_ids), _JOBS.c.status == "queued").values(status="done", updated_at=utcnow()))
 
     async def enqueue_once(self, kind: str, payload: dict[str, Any], dedupe_key: str) -> bool:
         """Enqueue unless a job with ``dedupe_key`` exists (in any process); True if enqueued."""
@@ -219,7 +220,7 @@ class JobQueue:
         claimable = (
             select(Job.id)
             .where(
-                Job.kind.in_(list(self.kinds)),
+                one_of(Job.kind, self.kinds),
                 or_(and_(Job.status == "queued", Job.run_at <= now), and_(Job.status == "running", Job.lease_until < now)),
             )
             .order_by(Job.run_at)
@@ -241,7 +242,7 @@ class JobQueue:
         async with self.db.transaction() as session:
             await session.execute(
                 update(Job)
-                .where(Job.id.in_(job_ids), Job.locked_by == worker_id, Job.status == "running")
+                .where(one_of(Job.id, job_ids), Job.locked_by == worker_id, Job.status == "running")
                 .values(lease_until=utcnow() + timedelta(seconds=self.lease_seconds))
                 .execution_options(synchronize_session=False)
             )
@@ -251,7 +252,7 @@ class JobQueue:
             return
         async with self.db.transaction() as session:
             await session.execute(
-                update(_JOBS).where(_JOBS.c.id.in_(job_ids), _JOBS.c.locked_by == worker_id).values(status="done", lease_until=None, updated_at=utcnow())
+                update(_JOBS).where(one_of(_JOBS.c.id, job_ids), _JOBS.c.locked_by == worker_id).values(status="done", lease_until=None, updated_at=utcnow())
             )
 
     async def mark_done_in(self, session: AsyncSession, worker_id: str, job_id: str) -> None:
@@ -285,7 +286,7 @@ class JobQueue:
         async with self.db.transaction() as session:
             await session.execute(
                 update(Job)
-                .where(Job.id.in_(job_ids), Job.locked_by == worker_id, Job.status == "running")
+                .where(one_of(Job.id, job_ids), Job.locked_by == worker_id, Job.status == "running")
                 .values(status="queued", attempts=Job.attempts - 1, lease_until=None, locked_by=None, run_at=utcnow(), updated_at=utcnow())
                 .execution_options(synchronize_session=False)
             )

@@ -10,6 +10,7 @@ from sqlalchemy import func, or_, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from patchbay.core.leads.models import Lead, LeadSync
+from patchbay.core.storage.sql import one_of
 from patchbay.core.timeutil import iso, utcnow
 from patchbay.core.webhooks.protocol import LeadData
 
@@ -167,7 +168,7 @@ async def save_leads(session: AsyncSession, items: list[NewLead]) -> list[tuple[
     for column, name in ((Lead.external_id, "external_id"), (Lead.email, "email"), (Lead.phone, "phone")):
         values = {c[name] for c in cleaned if c.get(name)}
         if values:
-            conditions.append(column.in_(values))
+            conditions.append(one_of(column, values))
     known: dict[tuple[str, ...], Lead] = {}
 
     def remember(lead: Lead) -> None:
@@ -175,7 +176,7 @@ async def save_leads(session: AsyncSession, items: list[NewLead]) -> list[tuple[
             known.setdefault(key, lead)
 
     if conditions:
-        statement = select(Lead).where(Lead.workspace_id.in_({item.workspace_id for item in items}), or_(*conditions)).order_by(Lead.created_at)
+        statement = select(Lead).where(one_of(Lead.workspace_id, {item.workspace_id for item in items}), or_(*conditions)).order_by(Lead.created_at)
         for lead in (await session.scalars(statement)).all():
             remember(lead)
     saved = []

@@ -65,6 +65,12 @@ def one_of(column: ColumnElement[Any], values: Iterable[Any]) -> OneOf:
     return OneOf(column.in_(values), column == any_(bindparam(None, values, type_=ARRAY(column.type), unique=True)))
 
 
+def one_of_param(column: ColumnElement[Any], name: str) -> OneOf:
+    """:func:`one_of` with the values given at execution as the parameter ``name`` (a list), for a
+    statement built once: ``connection.execute(statement, {name: [...]})``."""
+    return OneOf(column.in_(bindparam(name, expanding=True)), column == any_(bindparam(name, type_=ARRAY(column.type))))
+
+
 @compiles(OneOf)
 def _expanding_in(element: OneOf, compiler, **kw: Any) -> str:
     return compiler.process(element.expanding, **kw)

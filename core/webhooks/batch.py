@@ -32,6 +32,7 @@ from patchbay.core.awaitables import maybe_await
 from patchbay.core.connections.client import open_client
 from patchbay.core.crm_push.service import destinations, schedule_push
 from patchbay.core.leads.service import NewLead, lead_json, lock_workspace_leads, save_leads
+from patchbay.core.storage.sql import one_of
 from patchbay.core.timeutil import new_id, utcnow
 from patchbay.core.webhooks.delivery import DELIVER_BATCH_JOB, NewDelivery, forward_at_once, matches, safety_delay
 from patchbay.core.webhooks.listeners import get_listeners
@@ -78,7 +79,7 @@ async def process_batch(app: web.Application, event_ids: list[str]) -> list[str]
     """Process what the fast path can of ``event_ids``; answers the ids left for one-by-one
     processing. Raises only when the batch's transaction fails (nothing of it is then written)."""
     async with app[DB].session() as session:  # every read of the pass in one session
-        rows = {row.id: row for row in (await session.execute(select(*_READ).where(WebhookEvent.id.in_(event_ids)))).all()}
+        rows = {row.id: row for row in (await session.execute(select(*_READ).where(one_of(WebhookEvent.id, event_ids)))).all()}
         events = [rows[event_id] for event_id in dict.fromkeys(event_ids) if event_id in rows]  # in the order received
         left = set(event_ids) - {event.id for event in events}  # gone: the one-by-one path ignores them
         candidates: list[tuple[Any, WebhookHandler, InboundEvent]] = []
@@ -131,7 +132,7 @@ async def _copied(session, events: list[Any]) -> set[str]:
         return set()
     statement = (
         select(WebhookEvent.provider, WebhookEvent.body_hash)
-        .where(WebhookEvent.body_hash.in_(hashes), WebhookEvent.parent_id.is_(None))
+        .where(one_of(WebhookEvent.body_hash, hashes), WebhookEvent.parent_id.is_(None))
         .group_by(WebhookEvent.provider, WebhookEvent.body_hash)
         .having(func.count() > 1)
     )
@@ -154,11 +155,11 @@ async def _route(session, candidates: list[tuple[Any, WebhookHandler, InboundEve
     by_id: dict[str, Connection] = {}
     by_key: dict[tuple[str, str, str], list[Connection]] = defaultdict(list)  # (provider, key, value)
     if hinted:
-        by_id = {c.id: c for c in (await session.scalars(select(Connection).where(Connection.id.in_(hinted)))).all()}
+        by_id = {c.id: c for c in (await session.scalars(select(Connection).where(one_of(Connection.id, hinted)))).all()}
     for (provider, key), values in keyed.items():
         statement = (
             select(Connection)
-            .where(Connection.provider == provider, Connection.status.in_(ROUTABLE_STATUSES), Connection.meta[key].as_string().in_(values))
+            .where(Connection.provider == provider, one_of(Connection.status, ROUTABLE_STATUSES), one_of(Connection.meta[key].as_string(), values))
             .order_by(Connection.created_at.desc())
         )
         for connection in (await session.scalars(statement)).all():
@@ -237,10 +238,10 @@ async def _processed_external_ids(session, events: list[Routed]) -> dict[tuple[s
     if not external:
         return {}
     statement = select(WebhookEvent.provider, WebhookEvent.workspace_id, WebhookEvent.external_id, WebhookEvent.id).where(
-        WebhookEvent.external_id.in_(external),
-        WebhookEvent.workspace_id.in_({event.workspace_id for event in events}),
-        WebhookEvent.status.in_(("PROCESSED", "FAILED")),
-        WebhookEvent.id.not_in([event.id for event in events]),
+        one_of(WebhookEvent.external_id, external),
+        one_of(WebhookEvent.workspace_id, {event.workspace_id for event in events}),
+        one_of(WebhookEvent.status, ("PROCESSED", "FAILED")),
+        ~one_of(WebhookEvent.id, [event.id for event in events]),
     )
     rows = (await session.execute(statement)).all()
     return {(provider, workspace_id, external_id): event_id for provider, workspace_id, external_id, event_id in rows}
@@ -255,7 +256,7 @@ async def _commit(app: web.Application, routed: list[Routed]) -> tuple[set[str],
         events = WebhookEvent.__table__
         claim = (
             update(events)
-            .where(events.c.id.in_([event.id for event in routed]), events.c.status == "RECEIVED")
+            .where(one_of(events.c.id, [event.id for event in routed]), events.c.status == "RECEIVED")
             .values(status="PROCESSED", processed_at=now, updated_at=now)
             .returning(events.c.id)
         )
@@ -319,7 +320,7 @@ async def _create_deliveries(
         return [], []
     workspaces = {event.workspace_id for event in events}
     subscriptions: dict[tuple[str, str], list[WebhookSubscription]] = defaultdict(list)
-    statement = select(WebhookSubscription).where(WebhookSubscription.workspace_id.in_(workspaces), WebhookSubscription.is_active.is_(True))
+    statement = select(WebhookSubscription).where(one_of(WebhookSubscription.workspace_id, workspaces), WebhookSubscription.is_active.is_(True))
     for subscription in (await session.scalars(statement)).all():
         subscriptions[(subscription.workspace_id, subscription.provider)].append(subscription)
     rows: list[dict[str, Any]] = []

@@ -39,6 +39,7 @@ from patchbay.core.jobs.queue import JobContext
 from patchbay.core.outbound import UnsafeTarget
 from patchbay.core.security.secrets import DecryptionError
 from patchbay.core.settings import WebhooksSettings
+from patchbay.core.storage.sql import one_of
 from patchbay.core.timeutil import iso, new_id, utcnow
 from patchbay.core.webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEvent, WebhookSubscription
 from patchbay.core.webhooks.signing import signature_headers
@@ -309,14 +310,14 @@ async def deliver_batch_job(context: JobContext) -> None:
     app = context.app
     ids = list(context.payload["delivery_ids"])
     async with app[DB].session() as session:
-        statement = select(WebhookDelivery).where(WebhookDelivery.id.in_(ids), WebhookDelivery.status == "pending", WebhookDelivery.attempts < 1)
+        statement = select(WebhookDelivery).where(one_of(WebhookDelivery.id, ids), WebhookDelivery.status == "pending", WebhookDelivery.attempts < 1)
         deliveries = list((await session.scalars(statement)).all())
         if not deliveries:
             return
         subscription_ids = {d.subscription_id for d in deliveries}
-        subscriptions = {s.id: s for s in (await session.scalars(select(WebhookSubscription).where(WebhookSubscription.id.in_(subscription_ids)))).all()}
+        subscriptions = {s.id: s for s in (await session.scalars(select(WebhookSubscription).where(one_of(WebhookSubscription.id, subscription_ids)))).all()}
         event_ids = {d.event_id for d in deliveries}
-        events = {e.id: e for e in (await session.scalars(select(WebhookEvent).where(WebhookEvent.id.in_(event_ids)))).all()}
+        events = {e.id: e for e in (await session.scalars(select(WebhookEvent).where(one_of(WebhookEvent.id, event_ids)))).all()}
     pending = [(delivery, subscriptions.get(delivery.subscription_id), events.get(delivery.event_id)) for delivery in deliveries]
     await _finish_first_attempts(app, deliveries, await _first_attempts(app, pending))
 
@@ -332,7 +333,7 @@ async def _log_first_attempts(app: web.Application, tried: list[tuple[Any, _Outc
         failing = {delivery.subscription_id for delivery, outcome in tried if not outcome.ok}
         subscriptions = {}
         if failing:
-            subscriptions = {s.id: s for s in (await session.scalars(select(WebhookSubscription).where(WebhookSubscription.id.in_(failing)))).all()}
+            subscriptions = {s.id: s for s in (await session.scalars(select(WebhookSubscription).where(one_of(WebhookSubscription.id, failing)))).all()}
         delays: dict[str, float | None] = {}
         by_values: dict[tuple, list[str]] = defaultdict(list)
         for delivery, outcome in tried:
@@ -343,7 +344,7 @@ async def _log_first_attempts(app: web.Application, tried: list[tuple[Any, _Outc
         for values, ids in by_values.items():
             statement = (
                 update(_DELIVERIES)
-                .where(_DELIVERIES.c.id.in_(ids), _DELIVERIES.c.status == "pending", _DELIVERIES.c.attempts < 1)
+                .where(one_of(_DELIVERIES.c.id, ids), _DELIVERIES.c.status == "pending", _DELIVERIES.c.attempts < 1)
                 .values(dict(values))
                 .returning(_DELIVERIES.c.id)
             )
@@ -360,7 +361,7 @@ async def _log_first_attempts(app: web.Application, tried: list[tuple[Any, _Outc
         answered = {delivery.subscription_id for delivery, outcome in mine if outcome.ok}
         if answered:
             await session.execute(
-                update(_SUBSCRIPTIONS).where(_SUBSCRIPTIONS.c.id.in_(answered), _SUBSCRIPTIONS.c.failing_since.is_not(None)).values(failing_since=None)
+                update(_SUBSCRIPTIONS).where(one_of(_SUBSCRIPTIONS.c.id, answered), _SUBSCRIPTIONS.c.failing_since.is_not(None)).values(failing_since=None)
             )
         for delivery, outcome in mine:
             subscription, delay = subscriptions.get(delivery.subscription_id), delays[delivery.id]

@@ -10,7 +10,7 @@ from sqlalchemy import Column, Integer, MetaData, String, Table, event, insert, 
 from sqlalchemy.dialects import postgresql, sqlite
 
 from patchbay.core.jobs.models import Job
-from patchbay.core.storage.sql import one_of
+from patchbay.core.storage.sql import one_of, one_of_param
 
 _META = MetaData()
 _PROBE = Table("one_of_probe", _META, Column("id", String(36), primary_key=True), Column("n", Integer), Column("label", String(20)))
@@ -60,6 +60,14 @@ async def test_one_of_in_an_update_returning_rows(probe):
         changed = await connection.execute(_PROBE.update().where(one_of(_PROBE.c.n, [1, 2, 3])).values(label="x").returning(_PROBE.c.id))
         assert sorted(changed.scalars()) == ["id-1", "id-2", "id-3"]
     assert await _ids(probe, _PROBE.c.label == "x") == ["id-1", "id-2", "id-3"]
+
+
+async def test_one_of_param_takes_the_values_at_execution(probe):
+    by_name = select(_PROBE.c.id).where(one_of_param(_PROBE.c.n, "numbers"), ~one_of_param(_PROBE.c.id, "not_ids")).order_by(_PROBE.c.id)
+    async with probe.engine.connect() as connection:
+        for numbers, not_ids in (([], []), ([3], []), ([1, 2, 3, 40], ["id-2"]), (list(range(50)), [f"id-{i}" for i in range(5, 50)])):
+            found = list((await connection.execute(by_name, {"numbers": numbers, "not_ids": not_ids})).scalars())
+            assert found == await _ids(probe, _PROBE.c.n.in_(numbers) & _PROBE.c.id.not_in(not_ids)), (numbers, not_ids)
 
 
 def _sent(statement, dialect) -> str:
