@@ -66,4 +66,14 @@ def test_a_taken_port_is_one_line_not_a_traceback(tmp_path):
         result = subprocess.run([_patchbay(), "serve", "--port", str(port)], env=_env(tmp_path), capture_output=True, text=True, timeout=120)
     assert result.returncode != 0
     assert "Traceback" not in result.stderr + result.stdout
-    assert f"cannot listen on 127.0.0.1:{port}" in result.stderr
+    (line,) = [line for line in result.stderr.splitlines() if line.startswith("Error:")]
+    assert f"cannot listen on 127.0.0.1:{port}" in line
+
+
+def test_serve_with_an_unknown_provider_key_stops_with_one_line(tmp_path):
+    config = tmp_path / "patchbay.toml"
+    config.write_text("[providers.stripe]\nbogus_key = 1\n")
+    result = subprocess.run([_patchbay(), "serve", "--config", str(config)], env=_env(tmp_path), capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr + result.stdout
+    assert result.stderr.strip().splitlines()[-1] == "Error: [providers.stripe]: unknown key(s) bogus_key"
