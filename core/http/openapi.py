@@ -10,8 +10,8 @@ document publishes, its JSON Schema made by pydantic's ``TypeAdapter`` (no conve
 A form body (``media=FORM``, read with ``core.http.bodies.read_form``) is a :func:`form_model`: its
 fields are the form's fields, all text, optional where they default to None; absent is how a form
 says "no value", so the document gives them no ``null``. Query parameters are named one by one with
-:func:`query`, or as the fields of a form model with :func:`query_model`. Each of the three may be
-limited to one method of a handler that serves several (``method="GET"``): the authorization
+:func:`query`, or as the fields of a form model with :func:`query_model`. A body and a query model
+may be limited to one method of a handler that serves several (``method="GET"``): the authorization
 endpoint reads its parameters from the query on GET and from the form on POST.
 Responses: a handler decorated with ``core.http.responses.returns`` answers through that model's
 ``TypeAdapter`` (``reply``), and the same adapter gives the response's schema here; a page, a text,
