@@ -254,14 +254,27 @@ def _responses(handler: Any, schemas: dict[str, Any]) -> dict[str, Any]:
     return answers
 
 
+#: the first segment of a path (after ``/connect/v1``, ``/api/v1`` or ``/api``) -> the area whose
+#: tag its operations carry; a segment not listed is its own area
+AREAS = {
+    "": "service", "health": "service", "livez": "service", "readyz": "service", "metrics": "service", "openapi.json": "service",
+    "cron": "service", ".well-known": "identity", "oidc": "identity", "organizations": "platform", "users": "platform",
+    "auth": "connections", "byoa": "connections", "connect": "connect-ui", "connect-sessions": "connect-ui",
+    "webhook": "webhooks", "flow-templates": "flows", "task-history": "flows", "execute": "actions", "registry": "actions",
+    "unified": "unified-crm", "crm": "leads", "api-keys": "workspaces", "accounts": "workspaces",
+}  # fmt: skip
+
+
 def _tag(path: str) -> str:
-    """The area of a path: its first segment after the API prefix (``/connect/v1/flows/..`` is
-    ``flows``)."""
+    """The area of a path (:data:`AREAS`, else its first segment after the API prefix:
+    ``/connect/v1/flows/..`` is ``flows``)."""
     parts = [part for part in path.split("/") if part and not part.startswith("{")]
+    segment = parts[0] if parts else ""
     for prefix in (["connect", "v1"], ["api", "v1"], ["api"]):
         if parts[: len(prefix)] == prefix and len(parts) > len(prefix):
-            return parts[len(prefix)]
-    return parts[0] if parts else "root"
+            segment = parts[len(prefix)]
+            break
+    return AREAS.get(segment, segment)
 
 
 def build_document(app: web.Application) -> dict[str, Any]:

@@ -108,6 +108,24 @@ async def test_protected_routes_list_their_permissions(document_and_app):
     assert operation["security"] and operation["x-permissions"] == []
 
 
+async def test_security_schemes_and_area_tags(document_and_app):
+    """The two ways in (``x-api-key`` and a bearer JWT) are the document's security schemes, every
+    protected operation accepts either, and every operation is tagged with one of the API's areas
+    (no tag per stray path segment such as ``livez`` or ``openapi.json``)."""
+    document, _app = document_and_app
+    assert document["components"]["securitySchemes"] == {
+        "apiKey": {"type": "apiKey", "in": "header", "name": "x-api-key"},
+        "bearer": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"},
+    }
+    operations = [(path, operation) for path, item in document["paths"].items() for method, operation in item.items() if method != "parameters"]
+    protected = [operation for _, operation in operations if "x-permissions" in operation]
+    assert len(protected) > 100 and all(operation["security"] == [{"apiKey": []}, {"bearer": []}] for operation in protected)
+    areas = {"service", "identity", "platform", "connections", "connect-ui", "providers", "proxy", "webhooks", "flows", "tables", "records",
+             "leads", "actions", "unified-crm", "workspaces", "billing", "approvals", "alerts", "compliance"}  # fmt: skip
+    assert {operation["tags"][0] for _, operation in operations} == areas
+    assert all(len(operation["tags"]) == 1 for _, operation in operations)
+
+
 async def test_the_document_is_valid_openapi(document_and_app):
     document, _app = document_and_app
     openapi_spec_validator.validate(document)  # unique operationIds, path parameters declared, a well-formed 3.1 document
