@@ -1,6 +1,6 @@
 """Contract section 4: every list that answers the page envelope ``{data, page, limit, total}``
 takes ``page`` and ``limit`` (limit at most 100, page at most ``MAX_PAGE``) and refuses bad values
-with 400 naming them."""
+with 400 naming them; the document gives every list one of the two envelopes with its parameters."""
 
 from __future__ import annotations
 
@@ -44,3 +44,38 @@ async def test_every_page_list_takes_page_and_limit(client, workspace):
         if last.status != 200 or (await last.json())["data"] != []:
             unchecked.append(f"{path}?page={MAX_PAGE}")
     assert ignored == [] and unchecked == []
+
+
+async def test_the_document_gives_every_list_its_envelope_and_paging_parameters(client):
+    """A list answers one of the two envelopes of contract section 4, and declares the parameters of
+    that envelope: ``page`` and ``limit`` (at most 100) for ``{data, page, limit, total}``, ``cursor``
+    and ``limit`` for ``{data, nextCursor}``."""
+    document = await (await client.get("/openapi.json")).json()
+    pages, cursors = [], []
+    for path, item in document["paths"].items():
+        operation = item.get("get")
+        schema = (operation or {}).get("responses", {}).get("200", {}).get("content", {}).get("application/json", {}).get("schema", {})
+        name = schema.get("$ref", "").rsplit("/", 1)[-1]
+        query = {parameter["name"]: parameter["schema"] for parameter in operation.get("parameters", []) if parameter["in"] == "query"} if operation else {}
+        if name.endswith("CursorPage"):
+            cursors.append(path)
+            assert set(document["components"]["schemas"][name]["properties"]) == {"data", "nextCursor"}, path
+            assert {"cursor", "limit"} <= set(query), path
+        elif name.endswith("Page"):
+            pages.append(path)
+            assert set(document["components"]["schemas"][name]["properties"]) == {"data", "page", "limit", "total"}, path
+            assert {"page", "limit"} <= set(query) and query["limit"].get("maximum") == 100, path
+    assert len(pages) >= 17 and len(cursors) >= 7, (pages, cursors)
+
+
+async def test_page_lists_under_a_path_parameter_take_page_and_limit(client, workspace):
+    headers = workspace["headers"]
+    table = await client.post("/connect/v1/tables", json={"name": "People", "slug": "people"}, headers=headers)
+    flow = await client.post("/connect/v1/flows", json={"name": "Echo"}, headers=headers)
+    assert table.status == 201 and flow.status == 201
+    flow_id = (await flow.json())["id"]
+    for path in ("/connect/v1/tables/people/rows", f"/connect/v1/flows/{flow_id}/executions", "/leads"):
+        body = await (await client.get(f"{path}?page=3&limit=7", headers=headers)).json()
+        assert (body["page"], body["limit"], body["data"]) == (3, 7, []), path
+        refused = await client.get(f"{path}?limit=101", headers=headers)
+        assert refused.status == 400 and "limit" in (await refused.json())["message"], path
