@@ -8,11 +8,9 @@ from typing import Any
 import attrs
 from sqlalchemy import func, or_, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import make_transient_to_detached
 
 from patchbay.core.leads.models import Lead, LeadSync
-from patchbay.core.storage.base import TENANT_KEY
-from patchbay.core.storage.sql import one_of, unnest_insert, unnest_params
+from patchbay.core.storage.sql import one_of
 from patchbay.core.timeutil import iso, utcnow
 from patchbay.core.webhooks.protocol import LeadData
 
@@ -187,39 +185,14 @@ async def save_leads(session: AsyncSession, items: list[NewLead]) -> list[tuple[
         lead = next((known[key] for key in keys if key in known), None)
         if lead is None:
             lead = Lead(workspace_id=item.workspace_id, provider=item.provider, connection_id=item.connection_id, event_id=item.event_id, source=item.source, **values)
+            session.add(lead)
             saved.append((lead, True))
         else:
             merge_lead(lead, item.data)
             saved.append((lead, False))
         remember(lead)
-    await _insert_leads(session, [lead for lead, created in saved if created])
     await session.flush()
     return saved
-
-
-_LEAD_COLUMNS = tuple(column.name for column in Lead.__table__.columns)
-_INSERT_LEADS_PG = unnest_insert(Lead.__table__, _LEAD_COLUMNS)
-
-
-async def _insert_leads(session: AsyncSession, leads: list[Lead]) -> None:
-    """Store new leads. The ORM's flush sends one multi-row ``VALUES`` a batch, a new statement
-    text (and on PostgreSQL a new ``PREPARE``) per number of rows; on PostgreSQL outside a tenant
-    session (whose flush stamps and checks the workspace) they are inserted by one ``unnest``
-    statement instead, their Python defaults drawn here as the flush would, and then attached to
-    the session as stored rows."""
-    if session.bind.dialect.name != "postgresql" or session.info.get(TENANT_KEY) is not None:
-        session.add_all(leads)
-        return
-    for lead in leads:
-        for column in Lead.__table__.columns:
-            if getattr(lead, column.key) is None and column.default is not None:
-                setattr(lead, column.key, column.default.arg(None) if column.default.is_callable else column.default.arg)
-    rows = [tuple(getattr(lead, name) for name in _LEAD_COLUMNS) for lead in leads]
-    if rows:
-        await session.execute(_INSERT_LEADS_PG, unnest_params(Lead.__table__, rows, _LEAD_COLUMNS))
-    for lead in leads:
-        make_transient_to_detached(lead)
-        session.add(lead)
 
 
 _MERGED = ("form_id", "email", "phone", "first_name", "last_name", "full_name")

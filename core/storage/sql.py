@@ -14,21 +14,14 @@ Both forms answer the same rows: no value (an empty list) matches nothing, ``NUL
 and ``~one_of(...)`` (``NOT``) keeps SQL's three-valued logic of ``NOT IN``. The values are bind
 parameters of both forms: they are not part of SQLAlchemy's cache key, so a statement built with
 ``one_of`` is compiled once per shape and dialect and served from the compiled cache afterwards.
-
-:func:`unnest_insert` is the same idea for a multi-row ``INSERT`` on PostgreSQL: ``INSERT ... SELECT
-FROM unnest(:column_1, :column_2, ...)``, one array parameter per column, so one statement text
-whatever the number of rows (a multi-row ``VALUES`` is a new text, and a new ``PREPARE``, per
-number of rows).
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import ARRAY, JSON, Boolean, Table, Text, all_, any_, bindparam, cast, func, select
-from sqlalchemy.dialects import postgresql
+from sqlalchemy import ARRAY, Boolean, all_, any_, bindparam
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql import operators
 from sqlalchemy.sql.elements import BinaryExpression, ColumnElement
@@ -86,33 +79,3 @@ def _expanding_in(element: OneOf, compiler, **kw: Any) -> str:
 @compiles(OneOf, "postgresql")
 def _any_of_array(element: OneOf, compiler, **kw: Any) -> str:
     return compiler.process(element.array, **kw)
-
-
-def unnest_insert(table: Table, names: Sequence[str]) -> postgresql.Insert:
-    """PostgreSQL's ``INSERT INTO table (names) SELECT ... FROM unnest(...)``: the rows given at
-    execution by :func:`unnest_params`, one array of the column's type per column (a JSON column's
-    values as a ``text[]`` of documents, cast back per row). The columns not named take their server
-    default, not their Python one: name every column with a Python default. Chain ``ON CONFLICT``
-    (``.on_conflict_do_nothing(...)``) as on any PostgreSQL insert."""
-    columns = [table.c[name] for name in names]
-    arrays = [bindparam(column.name, type_=ARRAY(Text() if _is_json(column) else column.type)) for column in columns]
-    rows = func.unnest(*arrays).table_valued(*names).render_derived()
-    values = [cast(rows.c[column.name], column.type) if _is_json(column) else rows.c[column.name] for column in columns]
-    return postgresql.insert(table).from_select(list(names), select(*values))
-
-
-def unnest_params(table: Table, rows: Sequence[Sequence[Any]], names: Sequence[str]) -> dict[str, list[Any]]:
-    """The parameters of :func:`unnest_insert` for ``rows``, each a tuple of values in ``names``
-    order. ``None`` is SQL ``NULL``, except in a JSON column without ``none_as_null``, where it is
-    JSON ``null`` as SQLAlchemy stores it."""
-    params = dict(zip(names, ([*values] for values in zip(*rows, strict=True)), strict=True)) if rows else {name: [] for name in names}
-    for name in names:
-        column = table.c[name]
-        if _is_json(column):
-            keep_null = column.type.none_as_null
-            params[name] = [None if value is None and keep_null else json.dumps(value) for value in params[name]]
-    return params
-
-
-def _is_json(column) -> bool:
-    return isinstance(column.type, JSON)
