@@ -31,6 +31,7 @@ from patchbay.core.security.signing_keys import InvalidToken
 from patchbay.core.timeutil import iso
 from patchbay.core.users.service import UserError, change_password, create_user
 from patchbay.core.users.models import User
+from patchbay.core.workspaces.api_models import workspace_json
 from patchbay.core.workspaces.models import PLANS, ROLES, Membership, Workspace
 from patchbay.core.workspaces.service import WorkspaceError, add_member, create_workspace
 
@@ -95,11 +96,6 @@ def app_client(handler=None, *, users: bool = False):
     return decorate(handler) if handler is not None else decorate
 
 
-def organization_json(row: Workspace) -> dict[str, Any]:
-    return {"id": row.id, "name": row.name, "slug": row.slug, "plan": row.plan, "externalId": row.external_id,
-            "createdAt": iso(row.created_at), "updatedAt": iso(row.updated_at)}  # fmt: skip
-
-
 def user_json(row: User) -> dict[str, Any]:
     return {"id": row.id, "email": row.email, "emailVerified": row.email_verified, "name": row.name, "givenName": row.given_name,
             "familyName": row.family_name, "picture": row.picture, "phoneNumber": row.phone_number, "userType": row.user_type,
@@ -158,7 +154,7 @@ async def list_organizations(request: web.Request) -> web.Response:
     page, limit = page_params(request)
     async with request.app[DB].session() as session:
         rows, total = await queries.organization_page(session, workspace_id=caller.workspace_id, page=page, limit=limit)
-    return reply(request, {"data": [organization_json(r) for r in rows], "page": page, "limit": limit, "total": total})
+    return reply(request, {"data": [workspace_json(r) for r in rows], "page": page, "limit": limit, "total": total})
 
 
 @routes.post("/api/v1/organizations")
@@ -179,7 +175,7 @@ async def create_organization(request: web.Request) -> web.Response:
             row, _ = await create_workspace(session, name=dto.name, plan=dto.plan or request.app[SETTINGS].workspaces.default_plan, external_id=dto.externalId)
         except WorkspaceError as error:
             raise bad_request(f"Validation failed: {error}") from None
-    return reply(request, organization_json(row), status=201)
+    return reply(request, workspace_json(row), status=201)
 
 
 @routes.get("/api/v1/organizations/{id}")
@@ -189,7 +185,7 @@ async def get_organization(request: web.Request) -> web.Response:
     """One organization."""
     async with request.app[DB].session() as session:
         row = await _get_org(session, request[APP_CLIENT], request.match_info["id"])
-    return reply(request, organization_json(row))
+    return reply(request, workspace_json(row))
 
 
 @routes.patch("/api/v1/organizations/{id}")
@@ -213,7 +209,7 @@ async def update_organization(request: web.Request) -> web.Response:
             if dto.plan not in PLANS:
                 raise bad_request(f"Validation failed: plan must be one of {', '.join(PLANS)}")
             row.plan = dto.plan
-    return reply(request, organization_json(row))
+    return reply(request, workspace_json(row))
 
 
 @routes.get("/api/v1/organizations/{id}/memberships")

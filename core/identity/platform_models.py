@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from patchbay.core.http.responses import page_of, response_model
+from patchbay.core.workspaces.api_models import WorkspaceOut
 
 # ---------------------------------------------------------------------------------------------
 # Requests
@@ -71,14 +72,8 @@ class UpdateUserDto(UserProfile):
 
 
 @response_model
-class Organization:
-    id: str
-    name: str
-    slug: str | None
-    plan: str
-    externalId: str | None
-    createdAt: str | None
-    updatedAt: str | None
+class Organization(WorkspaceOut):
+    """A workspace, as the platform REST calls it (``core.workspaces.api_models.workspace_json``)."""
 
 
 OrganizationPage = page_of(Organization)

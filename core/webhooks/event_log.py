@@ -2,7 +2,6 @@
 events, their deliveries with every attempt, and manual redelivery.
 
 Every function runs in the caller's tenant session, so another workspace's rows are not found.
-An id holding NUL names nothing: it is NotFound before any SQL (PostgreSQL cannot compare such text).
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ T = TypeVar("T")
 
 
 async def _get(session: AsyncSession, model: type[T], row_id: str, message: str) -> T:
-    row = None if "\x00" in row_id else await session.get(model, row_id)
+    row = await session.get(model, row_id)
     if row is None:
         raise NotFound(message)
     return row

@@ -54,8 +54,8 @@ async def list_subscriptions(session: AsyncSession, provider: str, *, include_di
 
 
 async def get_subscription(session: AsyncSession, provider: str, subscription_id: str) -> WebhookSubscription:
-    """The subscription to ``provider``, or NotFound; an id holding NUL names nothing (nor is it SQL text)."""
-    subscription = None if "\x00" in subscription_id else await session.get(WebhookSubscription, subscription_id)
+    """The subscription to ``provider``, or NotFound."""
+    subscription = await session.get(WebhookSubscription, subscription_id)
     if subscription is None or subscription.provider != provider:
         raise NotFound("Subscription not found")
     return subscription
