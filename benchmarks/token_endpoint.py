@@ -220,7 +220,7 @@ def main() -> None:
     print(f"machine: {cores} cores, load average {os.getloadavg()[0]:.1f}; {args.rounds} rounds of {args.seconds:.0f} s per contender, "
           f"alternating; {args.concurrency} concurrent keep-alive connections ({generator})")  # fmt: skip
     print("patchbay settings that differ from the defaults: rate limits oidc_token, oidc_register, connect_api off; "
-          "PATCHBAY_WORKERS=0, PATCHBAY_SCHEDULER=false, SQLite in a scratch directory")  # fmt: skip
+          "PATCHBAY_WORKERS=0, PATCHBAY_SCHEDULER=false, PATCHBAY_LOG_LEVEL=WARNING (no access log), SQLite in a scratch directory")  # fmt: skip
 
     first = (signing_rate(2, 1), signing_rate(2, cores))
 
