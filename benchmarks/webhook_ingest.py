@@ -6,9 +6,11 @@ generator.
 
     python benchmarks/webhook_ingest.py [--seconds 20] [--concurrency 64] [--events leadgen|feed] [--py-spy DIR]
 
-Prints forwarded events per second (accepted and forwarded, counted up to the last forward), the
-server's CPU time per accepted event over the load and the drain next to the bare handler's per
-request (steadier than rates on a shared machine), p50/p99 receipt-to-forward, the leads stored,
+Prints forwarded events per second (accepted and forwarded, counted up to the last forward) and its
+ratios to the bare handler and to a relay (each POST forwarded at once to a receiver through one
+client session, nothing stored: the floor of one POST in and one out per event in one aiohttp
+process), the server's CPU time per accepted event over the load and the drain next to the bare
+handler's per request and the relay's per event (steadier than rates on a shared machine), p50/p99 receipt-to-forward, the leads stored,
 how many accepted events were never forwarded or forwarded twice (by delivery id), the backlog
 (accepted, not yet forwarded) each second, and jobs done per second by kind. PostgreSQL runs when
 PATCHBAY_TEST_DATABASE_URL (or PATCHBAY_BENCH_PG_URL) names a server: a scratch database is created
@@ -56,6 +58,26 @@ async def ok(request):
     return web.Response(text="ok")
 app = web.Application()
 app.router.add_post("/{tail:.*}", ok)
+web.run_app(app, host="127.0.0.1", port=int(sys.argv[1]), access_log=None, print=None)
+"""
+#: The floor of the pipeline's shape without storage: each POST forwarded at once, through one
+#: keep-alive client session, to the receiver, and answered 200 when the receiver has answered.
+RELAY = """
+import sys
+import aiohttp
+from aiohttp import web
+async def relay(request):
+    body = await request.read()
+    async with request.app["client"].post(sys.argv[2], data=body, headers={"Content-Type": "application/json"}) as answer:
+        await answer.read()
+    return web.Response(text="ok")
+async def client(app):
+    app["client"] = aiohttp.ClientSession()
+    yield
+    await app["client"].close()
+app = web.Application()
+app.cleanup_ctx.append(client)
+app.router.add_post("/{tail:.*}", relay)
 web.run_app(app, host="127.0.0.1", port=int(sys.argv[1]), access_log=None, print=None)
 """
 
@@ -115,6 +137,25 @@ async def blast(url: str, requests: list[tuple[bytes, dict[str, str]]], concurre
         await asyncio.gather(*(worker(session) for _ in range(concurrency)))
         elapsed = time.perf_counter() - started
     return len(requests) / elapsed, failures
+
+
+async def measure_relay(events: int, concurrency: int) -> dict[str, float]:
+    """The relay (``RELAY``) in its own process, forwarding to a fresh receiver: events forwarded
+    per second and its CPU time per event."""
+    receiver = await Receiver().start()
+    port = free_port()
+    relay = await asyncio.create_subprocess_exec(sys.executable, "-c", RELAY, str(port), receiver.url + "/relayed")
+    try:
+        await wait_ready(f"http://127.0.0.1:{port}/", relay)
+        cpu_before = cpu_seconds(relay.pid)
+        rate, failures = await blast(f"http://127.0.0.1:{port}/", signed_requests(events), concurrency)
+        cpu = (cpu_seconds(relay.pid) - cpu_before) / events
+    finally:
+        await stop(relay)
+        await receiver.close()
+    if failures or len(receiver.requests) < events:
+        raise RuntimeError(f"the relay lost events: {failures} not answered 200, {len(receiver.requests)} of {events} forwarded")
+    return {"rate": rate, "cpu": cpu}
 
 
 async def prepare(database_url: str, environ: dict[str, str], receiver_url: str) -> None:
@@ -303,16 +344,19 @@ async def main() -> None:
                     await connection.close()
             else:
                 print("PostgreSQL skipped: set PATCHBAY_TEST_DATABASE_URL or PATCHBAY_BENCH_PG_URL")
+        relay = await measure_relay(args.bare_events, args.concurrency)
     finally:
         await stop(bare)
     fetched = "each lead fetched from a local fake Graph API and stored" if args.events == "leadgen" else "nothing fetched or stored"
     print(f"steady state: signed Meta {args.events} events from an aiohttp client at concurrency {args.concurrency} for {args.seconds:g} s, {fetched}, one subscription per event;")
     print("settings differing from the default: PATCHBAY_SCHEDULER=false, PATCHBAY_ALLOW_INSECURE_TARGETS=true (local receiver); the access log goes to serve.log in the data folder")
-    print(f"{'database':<11} {'fwd/s':>7} {'accepted/s':>10} {'bare 200/s':>10} {'ratio':>6} {'p50 ms':>8} {'p99 ms':>8} {'drain s':>7} {'cpu ms/ev':>9} {'bare cpu':>8} {'leads':>6} {'missing':>7} {'twice':>5}  backlog each second")
+    print(f"relay (each POST forwarded at once through one client session, nothing stored; its own process): {relay['rate']:.0f} events/s, "
+          f"{1000 * relay['cpu']:.3f} ms CPU per event: the floor of one POST in and one POST out per event in one aiohttp process")
+    print(f"{'database':<11} {'fwd/s':>7} {'accepted/s':>10} {'bare 200/s':>10} {'ratio':>6} {'of relay':>8} {'p50 ms':>8} {'p99 ms':>8} {'drain s':>7} {'cpu ms/ev':>9} {'bare cpu':>8} {'leads':>6} {'missing':>7} {'twice':>5}  backlog each second")
     for label, r in results.items():
         forwarded_rate = (r["accepted"] - r["missing"]) / (r["elapsed"] + r["drain"])
         accepted_rate = r["accepted"] / r["elapsed"]
-        print(f"{label:<11} {forwarded_rate:>7.0f} {accepted_rate:>10.0f} {r['bare_rate']:>10.0f} {forwarded_rate / r['bare_rate']:>6.3f} "
+        print(f"{label:<11} {forwarded_rate:>7.0f} {accepted_rate:>10.0f} {r['bare_rate']:>10.0f} {forwarded_rate / r['bare_rate']:>6.3f} {forwarded_rate / relay['rate']:>8.3f} "
               f"{percentile(r['latencies'], 0.5):>8.0f} {percentile(r['latencies'], 0.99):>8.0f} {r['drain']:>7.1f} {1000 * r['cpu'] / max(1, r['accepted']):>9.2f} {1000 * r['bare_cpu']:>8.3f} {r['leads']:>6} {r['missing']:>7} {r['twice']:>5}  {r['backlog']}")  # fmt: skip
         print("  jobs done/s over the run (one worker pool, PATCHBAY_WORKERS default): " + ", ".join(f"{kind} {rate:.0f}" for kind, rate in sorted(r["jobs"].items())))
         if r["failures"]:
