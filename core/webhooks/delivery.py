@@ -166,15 +166,22 @@ def _closing_reason(subscription: WebhookSubscription | None, event: WebhookEven
     return "the event is gone" if event is None else None
 
 
-async def _attempt(app: web.Application, subscription: WebhookSubscription, event: WebhookEvent) -> _Outcome | str:
-    """POST ``event`` to ``subscription``: the outcome, or why the delivery must close untried."""
+def _signing_secrets(app: web.Application, subscription: WebhookSubscription) -> list[str] | str:
+    """The subscription's secrets to sign with, or why its deliveries must close untried."""
+    try:
+        return subscription_secrets(app, subscription)
+    except DecryptionError:
+        return "the callback secret cannot be decrypted with the configured keys"
+
+
+async def _attempt(app: web.Application, subscription: WebhookSubscription, event: WebhookEvent, secrets: list[str] | str) -> _Outcome | str:
+    """POST ``event`` to ``subscription``, signed with ``secrets`` (:func:`_signing_secrets`): the
+    outcome, or why the delivery must close untried."""
+    if isinstance(secrets, str):
+        return secrets
     settings = app[SETTINGS].webhooks
     body = forward_body(event)
     timestamp = int(time.time())
-    try:
-        secrets = subscription_secrets(app, subscription)
-    except DecryptionError:
-        return "the callback secret cannot be decrypted with the configured keys"
     headers = {
         "Content-Type": "application/json",
         "User-Agent": "patchbay-webhooks/1",
@@ -231,7 +238,7 @@ async def deliver_job(context: JobContext) -> None:
         subscription = await session.get(WebhookSubscription, delivery.subscription_id)
         event = await session.get(WebhookEvent, delivery.event_id)
     reason = _closing_reason(subscription, event)
-    outcome = reason or await _attempt(app, subscription, event)
+    outcome = reason or await _attempt(app, subscription, event, _signing_secrets(app, subscription))
     if isinstance(outcome, str):
         await _close(app, delivery, outcome)
         return
@@ -266,15 +273,18 @@ def safety_delay(settings: WebhooksSettings) -> float:
 
 async def _first_attempts(app: web.Application, pending: list[tuple[Any, WebhookSubscription | None, Any]]) -> list[_Outcome | str]:
     """POST each ``(delivery, subscription, event)`` at most ``BATCH_CONCURRENCY`` at a time: each
-    one's outcome, or why it closes untried."""
+    one's outcome, or why it closes untried. A subscription's secrets are decrypted once for all."""
     slots = asyncio.Semaphore(BATCH_CONCURRENCY)
+    secrets: dict[str, list[str] | str] = {}
 
     async def attempt(subscription: WebhookSubscription | None, event: Any) -> _Outcome | str:
         reason = _closing_reason(subscription, event)
         if reason:
             return reason
+        if subscription.id not in secrets:
+            secrets[subscription.id] = _signing_secrets(app, subscription)
         async with slots:
-            return await _attempt(app, subscription, event)
+            return await _attempt(app, subscription, event, secrets[subscription.id])
 
     return await asyncio.gather(*(attempt(subscription, event) for _, subscription, event in pending))
 

@@ -7,7 +7,7 @@ import json
 
 from sqlalchemy import event, select
 
-from patchbay.core.appkeys import DB
+from patchbay.core.appkeys import DB, SECRETS
 from patchbay.core.flows.models import FlowExecution
 from patchbay.core.jobs.models import Job
 from patchbay.core.jobs.queue import JobContext
@@ -19,6 +19,7 @@ from patchbay.core.timeutil import utcnow
 from patchbay.core.webhooks import batch
 from patchbay.core.webhooks.delivery import deliver_batch_job
 from patchbay.core.webhooks.processing import process_job
+from patchbay.core.webhooks.signing import generate_secret
 from patchbay.providers.meta.testing import leadgen_payload, meta_signature, page_event_payload
 from patchbay.testing import add_connection
 
@@ -191,3 +192,24 @@ async def test_first_attempts_are_made_by_the_pass_and_a_crash_before_them_leave
         await deliver_batch_job(JobContext(app, job.id, job.kind, job.payload, 1, 3, job.workspace_id))
     assert sorted(r["headers"]["X-Connect-Delivery"] for r in receiver.requests) == sorted(first + second)
     assert {d.status for d in await _rows(app, WebhookDelivery)} == {"succeeded"}
+
+
+async def test_a_pass_decrypts_a_subscriptions_secret_once_and_signs_every_event_with_it(wh_app, aiohttp_client, receivers, monkeypatch):
+    from standardwebhooks.webhooks import Webhook
+
+    receiver = await receivers()
+    client = await aiohttp_client(wh_app(background=False))
+    app = client.server.app
+    ws = await create_workspace_with_key(app)
+    await add_connection(app, ws["workspace_id"], "facebook", meta={"page_id": "page-A"})
+    secret = generate_secret()
+    async with app[DB].transaction(tenant=ws["workspace_id"]) as session:
+        session.add(WebhookSubscription(provider="facebook", url=receiver.url, events=["*"], secret=app[SECRETS].encrypt(secret)))
+    ids = [await _post(client, page_event_payload("page-A", value={"n": n})) for n in range(5)]
+    decrypted = []
+    box = app[SECRETS]
+    monkeypatch.setattr(box, "decrypt", lambda token, decrypt=box.decrypt: decrypted.append(token) or decrypt(token))
+    await _run(app, ids)
+    assert len(decrypted) == 1
+    verified = [Webhook(secret).verify(r["body"], {k.lower(): v for k, v in r["headers"].items()})["id"] for r in receiver.requests]
+    assert sorted(verified) == sorted(ids)
