@@ -166,14 +166,21 @@ async def test_a_batch_of_several_tenants_starts_each_matching_flow_once_with_on
     assert started == sorted(expected) and draft not in {flow for flow, _, _ in started}
 
 
-async def test_first_attempts_are_made_by_the_pass_and_a_crash_before_them_leaves_them_to_the_delayed_job(wh_app, aiohttp_client, receivers, monkeypatch):
+async def _one_subscriber(wh_app, aiohttp_client, receivers, secret: str | None = None):
+    """An app without workers, one workspace with a page connection and a subscription (signed with
+    ``secret`` if given) to a local receiver."""
     receiver = await receivers()
     client = await aiohttp_client(wh_app(background=False))
     app = client.server.app
     ws = await create_workspace_with_key(app)
     await add_connection(app, ws["workspace_id"], "facebook", meta={"page_id": "page-A"})
     async with app[DB].transaction(tenant=ws["workspace_id"]) as session:
-        session.add(WebhookSubscription(provider="facebook", url=receiver.url, events=["*"]))
+        session.add(WebhookSubscription(provider="facebook", url=receiver.url, events=["*"], secret=app[SECRETS].encrypt(secret) if secret else None))
+    return client, app, receiver
+
+
+async def test_first_attempts_are_made_by_the_pass_and_a_crash_before_them_leaves_them_to_the_delayed_job(wh_app, aiohttp_client, receivers, monkeypatch):
+    client, app, receiver = await _one_subscriber(wh_app, aiohttp_client, receivers)
     first = [await _post(client, page_event_payload("page-A", value={"n": n})) for n in range(3)]
     await _run(app, first)
     assert sorted(r["headers"]["X-Connect-Delivery"] for r in receiver.requests) == sorted(first)  # no job ran
@@ -197,14 +204,8 @@ async def test_first_attempts_are_made_by_the_pass_and_a_crash_before_them_leave
 async def test_a_pass_decrypts_a_subscriptions_secret_once_and_signs_every_event_with_it(wh_app, aiohttp_client, receivers, monkeypatch):
     from standardwebhooks.webhooks import Webhook
 
-    receiver = await receivers()
-    client = await aiohttp_client(wh_app(background=False))
-    app = client.server.app
-    ws = await create_workspace_with_key(app)
-    await add_connection(app, ws["workspace_id"], "facebook", meta={"page_id": "page-A"})
     secret = generate_secret()
-    async with app[DB].transaction(tenant=ws["workspace_id"]) as session:
-        session.add(WebhookSubscription(provider="facebook", url=receiver.url, events=["*"], secret=app[SECRETS].encrypt(secret)))
+    client, app, receiver = await _one_subscriber(wh_app, aiohttp_client, receivers, secret)
     ids = [await _post(client, page_event_payload("page-A", value={"n": n})) for n in range(5)]
     decrypted = []
     box = app[SECRETS]
