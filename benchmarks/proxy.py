@@ -102,12 +102,10 @@ def _flat(value, prefix: str = "") -> dict[str, object]:
 
 
 def _patchbay(upstream: str, data_dir: str, database_url: str | None, log_level: str | None, auth: str, profile: str | None, out) -> None:
-    import logging
-
     from patchbay import Provider, hookimpl
     from patchbay.core.app import create_app
     from patchbay.core.connections.service import connect_with_api_key
-    from patchbay.core.http.middleware import JsonAccessLogger
+    from patchbay.core.http.middleware import JsonAccessLogger, configure_logging
     from patchbay.core.settings import load_settings
     from patchbay.core.testing import create_workspace_with_key, sign_access_token
 
@@ -129,7 +127,7 @@ def _patchbay(upstream: str, data_dir: str, database_url: str | None, log_level:
     defaults, chosen = _flat(load_settings({}, base)), _flat(settings)
     changed = {name: value for name, value in chosen.items() if value != defaults.get(name) and not name.startswith("plugin_environ.")}
     log_file = Path(data_dir) / "patchbay.log"
-    logging.basicConfig(level=settings.log_level, filename=log_file, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    configure_logging(settings.log_level, filename=log_file)  # as serve sets it up, into a file
 
     async def prepare(app: web.Application) -> dict:
         ws = await create_workspace_with_key(app, plan="enterprise")

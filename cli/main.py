@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 import signal
 
 import click
@@ -12,7 +11,7 @@ from aiohttp import web
 from patchbay.cli import admin, db_commands, packs
 from patchbay.cli.runtime import plugin_failure, settings_from
 from patchbay.core.app import create_app
-from patchbay.core.http.middleware import JsonAccessLogger
+from patchbay.core.http.middleware import JsonAccessLogger, configure_logging
 from patchbay.core.plugins.registry import PluginError
 from patchbay.core.settings import SettingsError
 
@@ -38,7 +37,7 @@ def cli(context: click.Context, data_dir: str | None, config: str | None) -> Non
 
 
 def _logging(level: str) -> None:
-    logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    configure_logging(level)
 
 
 def _app(settings) -> web.Application:

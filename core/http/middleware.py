@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import base64
-import json
 import logging
 import os
 import random
 import re
 import time
+from json import encoder as json_encoder
 
 from aiohttp import web
 from aiohttp.abc import AbstractAccessLogger
@@ -18,6 +18,9 @@ from patchbay.core.http.client_address import client_address
 from patchbay.core.http.errors import ApiError
 from patchbay.core.ratelimit.limiter import parse_limit
 from patchbay.core.security.auth import authenticate
+
+#: JSON string literal of a str, quoted and escaped as ``json.dumps`` does (the C encoder)
+_json_string = json_encoder.encode_basestring_ascii
 
 _REQUEST_ID_OK = re.compile(r"^[A-Za-z0-9._:-]{1,100}$")
 
@@ -84,22 +87,59 @@ def loggable_path(request: web.BaseRequest) -> str:
 
 class JsonAccessLogger(AbstractAccessLogger):
     """One JSON line per request: method, path (credentials redacted), status, duration, request
-    id, client address (trusted proxies honoured)."""
+    id, client address (trusted proxies honoured).
+
+    The line is the text ``json.dumps`` makes of those fields, written with the JSON encoder's C
+    string quoting, and handed to the logger as a ready record: no stack walk for the caller's file
+    and line (``Logger.info`` does one per call), nothing the access line would use."""
 
     def log(self, request: web.BaseRequest, response: web.StreamResponse, duration: float) -> None:
-        if not self.logger.isEnabledFor(logging.INFO):
+        logger = self.logger
+        if not logger.isEnabledFor(logging.INFO):
             return
-        record = {
-            "ts": round(time.time(), 3),
-            "request_id": request.get(REQUEST_ID),
-            "method": request.method,
-            "path": loggable_path(request),
-            "status": response.status,
-            "duration_ms": round(duration * 1000, 2),
-            "remote": client_address(request),
-        }
-        self.logger.info(json.dumps(record))
+        request_id = request.get(REQUEST_ID)
+        line = (
+            f'{{"ts": {round(time.time(), 3)!r}, "request_id": {"null" if request_id is None else _json_string(request_id)}, '
+            f'"method": {_json_string(request.method)}, "path": {_json_string(loggable_path(request))}, "status": {int(response.status)}, '
+            f'"duration_ms": {round(duration * 1000, 2)!r}, "remote": {_json_string(client_address(request))}}}'
+        )
+        logger.handle(logger.makeRecord(logger.name, logging.INFO, __file__, 0, line, None, None))
 
     @property
     def enabled(self) -> bool:
         return self.logger.isEnabledFor(logging.INFO)
+
+
+# ---------------------------------------------------------------------------------------------
+# The process's logging, as the CLI's commands set it up
+# ---------------------------------------------------------------------------------------------
+
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
+
+
+class LogFormatter(logging.Formatter):
+    """``logging.Formatter`` with the date part of ``asctime`` made once per second (``strftime``
+    and ``localtime`` on every line are a third of formatting an access line)."""
+
+    #: (second, its text), replaced as one object: threads that log share it safely
+    _date: tuple[int, str] = (-1, "")
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802 (logging's name)
+        if datefmt is not None:
+            return super().formatTime(record, datefmt)
+        second = int(record.created)
+        date = self._date
+        if date[0] != second:
+            date = self._date = (second, time.strftime(self.default_time_format, self.converter(second)))
+        return self.default_msec_format % (date[1], record.msecs)
+
+
+def configure_logging(level: str, *, filename: str | os.PathLike[str] | None = None) -> None:
+    """The root logger at ``level`` writing ``LOG_FORMAT`` lines to standard error (or ``filename``).
+    Records skip what no line of ours shows (thread and process names), a few microseconds each."""
+    logging.logThreads = False
+    logging.logProcesses = False
+    logging.logMultiprocessing = False
+    handler = logging.FileHandler(filename) if filename is not None else logging.StreamHandler()
+    handler.setFormatter(LogFormatter(LOG_FORMAT))
+    logging.basicConfig(level=level.upper(), handlers=[handler])
