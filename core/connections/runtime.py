@@ -15,6 +15,8 @@ import asyncio
 import contextlib
 import logging
 import math
+import os
+import random
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -28,7 +30,7 @@ from sqlalchemy import insert
 from patchbay.core.appkeys import CONNECTIONS, DB, METRICS, SETTINGS
 from patchbay.core.connections.models import ProxyCallLog
 from patchbay.core.ratelimit.limiter import parse_limit
-from patchbay.core.timeutil import new_id, utcnow
+from patchbay.core.timeutil import utcnow
 
 log = logging.getLogger(__name__)
 
@@ -118,6 +120,20 @@ class ConnectionLimiter:
         return max(0.0, self._blocked.get(connection_id, 0.0) - time.time())
 
 
+#: Audit row ids must be unique, not secret: version-4 UUID text from a generator seeded from the
+#: system's randomness once (and again in a forked child), sparing each call ``os.urandom``.
+_row_ids = random.Random()
+os.register_at_fork(after_in_child=_row_ids.seed)
+_UUID4_CLEAR = ~((0xF000 << 64) | (0xC << 60))
+_UUID4_SET = (0x4000 << 64) | (0x8 << 60)
+
+
+def row_id() -> str:
+    """A random (version 4, RFC 4122 variant) UUID string, as ``new_id()`` makes."""
+    digits = "%032x" % (_row_ids.getrandbits(128) & _UUID4_CLEAR | _UUID4_SET)
+    return f"{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:]}"
+
+
 class AuditBuffer:
     """Collects audit rows and inserts them in batches (every ``AUDIT_FLUSH_SECONDS`` or
     ``AUDIT_BATCH`` rows); ``flush()`` writes what is pending now. While the database fails, writes
@@ -133,15 +149,20 @@ class AuditBuffer:
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
         self._flush_lock = asyncio.Lock()
+        #: the /metrics histogram's child per provider (``labels()`` looks it up under a lock)
+        self._latency: dict[str, Any] = {}
 
     def add(self, *, workspace_id: str, connection_id: str, provider: str, source: str, method: str, path: str, status: int, duration_ms: float, error: str | None = None) -> None:
         self._rows.append(
-            {"id": new_id(), "workspace_id": workspace_id, "connection_id": connection_id, "provider": provider, "source": source,
+            {"id": row_id(), "workspace_id": workspace_id, "connection_id": connection_id, "provider": provider, "source": source,
              "method": method, "path": path[:2000], "status": status, "duration_ms": round(duration_ms, 3),
              "error": error, "created_at": utcnow()}
         )  # fmt: skip
-        if METRICS in self._app:  # the proxy's upstream latency per provider, for /metrics
-            self._app[METRICS].proxy_upstream.labels(provider).observe(duration_ms / 1000)
+        latency = self._latency.get(provider)
+        if latency is None and METRICS in self._app:  # the proxy's upstream latency per provider, for /metrics
+            latency = self._latency[provider] = self._app[METRICS].proxy_upstream.labels(provider)
+        if latency is not None:
+            latency.observe(duration_ms / 1000)
         self._bound()
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._run())
