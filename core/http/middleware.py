@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import functools
 import logging
 import os
 import random
@@ -70,12 +71,18 @@ _SECRET_VARIABLE = re.compile(r"(token|secret|code|password|api_?key)$", re.IGNO
 REDACTED = "[redacted]"
 
 
+@functools.lru_cache(maxsize=1024)
+def _secret_variables(names: tuple[str, ...]) -> frozenset[str]:
+    """The credential-like ones of a route's variable names (the same few tuples on every request)."""
+    return frozenset(name for name in names if _SECRET_VARIABLE.search(name))
+
+
 def loggable_path(request: web.BaseRequest) -> str:
     """The request's path with credential-like route variables replaced; the query is never
     logged (OAuth codes, states and link tokens travel there)."""
     match_info = getattr(request, "match_info", None)
     resource = getattr(getattr(match_info, "route", None), "resource", None)
-    secrets = {name for name in (match_info or {}) if _SECRET_VARIABLE.search(name)}
+    secrets = _secret_variables(tuple(match_info)) if match_info else ()
     if resource is None or not secrets:
         return request.path
     values = {name: REDACTED if name in secrets else value for name, value in match_info.items()}

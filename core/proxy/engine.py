@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import weakref
 from collections.abc import AsyncIterable, Mapping
 from typing import Any
 
@@ -27,7 +28,7 @@ from patchbay.core.connections.refresh import REFRESHABLE_MODES, RefreshFailed, 
 from patchbay.core.connections.runtime import ConnectionState, Throttled, retry_seconds, runtime
 from patchbay.core.errors import DomainError
 from patchbay.core.http.errors import ApiError, domain_status
-from patchbay.core.outbound import StreamIdle, UnsafeTarget
+from patchbay.core.outbound import Outbound, StreamIdle, UnsafeTarget
 from patchbay.core.plugins.provider import Provider
 
 #: A 429 whose wait is at most this long is retried once after the wait.
@@ -38,6 +39,19 @@ MAX_QUEUE_WAIT = 1.0
 HOP_BY_HOP = frozenset(
     {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer", "trailers", "transfer-encoding", "upgrade", "proxy-connection"}
 )
+
+
+#: per outbound client: the settings its timeouts were made from, and its (call, stream) timeouts
+_timeouts: weakref.WeakKeyDictionary[Outbound, tuple[tuple[float, float], aiohttp.ClientTimeout, aiohttp.ClientTimeout]] = weakref.WeakKeyDictionary()
+
+
+def _timeout(outbound: Outbound, stream: bool) -> aiohttp.ClientTimeout:
+    """``outbound.stream_timeout()`` or ``call_timeout()``, made again only when its settings change."""
+    settings = (outbound.limits.call_timeout_seconds, outbound.limits.stream_idle_seconds)
+    made = _timeouts.get(outbound)
+    if made is None or made[0] != settings:
+        made = _timeouts[outbound] = (settings, outbound.call_timeout(), outbound.stream_timeout())
+    return made[2] if stream else made[1]
 
 
 class ProviderCallError(ApiError):
@@ -247,7 +261,7 @@ async def _send_once(app, state, provider, method, path, query, headers, body, s
         method, url_value, outgoing, body = call.method, call.url, call.headers, call.body
     try:
         outbound = app[OUTBOUND]
-        timeout = outbound.stream_timeout() if stream else outbound.call_timeout()
+        timeout = _timeout(outbound, stream)
         return await outbound.session.request(method, url_value, headers=outgoing, data=body, allow_redirects=False, timeout=timeout)
     except UnsafeTarget as error:
         raise ProviderCallError(400, f"Refused target: {error}") from None

@@ -138,11 +138,14 @@ class RateLimiter:
         self._blocks: dict[str, _Block] = {}
         #: reserving writes under way: hits meanwhile wait for their block instead of writing too
         self._reserving: dict[str, asyncio.Future] = {}
+        self._storage_keys: dict[tuple[str, limits.RateLimitItem], str] = {}
 
     async def hit(self, key: str, item: limits.RateLimitItem, cost: int = 1) -> Decision:
         """Count ``cost`` against ``item`` for ``key`` (refused hits count too, as in ``limits``'
         fixed window) and say whether the caller is still within the limit."""
-        storage_key = item.key_for(key)
+        storage_key = self._storage_keys.get((key, item))
+        if storage_key is None:
+            storage_key = self._storage_key(key, item)
         while True:
             block = self._blocks.get(storage_key)
             now = time.time()
@@ -174,6 +177,13 @@ class RateLimiter:
         self._blocks[storage_key] = _Block(reset=reset, stored=count, left=left)
         self._prune(now)
         return Decision(allowed, item.amount, max(0, item.amount - (count - left)), max(1, math.ceil(reset - time.time())))
+
+    def _storage_key(self, key: str, item: limits.RateLimitItem) -> str:
+        """``item.key_for(key)``, remembered: the throttle asks for the same few keys on every request."""
+        if len(self._storage_keys) > MAX_LOCAL_KEYS:
+            self._storage_keys.clear()
+        storage_key = self._storage_keys[(key, item)] = item.key_for(key)
+        return storage_key
 
     def _prune(self, now: float) -> None:
         if len(self._blocks) > MAX_LOCAL_KEYS:
