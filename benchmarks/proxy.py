@@ -4,6 +4,7 @@ measured in the same run; prints the ratios.
 
     python benchmarks/proxy.py [--seconds 10] [--rounds 3] [--connections 50] [--auth api_key|token]
                                [--database-url postgresql+asyncpg://...] [--log-level WARNING] [--profile FILE]
+                               [--baseline-tree DIR]
 
 Load: ``wrk`` (one thread, keep-alive connections; ``apt-get install wrk``). Processes: the upstream
 (a small aiohttp JSON API), patchbay (one process, started as ``patchbay serve`` starts it: default
@@ -14,6 +15,11 @@ provider), the connection lookup and credential injection, the connect API throt
 per-connection rate limit (set high enough not to refuse), and the audit log (one row per call).
 Settings that differ from the defaults are printed. Targets are measured in rotated order each
 round (the machine's load drifts); ratios are medians of the per-round ratios.
+
+``--baseline-tree DIR`` also runs patchbay from another source tree (for example ``git archive
+<commit> | tar -x -C DIR``) as a second process measured in the same rounds, and prints the CPU per
+call of this tree against it round by round: a before/after that the machine's load drift does not
+decide.
 """
 
 from __future__ import annotations
@@ -101,11 +107,25 @@ def _flat(value, prefix: str = "") -> dict[str, object]:
     return {prefix.rstrip("."): value}
 
 
-def _patchbay(upstream: str, data_dir: str, database_url: str | None, log_level: str | None, auth: str, profile: str | None, out) -> None:
+def _baseline_package(tree: Path, folder: Path) -> Path:
+    """A folder to put first on ``sys.path`` so that ``import patchbay`` loads the source ``tree``
+    (laid out as this repository: ``patchbay/``, ``core/``, ``cli/``, ``plugins/``, ``providers/``)."""
+    package = folder / "patchbay"
+    shutil.copytree(tree / "patchbay", package)
+    for name in ("cli", "core", "plugins", "providers"):
+        (package / name).symlink_to((tree / name).resolve(), target_is_directory=True)
+    return folder
+
+
+def _patchbay(upstream: str, data_dir: str, database_url: str | None, log_level: str | None, auth: str, profile: str | None, source: str | None, out) -> None:
+    if source:  # the baseline tree's package, before the installed one
+        sys.path.insert(0, source)
+    Path(data_dir).mkdir(parents=True, exist_ok=True)
     from patchbay import Provider, hookimpl
     from patchbay.core.app import create_app
     from patchbay.core.connections.service import connect_with_api_key
-    from patchbay.core.http.middleware import JsonAccessLogger, configure_logging
+    from patchbay.core.http import middleware
+    from patchbay.core.http.middleware import JsonAccessLogger
     from patchbay.core.settings import load_settings
     from patchbay.core.testing import create_workspace_with_key, sign_access_token
 
@@ -127,7 +147,12 @@ def _patchbay(upstream: str, data_dir: str, database_url: str | None, log_level:
     defaults, chosen = _flat(load_settings({}, base)), _flat(settings)
     changed = {name: value for name, value in chosen.items() if value != defaults.get(name) and not name.startswith("plugin_environ.")}
     log_file = Path(data_dir) / "patchbay.log"
-    configure_logging(settings.log_level, filename=log_file)  # as serve sets it up, into a file
+    if hasattr(middleware, "configure_logging"):
+        middleware.configure_logging(settings.log_level, filename=log_file)  # as serve sets it up, into a file
+    else:  # a baseline tree from before configure_logging: as its serve did
+        import logging
+
+        logging.basicConfig(level=settings.log_level, filename=log_file, format="%(asctime)s %(levelname)s %(name)s %(message)s")
 
     async def prepare(app: web.Application) -> dict:
         ws = await create_workspace_with_key(app, plan="enterprise")
@@ -215,6 +240,7 @@ def main() -> None:
     parser.add_argument("--database-url", help="patchbay's database (an empty or bench-only one); default a fresh SQLite file")
     parser.add_argument("--log-level", help="patchbay's log level; WARNING turns the access log off (default INFO: on, as serve runs)")
     parser.add_argument("--profile", metavar="FILE", help="write a cProfile (CPU time) of the patchbay process to FILE (slows it down)")
+    parser.add_argument("--baseline-tree", metavar="DIR", type=Path, help="also run patchbay from this source tree and compare CPU per call round by round")
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         sys.exit("wrk is needed as load generator: apt-get install wrk")
@@ -225,7 +251,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as folder:
             upstream, port = _start(context, processes, _upstream)
             upstream_url = f"http://127.0.0.1:{port}"
-            patchbay, (port, info) = _start(context, processes, _patchbay, upstream_url, folder, args.database_url, args.log_level, args.auth, args.profile)
+            patchbay, (port, info) = _start(context, processes, _patchbay, upstream_url, folder, args.database_url, args.log_level, args.auth, args.profile, None)
             proxy_url = f"http://127.0.0.1:{port}/connect/v1/proxy/bench"
             naive, port = _start(context, processes, _naive_proxy, upstream_url)
             naive_url = f"http://127.0.0.1:{port}"
@@ -238,6 +264,13 @@ def main() -> None:
                 "patchbay envelope": (proxy_url, wrk_script(scripts, "pb-env", "POST", info["headers"], ENVELOPE)),
             }
             pids = {"upstream": upstream.pid, "patchbay": patchbay.pid, "naive": naive.pid}
+            if args.baseline_tree:
+                source = _baseline_package(args.baseline_tree, Path(folder) / "baseline-package")
+                baseline, (port, baseline_info) = _start(context, processes, _patchbay, upstream_url, f"{folder}/baseline", args.database_url, args.log_level, args.auth, None, str(source))
+                baseline_url = f"http://127.0.0.1:{port}/connect/v1/proxy/bench"
+                targets["baseline passthrough"] = (f"{baseline_url}{ITEM_PATH}", wrk_script(scripts, "base-pass", "GET", baseline_info["headers"], None))
+                targets["baseline envelope"] = (baseline_url, wrk_script(scripts, "base-env", "POST", baseline_info["headers"], ENVELOPE))
+                pids["baseline"] = baseline.pid
             for url, script in targets.values():  # warm up: connections, caches, the JIT-less interpreter's caches
                 wrk(url, script, 1, args.connections)
             names = list(targets)
@@ -281,6 +314,12 @@ def report(args, settings: dict[str, object], results: dict[str, list[tuple[dict
     for form in ("passthrough", "envelope"):
         print(f"{form:12} patchbay/naive {ratio(f'patchbay {form}', f'naive {form}'):.2f}x   patchbay/direct {ratio(f'patchbay {form}', 'direct'):.2f}x   "
               f"naive/direct {ratio(f'naive {form}', 'direct'):.2f}x")  # fmt: skip
+    if args.baseline_tree:
+        print(f"against the baseline tree {args.baseline_tree} (CPU per call of this tree / the baseline's, per round; below 1: cheaper):")
+        for form in ("passthrough", "envelope"):
+            mine, theirs = results[f"patchbay {form}"], results[f"baseline {form}"]
+            rounds = [(a[1]["patchbay"] / a[0]["requests"]) / (b[1]["baseline"] / b[0]["requests"]) for a, b in zip(mine, theirs, strict=True)]
+            print(f"{form:12} " + " ".join(f"{value:.2f}" for value in rounds) + f"   median {statistics.median(rounds):.2f}x   req/s {ratio(f'patchbay {form}', f'baseline {form}'):.2f}x")
 
 
 if __name__ == "__main__":
