@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
@@ -70,12 +71,15 @@ def add_route(routes: web.RouteTableDef, methods: tuple[str, ...], path: str, ha
         routes.route("OPTIONS", path)(preflight)
 
 
-async def rate_limit(request: web.Request, name: str, key: str) -> dict[str, str]:
-    """Count one request against ``[rate_limits] name`` for ``key``; 429 of 7B when exceeded.
-    Returns the X-RateLimit headers to put on the answer."""
+async def rate_limit(request: web.Request, name: str, key: str | Callable[[], str]) -> dict[str, str]:
+    """Count one request against ``[rate_limits] name`` for ``key`` (or what ``key()`` answers, asked
+    only when the limit is on); 429 of 7B when exceeded. Returns the X-RateLimit headers to put on
+    the answer."""
     item = parse_limit(request.app[SETTINGS].rate_limits.get(name, RATE_LIMIT_DEFAULTS[name]))  # settings built in code may omit a key
     if item is None:
         return {}
+    if callable(key):
+        key = key()
     decision = await request.app[RATE_LIMITER].hit(f"oidc:{name}:{key}", item)
     headers = {"X-RateLimit-Limit": str(decision.limit), "X-RateLimit-Remaining": str(decision.remaining)}
     if not decision.allowed:

@@ -12,7 +12,7 @@ from patchbay.core.http.responses import EMPTY, reply, returns
 from patchbay.core.identity.http import NO_STORE, OAUTH_SERVER, PREFIX, add_route, load_client, new_context, oauth_request, rate_limit, to_response
 from patchbay.core.identity.protocol_models import TokenIntrospection, TokenOfClient, oauth_errors
 from patchbay.core.identity.server import CURRENT, AccessView, apply_writes
-from patchbay.core.identity.token_endpoint import limit_key, load_refresh, presented_client_id
+from patchbay.core.identity.token_endpoint import limit_key, load_refresh, presented_credentials
 from patchbay.core.identity.userinfo import grant_revoked
 from patchbay.core.security.auth import verify_access_token
 from patchbay.core.security.signing_keys import InvalidToken
@@ -22,8 +22,9 @@ routes = web.RouteTableDef()
 
 async def _prepare(request: web.Request, limit: str):
     form = await read_form(request)
-    client = await load_client(request, presented_client_id(request, form))
-    headers = await rate_limit(request, limit, limit_key(request, form, client))
+    client_id, secret = presented_credentials(request, form)
+    client = await load_client(request, client_id)
+    headers = await rate_limit(request, limit, limit_key(request, client, secret))
     ctx = new_context(request.app)
     if client is not None:
         ctx.clients[client.client_id] = client

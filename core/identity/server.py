@@ -2,9 +2,10 @@
 
 authlib's grants and endpoints call back into storage synchronously. We never let them touch the
 database: the handler first loads every row a request can need (client, code, refresh token, user)
-into a :class:`Context`, authlib runs against that snapshot (in a worker thread for the token
-endpoint, where RS256 signing releases the GIL), and the writes it asks for are queued on the
-context and applied afterwards in one transaction. A write that finds its row already changed (a
+into a :class:`Context`, authlib runs against that snapshot, and the writes it asks for are queued
+on the context and applied afterwards in one transaction. client_credentials runs on the event loop
+and leaves its access token unsigned for the handler to sign on a signing thread; the code and
+refresh grants, whose ID token hashes the signed access token, run in a worker thread. A write that finds its row already changed (a
 code or rotated refresh token used twice at the same moment) turns the answer into invalid_grant.
 """
 
@@ -35,7 +36,7 @@ from patchbay.core.identity.claims import SCOPES_SUPPORTED, UserFacts, scope_lis
 from patchbay.core.identity.clients import Client
 from patchbay.core.identity.models import AuthorizationCode, Grant, RefreshToken
 from patchbay.core.security.secrets import SecretBox, random_token
-from patchbay.core.security.signing_keys import SigningKeys
+from patchbay.core.security.signing_keys import SigningKeys, UnsignedJWT
 from patchbay.core.timeutil import new_id, utcnow
 
 CODE_LIFETIME = 60
@@ -157,6 +158,8 @@ class Context:
     grant_id: str | None = None
     revoke_grant: str | None = None  # a replayed code or refresh token: revoke what it issued
     writes: list[Write] = attrs.field(factory=list)
+    defer_signing: bool = False  # leave the access token in ``unsigned`` for the handler to sign
+    unsigned: UnsignedJWT | None = None
 
 
 CURRENT: ContextVar[Context] = ContextVar("patchbay_oauth_context")
@@ -248,11 +251,20 @@ def access_token_claims(ctx: Context, client: Client, user: UserFacts | None, sc
     return claims
 
 
+#: the access token of an answer whose signature is still to come (``Context.unsigned``)
+UNSIGNED = "(unsigned)"
+
+
 def generate_bearer_token(grant_type: str, client: Client, user: UserFacts | None = None, scope: str | None = None,
                           expires_in: int | None = None, include_refresh_token: bool = True) -> dict[str, Any]:  # fmt: skip
     ctx = CURRENT.get()
     scope = scope or ""
-    access = ctx.keys.sign_blocking(access_token_claims(ctx, client, user, scope), typ="at+jwt")
+    claims = access_token_claims(ctx, client, user, scope)
+    if ctx.defer_signing:
+        ctx.unsigned = ctx.keys.prepare(claims, typ="at+jwt")
+        access = UNSIGNED
+    else:
+        access = ctx.keys.sign_blocking(claims, typ="at+jwt")
     token = {"access_token": access, "token_type": "Bearer", "expires_in": client.access_token_ttl, "scope": scope}
     if include_refresh_token and user is not None and "offline_access" in scope_list(scope):
         token["refresh_token"] = random_token(32)

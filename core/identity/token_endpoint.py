@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
-
+from collections.abc import Callable
 from urllib.parse import unquote
 
 from aiohttp import web
@@ -21,7 +21,7 @@ from patchbay.core.identity.clients import Client
 from patchbay.core.identity.http import OAUTH_SERVER, PREFIX, add_route, client_ip, load_client, new_context, oauth_error, oauth_request, rate_limit, to_response
 from patchbay.core.identity.models import AuthorizationCode, Grant, RefreshToken
 from patchbay.core.identity.protocol_models import TokenRequest, TokenResponse, oauth_errors
-from patchbay.core.identity.server import CURRENT, CodeView, Context, RefreshView, WriteConflict, apply_writes, revoke_grant
+from patchbay.core.identity.server import CURRENT, UNSIGNED, CodeView, Context, RefreshView, WriteConflict, apply_writes, revoke_grant
 
 routes = web.RouteTableDef()
 
@@ -39,18 +39,17 @@ def presented_credentials(request: web.Request, form) -> tuple[str | None, str |
     return form.get("client_id"), form.get("client_secret")
 
 
-def presented_client_id(request: web.Request, form) -> str | None:
-    """The client id of client_secret_basic or of the form, for loading the client."""
-    return presented_credentials(request, form)[0]
-
-
-def limit_key(request: web.Request, form, client: Client | None) -> str:
+def limit_key(request: web.Request, client: Client | None, secret: str | None) -> Callable[[], str]:
     """What a token, introspection or revocation request counts against: the client once its secret
-    checks out, else the caller's address (a made-up client id must not open a fresh limit)."""
-    _, secret = presented_credentials(request, form)
-    if client is not None and secret and client.check_client_secret(secret):
-        return f"client:{client.client_id}"
-    return f"ip:{client_ip(request)}"
+    checks out, else the caller's address (a made-up client id must not open a fresh limit).
+    Asked only when the limit is on (``rate_limit``), since it checks the secret."""
+
+    def key() -> str:
+        if client is not None and secret and client.check_client_secret(secret):
+            return f"client:{client.client_id}"
+        return f"ip:{client_ip(request)}"
+
+    return key
 
 
 async def load_refresh(request: web.Request, ctx: Context, token: str | None) -> None:
@@ -94,8 +93,9 @@ async def token(request: web.Request) -> web.Response:
     duplicated = sorted({key for key in form if len(form.getall(key)) > 1})
     if duplicated:
         return oauth_error(400, "invalid_request", f"parameter(s) sent more than once: {', '.join(duplicated)}")
-    client = await load_client(request, presented_client_id(request, form))
-    limit_headers = await rate_limit(request, "oidc_token", limit_key(request, form, client))
+    client_id, secret = presented_credentials(request, form)
+    client = await load_client(request, client_id)
+    limit_headers = await rate_limit(request, "oidc_token", limit_key(request, client, secret))
     app = request.app
     ctx = new_context(app)
     if client is not None:
@@ -107,7 +107,16 @@ async def token(request: web.Request) -> web.Response:
         await load_refresh(request, ctx, form.get("refresh_token"))
     await app[SIGNING_KEYS].refresh()
     CURRENT.set(ctx)
-    result = await asyncio.to_thread(app[OAUTH_SERVER].create_token_response, oauth_request(request, form))
+    if grant_type == "client_credentials":
+        # no ID token hashes this access token: authlib's checks run here, and only the RSA
+        # signature goes to a signing thread (a thread hop for all of authlib's Python would make
+        # the event loop wait for the GIL)
+        ctx.defer_signing = True
+        result = app[OAUTH_SERVER].create_token_response(oauth_request(request, form))
+        if ctx.unsigned is not None and result.body.get("access_token") == UNSIGNED:
+            result.body["access_token"] = await app[SIGNING_KEYS].finish(ctx.unsigned)
+    else:
+        result = await asyncio.to_thread(app[OAUTH_SERVER].create_token_response, oauth_request(request, form))
     try:
         if ctx.revoke_grant:
             async with app[DB].transaction() as session:

@@ -2,19 +2,35 @@
 
 The JWKS publishes the current and the previous key, so tokens signed before a rotation verify until
 they expire. Other processes pick up a rotation on their next reload (at most ``RELOAD_SECONDS``
-later, or at once when a token names a kid they have not seen). Signing runs in a thread:
-``cryptography`` releases the GIL, so both cores sign.
+later, or at once when a token names a kid they have not seen).
+
+A JWT is built in two steps so that only the RSA signature leaves the event loop: :meth:`SigningKeys.prepare`
+makes the signing input (header and claims, on the caller's thread) and :meth:`SigningKeys.finish`
+signs it on a small pool of threads (``cryptography`` releases the GIL while signing, so both cores
+sign while the loop serves the next requests). joserfc signs a JWS only in one call that also
+encodes it, hence the compact serialization is assembled here; verification is joserfc's.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
+import contextlib
+import json
+import os
+import queue
+import threading
 import time
+import weakref
 from typing import Any
 
+import attrs
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import padding, rsa
 from joserfc import jwt
 from joserfc.errors import JoseError
 from joserfc.jwk import KeySet, RSAKey
+from joserfc.util import json_b64encode, urlsafe_b64encode
 from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 
@@ -30,11 +46,99 @@ class InvalidToken(ValueError):
     """A JWT is malformed, signed by an unknown key, or its signature does not verify."""
 
 
+@attrs.frozen
+class UnsignedJWT:
+    """A JWT's signing input (``header.claims``, base64url) and the key that is to sign it."""
+
+    signing_input: bytes
+    private_key: rsa.RSAPrivateKey
+
+    def sign(self) -> str:
+        """The compact JWT: RS256 (RSASSA-PKCS1-v1_5 with SHA-256) over the signing input."""
+        signature = self.private_key.sign(self.signing_input, _PKCS1, _SHA256)
+        return (self.signing_input + b"." + urlsafe_b64encode(signature)).decode()
+
+
+_PKCS1 = padding.PKCS1v15()
+_SHA256 = hashes.SHA256()
+
+
+class _Inbox:
+    """Signatures finished for one event loop, handed to it in one wake-up however many finished
+    meanwhile."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._done: collections.deque[tuple[asyncio.Future[str], str | None, BaseException | None]] = collections.deque()
+        self._scheduled = False
+
+    def put(self, future: asyncio.Future[str], result: str | None, error: BaseException | None) -> None:
+        """From a signing thread."""
+        self._done.append((future, result, error))
+        if not self._scheduled:
+            self._scheduled = True
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
+                self._loop.call_soon_threadsafe(self._drain)
+
+    def _drain(self) -> None:
+        self._scheduled = False  # first: a signature finished from now on schedules another drain
+        while self._done:
+            future, result, error = self._done.popleft()
+            if future.cancelled():
+                continue
+            if error is None:
+                future.set_result(result)
+            else:
+                future.set_exception(error)
+
+
+class _SigningThreads:
+    """Threads that only sign, one per core (a signature holds a core for about 0.3 ms without the
+    GIL; more threads than cores would only queue). A job is a queue entry and the answer one
+    entry of its loop's inbox: a ``concurrent.futures`` executor costs a Future, locks and a loop
+    wake-up per signature, Python work that holds the GIL the event loop is waiting for."""
+
+    def __init__(self, count: int) -> None:
+        self._jobs: queue.SimpleQueue[tuple[_Inbox, asyncio.Future[str], UnsignedJWT]] = queue.SimpleQueue()
+        self._inboxes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Inbox] = weakref.WeakKeyDictionary()
+        for number in range(count):
+            threading.Thread(target=self._work, name=f"patchbay-sign-{number}", daemon=True).start()
+
+    def sign(self, unsigned: UnsignedJWT) -> asyncio.Future[str]:
+        loop = asyncio.get_running_loop()
+        inbox = self._inboxes.get(loop)
+        if inbox is None:
+            inbox = self._inboxes[loop] = _Inbox(loop)
+        future = loop.create_future()
+        self._jobs.put((inbox, future, unsigned))
+        return future
+
+    def _work(self) -> None:
+        while True:
+            inbox, future, unsigned = self._jobs.get()
+            try:
+                inbox.put(future, unsigned.sign(), None)
+            except Exception as error:  # noqa: BLE001 (the waiting request gets it)
+                inbox.put(future, None, error)
+
+
+_signing_threads: _SigningThreads | None = None
+
+
+def signing_threads() -> _SigningThreads:
+    global _signing_threads
+    if _signing_threads is None:
+        _signing_threads = _SigningThreads(os.cpu_count() or 1)
+    return _signing_threads
+
+
 class SigningKeys:
     def __init__(self, db: Database, box: SecretBox) -> None:
         self._db = db
         self._box = box
         self._current: RSAKey | None = None
+        self._private: rsa.RSAPrivateKey | None = None
+        self._headers: dict[str, bytes] = {}  # base64url JWS header of the current key, by ``typ``
         self._public = KeySet([])
         self._jwks: dict[str, Any] = {"keys": []}
         self._loaded_at = 0.0
@@ -75,9 +179,11 @@ class SigningKeys:
         async with self._db.session() as session:
             rows = (await session.scalars(select(SigningKey).where(SigningKey.status.in_(("current", "previous"))))).all()
         current = next((row for row in rows if row.status == "current"), None)
-        if current is not None:
+        if current is not None and (self._current is None or self._current.kid != current.kid):  # parsed once per key
             pem = self._box.decrypt(current.private_key)
             self._current = RSAKey.import_key(pem, parameters={"kid": current.kid, "alg": ALGORITHM, "use": "sig"})
+            self._private = self._current.get_op_key("sign")
+            self._headers = {}
         public = [dict(row.public_jwk, kid=row.kid, alg=ALGORITHM, use="sig") for row in sorted(rows, key=lambda r: r.status)]
         self._jwks = {"keys": public}
         self._public = KeySet.import_key_set({"keys": public})
@@ -97,16 +203,27 @@ class SigningKeys:
 
     async def sign(self, claims: dict[str, Any], *, typ: str = "JWT") -> str:
         await self._fresh()
-        return await asyncio.to_thread(self.sign_blocking, claims, typ=typ)
+        return await self.finish(self.prepare(claims, typ=typ))
+
+    def prepare(self, claims: dict[str, Any], *, typ: str = "JWT") -> UnsignedJWT:
+        """The signing input of ``claims`` under the key loaded last (no signature yet)."""
+        key, private = self._current, self._private
+        if key is None or private is None:
+            raise RuntimeError("no signing key: run `patchbay keys rotate` or start the server once")
+        header = self._headers.get(typ)
+        if header is None:
+            header = self._headers[typ] = json_b64encode({"typ": typ, "alg": ALGORITHM, "kid": key.kid})
+        payload = urlsafe_b64encode(json.dumps(claims, ensure_ascii=False, separators=(",", ":")).encode())
+        return UnsignedJWT(header + b"." + payload, private)
+
+    async def finish(self, unsigned: UnsignedJWT) -> str:
+        """Sign ``unsigned`` on a signing thread; the event loop serves other requests meanwhile."""
+        return await signing_threads().sign(unsigned)
 
     def sign_blocking(self, claims: dict[str, Any], *, typ: str = "JWT") -> str:
         """Sign on the calling thread with the key loaded last: for code already running off the
-        event loop (the identity provider runs authlib's synchronous grants in a thread)."""
-        key = self._current
-        if key is None:
-            raise RuntimeError("no signing key: run `patchbay keys rotate` or start the server once")
-        header = {"alg": ALGORITHM, "kid": key.kid, "typ": typ}
-        return jwt.encode(header, claims, key)
+        event loop (authlib's code and refresh grants run in a thread)."""
+        return self.prepare(claims, typ=typ).sign()
 
     async def refresh(self) -> None:
         """Reload the keys when they are older than ``RELOAD_SECONDS`` (before ``sign_blocking``)."""

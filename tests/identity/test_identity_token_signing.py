@@ -1,0 +1,87 @@
+"""How the token endpoint signs: client_credentials runs on the event loop and only the RSA
+signature goes to a signing thread; the hand-built JWS verifies with joserfc; a signing thread's
+failure reaches the request that waits for it; the private key is parsed once per kid."""
+
+import asyncio
+import threading
+
+import pytest
+from joserfc import jwt
+from joserfc.jwk import KeySet, RSAKey
+from joserfc.util import json_b64encode
+
+from patchbay.core.appkeys import SIGNING_KEYS
+from patchbay.core.identity.http import OAUTH_SERVER
+from patchbay.core.security import signing_keys
+from patchbay.core.security.signing_keys import UnsignedJWT, signing_threads
+
+
+async def test_client_credentials_runs_on_the_loop_and_only_the_signature_on_a_signing_thread(idp, monkeypatch):
+    client = await idp.register(grant_types=["client_credentials"], scope="openid")
+    seen: dict[str, str] = {}
+    server = idp.app[OAUTH_SERVER]
+    create = server.create_token_response
+
+    def spy_create(request):
+        seen["grant"] = threading.current_thread().name
+        return create(request)
+
+    sign = UnsignedJWT.sign
+
+    def spy_sign(self):
+        seen["signature"] = threading.current_thread().name
+        return sign(self)
+
+    monkeypatch.setattr(server, "create_token_response", spy_create)
+    monkeypatch.setattr(UnsignedJWT, "sign", spy_sign)
+    response = await idp.token(client, grant_type="client_credentials")
+    assert response.status == 200, await response.text()
+    assert seen["grant"] == threading.current_thread().name  # the test's loop thread
+    assert seen["signature"].startswith("patchbay-sign-")
+    keys = KeySet.import_key_set(await (await idp.http.get("/api/v1/oidc/jwks")).json())
+    token = jwt.decode((await response.json())["access_token"], keys, algorithms=["RS256"])
+    assert token.header == {"typ": "at+jwt", "alg": "RS256", "kid": idp.app[SIGNING_KEYS].current_kid}
+    assert token.claims["sub"] == client["client_id"] and token.claims["token_type"] == "access_token"
+
+
+async def test_prepared_tokens_verify_and_keep_non_ascii_claims(idp):
+    keys = idp.app[SIGNING_KEYS]
+    token = await keys.sign({"name": "Zoë Ångström", "n": 1}, typ="JWT")
+    assert await keys.verify(token) == {"name": "Zoë Ångström", "n": 1}
+    assert keys.sign_blocking({"n": 2}).count(".") == 2
+    assert await keys.verify(keys.sign_blocking({"n": 2})) == {"n": 2}
+
+
+class _Broken:
+    def sign(self, *args):
+        raise ValueError("no signature today")
+
+
+async def test_a_failed_signature_reaches_its_request_and_the_threads_keep_signing():
+    key = RSAKey.generate_key(2048)
+    signing_input = json_b64encode({"alg": "RS256"}) + b".e30"  # {} signed by RS256
+    with pytest.raises(ValueError, match="no signature today"):
+        await signing_threads().sign(UnsignedJWT(b"e30.e30", _Broken()))
+    abandoned = signing_threads().sign(UnsignedJWT(signing_input, key.get_op_key("sign")))
+    abandoned.cancel()  # the client went away: its signature is dropped, not an error
+    good = await asyncio.wait_for(signing_threads().sign(UnsignedJWT(signing_input, key.get_op_key("sign"))), timeout=10)
+    assert jwt.decode(good, key).claims == {}
+
+
+async def test_the_private_key_is_parsed_once_per_kid(idp, monkeypatch):
+    keys = idp.app[SIGNING_KEYS]
+    imports = []
+    original = RSAKey.import_key
+
+    def counting(*args, **kwargs):
+        if "parameters" in kwargs:  # the private key (the JWKS imports the public ones too)
+            imports.append(kwargs["parameters"]["kid"])
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(signing_keys.RSAKey, "import_key", counting)
+    await keys.load()
+    await keys.load()
+    assert imports == []  # a reload of the same current key keeps the parsed one
+    new_kid = await keys.rotate()
+    assert imports == [new_kid]
+    assert jwt.decode(await keys.sign({"n": 3}), keys._public).header["kid"] == new_kid
