@@ -132,13 +132,18 @@ def signing_threads() -> _SigningThreads:
     return _signing_threads
 
 
+@attrs.frozen
+class _CurrentKey:
+    kid: str
+    private: rsa.RSAPrivateKey
+    headers: dict[str, bytes] = attrs.field(factory=dict)  # its base64url JWS header, by ``typ``
+
+
 class SigningKeys:
     def __init__(self, db: Database, box: SecretBox) -> None:
         self._db = db
         self._box = box
-        self._current: RSAKey | None = None
-        self._private: rsa.RSAPrivateKey | None = None
-        self._headers: dict[str, bytes] = {}  # base64url JWS header of the current key, by ``typ``
+        self._current: _CurrentKey | None = None
         self._public = KeySet([])
         self._jwks: dict[str, Any] = {"keys": []}
         self._loaded_at = 0.0
@@ -180,10 +185,8 @@ class SigningKeys:
             rows = (await session.scalars(select(SigningKey).where(SigningKey.status.in_(("current", "previous"))))).all()
         current = next((row for row in rows if row.status == "current"), None)
         if current is not None and (self._current is None or self._current.kid != current.kid):  # parsed once per key
-            pem = self._box.decrypt(current.private_key)
-            self._current = RSAKey.import_key(pem, parameters={"kid": current.kid, "alg": ALGORITHM, "use": "sig"})
-            self._private = self._current.get_op_key("sign")
-            self._headers = {}
+            key = RSAKey.import_key(self._box.decrypt(current.private_key), parameters={"kid": current.kid, "alg": ALGORITHM, "use": "sig"})
+            self._current = _CurrentKey(current.kid, key.get_op_key("sign"))  # one assignment: signing threads read it
         public = [dict(row.public_jwk, kid=row.kid, alg=ALGORITHM, use="sig") for row in sorted(rows, key=lambda r: r.status)]
         self._jwks = {"keys": public}
         self._public = KeySet.import_key_set({"keys": public})
@@ -207,14 +210,14 @@ class SigningKeys:
 
     def prepare(self, claims: dict[str, Any], *, typ: str = "JWT") -> UnsignedJWT:
         """The signing input of ``claims`` under the key loaded last (no signature yet)."""
-        key, private = self._current, self._private
-        if key is None or private is None:
+        key = self._current
+        if key is None:
             raise RuntimeError("no signing key: run `patchbay keys rotate` or start the server once")
-        header = self._headers.get(typ)
+        header = key.headers.get(typ)
         if header is None:
-            header = self._headers[typ] = json_b64encode({"typ": typ, "alg": ALGORITHM, "kid": key.kid})
+            header = key.headers[typ] = json_b64encode({"typ": typ, "alg": ALGORITHM, "kid": key.kid})
         payload = urlsafe_b64encode(json.dumps(claims, ensure_ascii=False, separators=(",", ":")).encode())
-        return UnsignedJWT(header + b"." + payload, private)
+        return UnsignedJWT(header + b"." + payload, key.private)
 
     async def finish(self, unsigned: UnsignedJWT) -> str:
         """Sign ``unsigned`` on a signing thread; the event loop serves other requests meanwhile."""
