@@ -11,6 +11,9 @@ code or rotated refresh token used twice at the same moment) turns the answer in
 
 from __future__ import annotations
 
+import base64
+import os
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
@@ -235,10 +238,39 @@ class OAuthResult:
 # -- tokens ---------------------------------------------------------------------------------------
 
 
+class JwtIds:
+    """``jti`` values, 96 random bits each, cut from one ``os.urandom`` read per 256 of them: a
+    system call per token gives the GIL away, and taking it back made the event loop wait for the
+    signing threads (a tenth of its time under load in a py-spy profile)."""
+
+    SIZE = 12
+    BATCH = 256
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()  # code and refresh grants run in worker threads
+        self._pool = b""
+        self._next = 0
+        os.register_at_fork(after_in_child=self._forget)  # a child must not repeat the parent's values
+
+    def _forget(self) -> None:
+        self._pool, self._next = b"", 0
+
+    def __call__(self) -> str:
+        with self._lock:
+            if self._next + self.SIZE > len(self._pool):
+                self._pool, self._next = os.urandom(self.SIZE * self.BATCH), 0
+            chunk = self._pool[self._next : self._next + self.SIZE]
+            self._next += self.SIZE
+        return base64.urlsafe_b64encode(chunk).decode()  # 16 characters, as random_token(12)
+
+
+new_jti = JwtIds()
+
+
 def access_token_claims(ctx: Context, client: Client, user: UserFacts | None, scope: str) -> dict[str, Any]:
     now = int(time.time())
     claims: dict[str, Any] = {"iss": ctx.issuer, "aud": client.client_id, "client_id": client.client_id, "iat": now,
-                              "exp": now + client.access_token_ttl, "scope": scope, "token_type": "access_token", "jti": random_token(12)}  # fmt: skip
+                              "exp": now + client.access_token_ttl, "scope": scope, "token_type": "access_token", "jti": new_jti()}  # fmt: skip
     if user is not None:
         claims.update(user_claims(user, scope))
         if ctx.grant_id:

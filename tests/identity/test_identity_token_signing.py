@@ -1,6 +1,7 @@
 """How the token endpoint signs: client_credentials runs on the event loop and only the RSA
 signature goes to a signing thread; the hand-built JWS verifies with joserfc; a signing thread's
-failure reaches the request that waits for it; the private key is parsed once per kid."""
+failure reaches the request that waits for it; the private key is parsed once per kid; jti values
+come from one random read per batch."""
 
 import asyncio
 import threading
@@ -11,6 +12,7 @@ from joserfc.jwk import KeySet, RSAKey
 from joserfc.util import json_b64encode
 
 from patchbay.core.appkeys import SIGNING_KEYS
+from patchbay.core.identity import server
 from patchbay.core.identity.http import OAUTH_SERVER
 from patchbay.core.security import signing_keys
 from patchbay.core.security.signing_keys import UnsignedJWT, signing_threads
@@ -85,3 +87,30 @@ async def test_the_private_key_is_parsed_once_per_kid(idp, monkeypatch):
     new_kid = await keys.rotate()
     assert imports == [new_kid]
     assert jwt.decode(await keys.sign({"n": 3}), keys._public).header["kid"] == new_kid
+
+
+def test_jwt_ids_are_distinct_and_cost_one_random_read_per_batch(monkeypatch):
+    reads = []
+    urandom = server.os.urandom
+
+    def counting(size):
+        reads.append(size)
+        return urandom(size)
+
+    monkeypatch.setattr(server.os, "urandom", counting)
+    ids = server.JwtIds()
+    values = [ids() for _ in range(server.JwtIds.BATCH * 2)]
+    assert len(set(values)) == len(values) and {len(value) for value in values} == {16}
+    assert reads == [server.JwtIds.SIZE * server.JwtIds.BATCH] * 2  # not a system call per token
+    ids._forget()  # what a forked child does first: it must not hand out the parent's next values
+    assert ids() not in values and len(reads) == 3
+
+
+async def test_client_credentials_tokens_carry_distinct_jti(idp):
+    client = await idp.register(grant_types=["client_credentials"], scope="openid")
+    keys = idp.app[SIGNING_KEYS]
+    seen = set()
+    for _ in range(3):
+        body = await (await idp.token(client, grant_type="client_credentials")).json()
+        seen.add((await keys.verify(body["access_token"]))["jti"])
+    assert len(seen) == 3
