@@ -22,6 +22,7 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable
 from datetime import datetime
+from typing import Any
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -59,9 +60,16 @@ class Metrics:
         self.connections = Gauge("patchbay_connections", "Provider connections by status; expired and invalid ones failed to refresh (shared state).", ["status"], registry=registry)
         self.refresh_failing = Gauge("patchbay_connections_refresh_failing", "Connections whose last token refresh failed, by provider (shared state).", ["provider"], registry=registry)
 
+        #: (method, route, status) -> its request counter and latency histogram (``labels()`` costs
+        #: more than the observation; the set is as bounded as the metrics' own labels)
+        self._request_series: dict[tuple[str, str, int], tuple[Any, Any]] = {}
+
     def observe_request(self, method: str, route: str, status: int, seconds: float) -> None:
-        self.requests.labels(method, route, str(status)).inc()
-        self.latency.labels(method, route).observe(seconds)
+        series = self._request_series.get((method, route, status))
+        if series is None:
+            series = self._request_series[(method, route, status)] = (self.requests.labels(method, route, str(status)), self.latency.labels(method, route))
+        series[0].inc()
+        series[1].observe(seconds)
 
     async def read_shared_state(self, db) -> None:
         """Set the shared-state gauges from the database (one grouped query per table)."""
