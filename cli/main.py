@@ -9,7 +9,7 @@ import click
 from aiohttp import web
 
 from patchbay.cli import admin, db_commands, packs
-from patchbay.cli.runtime import plugin_failure, settings_from
+from patchbay.cli.runtime import plugin_failure, settings_from, settle_garbage_collector
 from patchbay.core.app import create_app
 from patchbay.core.http.middleware import JsonAccessLogger, configure_logging
 from patchbay.core.plugins.registry import PluginError
@@ -43,9 +43,11 @@ def _logging(level: str) -> None:
 def _app(settings) -> web.Application:
     """The application, or a one-line CLI error naming a broken plugin."""
     try:
-        return create_app(settings)
+        app = create_app(settings)
     except PluginError as error:
         raise plugin_failure(error) from None
+    app.on_startup.append(settle_garbage_collector)
+    return app
 
 
 @cli.command()
