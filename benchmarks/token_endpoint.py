@@ -3,12 +3,16 @@
 machine in the same run, and against the raw RS256 signing rate of ``cryptography`` (the physical
 limit: one thread, and one thread per core since signing releases the GIL).
 
-    python benchmarks/token_endpoint.py [--seconds 8] [--concurrency 32] [--rounds 3]
+    python benchmarks/token_endpoint.py [--seconds 8] [--concurrency 32] [--rounds 3] [--baseline-tree DIR]
 
 Both servers are driven by the same load generator, keep-alive connections: ``wrk`` when it is
 installed (``apt-get install wrk``; a C generator takes little of the CPU the servers share with it),
 else aiohttp in its own process; the rate limits of 8B are turned off for the run. node-oidc-provider needs Node.js; its npm packages
 are the ones of tests/identity/node (installed on first use).
+
+``--baseline-tree DIR`` also runs ``patchbay serve`` from another source tree (for example ``git
+archive <commit> | tar -x -C DIR``), measured in the same rounds, and prints this tree's CPU per token
+against it round by round: a before/after that the machine's load drift does not decide.
 """
 
 from __future__ import annotations
@@ -149,7 +153,9 @@ def drive(url: str, form: dict[str, str], seconds: float, concurrency: int, pid:
 # -- the contenders -------------------------------------------------------------------------------
 
 
-def start_patchbay(data_dir: Path) -> tuple[subprocess.Popen, str]:
+def start_patchbay(data_dir: Path, source: Path | None = None) -> tuple[subprocess.Popen, str]:
+    """``patchbay serve`` of the installed package, or of the package folder ``source`` (first on
+    the path, before the installed one)."""
     port = free_port()
     config = data_dir / "bench.toml"
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -158,6 +164,8 @@ def start_patchbay(data_dir: Path) -> tuple[subprocess.Popen, str]:
            "PATCHBAY_BASE_URL": f"http://127.0.0.1:{port}", "PATCHBAY_WORKERS": "0", "PATCHBAY_SCHEDULER": "false",
            "PATCHBAY_LOG_LEVEL": "WARNING", "PATCHBAY_CONFIG": str(config)}  # fmt: skip
     env.pop("PATCHBAY_DATABASE_URL", None)
+    if source is not None:
+        env["PYTHONPATH"] = str(source)
     process = subprocess.Popen([PATCHBAY, "serve"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
     wait_until_up(base + "/health")
@@ -214,6 +222,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=8)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--rounds", type=int, default=3, help="rounds alternating patchbay and node-oidc-provider")
+    parser.add_argument("--baseline-tree", metavar="DIR", type=Path, help="also run patchbay from this source tree and compare CPU per token round by round")
     args = parser.parse_args()
     cores = os.cpu_count() or 1
     generator = "wrk" if shutil.which("wrk") else "aiohttp"
@@ -225,20 +234,33 @@ def main() -> None:
     first = (signing_rate(2, 1), signing_rate(2, cores))
 
     results: dict[str, list[dict[str, float]]] = {"patchbay serve": [], "node-oidc-provider": []}
+    baseline_runs: list[dict[str, float]] = []
     with tempfile.TemporaryDirectory() as scratch:
         ours, base = start_patchbay(Path(scratch) / "patchbay")
+        baseline = None
+        if args.baseline_tree:
+            from proxy import _baseline_package  # the same package folder as the proxy benchmark's
+
+            baseline = start_patchbay(Path(scratch) / "baseline", _baseline_package(args.baseline_tree, Path(scratch) / "baseline-package"))
         node = start_node_provider()
         try:
             client = register(base)
             our_form = {"grant_type": "client_credentials", "client_id": client["client_id"], "client_secret": client["client_secret"]}
             node_form = {"grant_type": "client_credentials", "client_id": "bench", "client_secret": "bench-secret", "scope": "api"}
+            if baseline is not None:
+                old = register(baseline[1])
+                old_form = {"grant_type": "client_credentials", "client_id": old["client_id"], "client_secret": old["client_secret"]}
             for _ in range(args.rounds):
                 results["patchbay serve"].append(drive(base + "/api/v1/oidc/token", our_form, args.seconds, args.concurrency, ours.pid))
+                if baseline is not None:
+                    baseline_runs.append(drive(baseline[1] + "/api/v1/oidc/token", old_form, args.seconds, args.concurrency, baseline[0].pid))
                 if node is not None:
                     results["node-oidc-provider"].append(drive(node[1] + "/token", node_form, args.seconds, args.concurrency, node[0].pid))
         finally:
-            ours.send_signal(signal.SIGINT)
-            ours.wait(timeout=15)
+            for process in (ours, baseline[0] if baseline is not None else None):
+                if process is not None:
+                    process.send_signal(signal.SIGINT)
+                    process.wait(timeout=15)
             if node is not None:
                 node[0].terminate()
                 node[0].wait(timeout=15)
@@ -266,6 +288,14 @@ def main() -> None:
     print(f"patchbay / RS256 signing on one thread:              {ours_m['rate'] / sign_one:.2f}x")
     print(f"patchbay / RS256 signing on {cores} threads:               {ours_m['rate'] / sign_all:.2f}x  (the physical limit)")
     print(f"patchbay CPU per token / CPU per signature:          {ours_m['cpu_ms'] / sign_ms:.2f}x")
+    if baseline_runs:
+        print(f"\nbaseline tree {args.baseline_tree}, same rounds:")
+        for number, r in enumerate(baseline_runs, 1):
+            print(f"{number:<7}{'baseline patchbay':<22}{r['rate']:>10,.0f}{r['p50_ms']:>10.1f}{r['p99_ms']:>10.1f}{r['errors']:>8}{r['cpu_ms']:>14.2f}")
+        cpu = [a["cpu_ms"] / b["cpu_ms"] for a, b in zip(results["patchbay serve"], baseline_runs, strict=True)]
+        rate = [a["rate"] / b["rate"] for a, b in zip(results["patchbay serve"], baseline_runs, strict=True)]
+        print(f"this tree / baseline, CPU per token (below 1: cheaper): {statistics.median(cpu):.2f}x (per round: {', '.join(f'{x:.2f}' for x in cpu)})")
+        print(f"this tree / baseline, tokens/s:                         {statistics.median(rate):.2f}x (per round: {', '.join(f'{x:.2f}' for x in rate)})")
 
 
 if __name__ == "__main__":
