@@ -44,8 +44,12 @@ class Principal:
 
 
 def _bearer(value: str) -> str:
-    scheme, _, rest = value.partition(" ")
-    return rest.strip() if scheme.lower() == "bearer" and rest else value.strip()
+    """The token of an ``Authorization`` value: ``Bearer <token>`` or a bare token; "" for another
+    scheme (``Basic`` client credentials at the token endpoint are not a token to verify)."""
+    scheme, space, rest = value.strip().partition(" ")
+    if not space:
+        return scheme
+    return rest.strip() if scheme.lower() == "bearer" else ""
 
 
 async def verify_access_token(app: web.Application, token: str) -> dict[str, Any]:
@@ -168,8 +172,8 @@ async def authenticate(request: web.Request) -> Principal | None:
     authorization = request.headers.get("Authorization")
     if api_key:
         principal = await _from_api_key(request.app, api_key.strip())
-    elif authorization:
-        principal = await _from_token(request.app, _bearer(authorization))
+    elif token := _bearer(authorization or ""):
+        principal = await _from_token(request.app, token)
     request[PRINCIPAL] = principal
     return principal
 

@@ -10,7 +10,7 @@ from joserfc import jwt
 from joserfc.jwk import KeySet
 from sqlalchemy import select, update
 
-from patchbay.core.appkeys import DB, SECRETS, SETTINGS
+from patchbay.core.appkeys import DB, SECRETS, SETTINGS, SIGNING_KEYS
 from patchbay.core.identity.models import AuthorizationCode, RefreshToken
 from patchbay.core.security.auth import authenticate
 from patchbay.core.security.permissions import ROLE_PERMISSIONS
@@ -174,6 +174,21 @@ async def test_client_credentials_for_a_workspace_client_opens_the_connect_api(i
     request = make_mocked_request("GET", "/connect/v1/flows", headers={"Authorization": body["access_token"]}, app=idp.app)
     principal = await authenticate(request)
     assert principal.workspace_id == idp.workspace["workspace_id"] and principal.permissions == ROLE_PERMISSIONS["admin"]
+
+
+async def test_basic_client_credentials_are_not_verified_as_an_access_token(idp, monkeypatch):
+    client = await idp.register(grant_types=["client_credentials"], scope="openid")
+    keys = idp.app[SIGNING_KEYS]
+    verified = []
+    monkeypatch.setattr(keys, "verify", lambda token, verify=keys.verify: verified.append(token) or verify(token))
+    basic = base64.b64encode(f"{client['client_id']}:{client['client_secret']}".encode()).decode()
+    response = await idp.http.post("/api/v1/oidc/token", data={"grant_type": "client_credentials"}, headers={"Authorization": f"Basic {basic}"})
+    assert response.status == 200, await response.text()
+    assert verified == []
+    for authorization in (f"Basic {basic}", f"Digest {basic}"):
+        request = make_mocked_request("GET", "/connect/v1/flows", headers={"Authorization": authorization}, app=idp.app)
+        assert await authenticate(request) is None
+    assert verified == []
 
 
 async def test_client_authentication_errors_are_401_invalid_client(idp):
