@@ -14,6 +14,7 @@ import cattrs
 import cattrs.gen
 from cattrs.cols import list_structure_factory
 from aiohttp import web
+from aiohttp.hdrs import CONTENT_ENCODING
 from multidict import MultiDictProxy
 
 from patchbay.core.appkeys import SETTINGS
@@ -151,7 +152,8 @@ async def body_limit_middleware(request: web.Request, handler) -> web.StreamResp
     """Bound what a request may make the server buffer: ``max_body_bytes`` for a caller with a valid
     credential, ``max_unauthenticated_body_bytes`` for everyone else (a webhook receiver's body is
     refused before its signature is checked). A declared ``Content-Length`` over the limit is
-    refused unread; a chunked body fails with 413 when reading passes the limit."""
+    refused unread; a chunked or compressed body fails with 413 when reading (inflating) passes the
+    limit."""
     if not request.body_exists:
         return await handler(request)
     settings = request.app[SETTINGS]
@@ -159,6 +161,10 @@ async def body_limit_middleware(request: web.Request, handler) -> web.StreamResp
     limit = settings.max_body_bytes if authenticated else settings.max_unauthenticated_body_bytes
     if request.content_length is not None and request.content_length > limit:
         raise body_too_large(limit)
+    if request.content_length is not None and CONTENT_ENCODING not in request.headers:
+        # the parser stops at the declared length and nothing is inflated: the body cannot pass the
+        # limit, so the request needs no copy carrying it (a clone costs tens of microseconds)
+        return await handler(request)
     return await handler(request.clone(client_max_size=limit))
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gzip
 import secrets
 
 import pytest
@@ -96,6 +97,17 @@ async def test_webhook_receiver_refuses_a_large_unsigned_body_before_reading_it(
     response = await small_limits.post("/webhook/stripe", data=data, headers={"Content-Type": "application/json"})
     assert response.status == 413
     assert (await response.json())["statusCode"] == 413
+
+
+@pytest.mark.parametrize(("path", "content_type", "body"), [
+    ("/webhook/stripe", "application/json", b'{"pad": "' + b"x" * 20_000 + b'"}'),
+    ("/api/v1/oidc/token", "application/x-www-form-urlencoded", b"grant_type=" + b"x" * 20_000),
+])  # fmt: skip
+async def test_a_small_compressed_body_that_inflates_past_the_unauthenticated_limit_is_413(small_limits, path, content_type, body):
+    packed = gzip.compress(body)
+    assert len(packed) < 4096 < len(body)  # declared small, inflated over the limit
+    response = await small_limits.post(path, data=packed, headers={"Content-Type": content_type, "Content-Encoding": "gzip"})
+    assert response.status == 413
 
 
 async def test_oidc_token_endpoint_refuses_a_large_form(small_limits):
