@@ -39,6 +39,7 @@ from pathlib import Path
 
 import aiohttp
 from aiohttp import web
+from source_trees import package_folder
 
 ITEM_PATH = "/items/1"
 ENVELOPE = json.dumps({"method": "GET", "path": ITEM_PATH})
@@ -107,27 +108,18 @@ def _flat(value, prefix: str = "") -> dict[str, object]:
     return {prefix.rstrip("."): value}
 
 
-def _baseline_package(tree: Path, folder: Path) -> Path:
-    """A folder to put first on ``sys.path`` so that ``import patchbay`` loads the source ``tree``
-    (laid out as this repository: ``patchbay/``, ``core/``, ``cli/``, ``plugins/``, ``providers/``)."""
-    package = folder / "patchbay"
-    shutil.copytree(tree / "patchbay", package)
-    for name in ("cli", "core", "plugins", "providers"):
-        (package / name).symlink_to((tree / name).resolve(), target_is_directory=True)
-    return folder
-
-
 def _patchbay(upstream: str, data_dir: str, database_url: str | None, log_level: str | None, auth: str, profile: str | None, source: str | None, out) -> None:
     if source:  # the baseline tree's package, before the installed one
         sys.path.insert(0, source)
     Path(data_dir).mkdir(parents=True, exist_ok=True)
-    from patchbay import Provider, hookimpl
     from patchbay.core.app import create_app
     from patchbay.core.connections.service import connect_with_api_key
     from patchbay.core.http import middleware
     from patchbay.core.http.middleware import JsonAccessLogger
     from patchbay.core.settings import load_settings
     from patchbay.core.testing import create_workspace_with_key, sign_access_token
+
+    from patchbay import Provider, hookimpl
 
     class BenchPack:
         @hookimpl
@@ -265,7 +257,7 @@ def main() -> None:
             }
             pids = {"upstream": upstream.pid, "patchbay": patchbay.pid, "naive": naive.pid}
             if args.baseline_tree:
-                source = _baseline_package(args.baseline_tree, Path(folder) / "baseline-package")
+                source = package_folder(args.baseline_tree, Path(folder) / "baseline-package")
                 baseline, (port, baseline_info) = _start(context, processes, _patchbay, upstream_url, f"{folder}/baseline", args.database_url, args.log_level, args.auth, None, str(source))
                 baseline_url = f"http://127.0.0.1:{port}/connect/v1/proxy/bench"
                 targets["baseline passthrough"] = (f"{baseline_url}{ITEM_PATH}", wrk_script(scripts, "base-pass", "GET", baseline_info["headers"], None))

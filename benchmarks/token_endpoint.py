@@ -36,6 +36,8 @@ import urllib.request
 from pathlib import Path
 from urllib.parse import urlencode
 
+from source_trees import package_folder
+
 NODE_DIR = Path(__file__).resolve().parents[1] / "tests" / "identity" / "node"
 PATCHBAY = str(Path(sys.executable).parent / "patchbay")
 
@@ -239,9 +241,7 @@ def main() -> None:
         ours, base = start_patchbay(Path(scratch) / "patchbay")
         baseline = None
         if args.baseline_tree:
-            from proxy import _baseline_package  # the same package folder as the proxy benchmark's
-
-            baseline = start_patchbay(Path(scratch) / "baseline", _baseline_package(args.baseline_tree, Path(scratch) / "baseline-package"))
+            baseline = start_patchbay(Path(scratch) / "baseline", package_folder(args.baseline_tree, Path(scratch) / "baseline-package"))
         node = start_node_provider()
         try:
             client = register(base)
