@@ -5,6 +5,7 @@ new steps; http steps share one keep-alive session."""
 from __future__ import annotations
 
 import asyncio
+import threading
 
 import pytest
 from aiohttp import web
@@ -12,11 +13,15 @@ from sqlalchemy import event, func, select
 
 from patchbay import hookimpl
 from patchbay.core.appkeys import DB
+from patchbay.core.flows import runner
 from patchbay.core.flows.engine import EXECUTIONS_PER_JOB, create_executions, run_execution
 from patchbay.core.flows.models import Flow, FlowExecution, FlowExecutionStep
 from patchbay.core.flows.service import publish
 from patchbay.core.jobs.models import Job
 from patchbay.core.testing import create_workspace_with_key
+
+#: bound of every wait on the held render; far above what three light executions take
+WAIT_SECONDS = 20
 
 
 class OddOutputs:
@@ -188,15 +193,31 @@ async def test_a_job_queued_before_batches_still_runs_its_execution(batch_client
     assert (await _statuses(app, [execution_id]))[execution_id] == ("completed", 1, None)
 
 
-async def test_a_heavy_template_does_not_hold_up_the_renders_of_other_executions(batch_client):
+async def test_a_slow_render_does_not_hold_up_the_renders_of_other_executions(batch_client, monkeypatch):
+    """A render held in its worker thread (as a heavy template would hold it, but released by the
+    test rather than by the machine's speed) while three other executions render and finish."""
     app = batch_client.server.app
     ws = (await create_workspace_with_key(app))["workspace_id"]
-    heavy = await _published(app, ws, [{"id": "spin", "type": "transform", "output": "{% for i in range(99999) %}{% for j in range(4) %}{% endfor %}{% endfor %}done"}])
-    light = await _published(app, ws, [{"id": "say", "type": "transform", "output": "{{ trigger.n }}"}])
-    (slow,) = await _create(app, ws, heavy, [{}])
-    quick = await _create(app, ws, light, [{"n": n} for n in range(3)])
+    holding, released, waits = threading.Event(), threading.Event(), []
+    render_all = runner._render_all
+
+    def held_while_flagged(items):
+        if any(context["trigger"].get("hold") for _, context, _ in items):
+            holding.set()
+            waits.append(released.wait(WAIT_SECONDS))
+        return render_all(items)
+
+    monkeypatch.setattr(runner, "_render_all", held_while_flagged)
+    flow_id = await _published(app, ws, [{"id": "say", "type": "transform", "output": "{{ trigger.n }}"}])
+    (slow,) = await _create(app, ws, flow_id, [{"n": "slow", "hold": True}])
+    quick = await _create(app, ws, flow_id, [{"n": n} for n in range(3)])
     spinning = asyncio.create_task(run_execution(app, slow))
-    for execution_id in quick:  # one after another, each rendered while the heavy one still renders
-        assert await run_execution(app, execution_id) == "completed"
-    assert not spinning.done()
-    assert await spinning == "completed"
+    assert await asyncio.to_thread(holding.wait, WAIT_SECONDS)
+    try:
+        for execution_id in quick:  # one after another, each rendered while the slow one is held
+            assert await asyncio.wait_for(run_execution(app, execution_id), WAIT_SECONDS) == "completed"
+        assert not spinning.done()
+    finally:
+        released.set()
+    assert await asyncio.wait_for(spinning, WAIT_SECONDS) == "completed"
+    assert waits == [True]  # released by the test, not by the wait's bound
