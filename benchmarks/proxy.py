@@ -4,7 +4,7 @@ measured in the same run; prints the ratios.
 
     python benchmarks/proxy.py [--seconds 10] [--rounds 3] [--connections 50] [--auth api_key|token]
                                [--database-url postgresql+asyncpg://...] [--log-level WARNING] [--profile FILE]
-                               [--baseline-tree DIR]
+                               [--py-spy DIR] [--baseline-tree DIR]
 
 Load: ``wrk`` (one thread, keep-alive connections; ``apt-get install wrk``). Processes: the upstream
 (a small aiohttp JSON API), patchbay (one process, started as ``patchbay serve`` starts it: default
@@ -15,6 +15,11 @@ provider), the connection lookup and credential injection, the connect API throt
 per-connection rate limit (set high enough not to refuse), and the audit log (one row per call).
 Settings that differ from the defaults are printed. Targets are measured in rotated order each
 round (the machine's load drifts); ratios are medians of the per-round ratios.
+
+``--py-spy DIR`` samples the patchbay process with py-spy through the rounds (``DIR/proxy.txt``, the
+thread holding the GIL,
+collapsed stacks) and prints where its samples go (``benchmarks/profiles.py``); py-spy costs the
+process little, but its rates in that run are not the ones to quote.
 
 ``--baseline-tree DIR`` also runs patchbay from another source tree (for example ``git archive
 <commit> | tar -x -C DIR``) as a second process measured in the same rounds, and prints the CPU per
@@ -39,6 +44,7 @@ from pathlib import Path
 
 import aiohttp
 from aiohttp import web
+from profiles import print_shares, start_py_spy, stop_py_spy
 from source_trees import package_folder
 
 ITEM_PATH = "/items/1"
@@ -232,6 +238,7 @@ def main() -> None:
     parser.add_argument("--database-url", help="patchbay's database (an empty or bench-only one); default a fresh SQLite file")
     parser.add_argument("--log-level", help="patchbay's log level; WARNING turns the access log off (default INFO: on, as serve runs)")
     parser.add_argument("--profile", metavar="FILE", help="write a cProfile (CPU time) of the patchbay process to FILE (slows it down)")
+    parser.add_argument("--py-spy", metavar="DIR", type=Path, help="sample the patchbay process with py-spy through the rounds; shares of its samples printed")
     parser.add_argument("--baseline-tree", metavar="DIR", type=Path, help="also run patchbay from this source tree and compare CPU per call round by round")
     args = parser.parse_args()
     if shutil.which("wrk") is None:
@@ -266,6 +273,7 @@ def main() -> None:
             for url, script in targets.values():  # warm up: connections, caches, the JIT-less interpreter's caches
                 wrk(url, script, 1, args.connections)
             names = list(targets)
+            profiler = start_py_spy(patchbay.pid, args.py_spy / "proxy.txt", gil=True) if args.py_spy else None
             for round_ in range(args.rounds):
                 shift = round_ % len(names)
                 for name in names[shift:] + names[:shift]:
@@ -273,12 +281,16 @@ def main() -> None:
                     figures = wrk(*targets[name], args.seconds, args.connections)
                     cpu = {process: cpu_seconds(pid) - before[process] for process, pid in pids.items()}
                     results.setdefault(name, []).append((figures, cpu))
+            if profiler is not None:
+                stop_py_spy(profiler)
     finally:
         for process in processes:
             process.terminate()
         for process in processes:
             process.join(30)
     report(args, info["settings"], results)
+    if args.py_spy:
+        print_shares(args.py_spy / "proxy.txt")
     if any(figures["errors"] for runs in results.values() for figures, _ in runs):
         sys.exit(1)
 

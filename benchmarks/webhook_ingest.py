@@ -16,8 +16,9 @@ how many accepted events were never forwarded or forwarded twice (by delivery id
 PATCHBAY_TEST_DATABASE_URL (or PATCHBAY_BENCH_PG_URL) names a server: a scratch database is created
 and dropped. The server runs in its own process; the load generator, the fake Graph API serving the
 leads and the receiver in this one. ``--events feed`` sends page changes that fetch and store
-nothing. ``--py-spy DIR`` samples the server during the load (py-spy pauses it to sample: rates
-drop).
+nothing. ``--py-spy DIR`` samples the server's thread holding the GIL through the load and the drain
+(``DIR/<database>.txt``, collapsed stacks) and prints where its samples go
+(``benchmarks/profiles.py``); py-spy pauses the server to sample, so that run's rates drop.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from patchbay.core.testing import create_workspace_with_key
 from patchbay.core.webhooks.models import WebhookSubscription
 from patchbay.providers.meta.testing import FakeGraph, leadgen_payload, meta_signature, page_event_payload
 from patchbay.testing import Receiver, add_connection
+from profiles import print_shares, start_py_spy, stop_py_spy
 
 APP_SECRET = "bench-app-secret"
 PATCHBAY = str(Path(sys.executable).parent / "patchbay")
@@ -190,15 +192,6 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def start_profiler(pid: int, destination: Path, seconds: float) -> asyncio.subprocess.Process:
-    """py-spy sampling the server ``pid`` for ``seconds``, collapsed stacks written to ``destination``."""
-    py_spy = str(Path(sys.executable).parent / "py-spy")
-    return await asyncio.create_subprocess_exec(
-        py_spy, "record", "--format", "raw", "--rate", "200", "--duration", str(int(seconds)), "--pid", str(pid), "--output", str(destination),
-        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
-    )  # fmt: skip
-
-
 def event_body(n: int, graph: FakeGraph | None) -> bytes:
     """Event ``n``: a ``leadgen`` change whose lead the fake Graph API serves, or (no ``graph``) a
     ``feed`` change, which fetches and stores nothing."""
@@ -287,13 +280,13 @@ async def measure_database(label: str, database_url: str, tmp: Path, args, bare:
     await prepare(database_url, environ, receiver.url)
     try:
         process, url = await start_patchbay(environ)
-        profiler = await start_profiler(process.pid, Path(args.py_spy) / f"{label}.txt", args.seconds) if args.py_spy else None
+        profiler = start_py_spy(process.pid, Path(args.py_spy) / f"{label}.txt", gil=True) if args.py_spy else None
         try:
             cpu_before = cpu_seconds(process.pid)
             result = await steady_load(url, receiver, graph, args.concurrency, args.seconds)
             result["cpu"] = cpu_seconds(process.pid) - cpu_before
             if profiler is not None:
-                await profiler.wait()
+                stop_py_spy(profiler)
             result["jobs"], result["leads"], result["failed"] = await stored(database_url, result["elapsed"] + result["drain"])
         finally:
             await stop(process)
@@ -367,6 +360,8 @@ async def main() -> None:
             print(f"  {label}: NOT EXACTLY ONCE: {r['leads']} leads stored for {r['accepted']} accepted leadgen events")
         for reason, count in r["failed"]:
             print(f"  {label}: {count} events FAILED: {reason}")
+        if args.py_spy:
+            print_shares(Path(args.py_spy) / f"{label}.txt")
 
 
 if __name__ == "__main__":
