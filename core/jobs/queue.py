@@ -27,14 +27,14 @@ from datetime import timedelta
 from typing import Any
 
 import attrs
-from sqlalchemy import and_, event, or_, select, update
+from sqlalchemy import and_, bindparam, event, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session
 
 from patchbay.core.jobs.models import Job
 from patchbay.core.storage.db import Database
-from patchbay.core.storage.sql import one_of
+from patchbay.core.storage.sql import one_of, one_of_param
 from patchbay.core.timeutil import new_id, utcnow
 
 log = logging.getLogger(__name__)
@@ -43,6 +43,28 @@ LEASE_SECONDS = 60
 #: hot-path statements use the table (Core), not the ORM: no per-statement ORM bulk machinery
 _JOBS = Job.__table__
 _NOTIFY_KEY = "patchbay.jobs.wake"
+_NOW = bindparam("now", type_=_JOBS.c.updated_at.type)
+
+#: a worker's claim, built once (building it took longer than running it): up to ``limit`` due
+#: jobs of ``kinds``, or jobs whose lease ran out, leased to ``worker`` until ``lease_until``
+_CLAIMABLE = (
+    select(_JOBS.c.id)
+    .where(
+        one_of_param(_JOBS.c.kind, "kinds"),
+        or_(and_(_JOBS.c.status == "queued", _JOBS.c.run_at <= _NOW), and_(_JOBS.c.status == "running", _JOBS.c.lease_until < _NOW)),
+    )
+    .order_by(_JOBS.c.run_at)
+    .limit(bindparam("limit"))
+    .with_for_update(skip_locked=True)
+)
+_CLAIM = (
+    update(_JOBS)
+    .where(_JOBS.c.id.in_(_CLAIMABLE.scalar_subquery()))
+    .values(status="running", attempts=_JOBS.c.attempts + 1, lease_until=bindparam("lease_until", type_=_JOBS.c.lease_until.type), locked_by=bindparam("worker"), updated_at=_NOW)
+    .returning(*_JOBS.c)
+)
+#: finished jobs of ``ids`` that ``worker`` still holds, marked done (built once, as the claim)
+_MARK_DONE = update(_JOBS).where(one_of_param(_JOBS.c.id, "ids"), _JOBS.c.locked_by == bindparam("worker")).values(status="done", lease_until=None, updated_at=_NOW)
 
 
 class RetryLater(Exception):
@@ -217,24 +239,9 @@ class JobQueue:
         """Lease up to ``limit`` due jobs (or jobs whose lease ran out) to ``worker_id``: rows with
         the columns of ``jobs``."""
         now = utcnow()
-        claimable = (
-            select(Job.id)
-            .where(
-                one_of(Job.kind, self.kinds),
-                or_(and_(Job.status == "queued", Job.run_at <= now), and_(Job.status == "running", Job.lease_until < now)),
-            )
-            .order_by(Job.run_at)
-            .limit(limit)
-            .with_for_update(skip_locked=True)
-        )
-        statement = (
-            update(_JOBS)
-            .where(_JOBS.c.id.in_(claimable.scalar_subquery()))
-            .values(status="running", attempts=_JOBS.c.attempts + 1, lease_until=now + timedelta(seconds=self.lease_seconds), locked_by=worker_id, updated_at=now)
-            .returning(*_JOBS.c)
-        )
+        parameters = {"kinds": list(self.kinds), "now": now, "limit": limit, "lease_until": now + timedelta(seconds=self.lease_seconds), "worker": worker_id}
         async with self.db.transaction() as session:  # rows, not ORM objects: claiming is on every worker's hot path
-            return list((await session.execute(statement)).all())
+            return list((await session.execute(_CLAIM, parameters)).all())
 
     async def extend_leases(self, worker_id: str, job_ids: list[str]) -> None:
         if not job_ids:
@@ -251,9 +258,7 @@ class JobQueue:
         if not job_ids:
             return
         async with self.db.transaction() as session:
-            await session.execute(
-                update(_JOBS).where(one_of(_JOBS.c.id, job_ids), _JOBS.c.locked_by == worker_id).values(status="done", lease_until=None, updated_at=utcnow())
-            )
+            await session.execute(_MARK_DONE, {"ids": list(job_ids), "worker": worker_id, "now": utcnow()})
 
     async def mark_done_in(self, session: AsyncSession, worker_id: str, job_id: str) -> None:
         """Mark a job done inside ``session``'s transaction; raise :class:`LostLease` if this worker
