@@ -33,7 +33,7 @@ from patchbay.core.flows.models import FlowExecution, FlowExecutionStep
 from patchbay.core.flows.plan import MAX_STEP_TIMEOUT, StepPlan, plan_steps
 from patchbay.core.flows.runner import FlowRunner, Outcome, StepRecord, step_rows
 from patchbay.core.flows.steps import Deferred, RunContext, StepFailed, step_type
-from patchbay.core.flows.templating import TemplateFailure
+from patchbay.core.flows.templating import HEAVY, TemplateFailure
 from patchbay.core.jobs.queue import JobContext
 from patchbay.core.timeutil import new_id, utcnow
 
@@ -81,6 +81,11 @@ async def _run_step(runner: FlowRunner, context: RunContext, plan: StepPlan, rec
     run it."""
     if plan.kind is None:
         raise StepFailed(f"unknown step type {plan.type!r}")
+    if plan.config.light is not None and getattr(plan.kind, "never_waits", False):
+        config = plan.config.light(context.template_context())
+        if config is not HEAVY:  # rendered and run without a pause for a timer to cut: no timeout to arm
+            record.input = config
+            return await plan.kind.run(context, config)
     async with asyncio.timeout(plan.timeout):
         if plan.config.templated:
             config = await runner.render(plan.config, context.template_context(), plan.timeout)

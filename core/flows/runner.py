@@ -15,7 +15,7 @@ from patchbay.core.appkeys import DB
 from patchbay.core.flows import store
 from patchbay.core.flows.models import FlowVersion
 from patchbay.core.flows.plan import PlanCache, StepPlan
-from patchbay.core.flows.templating import Compiled, deadline
+from patchbay.core.flows.templating import HEAVY, Compiled, deadline
 from patchbay.core.timeutil import utcnow
 
 #: sessions opened by steps at once; more would overflow the connection pool, and on PostgreSQL
@@ -149,9 +149,14 @@ class FlowRunner:
     # -- rendering -------------------------------------------------------------------------------
 
     async def render(self, config: Compiled, context: dict[str, Any], timeout: float) -> Any:
-        """Render a step's configuration in a worker thread (a heavy template must not block the
-        event loop), together with the renders of the steps running alongside; the render stops
-        ``timeout`` seconds from now."""
+        """Render a step's configuration. One whose templates are all light (paths into the data,
+        see ``templating.light_path``) renders here, on the event loop, in a few lookups; any other
+        in a worker thread (a heavy template must not block the event loop), together with the
+        renders of the steps running alongside, stopping ``timeout`` seconds from now."""
+        if config.light is not None:
+            value = config.light(context)
+            if value is not HEAVY:
+                return value
         return await self._renders.submit((config, context, time.monotonic() + timeout))
 
     async def _render_many(self, items: list[tuple[Compiled, dict[str, Any], float]]) -> list[Any]:

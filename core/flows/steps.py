@@ -3,7 +3,9 @@
 A step type has ``run(context, config)``, a coroutine receiving the rendered configuration and
 returning the step's output; it raises :class:`StepFailed` (or anything else) to fail the step.
 ``prepare(config)`` may adjust the raw configuration before it is rendered; ``side_effects`` tells
-the engine to checkpoint the execution after the step, so a resumed execution does not repeat it.
+the engine to checkpoint the execution after the step, so a resumed execution does not repeat it;
+``never_waits`` (built-in types only) says ``run`` returns without awaiting anything, so the engine
+arms no timeout around a step of light templates (none could fire).
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ def _require(config: dict[str, Any], *names: str) -> None:
 
 class Transform:
     side_effects = False
+    never_waits = True
 
     async def run(self, context: RunContext, config: dict[str, Any]) -> Any:
         return config.get("output")
@@ -69,6 +72,7 @@ class Transform:
 
 class Filter:
     side_effects = False
+    never_waits = True
 
     def prepare(self, config: dict[str, Any]) -> dict[str, Any]:
         condition = config.get("condition")
@@ -117,12 +121,17 @@ class Http:
         except (ResponseTooLarge, zlib.error) as error:
             raise StepFailed(f"{method} {url}: {error}") from None
         try:
-            parsed: Any = json.loads(text) if text else None
+            parsed: Any = json.loads(text) if text[:1] in _JSON_STARTS or text.lstrip()[:1] in _JSON_STARTS else (text or None)
         except ValueError:
             parsed = text
         if not 200 <= status < 300:
             raise StepFailed(f"HTTP {status} from {method} {url}: {text[:500]}")
         return {"status": status, "body": parsed}
+
+
+#: the first characters of a JSON text (``NaN``, ``Infinity`` as Python reads them); a body starting
+#: otherwise is kept as text without a failed parse
+_JSON_STARTS = frozenset('{["-0123456789tfnNI')
 
 
 def _text(body: bytes, charset: str | None) -> str:

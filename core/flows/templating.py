@@ -29,6 +29,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from jinja2 import StrictUndefined, TemplateError, nodes
+from jinja2.parser import Parser
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
 from jinja2.visitor import NodeTransformer
 
@@ -209,13 +210,16 @@ def render_value(value: Any, context: dict[str, Any]) -> Any:
 class Compiled:
     """A value prepared for many renders (a flow version's step, run a thousand times): its
     templates are compiled once and its constant parts are not walked again. ``templated`` is False
-    when nothing in it is a template (rendering answers the value itself)."""
+    when nothing in it is a template (rendering answers the value itself). ``light`` is None, or a
+    cheap render of the whole value that answers :data:`HEAVY` when it cannot decide exactly what
+    :meth:`render` would answer (see :func:`light_path`)."""
 
-    __slots__ = ("_render", "templated")
+    __slots__ = ("_render", "light", "templated")
 
-    def __init__(self, render, templated: bool) -> None:
+    def __init__(self, render, templated: bool, light=None) -> None:
         self._render = render
         self.templated = templated
+        self.light = light
 
     def render(self, context: dict[str, Any]) -> Any:
         """Like :func:`render_value`: one budget of work, the current :func:`deadline`."""
@@ -234,17 +238,113 @@ def compile_value(value: Any) -> Compiled:
     rendered (the step fails with the reason), not here."""
     if isinstance(value, str):
         if "{{" not in value and "{%" not in value:
-            return Compiled(lambda context: value, False)
-        return Compiled(functools.partial(_render_template, value), True)
+            return Compiled(lambda context: value, False, lambda context: value)
+        return Compiled(functools.partial(_render_template, value), True, light_path(value))
     if isinstance(value, dict):  # containers are built anew by every render: a step may change its own
         parts = {key: compile_value(item) for key, item in value.items()}
         renders = [(key, part._render) for key, part in parts.items()]
-        return Compiled(lambda context: {key: render(context) for key, render in renders}, any(part.templated for part in parts.values()))
+        return Compiled(lambda context: {key: render(context) for key, render in renders}, any(part.templated for part in parts.values()),
+                        _light_all(list(parts.items()), dict))  # fmt: skip
     if isinstance(value, list):
         parts = [compile_value(item) for item in value]
         renders = [part._render for part in parts]
-        return Compiled(lambda context: [render(context) for render in renders], any(part.templated for part in parts))
-    return Compiled(lambda context: value, False)
+        return Compiled(lambda context: [render(context) for render in renders], any(part.templated for part in parts),
+                        _light_all(list(enumerate(parts)), lambda pairs: [item for _, item in pairs]))  # fmt: skip
+    return Compiled(lambda context: value, False, lambda context: value)
+
+
+# ---------------------------------------------------------------------------------------------
+# Light templates: a path into the data, rendered without Jinja
+# ---------------------------------------------------------------------------------------------
+
+#: what a light render answers when only a full render can tell the value (or the error)
+HEAVY = object()
+#: filters a light template may end with, applied to a string of at most ``LIGHT_STRING`` characters
+_LIGHT_FILTERS = {"lower": str.lower, "upper": str.upper, "trim": str.strip}
+LIGHT_STRING = 64 * 1024
+_SCALARS = (str, int, float, bool, type(None))
+#: names a dict answers as attributes (``trigger.items`` is the method, not the key): never light
+_DICT_ATTRIBUTES = frozenset(dir(dict))
+
+
+def _light_all(parts: list[tuple[Any, Compiled]], build):
+    if any(part.light is None for _, part in parts):
+        return None
+    lights = [(key, part.light) for key, part in parts]
+
+    def light(context: dict[str, Any]) -> Any:
+        values = []
+        for key, render in lights:
+            item = render(context)
+            if item is HEAVY:
+                return HEAVY
+            values.append((key, item))
+        return build(values)
+
+    return light
+
+
+@functools.lru_cache(maxsize=4096)
+def light_path(source: str):
+    """A render of ``source`` that costs a few dict and list lookups, or None.
+
+    ``source`` qualifies when it is exactly one ``{{ name.key['key'][0] }}`` (optionally ending
+    with ``| lower``, ``| upper`` or ``| trim``): its work is bounded by the length of the path, so it
+    may run on the event loop instead of a worker thread. The light render answers what the sandboxed
+    render answers when every step of the path is a key of a plain dict or an index of a plain list
+    and the value found is a string, a number, a boolean or null (the filters: a string of at most
+    ``LIGHT_STRING`` characters); in every other case (a missing key, a dict method, an object, a
+    container to copy, a long string) it answers :data:`HEAVY`, and the full render decides."""
+    match = _SINGLE.match(source)
+    if not match:
+        return None
+    parser = Parser(_env, match.group("expr").strip(), state="variable")  # as ``compile_expression`` parses it
+    try:
+        node = parser.parse_expression()
+    except TemplateError:
+        return None
+    if not parser.stream.eos:
+        return None
+    filters = []
+    while isinstance(node, nodes.Filter):
+        if node.name not in _LIGHT_FILTERS or node.args or node.kwargs or node.dyn_args or node.dyn_kwargs or node.node is None:
+            return None
+        filters.append(_LIGHT_FILTERS[node.name])
+        node = node.node
+    filters.reverse()
+    path: list[tuple[bool, Any]] = []  # (by attribute, key), innermost last until reversed
+    while not isinstance(node, nodes.Name):
+        if isinstance(node, nodes.Getattr) and node.attr not in _DICT_ATTRIBUTES:
+            path.append((True, node.attr))
+        elif isinstance(node, nodes.Getitem) and isinstance(node.arg, nodes.Const) and type(node.arg.value) in (str, int):
+            path.append((False, node.arg.value))
+        else:
+            return None
+        node = node.node
+    path.reverse()
+    root = node.name
+
+    def light(context: dict[str, Any]) -> Any:
+        value = context.get(root, HEAVY)
+        for by_attribute, key in path:
+            kind = type(value)
+            if kind is dict:
+                if key not in value:
+                    return HEAVY  # the sandbox's lookup falls back to attributes, or fails: let it say which
+                value = value[key]
+            elif kind is list and not by_attribute and type(key) is int and -len(value) <= key < len(value):
+                value = value[key]
+            else:
+                return HEAVY
+        if type(value) not in _SCALARS:
+            return HEAVY
+        for apply in filters:
+            if type(value) is not str or len(value) > LIGHT_STRING:
+                return HEAVY
+            value = apply(value)
+        return value
+
+    return light
 
 
 def _render_template(value: str, context: dict[str, Any]) -> Any:

@@ -208,7 +208,8 @@ async def test_a_slow_render_does_not_hold_up_the_renders_of_other_executions(ba
         return render_all(items)
 
     monkeypatch.setattr(runner, "_render_all", held_while_flagged)
-    flow_id = await _published(app, ws, [{"id": "say", "type": "transform", "output": "{{ trigger.n }}"}])
+    # a template that is not a bare path: it renders in a worker thread (a bare path renders on the loop)
+    flow_id = await _published(app, ws, [{"id": "say", "type": "transform", "output": "n={{ trigger.n }}"}])
     (slow,) = await _create(app, ws, flow_id, [{"n": "slow", "hold": True}])
     quick = await _create(app, ws, flow_id, [{"n": n} for n in range(3)])
     spinning = asyncio.create_task(run_execution(app, slow))
@@ -221,3 +222,39 @@ async def test_a_slow_render_does_not_hold_up_the_renders_of_other_executions(ba
         released.set()
     assert await asyncio.wait_for(spinning, WAIT_SECONDS) == "completed"
     assert waits == [True]  # released by the test, not by the wait's bound
+
+
+async def test_a_step_of_path_templates_renders_on_the_loop_while_every_render_thread_is_held(batch_client, monkeypatch):
+    """A step whose templates are bare paths into the data needs no worker thread: it runs while
+    the renders in threads are all held; one whose path misses still renders there, and fails."""
+    app = batch_client.server.app
+    ws = (await create_workspace_with_key(app))["workspace_id"]
+    released, threaded = threading.Event(), []
+    render_all = runner._render_all
+
+    def held(items):
+        threaded.append(len(items))
+        released.wait(WAIT_SECONDS)
+        return render_all(items)
+
+    monkeypatch.setattr(runner, "_render_all", held)
+    steps = [{"id": "shape", "type": "transform", "output": {"email": "{{ trigger.email | lower }}", "n": "{{ trigger.n }}", "fixed": 1}},
+             {"id": "again", "type": "transform", "output": ["{{ steps.shape.output.email }}", "{{ steps.shape.output['n'] }}"]}]  # fmt: skip
+    flow_id = await _published(app, ws, steps)
+    light = await _create(app, ws, flow_id, [{"email": "ADA@EXAMPLE.COM", "n": n} for n in range(3)])
+    (missing,) = await _create(app, ws, flow_id, [{"n": "no email"}])
+    try:
+        blocked = asyncio.create_task(run_execution(app, missing))
+        for execution_id in light:
+            assert await asyncio.wait_for(run_execution(app, execution_id), WAIT_SECONDS) == "completed"
+        assert not blocked.done()
+    finally:
+        released.set()
+    assert await asyncio.wait_for(blocked, WAIT_SECONDS) == "failed"
+    assert threaded == [1]  # only the step whose path missed went to a thread
+    async with app[DB].session() as session:
+        rows = (await session.execute(select(FlowExecutionStep.execution_id, FlowExecutionStep.step_id, FlowExecutionStep.input, FlowExecutionStep.output))).all()
+    records = {(row.execution_id, row.step_id): (row.input, row.output) for row in rows}
+    assert records[(light[2], "shape")] == ({"output": {"email": "ada@example.com", "n": 2, "fixed": 1}}, {"email": "ada@example.com", "n": 2, "fixed": 1})
+    assert records[(light[2], "again")][1] == ["ada@example.com", 2]
+    assert (await _statuses(app, [missing]))[missing][2].startswith("step 'shape' failed: template '{{ trigger.email | lower }}' failed")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from patchbay.core.flows.templating import TemplateFailure, evaluate, render_value
+from patchbay.core.flows.templating import HEAVY, LIGHT_STRING, TemplateFailure, compile_value, evaluate, light_path, render_value
 from patchbay.providers.meta.templates import LEAD
 
 CONTEXT = {"trigger": {"amount": 1250, "tags": ["a", "b"], "user": {"name": "Ada"}, "ok": True}, "steps": {"t": {"output": {"n": 2}}}}
@@ -101,3 +101,66 @@ def test_a_render_stops_at_its_deadline():
     with deadline(time.monotonic() + 0.05), pytest.raises(TemplateFailure, match="timeout"):
         render_value(slow, {})
     assert time.monotonic() - began < 5
+
+
+LIGHT_CONTEXT = {
+    "trigger": {"email": " Ada@Example.COM ", "n": 3, "f": 1.5, "ok": False, "none": None, "items": "a key named like a method",
+                "list": [1, {"x": "y"}], "user": {"name": "Ada"}, "long": "A" * (LIGHT_STRING + 1), "nested": {"__class__": "data"}},
+    "steps": {"shape": {"output": {"email": "ada@example.com"}, "status": "completed"}},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("source", "light"),
+    [
+        ("{{ trigger.n }}", True),
+        ("{{ trigger.f }}", True),
+        ("{{ trigger.ok }}", True),
+        ("{{ trigger.none }}", True),
+        ("  {{ trigger.email | lower | trim }} ", True),
+        ("{{ trigger['email'] | upper }}", True),
+        ("{{ trigger['items'] }}", True),
+        ("{{ trigger.list[1].x }}", True),
+        ("{{ trigger.list.0 }}", True),
+        ("{{ trigger.nested['__class__'] }}", True),
+        ("{{ steps.shape.output.email }}", True),
+        ("{{ trigger.user }}", False),  # a container: copied by the full render
+        ("{{ trigger.list }}", False),
+        ("{{ trigger.missing }}", False),  # fails: the full render says why
+        ("{{ trigger.list[5] }}", False),
+        ("{{ trigger.n | lower }}", False),  # a filter on a number: the full render decides
+        ("{{ trigger.long | lower }}", False),
+        ("{{ range }}", False),  # a global, not data
+        ("{{ unknown.x }}", False),
+    ],
+)
+def test_a_light_path_renders_what_the_sandbox_renders_or_defers_to_it(source, light):
+    render = light_path(source)
+    answer = render(LIGHT_CONTEXT)
+    assert (answer is not HEAVY) is light
+    if light:
+        assert answer == render_value(source, LIGHT_CONTEXT)
+        assert type(answer) is type(render_value(source, LIGHT_CONTEXT))
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "{{ trigger.items }}",  # the dict's method, as the sandbox answers it
+        "{{ trigger.__class__ }}",
+        "{{ trigger.n + 1 }}",
+        "{{ trigger.email | replace('a', 'b') }}",
+        "{{ trigger.list[-1] }}",
+        "Hello {{ trigger.user.name }}",
+        "{{- trigger.n -}}",  # not an expression the full render compiles
+        "{% for x in trigger.list %}{{ x }}{% endfor %}",
+    ],
+)
+def test_anything_but_a_path_is_not_light(source):
+    assert light_path(source) is None
+
+
+def test_a_compiled_step_is_light_only_when_every_template_in_it_is():
+    assert compile_value({"a": ["{{ trigger.n }}", 3], "b": "plain"}).light(LIGHT_CONTEXT) == {"a": [3, 3], "b": "plain"}
+    assert compile_value({"a": "{{ trigger.n }}", "b": "{{ trigger.user }}"}).light(LIGHT_CONTEXT) is HEAVY
+    assert compile_value({"a": "{{ trigger.n }}", "b": "n={{ trigger.n }}"}).light is None
