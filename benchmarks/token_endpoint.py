@@ -12,7 +12,9 @@ are the ones of tests/identity/node (installed on first use).
 
 ``--baseline-tree DIR`` also runs ``patchbay serve`` from another source tree (for example ``git
 archive <commit> | tar -x -C DIR``), measured in the same rounds, and prints this tree's CPU per token
-against it round by round: a before/after that the machine's load drift does not decide.
+against it round by round: a before/after that the machine's load drift does not decide. With wrk,
+the CPU per token of the server's main thread is printed too (patchbay's event loop, without its
+signing threads; node's main thread): what the per-request Python costs, apart from the signature.
 """
 
 from __future__ import annotations
@@ -103,8 +105,18 @@ def _ms(text: str) -> float:
 
 def cpu_seconds(pid: int) -> float:
     """User + system CPU time of a process so far (Linux; nan elsewhere)."""
+    return cpu_seconds_of(Path(f"/proc/{pid}/stat"))
+
+
+def main_thread_cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process's first thread (patchbay's event loop; node's main
+    thread) so far (Linux; nan elsewhere)."""
+    return cpu_seconds_of(Path(f"/proc/{pid}/task/{pid}/stat"))
+
+
+def cpu_seconds_of(stat: Path) -> float:
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        fields = stat.read_text().rpartition(")")[2].split()
     except OSError:
         return float("nan")
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
@@ -117,10 +129,10 @@ def drive_wrk(url: str, form: dict[str, str], seconds: float, concurrency: int, 
         script.write(WRK_SCRIPT.format(body=urlencode(form)))
     try:
         subprocess.run(["wrk", "-t1", f"-c{concurrency}", "-d2s", "-s", script.name, url], capture_output=True, check=True)  # warm-up
-        before = cpu_seconds(pid)
+        before, loop_before = cpu_seconds(pid), main_thread_cpu_seconds(pid)
         out = subprocess.run(["wrk", "-t1", f"-c{concurrency}", f"-d{int(seconds)}s", "--latency", "-s", script.name, url],
                              capture_output=True, text=True, check=True).stdout  # fmt: skip
-        spent = cpu_seconds(pid) - before
+        spent, loop_spent = cpu_seconds(pid) - before, main_thread_cpu_seconds(pid) - loop_before
     finally:
         os.unlink(script.name)
     errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
@@ -131,6 +143,7 @@ def drive_wrk(url: str, form: dict[str, str], seconds: float, concurrency: int, 
         "p99_ms": _ms(re.search(r"\s99%\s+(\S+)", out).group(1)),
         "errors": int(errors.group(1)) if errors else 0,
         "cpu_ms": spent * 1000 / total if total else float("nan"),
+        "loop_ms": loop_spent * 1000 / total if total else float("nan"),
     }
 
 
@@ -149,6 +162,7 @@ def drive(url: str, form: dict[str, str], seconds: float, concurrency: int, pid:
         "p99_ms": latencies[int(len(latencies) * 0.99) - 1] * 1000 if latencies else float("nan"),
         "errors": result["errors"],
         "cpu_ms": float("nan"),
+        "loop_ms": float("nan"),
     }
 
 
@@ -273,10 +287,10 @@ def main() -> None:
     sign_one, sign_all = max(first[0][0], second[0][0]), max(first[1][0], second[1][0])
     sign_ms = min(first[0][1], second[0][1])
     print(f"cryptography RS256 signing: {sign_one:,.0f}/s on one thread, {sign_all:,.0f}/s on {cores} threads, {sign_ms:.2f} CPU ms each")
-    print(f"\n{'round':<7}{'contender':<22}{'tokens/s':>10}{'p50 ms':>10}{'p99 ms':>10}{'errors':>8}{'CPU ms/token':>14}")
+    print(f"\n{'round':<7}{'contender':<22}{'tokens/s':>10}{'p50 ms':>10}{'p99 ms':>10}{'errors':>8}{'CPU ms/token':>14}{'main thread':>13}")
     for name, runs in results.items():
         for number, r in enumerate(runs, 1):
-            print(f"{number:<7}{name:<22}{r['rate']:>10,.0f}{r['p50_ms']:>10.1f}{r['p99_ms']:>10.1f}{r['errors']:>8}{r['cpu_ms']:>14.2f}")
+            print(f"{number:<7}{name:<22}{r['rate']:>10,.0f}{r['p50_ms']:>10.1f}{r['p99_ms']:>10.1f}{r['errors']:>8}{r['cpu_ms']:>14.2f}{r['loop_ms']:>13.2f}")
     median = {name: {key: statistics.median(r[key] for r in runs) for key in ("rate", "cpu_ms")} for name, runs in results.items()}
     ours_m = median["patchbay serve"]
     print()
@@ -291,10 +305,12 @@ def main() -> None:
     if baseline_runs:
         print(f"\nbaseline tree {args.baseline_tree}, same rounds:")
         for number, r in enumerate(baseline_runs, 1):
-            print(f"{number:<7}{'baseline patchbay':<22}{r['rate']:>10,.0f}{r['p50_ms']:>10.1f}{r['p99_ms']:>10.1f}{r['errors']:>8}{r['cpu_ms']:>14.2f}")
+            print(f"{number:<7}{'baseline patchbay':<22}{r['rate']:>10,.0f}{r['p50_ms']:>10.1f}{r['p99_ms']:>10.1f}{r['errors']:>8}{r['cpu_ms']:>14.2f}{r['loop_ms']:>13.2f}")
         cpu = [a["cpu_ms"] / b["cpu_ms"] for a, b in zip(results["patchbay serve"], baseline_runs, strict=True)]
         rate = [a["rate"] / b["rate"] for a, b in zip(results["patchbay serve"], baseline_runs, strict=True)]
         print(f"this tree / baseline, CPU per token (below 1: cheaper): {statistics.median(cpu):.2f}x (per round: {', '.join(f'{x:.2f}' for x in cpu)})")
+        loop = [a["loop_ms"] / b["loop_ms"] for a, b in zip(results["patchbay serve"], baseline_runs, strict=True)]
+        print(f"this tree / baseline, event-loop thread CPU per token:  {statistics.median(loop):.2f}x (per round: {', '.join(f'{x:.2f}' for x in loop)})")
         print(f"this tree / baseline, tokens/s:                         {statistics.median(rate):.2f}x (per round: {', '.join(f'{x:.2f}' for x in rate)})")
 
 

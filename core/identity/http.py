@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
+from authlib.consts import default_json_headers
 
 from patchbay.core.appkeys import DB, RATE_LIMITER, SECRETS, SETTINGS, SIGNING_KEYS
 from patchbay.core.http.client_address import client_address
@@ -96,16 +98,31 @@ def new_context(app: web.Application) -> Context:
     return Context(issuer=app[SETTINGS].resolved_issuer, keys=app[SIGNING_KEYS], box=app[SECRETS])
 
 
-def oauth_request(request: web.Request, params) -> AioOAuth2Request:
-    # authlib refuses plain-http request URIs; the URI only names the endpoint here, and TLS is the
-    # job of the proxy in front of us (the issuer setting says what the world sees)
-    uri = request.app[SETTINGS].resolved_issuer + request.path
+@functools.lru_cache(maxsize=64)
+def endpoint_uri(issuer: str, path: str) -> str:
+    """The URI authlib is told a request came to: the issuer's, always https (authlib refuses
+    plain-http request URIs; the URI only names the endpoint here, and TLS is the job of the proxy
+    in front of us, the issuer setting says what the world sees)."""
+    uri = issuer + path
     if uri.startswith("http://"):
         uri = "https://" + uri[len("http://"):]
-    return AioOAuth2Request(request.method, uri, request.headers, params)
+    return uri
+
+
+def oauth_request(request: web.Request, params) -> AioOAuth2Request:
+    return AioOAuth2Request(request.method, endpoint_uri(request.app[SETTINGS].resolved_issuer, request.path), request.headers, params)
+
+
+#: what authlib answers a token with (JSON, no-store), and what we answer it with
+_AUTHLIB_JSON_HEADERS = list(default_json_headers)
+_JSON_HEADERS = {"Content-Type": "application/json; charset=utf-8", **NO_STORE}
+_JSON = json.JSONEncoder().encode
 
 
 def to_response(result: OAuthResult, *, extra_headers: dict[str, str] | None = None) -> web.Response:
+    if result.status == 200 and result.headers == _AUTHLIB_JSON_HEADERS and isinstance(result.body, dict) and "error" not in result.body:
+        # an issued token, answered on every token request: one header dict from a prepared one
+        return web.Response(status=200, body=_JSON(result.body).encode(), headers={**_JSON_HEADERS, **extra_headers} if extra_headers else _JSON_HEADERS)
     headers = {name: value for name, value in result.headers}
     headers.update(extra_headers or {})
     if result.status in (301, 302, 303):

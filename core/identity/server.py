@@ -12,6 +12,7 @@ code or rotated refresh token used twice at the same moment) turns the answer in
 from __future__ import annotations
 
 import base64
+import json
 import os
 import threading
 import time
@@ -22,7 +23,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 import attrs
-from authlib.oauth2.rfc6749 import AuthorizationServer, InvalidGrantError, InvalidRequestError, InvalidScopeError, OAuth2Request
+from authlib.oauth2.rfc6749 import AuthorizationServer, InsecureTransportError, InvalidGrantError, InvalidRequestError, InvalidScopeError, OAuth2Request
 from authlib.oauth2.rfc6749.grants import AuthorizationCodeGrant, ClientCredentialsGrant, RefreshTokenGrant
 from authlib.oauth2.rfc6749.requests import OAuth2Payload
 from authlib.oauth2.rfc7009 import RevocationEndpoint
@@ -206,8 +207,24 @@ class AioOAuth2Request(OAuth2Request):
     """An ``OAuth2Request`` built from what the aiohttp handler already read."""
 
     def __init__(self, method: str, uri: str, headers: MultiMapping[str], params: MultiMapping[str]) -> None:
-        super().__init__(method, uri, None, headers)  # case-insensitive, as HTTP header names are
+        # authlib's __init__ only sets these, after refusing a plain-http URI by reading an
+        # environment variable and parsing the URI on every request; ``oauth_request`` hands an
+        # https URI only (tests/identity/test_identity_token_speed_request.py holds both lists of
+        # attributes equal)
+        if not uri.startswith("https://"):
+            InsecureTransportError.check(uri)
+        self.method = method
+        self.uri = uri
+        self.headers = headers  # case-insensitive, as HTTP header names are
+        self._body = None
         self.payload = _Payload(params)
+        self.client = None
+        self.auth_method = None
+        self.user = None
+        self.authorization_code = None
+        self.refresh_token = None
+        self.credential = None
+        self._scope = None
 
     @property
     def args(self) -> dict[str, Any]:
@@ -283,6 +300,33 @@ def access_token_claims(ctx: Context, client: Client, user: UserFacts | None, sc
     return claims
 
 
+class ServiceClaims:
+    """The claims of a client_credentials access token as JSON: what changes per token (``iat``,
+    ``exp``, ``jti``) is formatted in, the rest (issuer, client, scope, workspace, permissions) is
+    encoded once per client, scope and issuer by :func:`access_token_claims` itself. A client's
+    part is remade when the client cache hands out another :class:`Client` (a changed row)."""
+
+    LIMIT = 10_000
+
+    def __init__(self) -> None:
+        self._fixed: dict[tuple[str, str, str], tuple[Client, bytes]] = {}
+
+    def __call__(self, ctx: Context, client: Client, scope: str) -> bytes:
+        key = (ctx.issuer, client.client_id, scope)
+        hit = self._fixed.get(key)
+        if hit is None or hit[0] is not client:
+            claims = access_token_claims(ctx, client, None, scope)
+            for name in ("iat", "exp", "jti"):
+                del claims[name]
+            if len(self._fixed) >= self.LIMIT:
+                self._fixed.clear()
+            hit = self._fixed[key] = (client, json.dumps(claims, ensure_ascii=False, separators=(",", ":")).encode()[1:])  # without "{"
+        now = int(time.time())
+        return b'{"iat":%d,"exp":%d,"jti":"%s",' % (now, now + client.access_token_ttl, new_jti().encode()) + hit[1]
+
+
+service_claims = ServiceClaims()
+
 #: the access token of an answer whose signature is still to come (``Context.unsigned``)
 UNSIGNED = "(unsigned)"
 
@@ -291,12 +335,14 @@ def generate_bearer_token(grant_type: str, client: Client, user: UserFacts | Non
                           expires_in: int | None = None, include_refresh_token: bool = True) -> dict[str, Any]:  # fmt: skip
     ctx = CURRENT.get()
     scope = scope or ""
-    claims = access_token_claims(ctx, client, user, scope)
-    if ctx.defer_signing:
-        ctx.unsigned = ctx.keys.prepare(claims, typ="at+jwt")
+    if ctx.defer_signing and user is None:
+        ctx.unsigned = ctx.keys.prepare_encoded(service_claims(ctx, client, scope), typ="at+jwt")
+        access = UNSIGNED
+    elif ctx.defer_signing:
+        ctx.unsigned = ctx.keys.prepare(access_token_claims(ctx, client, user, scope), typ="at+jwt")
         access = UNSIGNED
     else:
-        access = ctx.keys.sign_blocking(claims, typ="at+jwt")
+        access = ctx.keys.sign_blocking(access_token_claims(ctx, client, user, scope), typ="at+jwt")
     token = {"access_token": access, "token_type": "Bearer", "expires_in": client.access_token_ttl, "scope": scope}
     if include_refresh_token and user is not None and "offline_access" in scope_list(scope):
         token["refresh_token"] = random_token(32)

@@ -90,8 +90,8 @@ async def _load_code(request: web.Request, ctx: Context, code: str | None) -> No
 async def token(request: web.Request) -> web.Response:
     """Issue tokens for the authorization_code, refresh_token and client_credentials grants."""
     form = await read_form(request)
-    duplicated = sorted({key for key in form if len(form.getall(key)) > 1})
-    if duplicated:
+    if len(set(form.keys())) != len(form):  # a parameter sent more than once
+        duplicated = sorted({key for key in form if len(form.getall(key)) > 1})
         return oauth_error(400, "invalid_request", f"parameter(s) sent more than once: {', '.join(duplicated)}")
     client_id, secret = presented_credentials(request, form)
     client = await load_client(request, client_id)

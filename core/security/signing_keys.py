@@ -61,6 +61,8 @@ class UnsignedJWT:
 
 _PKCS1 = padding.PKCS1v15()
 _SHA256 = hashes.SHA256()
+#: one encoder for every payload: ``json.dumps`` with options builds a new encoder per call
+_CLAIMS_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
 class _Inbox:
@@ -101,14 +103,18 @@ class _SigningThreads:
     def __init__(self, count: int) -> None:
         self._jobs: queue.SimpleQueue[tuple[_Inbox, asyncio.Future[str], UnsignedJWT]] = queue.SimpleQueue()
         self._inboxes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Inbox] = weakref.WeakKeyDictionary()
+        self._last_inbox: _Inbox | None = None
         for number in range(count):
             threading.Thread(target=self._work, name=f"patchbay-sign-{number}", daemon=True).start()
 
     def sign(self, unsigned: UnsignedJWT) -> asyncio.Future[str]:
         loop = asyncio.get_running_loop()
-        inbox = self._inboxes.get(loop)
-        if inbox is None:
-            inbox = self._inboxes[loop] = _Inbox(loop)
+        inbox = self._last_inbox  # one loop per process serves: skip the weak mapping's lookup
+        if inbox is None or inbox._loop is not loop:
+            inbox = self._inboxes.get(loop)
+            if inbox is None:
+                inbox = self._inboxes[loop] = _Inbox(loop)
+            self._last_inbox = inbox
         future = loop.create_future()
         self._jobs.put((inbox, future, unsigned))
         return future
@@ -210,14 +216,17 @@ class SigningKeys:
 
     def prepare(self, claims: dict[str, Any], *, typ: str = "JWT") -> UnsignedJWT:
         """The signing input of ``claims`` under the key loaded last (no signature yet)."""
+        return self.prepare_encoded(_CLAIMS_JSON(claims).encode(), typ=typ)
+
+    def prepare_encoded(self, payload: bytes, *, typ: str = "JWT") -> UnsignedJWT:
+        """:meth:`prepare` of claims already encoded as a JSON object (UTF-8)."""
         key = self._current
         if key is None:
             raise RuntimeError("no signing key: run `patchbay keys rotate` or start the server once")
         header = key.headers.get(typ)
         if header is None:
             header = key.headers[typ] = json_b64encode({"typ": typ, "alg": ALGORITHM, "kid": key.kid})
-        payload = urlsafe_b64encode(json.dumps(claims, ensure_ascii=False, separators=(",", ":")).encode())
-        return UnsignedJWT(header + b"." + payload, key.private)
+        return UnsignedJWT(header + b"." + urlsafe_b64encode(payload), key.private)
 
     async def finish(self, unsigned: UnsignedJWT) -> str:
         """Sign ``unsigned`` on a signing thread; the event loop serves other requests meanwhile."""
