@@ -70,6 +70,8 @@ class PlanCache:
                 self._plans.popitem(last=False)
         else:
             self._plans.move_to_end(key)
+            if plans.done() and not plans.cancelled() and plans.exception() is None:
+                return plans.result()  # the common case: loaded, nothing to wait for
         try:
             return await asyncio.shield(plans)
         except Exception:

@@ -7,10 +7,10 @@ process, and it runs on the transaction's connection without the ORM. PostgreSQL
 from __future__ import annotations
 
 import json
+import weakref
 from typing import Any
 
 from sqlalchemy import String, bindparam, func, text
-from sqlalchemy.dialects import sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from patchbay.core.flows.models import FlowExecution, FlowExecutionStep
@@ -51,16 +51,33 @@ _FINISH = {
 _FINISH = {name: statement.bindparams(bindparam("finished", type_=UtcDateTime())).columns(id=String) for name, statement in _FINISH.items()}
 
 STEP_COLUMNS = ("workspace_id", "execution_id", "position", "step_id", "type", "status", "input", "output", "error", "started_at", "finished_at", "duration_ms")
-_STEP_ARRAYS = ("text", "text", "integer", "text", "text", "text", "text", "text", "text", "timestamptz", "timestamptz", "integer")
+_STEP_ARRAYS = ("text", "text", "integer", "text", "text", "text", None, None, "text", "timestamptz", "timestamptz", "integer")
+#: the step columns as arrays side by side; input and output are two JSON arrays (one encoding per
+#: batch, not two per step) whose elements ``ROWS FROM`` zips with the arrays' items in order
 _INSERT_STEPS_PG = text(
     f"INSERT INTO flow_execution_steps (id, {', '.join(STEP_COLUMNS)}) "
-    "SELECT CAST(gen_random_uuid() AS text), workspace_id, execution_id, position, step_id, type, status, CAST(input AS jsonb), CAST(output AS jsonb), "
-    "error, started_at, finished_at, duration_ms "
-    f"FROM unnest({', '.join(f'CAST(:{name} AS {kind}[])' for name, kind in zip(STEP_COLUMNS, _STEP_ARRAYS, strict=True))}) "
-    f"AS v({', '.join(STEP_COLUMNS)}) "
+    f"SELECT CAST(gen_random_uuid() AS text), {', '.join(STEP_COLUMNS)} "
+    "FROM ROWS FROM ("
+    + ", ".join(f"unnest(CAST(:{name} AS {kind}[]))" if kind else f"jsonb_array_elements(CAST(:{name} AS jsonb))" for name, kind in zip(STEP_COLUMNS, _STEP_ARRAYS, strict=True))
+    + f") AS v({', '.join(STEP_COLUMNS)}) "
     "ON CONFLICT (execution_id, position) DO NOTHING"
 )
-_INSERT_STEPS_SQLITE = sqlite.insert(_STEPS).on_conflict_do_nothing(index_elements=["execution_id", "position"])
+_INSERT_STEPS_SQLITE = (
+    f"INSERT INTO flow_execution_steps (id, {', '.join(STEP_COLUMNS)}) VALUES ({', '.join('?' * (1 + len(STEP_COLUMNS)))}) "
+    "ON CONFLICT (execution_id, position) DO NOTHING"
+)
+#: per SQLite dialect: the bind processors of the columns that have one (input, output, the two
+#: timestamps), so the rows go to the driver as SQLAlchemy would send them, without its per-row work
+_SQLITE_PROCESSORS: weakref.WeakKeyDictionary[Any, tuple[Any, Any, Any]] = weakref.WeakKeyDictionary()
+
+
+def _sqlite_processors(dialect: Any) -> tuple[Any, Any, Any]:
+    found = _SQLITE_PROCESSORS.get(dialect)
+    if found is None:
+        found = _SQLITE_PROCESSORS[dialect] = tuple(
+            _STEPS.c[name].type.bind_processor(dialect) or (lambda value: value) for name in ("input", "output", "started_at")
+        )  # fmt: skip
+    return found
 
 
 async def start(connection: AsyncConnection, ids: list[str], now: Any) -> dict[str, dict[str, Any]]:
@@ -84,13 +101,18 @@ async def finish(connection: AsyncConnection, outcomes: list[tuple[str, str, str
 async def insert_steps(connection: AsyncConnection, rows: list[tuple[Any, ...]]) -> None:
     """Insert step records, each a tuple in ``STEP_COLUMNS`` order; one already stored (a checkpoint
     written before a crash) is kept. On PostgreSQL one statement of arrays, the ids drawn by the
-    server."""
+    server; on SQLite one executemany, each value bound as SQLAlchemy binds it."""
     if not rows:
         return
     if connection.dialect.name != "postgresql":
-        await connection.execute(_INSERT_STEPS_SQLITE, [{"id": new_id(), **dict(zip(STEP_COLUMNS, row, strict=True))} for row in rows])
+        dump_input, dump_output, stamp = _sqlite_processors(connection.dialect)
+        await connection.exec_driver_sql(_INSERT_STEPS_SQLITE, [
+            (new_id(), workspace_id, execution_id, position, step_id, kind, status, dump_input(input_), dump_output(output), error,
+             stamp(started_at), stamp(finished_at), duration_ms)
+            for workspace_id, execution_id, position, step_id, kind, status, input_, output, error, started_at, finished_at, duration_ms in rows
+        ])  # fmt: skip
         return
     arrays = dict(zip(STEP_COLUMNS, map(list, zip(*rows, strict=True)), strict=True))
-    arrays["input"] = list(map(json.dumps, arrays["input"]))
-    arrays["output"] = list(map(json.dumps, arrays["output"]))
+    arrays["input"] = json.dumps(arrays["input"])
+    arrays["output"] = json.dumps(arrays["output"])
     await connection.execute(_INSERT_STEPS_PG, arrays)
