@@ -264,9 +264,13 @@ def main() -> None:
             if baseline is not None:
                 old = register(baseline[1])
                 old_form = {"grant_type": "client_credentials", "client_id": old["client_id"], "client_secret": old["client_secret"]}
-            for _ in range(args.rounds):
+            for number in range(args.rounds):
+                # this tree and the baseline take turns at going first: a load that rises or falls
+                # through a round must not always land on the same one
+                if baseline is not None and number % 2:
+                    baseline_runs.append(drive(baseline[1] + "/api/v1/oidc/token", old_form, args.seconds, args.concurrency, baseline[0].pid))
                 results["patchbay serve"].append(drive(base + "/api/v1/oidc/token", our_form, args.seconds, args.concurrency, ours.pid))
-                if baseline is not None:
+                if baseline is not None and not number % 2:
                     baseline_runs.append(drive(baseline[1] + "/api/v1/oidc/token", old_form, args.seconds, args.concurrency, baseline[0].pid))
                 if node is not None:
                     results["node-oidc-provider"].append(drive(node[1] + "/token", node_form, args.seconds, args.concurrency, node[0].pid))
