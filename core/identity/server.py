@@ -209,7 +209,7 @@ class AioOAuth2Request(OAuth2Request):
     def __init__(self, method: str, uri: str, headers: MultiMapping[str], params: MultiMapping[str]) -> None:
         # authlib's __init__ only sets these, after refusing a plain-http URI by reading an
         # environment variable and parsing the URI on every request; ``oauth_request`` hands an
-        # https URI only (tests/identity/test_identity_token_speed_request.py holds both lists of
+        # https URI only (tests/identity/test_identity_token_speed_caches.py holds both lists of
         # attributes equal)
         if not uri.startswith("https://"):
             InsecureTransportError.check(uri)
