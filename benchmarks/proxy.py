@@ -16,10 +16,9 @@ per-connection rate limit (set high enough not to refuse), and the audit log (on
 Settings that differ from the defaults are printed. Targets are measured in rotated order each
 round (the machine's load drifts); ratios are medians of the per-round ratios.
 
-``--py-spy DIR`` samples the patchbay process with py-spy through the rounds (``DIR/proxy.txt``, the
-thread holding the GIL,
-collapsed stacks) and prints where its samples go (``benchmarks/profiles.py``); py-spy costs the
-process little, but its rates in that run are not the ones to quote.
+``--py-spy DIR`` samples the patchbay process's thread holding the GIL through the rounds
+(``DIR/proxy.txt``, collapsed stacks) and prints where its samples go (``benchmarks/profiles.py``);
+py-spy pauses the process to sample, so that run's rates are not the ones to quote.
 
 ``--baseline-tree DIR`` also runs patchbay from another source tree (for example ``git archive
 <commit> | tar -x -C DIR``) as a second process measured in the same rounds, and prints the CPU per

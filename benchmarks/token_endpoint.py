@@ -3,7 +3,7 @@
 machine in the same run, and against the raw RS256 signing rate of ``cryptography`` (the physical
 limit: one thread, and one thread per core since signing releases the GIL).
 
-    python benchmarks/token_endpoint.py [--seconds 8] [--concurrency 32] [--rounds 3] [--baseline-tree DIR]
+    python benchmarks/token_endpoint.py [--seconds 8] [--concurrency 32] [--rounds 3] [--baseline-tree DIR] [--py-spy DIR]
 
 Both servers are driven by the same load generator, keep-alive connections: ``wrk`` when it is
 installed (``apt-get install wrk``; a C generator takes little of the CPU the servers share with it),
@@ -15,6 +15,10 @@ archive <commit> | tar -x -C DIR``), measured in the same rounds, and prints thi
 against it round by round: a before/after that the machine's load drift does not decide. With wrk,
 the CPU per token of the server's main thread is printed too (patchbay's event loop, without its
 signing threads; node's main thread): what the per-request Python costs, apart from the signature.
+
+``--py-spy DIR`` samples patchbay's thread holding the GIL through the rounds (``DIR/token.txt``,
+collapsed stacks) and prints where its samples go (``benchmarks/profiles.py``); py-spy pauses the
+server to sample, so that run's rates are not the ones to quote.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ import urllib.request
 from pathlib import Path
 from urllib.parse import urlencode
 
+from profiles import print_shares, start_py_spy, stop_py_spy
 from source_trees import package_folder
 
 NODE_DIR = Path(__file__).resolve().parents[1] / "tests" / "identity" / "node"
@@ -177,12 +182,12 @@ def start_patchbay(data_dir: Path, source: Path | None = None) -> tuple[subproce
     data_dir.mkdir(parents=True, exist_ok=True)
     config.write_text("[rate_limits]\n" + "".join(f'{key} = "off"\n' for key in ("oidc_token", "oidc_register", "connect_api")))
     env = {**os.environ, "PATCHBAY_DATA_DIR": str(data_dir), "PATCHBAY_PORT": str(port), "PATCHBAY_SECRET_KEY": "bench-secret",
-           "PATCHBAY_BASE_URL": f"http://127.0.0.1:{port}", "PATCHBAY_WORKERS": "0", "PATCHBAY_SCHEDULER": "false",
-           "PATCHBAY_LOG_LEVEL": "WARNING", "PATCHBAY_CONFIG": str(config)}  # fmt: skip
+           "PATCHBAY_BASE_URL": f"http://127.0.0.1:{port}", "PATCHBAY_SCHEDULER": "false", "PATCHBAY_CONFIG": str(config)}  # fmt: skip
     env.pop("PATCHBAY_DATABASE_URL", None)
     if source is not None:
         env["PYTHONPATH"] = str(source)
-    process = subprocess.Popen([PATCHBAY, "serve"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with (data_dir / "serve.log").open("wb") as log:  # the access log, on as by default
+        process = subprocess.Popen([PATCHBAY, "serve"], env=env, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     wait_until_up(base + "/health")
     return process, base
@@ -239,13 +244,14 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--rounds", type=int, default=3, help="rounds alternating patchbay and node-oidc-provider")
     parser.add_argument("--baseline-tree", metavar="DIR", type=Path, help="also run patchbay from this source tree and compare CPU per token round by round")
+    parser.add_argument("--py-spy", metavar="DIR", type=Path, help="sample patchbay's thread holding the GIL with py-spy through the rounds; shares of its samples printed")
     args = parser.parse_args()
     cores = os.cpu_count() or 1
     generator = "wrk" if shutil.which("wrk") else "aiohttp"
     print(f"machine: {cores} cores, load average {os.getloadavg()[0]:.1f}; {args.rounds} rounds of {args.seconds:.0f} s per contender, "
           f"alternating; {args.concurrency} concurrent keep-alive connections ({generator})")  # fmt: skip
     print("patchbay settings that differ from the defaults: rate limits oidc_token, oidc_register, connect_api off; "
-          "PATCHBAY_WORKERS=0, PATCHBAY_SCHEDULER=false, PATCHBAY_LOG_LEVEL=WARNING (no access log), SQLite in a scratch directory")  # fmt: skip
+          "PATCHBAY_SCHEDULER=false; SQLite in a scratch directory; the job workers and the access log are on (to serve.log there)")  # fmt: skip
 
     first = (signing_rate(2, 1), signing_rate(2, cores))
 
@@ -264,6 +270,7 @@ def main() -> None:
             if baseline is not None:
                 old = register(baseline[1])
                 old_form = {"grant_type": "client_credentials", "client_id": old["client_id"], "client_secret": old["client_secret"]}
+            profiler = start_py_spy(ours.pid, args.py_spy / "token.txt", gil=True) if args.py_spy else None
             for number in range(args.rounds):
                 # this tree and the baseline take turns at going first: a load that rises or falls
                 # through a round must not always land on the same one
@@ -274,6 +281,8 @@ def main() -> None:
                     baseline_runs.append(drive(baseline[1] + "/api/v1/oidc/token", old_form, args.seconds, args.concurrency, baseline[0].pid))
                 if node is not None:
                     results["node-oidc-provider"].append(drive(node[1] + "/token", node_form, args.seconds, args.concurrency, node[0].pid))
+            if profiler is not None:
+                stop_py_spy(profiler)
         finally:
             for process in (ours, baseline[0] if baseline is not None else None):
                 if process is not None:
@@ -316,6 +325,9 @@ def main() -> None:
         loop = [a["loop_ms"] / b["loop_ms"] for a, b in zip(results["patchbay serve"], baseline_runs, strict=True)]
         print(f"this tree / baseline, event-loop thread CPU per token:  {statistics.median(loop):.2f}x (per round: {', '.join(f'{x:.2f}' for x in loop)})")
         print(f"this tree / baseline, tokens/s:                         {statistics.median(rate):.2f}x (per round: {', '.join(f'{x:.2f}' for x in rate)})")
+    if args.py_spy:
+        print()
+        print_shares(args.py_spy / "token.txt")
 
 
 if __name__ == "__main__":
