@@ -28,9 +28,7 @@ import asyncio
 import json
 import multiprocessing
 import os
-import signal
 import statistics
-import sys
 import tempfile
 import time
 import uuid
@@ -54,6 +52,7 @@ from patchbay.core.tables.service import create_table, upsert_row
 from patchbay.core.testing import create_workspace_with_key
 from patchbay.core.timeutil import utcnow
 from patchbay.providers.meta.testing import leadgen_payload, meta_signature
+from profiles import start_py_spy, stop_py_spy
 from patchbay.testing import add_connection
 
 APP_SECRET = "bench-app-secret"
@@ -228,17 +227,6 @@ _AREAS = (
 )
 
 
-async def _start_py_spy(folder: str, name: str) -> tuple[asyncio.subprocess.Process, Path]:
-    """py-spy sampling this process (threads holding the GIL) until stopped with SIGINT."""
-    destination = Path(folder) / f"flows-{name}.txt"
-    py_spy = str(Path(sys.executable).parent / "py-spy")
-    process = await asyncio.create_subprocess_exec(
-        py_spy, "record", "--gil", "--format", "raw", "--rate", "200", "--pid", str(os.getpid()), "--output", str(destination),
-        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
-    )  # fmt: skip
-    return process, destination
-
-
 def _areas(collapsed: Path) -> dict[str, str]:
     """The share of samples of each area of ``_AREAS`` in py-spy's collapsed stacks."""
     counts: Counter[str] = Counter()
@@ -263,12 +251,12 @@ async def _executions_per_second(app, workspace_id: str, executions: int, batch:
         for start in range(0, executions, batch):
             ids += await create_executions(app, session, rows[start : start + batch])
     began, cpu, wall = utcnow(), time.process_time(), time.perf_counter()  # committed: the workers woke
-    profiler = await _start_py_spy(profile, name) if profile else None
+    profile_file = Path(profile) / f"flows-{name}.txt" if profile else None
+    profiler = start_py_spy(os.getpid(), profile_file, gil=True) if profile_file else None
     await _until(finished, every=0.25)  # a rare check: it takes CPU from the workers
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     if profiler is not None:
-        profiler[0].send_signal(signal.SIGINT)
-        await profiler[0].wait()
+        stop_py_spy(profiler)
     async with app[DB].session() as session:
         last = await session.scalar(select(func.max(FlowExecution.finished_at)).where(FlowExecution.flow_id == flow_id))
     elapsed = (last - began).total_seconds()
@@ -286,7 +274,7 @@ async def _executions_per_second(app, workspace_id: str, executions: int, batch:
     report: dict[str, object] = {**outcomes, "completed step records": steps, "POSTs (one per Idempotency-Key)": posts,
                                  "CPU of this process": f"{cpu / wall:.2f} s/s, {cpu * 1000 / executions:.2f} ms per execution"}  # fmt: skip
     if profiler is not None:
-        report["py-spy samples by area"] = _areas(profiler[1])
+        report["py-spy samples by area"] = _areas(profile_file)
     return executions / elapsed, report
 
 
