@@ -3,6 +3,8 @@ registration and ``patchbay clients create``), and the read-only view authlib wo
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import hashlib
 import hmac
 import time
@@ -279,26 +281,46 @@ class Client(ClientMixin):
 
 class ClientCache:
     """Clients by id for a few seconds: the token endpoint reads one on every request, and a
-    registration is never changed in place (a secret rotation takes effect within ``ttl``)."""
+    registration is never changed in place (a secret rotation takes effect within ``ttl``).
+
+    When an entry runs out, the requests that find it gone at once share one read of the row
+    instead of each opening a database session for it."""
 
     def __init__(self, box: SecretBox, ttl: float = 10.0) -> None:
         self._box = box
         self._ttl = ttl
         self._items: dict[str, tuple[float, Client | None]] = {}
+        self._reading: dict[str, asyncio.Future[tuple[float, Client | None]]] = {}
 
     async def get(self, session_factory, client_id: str) -> Client | None:
-        now = time.monotonic()
         hit = self._items.get(client_id)
-        if hit is not None and now - hit[0] < self._ttl:
+        if hit is not None and time.monotonic() - hit[0] < self._ttl:
             return hit[1]
+        reading = self._reading.get(client_id)
+        if reading is None:
+            reading = self._reading[client_id] = asyncio.ensure_future(self._read(session_factory, client_id))
+            reading.add_done_callback(functools.partial(self._read_done, client_id))
+        return (await asyncio.shield(reading))[1]  # one caller cancelled does not cancel the others' read
+
+    async def _read(self, session_factory, client_id: str) -> tuple[float, Client | None]:
+        started = time.monotonic()
         async with session_factory() as session:
             row = await session.get(OidcClient, client_id)
-        client = Client.from_row(row, self._box) if row is not None else None
-        if client is not None:  # a miss is not remembered: the client may be registered next
-            if len(self._items) > 10_000:
-                self._items.clear()
-            self._items[client_id] = (now, client)
-        return client
+        return started, Client.from_row(row, self._box) if row is not None else None
+
+    def _read_done(self, client_id: str, reading: asyncio.Future[tuple[float, Client | None]]) -> None:
+        """Remember what a read found, unless the client was forgotten while it ran (the row it
+        read may be the one just changed). A miss is not remembered: the client may be registered
+        next."""
+        if self._reading.get(client_id) is not reading:
+            return
+        del self._reading[client_id]
+        if reading.cancelled() or reading.exception() is not None or reading.result()[1] is None:
+            return
+        if len(self._items) > 10_000:
+            self._items.clear()
+        self._items[client_id] = reading.result()
 
     def forget(self, client_id: str) -> None:
         self._items.pop(client_id, None)
+        self._reading.pop(client_id, None)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 import time
 
@@ -100,6 +101,54 @@ def test_the_verified_secret_belongs_to_one_client_object(idp):
     second = Client.from_row(row, box)
     assert not second.check_client_secret("s3cret") and second.check_client_secret("other")
     assert "verified" not in repr(first)
+
+
+def _counted_sessions(app, reads: list[str], hold: asyncio.Event):
+    """The app's session factory, counting the reads of a client row and holding each until ``hold``."""
+
+    @contextlib.asynccontextmanager
+    async def session_factory():
+        async with app[DB].session() as session:
+            reads.append("read")
+            await asyncio.wait_for(hold.wait(), 20)
+            yield session
+
+    return session_factory
+
+
+async def test_requests_that_find_a_client_gone_from_the_cache_at_once_share_one_read(idp, monkeypatch):
+    client_id, secret = await _service_client(idp)
+    cache, reads, hold = idp.app[CLIENTS], [], asyncio.Event()
+    cache.forget(client_id)
+    factory = _counted_sessions(idp.app, reads, hold)
+    waiting = [asyncio.create_task(cache.get(factory, client_id)) for _ in range(20)]
+    await asyncio.wait_for(_until_true(lambda: reads), 20)
+    waiting[0].cancel()  # one caller gone does not cancel the read the others wait for
+    hold.set()
+    found = await asyncio.wait_for(asyncio.gather(*waiting[1:]), 20)
+    assert reads == ["read"] and {client.client_id for client in found} == {client_id} and len({id(client) for client in found}) == 1
+    assert await cache.get(factory, client_id) is found[0]  # remembered
+    _later(monkeypatch, 11)
+    assert (await cache.get(factory, client_id)).client_id == client_id and reads == ["read", "read"]
+
+
+async def test_a_client_forgotten_while_it_is_read_is_not_remembered_from_that_read(idp):
+    client_id, secret = await _service_client(idp)
+    cache, reads, hold = idp.app[CLIENTS], [], asyncio.Event()
+    cache.forget(client_id)
+    factory = _counted_sessions(idp.app, reads, hold)
+    first = asyncio.create_task(cache.get(factory, client_id))
+    await asyncio.wait_for(_until_true(lambda: reads), 20)
+    cache.forget(client_id)  # the row changed meanwhile (a rotated secret): the read may be stale
+    hold.set()
+    await asyncio.wait_for(first, 20)
+    await cache.get(factory, client_id)
+    assert reads == ["read", "read"]  # read again, not served from the read that ran across the change
+
+
+async def _until_true(condition) -> None:
+    while not condition():
+        await asyncio.sleep(0.01)
 
 
 # -- the fixed claims of a service token ------------------------------------------------------
