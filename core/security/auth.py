@@ -83,17 +83,29 @@ async def _from_api_key(app: web.Application, key: str) -> Principal | None:
     pending = reads.get(key)
     if pending is None:
         pending = reads[key] = asyncio.ensure_future(_lookup_api_key(app, key))
-        pending.add_done_callback(lambda _: reads.pop(key, None))
-    principal, lifetime = await asyncio.shield(pending)
+        pending.add_done_callback(functools.partial(_remember_api_key, cache, reads, key))
+    return (await asyncio.shield(pending))[0]
+
+
+def _remember_api_key(cache: dict[str, tuple[float, Principal | None]], reads: dict[str, asyncio.Future], key: str, read: asyncio.Future) -> None:
+    """Remember what a finished read found, unless this process's keys were forgotten while it ran
+    (a revocation made here: the read may have seen the key still active)."""
+    if reads.get(key) is not read:
+        return
+    del reads[key]
+    if read.cancelled() or read.exception() is not None:
+        return
+    principal, lifetime = read.result()
     if len(cache) > 10_000:
         cache.clear()
     cache[key] = (time.monotonic() + lifetime, principal)
-    return principal
 
 
 def forget_cached_api_keys(app: web.Application) -> None:
-    """Drop this process's verified keys, so that a revocation made here takes effect at once."""
+    """Drop this process's verified keys and the reads under way, so that a revocation made here
+    takes effect at once."""
     _api_key_cache.pop(app[DB], None)
+    _api_key_reads.pop(app[DB], None)
 
 
 async def _lookup_api_key(app: web.Application, key: str) -> tuple[Principal | None, float]:
