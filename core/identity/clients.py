@@ -3,11 +3,9 @@ registration and ``patchbay clients create``), and the read-only view authlib wo
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import hashlib
 import hmac
-import time
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -20,6 +18,7 @@ from patchbay.core.identity.claims import SCOPES_SUPPORTED, scope_list
 from patchbay.core.identity.models import TRUST_LEVELS, OidcClient
 from patchbay.core.security.permissions import PERMISSIONS, permissions_for_roles
 from patchbay.core.security.secrets import SecretBox, random_token
+from patchbay.core.shared_reads import SharedReads
 
 GRANT_TYPES = ("authorization_code", "refresh_token", "client_credentials")
 AUTH_METHODS = ("client_secret_post", "client_secret_basic", "none")
@@ -281,46 +280,23 @@ class Client(ClientMixin):
 
 class ClientCache:
     """Clients by id for a few seconds: the token endpoint reads one on every request, and a
-    registration is never changed in place (a secret rotation takes effect within ``ttl``).
-
-    When an entry runs out, the requests that find it gone at once share one read of the row
-    instead of each opening a database session for it."""
+    registration is never changed in place (a secret rotation takes effect within ``ttl``). The
+    requests that find a client gone from the cache at once share one read of its row."""
 
     def __init__(self, box: SecretBox, ttl: float = 10.0) -> None:
         self._box = box
         self._ttl = ttl
-        self._items: dict[str, tuple[float, Client | None]] = {}
-        self._reading: dict[str, asyncio.Future[tuple[float, Client | None]]] = {}
+        self._clients: SharedReads[str, Client | None] = SharedReads()
 
     async def get(self, session_factory, client_id: str) -> Client | None:
-        hit = self._items.get(client_id)
-        if hit is not None and time.monotonic() - hit[0] < self._ttl:
-            return hit[1]
-        reading = self._reading.get(client_id)
-        if reading is None:
-            reading = self._reading[client_id] = asyncio.ensure_future(self._read(session_factory, client_id))
-            reading.add_done_callback(functools.partial(self._read_done, client_id))
-        return (await asyncio.shield(reading))[1]  # one caller cancelled does not cancel the others' read
+        return await self._clients.get(client_id, functools.partial(self._read, session_factory, client_id))
 
-    async def _read(self, session_factory, client_id: str) -> tuple[float, Client | None]:
-        started = time.monotonic()
+    async def _read(self, session_factory, client_id: str) -> tuple[Client | None, float]:
         async with session_factory() as session:
             row = await session.get(OidcClient, client_id)
-        return started, Client.from_row(row, self._box) if row is not None else None
-
-    def _read_done(self, client_id: str, reading: asyncio.Future[tuple[float, Client | None]]) -> None:
-        """Remember what a read found, unless the client was forgotten while it ran (the row it
-        read may be the one just changed). A miss is not remembered: the client may be registered
-        next."""
-        if self._reading.get(client_id) is not reading:
-            return
-        del self._reading[client_id]
-        if reading.cancelled() or reading.exception() is not None or reading.result()[1] is None:
-            return
-        if len(self._items) > 10_000:
-            self._items.clear()
-        self._items[client_id] = reading.result()
+        if row is None:
+            return None, 0  # a miss is not remembered: the client may be registered next
+        return Client.from_row(row, self._box), self._ttl
 
     def forget(self, client_id: str) -> None:
-        self._items.pop(client_id, None)
-        self._reading.pop(client_id, None)
+        self._clients.forget(client_id)

@@ -10,7 +10,6 @@ is its ``organization_id`` and the permissions its ``permissions``. Handlers dec
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import time
 import weakref
@@ -27,6 +26,7 @@ from patchbay.core.identity.models import Grant, OidcClient
 from patchbay.core.security.api_keys import find_api_key
 from patchbay.core.security.models import ApiKey
 from patchbay.core.security.signing_keys import InvalidToken
+from patchbay.core.shared_reads import SharedReads
 from patchbay.core.timeutil import utcnow
 
 
@@ -68,44 +68,23 @@ async def verify_access_token(app: web.Application, token: str) -> dict[str, Any
 #: does not pay a database read each; a key revoked in another process stops working within this
 #: time (in this process at once), a key reaching its ``expires_at`` stops working then.
 API_KEY_CACHE_SECONDS = 5.0
-#: per database: key -> (remembered until, on the monotonic clock; the principal or None)
-_api_key_cache: weakref.WeakKeyDictionary[Any, dict[str, tuple[float, Principal | None]]] = weakref.WeakKeyDictionary()
-_api_key_reads: weakref.WeakKeyDictionary[Any, dict[str, asyncio.Future]] = weakref.WeakKeyDictionary()
+#: per database: this process's verified API keys (principal, or None for no active key)
+_api_keys: weakref.WeakKeyDictionary[Any, SharedReads[str, Principal | None]] = weakref.WeakKeyDictionary()
 
 
 async def _from_api_key(app: web.Application, key: str) -> Principal | None:
-    cache = _api_key_cache.setdefault(app[DB], {})
-    hit = cache.get(key)
-    if hit is not None and time.monotonic() < hit[0]:
-        return hit[1]
-    # One database read per key however many requests arrive while it runs: they share it.
-    reads = _api_key_reads.setdefault(app[DB], {})
-    pending = reads.get(key)
-    if pending is None:
-        pending = reads[key] = asyncio.ensure_future(_lookup_api_key(app, key))
-        pending.add_done_callback(functools.partial(_remember_api_key, cache, reads, key))
-    return (await asyncio.shield(pending))[0]
-
-
-def _remember_api_key(cache: dict[str, tuple[float, Principal | None]], reads: dict[str, asyncio.Future], key: str, read: asyncio.Future) -> None:
-    """Remember what a finished read found, unless this process's keys were forgotten while it ran
-    (a revocation made here: the read may have seen the key still active)."""
-    if reads.get(key) is not read:
-        return
-    del reads[key]
-    if read.cancelled() or read.exception() is not None:
-        return
-    principal, lifetime = read.result()
-    if len(cache) > 10_000:
-        cache.clear()
-    cache[key] = (time.monotonic() + lifetime, principal)
+    keys = _api_keys.get(app[DB])
+    if keys is None:
+        keys = _api_keys[app[DB]] = SharedReads()
+    return await keys.get(key, functools.partial(_lookup_api_key, app, key))
 
 
 def forget_cached_api_keys(app: web.Application) -> None:
     """Drop this process's verified keys and the reads under way, so that a revocation made here
     takes effect at once."""
-    _api_key_cache.pop(app[DB], None)
-    _api_key_reads.pop(app[DB], None)
+    keys = _api_keys.get(app[DB])
+    if keys is not None:
+        keys.clear()
 
 
 async def _lookup_api_key(app: web.Application, key: str) -> tuple[Principal | None, float]:

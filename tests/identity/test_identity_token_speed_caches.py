@@ -9,6 +9,7 @@ import base64
 import contextlib
 import json
 import time
+import types
 
 from authlib.consts import default_json_headers
 from authlib.oauth2.rfc6749 import InsecureTransportError, OAuth2Request
@@ -17,8 +18,8 @@ from joserfc.jwk import KeySet, RSAKey
 from multidict import CIMultiDict, MultiDict
 from sqlalchemy import delete, update
 
+from patchbay.core import shared_reads
 from patchbay.core.appkeys import DB, SECRETS
-from patchbay.core.identity import clients as clients_module
 from patchbay.core.identity.clients import Client, create_client, validate_metadata
 from patchbay.core.identity.http import CLIENTS, to_response
 from patchbay.core.identity.models import OidcClient
@@ -47,7 +48,7 @@ async def _service_client(idp, **extra):
 def _later(monkeypatch, seconds: float) -> None:
     """The client cache's clock ``seconds`` ahead: its entries are as old as that."""
     now = time.monotonic()
-    monkeypatch.setattr(clients_module.time, "monotonic", lambda: now + seconds)
+    monkeypatch.setattr(shared_reads, "time", types.SimpleNamespace(monotonic=lambda: now + seconds))
 
 
 # -- the verified secret ----------------------------------------------------------------------
