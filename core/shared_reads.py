@@ -35,7 +35,7 @@ class SharedReads(Generic[K, V]):
             return hit[1]
         pending = self._reads.get(key)
         if pending is None:
-            pending = self._reads[key] = asyncio.ensure_future(_until(read))
+            pending = self._reads[key] = asyncio.ensure_future(_read_with_expiry(read))
             pending.add_done_callback(functools.partial(self._finished, key))
         return (await asyncio.shield(pending))[1]  # a caller cancelled does not cancel the others' read
 
@@ -60,7 +60,7 @@ class SharedReads(Generic[K, V]):
             self._values[key] = (until, value)
 
 
-async def _until(read: Read) -> tuple[float, V]:
+async def _read_with_expiry(read: Read) -> tuple[float, V]:
     started = time.monotonic()
     value, seconds = await read()
     return started + seconds, value

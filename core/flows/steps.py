@@ -121,7 +121,7 @@ class Http:
         except (ResponseTooLarge, zlib.error) as error:
             raise StepFailed(f"{method} {url}: {error}") from None
         try:
-            parsed: Any = json.loads(text) if text[:1] in _JSON_STARTS or text.lstrip()[:1] in _JSON_STARTS else (text or None)
+            parsed: Any = json.loads(text) if text.lstrip()[:1] in _JSON_STARTS else (text or None)
         except ValueError:
             parsed = text
         if not 200 <= status < 300:

@@ -4,6 +4,7 @@ replay and task history."""
 from __future__ import annotations
 
 import asyncio
+from urllib.parse import urlencode
 
 import pytest
 from aiohttp import web
@@ -54,9 +55,13 @@ async def target(aiohttp_server):
     async def fail(request):
         return web.Response(status=503, text="down")
 
+    async def raw(request):  # answers the text of its ``?text=`` as it is
+        return web.Response(text=request.query["text"], content_type="text/plain")
+
     app = web.Application()
     app.router.add_post("/ok", ok)
     app.router.add_post("/fail", fail)
+    app.router.add_post("/raw", raw)
     server = await aiohttp_server(app)
     return {"url": str(server.make_url("")), "seen": seen, "keys": keys}
 
@@ -93,6 +98,15 @@ async def test_a_test_run_renders_each_step_and_records_input_output(engine_clie
     assert by_id["post"]["output"]["status"] == 200 and target["seen"] == [{"who": "ada@example.com", "n": 42}]
     assert by_id["last"]["output"] == 1 and all(s["status"] == "completed" for s in execution["steps"])
     assert target["keys"] == [f"{execution['id']}:post"]  # the execution and the step: a re-run after a crash sends the same key
+
+
+@pytest.mark.parametrize(("text", "body"), [(' {"a": [1, 2]}', {"a": [1, 2]}), ("\n-12.5", -12.5), ("true", True), ("null", None),
+                                           ("ok", "ok"), ("{not json", "{not json"), ("", None)])  # fmt: skip
+async def test_an_http_steps_answer_is_json_when_it_parses_and_text_otherwise(engine_client, ws, target, text, body):
+    flow_id = await _create(engine_client, ws["headers"], [{"id": "get", "type": "http", "method": "POST", "url": target["url"] + "/raw?" + urlencode({"text": text})}])
+    execution = await _test(engine_client, ws["headers"], flow_id, {})
+    assert execution["status"] == "completed", execution
+    assert execution["steps"][0]["output"] == {"status": 200, "body": body}
 
 
 async def test_a_filter_that_fails_ends_the_execution_completed_and_skips_the_rest(engine_client, ws, target):
