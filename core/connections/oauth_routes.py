@@ -41,9 +41,8 @@ from patchbay.core.errors import DomainError
 from patchbay.core.http.errors import ApiError, bad_request, not_found, unauthorized
 from patchbay.core.http.openapi import FORM, accepts, query
 from patchbay.core.http.responses import HTML, REDIRECT, reply, returns
-from patchbay.core.security.auth import Principal, authenticate, principal_of, require_principal, requires, verify_access_token
+from patchbay.core.security.auth import Principal, authenticate, principal_of, require_principal, requires, token_principal
 from patchbay.core.plugins.provider import template_fields
-from patchbay.core.security.signing_keys import InvalidToken
 from patchbay.core.timeutil import iso, utcnow
 
 log = logging.getLogger(__name__)
@@ -78,12 +77,7 @@ async def _login_principal(request: web.Request) -> tuple[Principal, bool]:
     by_link = False
     if (principal is None or principal.workspace_id is None) and token:
         by_link = True
-        try:
-            claims = await verify_access_token(request.app, token)
-        except InvalidToken:
-            raise unauthorized() from None
-        permissions = frozenset(p for p in claims.get("permissions") or [] if isinstance(p, str))
-        principal = Principal("access_token", claims.get("organization_id"), permissions, subject=claims.get("sub"), claims=claims)
+        principal = await token_principal(request.app, token)  # as in the header: same trust, grant and approver checks
     if principal is None or principal.workspace_id is None:
         raise unauthorized()
     if not principal.can("connections.write"):

@@ -136,7 +136,10 @@ async def _opens_connect_api(app: web.Application, claims: dict[str, Any]) -> bo
     return allowed
 
 
-async def _from_token(app: web.Application, token: str) -> Principal | None:
+async def token_principal(app: web.Application, token: str) -> Principal | None:
+    """The principal of an access token, wherever the request carried it (the ``Authorization``
+    header, or ``token=`` on a login link): None unless the token is valid and opens the connect
+    API (its client still exists and may, its grant is not revoked)."""
     try:
         claims = await verify_access_token(app, token)
     except InvalidToken:
@@ -164,7 +167,7 @@ async def authenticate(request: web.Request) -> Principal | None:
     if api_key:
         principal = await _from_api_key(request.app, api_key.strip())
     elif token := _bearer(authorization or ""):
-        principal = await _from_token(request.app, token)
+        principal = await token_principal(request.app, token)
     request[PRINCIPAL] = principal
     return principal
 
