@@ -31,13 +31,13 @@ import zlib
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qsl, quote, urlencode
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
 import aiohttp
 import attrs
 
 from patchbay.core.outbound import ResponseTooLarge
-from patchbay.core.plugins.provider import Provider, template_fields
+from patchbay.core.plugins.provider import OAUTH_HOST_PATTERN, TEMPLATED_URL_FIELDS, Provider, template_fields
 from patchbay.core.timeutil import utcnow
 
 if TYPE_CHECKING:
@@ -93,6 +93,10 @@ class TemplateError(ValueError):
     """A URL or credential template cannot be filled (a missing or unsafe connection parameter)."""
 
 
+class UnvouchedHost(ProviderAuthError):
+    """The deployment's OAuth app would be sent to a host the operator did not vouch for."""
+
+
 @attrs.frozen(kw_only=True)
 class AuthContext:
     provider: Provider
@@ -103,6 +107,12 @@ class AuthContext:
     guard: Callable[[str], str] | None = None
     #: reads a response's body within the outbound size and decompression caps
     read_body: Callable[[aiohttp.ClientResponse], Awaitable[bytes]] | None = None
+
+    def __attrs_post_init__(self) -> None:
+        # Every OAuth call (authorization URL, code exchange, refresh, revocation) is made through
+        # a context: none holds the deployment's app together with parameters that move its host.
+        if self.app is not None:
+            check_oauth_hosts(self.provider, self.app.source, self.params)
 
     async def body(self, response: aiohttp.ClientResponse) -> bytes:
         """``response``'s body, read through the outbound caps when the context has them."""
@@ -162,6 +172,56 @@ def fill_url(template: str, provider: Provider, params: Mapping[str, str]) -> st
             raise TemplateError(f"connection parameter {key!r} has characters that are not allowed")
         fields[key] = value
     return template.format_map(fields)
+
+
+def _host(url: str) -> str | None:
+    try:
+        host = (urlsplit(url).hostname or "").rstrip(".")
+    except ValueError:
+        return None
+    return host if OAUTH_HOST_PATTERN.match(host) else None
+
+
+def _literal_hosts(provider: Provider) -> set[str]:
+    """The hosts the definition's URLs name by themselves or through the parameters' defaults."""
+    hosts = set()
+    defaults = connection_params(provider, None)
+    for template in filter(None, (getattr(provider, field) for field in TEMPLATED_URL_FIELDS)):
+        try:
+            hosts.add(_host(fill_url(template, provider, defaults)))
+        except TemplateError:
+            continue  # a parameter without a default names this host
+    return hosts - {None}
+
+
+def _vouched(provider: Provider, host: str | None) -> bool:
+    if host is None:
+        return False
+    for pattern in provider.oauth_hosts:
+        if host == pattern or (pattern.startswith("*.") and host.endswith(pattern[1:])):
+            return True
+    return host in _literal_hosts(provider)
+
+
+def check_oauth_hosts(provider: Provider, source: str | None, params: Mapping[str, str]) -> None:
+    """Raise :class:`UnvouchedHost` when the deployment's OAuth app (``source`` "deployment", or
+    None: not chosen yet) would go to a host of the provider's OAuth URLs, filled with ``params``,
+    that is neither a literal host of the definition nor matched by its ``oauth_hosts``. Another
+    app (the workspace's own, a connection's client credentials) may go anywhere the outbound
+    guard allows."""
+    if source not in (None, "deployment"):
+        return
+    for template in filter(None, (provider.authorization_url, provider.token_url, provider.revocation_url)):
+        try:
+            url = fill_url(template, provider, params)
+        except TemplateError:
+            continue  # never requested: filling it again fails the same way
+        if not _vouched(provider, _host(url)):
+            raise UnvouchedHost(
+                f"{provider.display_name}: the deployment's OAuth app is not sent to {urlsplit(url).netloc}; connect with the workspace's own "
+                f"OAuth app (POST /byoa/{provider.name}/credentials), or the operator adds the host to [providers.{provider.name}] oauth_hosts",
+                error="unvouched_host",
+            )
 
 
 def pkce_pair() -> tuple[str, str]:

@@ -29,7 +29,7 @@ from patchbay.core.http.bodies import read_form
 from patchbay.core.approvals.service import gate_connect
 from patchbay.core.connections import service
 from patchbay.core.connections.oauth_binding import begin_url, is_bound_here, set_binding_cookie
-from patchbay.core.connections.auth import ProviderAuthError, TemplateError, auth_for, connection_params, fill_url, pkce_pair
+from patchbay.core.connections.auth import ProviderAuthError, TemplateError, UnvouchedHost, auth_for, connection_params, fill_url, pkce_pair
 from patchbay.core.connections.api_models import PendingApproval
 from patchbay.core.connections.form_models import DeauthorizationCallback
 from patchbay.core.connections.models import ByoaCredential, OAuthState
@@ -177,6 +177,10 @@ async def begin_login(request: web.Request, principal: Principal, provider_type:
             f"No OAuth app is configured for {provider.display_name}: save your own with POST /byoa/{provider.name}/credentials, "
             f"or set client_id and client_secret in [providers.{provider.name}]"
         )
+    try:
+        ctx = auth_context(app, provider, oauth_app, params)
+    except UnvouchedHost as error:
+        raise bad_request(error.message) from None
     scopes = _scopes(query.get("scopes"))
     if scopes is None:
         scopes = await _byoa_scopes(app, workspace_id, provider.name) if oauth_app.source == "byoa" else None
@@ -189,7 +193,6 @@ async def begin_login(request: web.Request, principal: Principal, provider_type:
         oauth_app=oauth_app.source, expires_at=utcnow() + STATE_LIFETIME,
         meta={"scopes": scopes, "requestedBy": principal.subject, "metadata": metadata},
     )  # fmt: skip
-    ctx = auth_context(app, provider, oauth_app, params)
     async with app[DB].transaction(tenant=workspace_id) as session:
         await session.execute(delete(OAuthState).where(OAuthState.expires_at < utcnow()))
         session.add(state_row)
@@ -294,15 +297,15 @@ async def callback(request: web.Request) -> web.StreamResponse:
     oauth_app = await oauth_app_for(app, workspace_id=row.workspace_id, provider=provider.name, source=row.oauth_app)
     if oauth_app is None:
         return _fail(row, "invalid_client", f"The OAuth app for {provider.display_name} is no longer configured.")
-    ctx = auth_context(app, provider, oauth_app, row.params)
     verifier = app[SECRETS].decrypt(row.code_verifier) if row.code_verifier else None
     try:
+        ctx = auth_context(app, provider, oauth_app, row.params)
         tokens = await auth_for(app[REGISTRY], provider.name).exchange_code(ctx, code=code, redirect_uri=row.callback_uri, code_verifier=verifier)
     except ProviderAuthError as error:
         return _fail(row, error.error or "exchange_failed", error.message)
     scopes = list(tokens.scopes) or list((row.meta or {}).get("scopes") or [])
     try:
-        params = service.split_params(provider, {**row.params, **tokens.params}, None)
+        params = service.split_params(provider, {**row.params, **tokens.params}, None, from_caller=False)
     except ApiError as error:
         return _fail(row, "invalid_request", f"{provider.display_name} did not supply every connection parameter: {error.message}")
     try:

@@ -155,9 +155,9 @@ async def _refresh_holding_lease(app: web.Application, state: ConnectionState) -
     if provider is None:
         raise RefreshFailed(f"provider {state.provider} is not installed")
     oauth_app = await oauth_app_for(app, workspace_id=state.workspace_id, provider=state.provider, source=state.oauth_app, credentials=state.credentials)
-    ctx = auth_context(app, provider, oauth_app, state.params)
     rt.refresh_calls += 1
     try:
+        ctx = auth_context(app, provider, oauth_app, state.params)
         tokens = await auth_for(app[REGISTRY], provider.name).refresh(ctx, state.credentials)
     except ProviderAuthError as error:
         await _record_failure(app, state, error)

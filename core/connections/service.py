@@ -12,7 +12,7 @@ from aiohttp import web
 from sqlalchemy import select, update
 
 from patchbay.core.appkeys import DB, REGISTRY
-from patchbay.core.connections.auth import OAuthApp, ProviderAuthError, TemplateError, auth_for, connection_params, fill_url
+from patchbay.core.connections.auth import OAuthApp, ProviderAuthError, TemplateError, UnvouchedHost, auth_for, check_oauth_hosts, connection_params, fill_url
 from patchbay.core.connections.client import client_for_state
 from patchbay.core.connections.lifecycle import ConnectionRemoval, removal_listeners
 from patchbay.core.connections.models import ACTIVE_STATUSES, Connection
@@ -36,15 +36,22 @@ def provider_or_404(app: web.Application, name: str) -> Provider:
     return provider
 
 
-def split_params(provider: Provider, params: Mapping[str, Any] | None, metadata: Mapping[str, Any] | None, *, learned: tuple[str, ...] = ()) -> dict[str, str]:
+def split_params(
+    provider: Provider, params: Mapping[str, Any] | None, metadata: Mapping[str, Any] | None, *, learned: tuple[str, ...] = (), from_caller: bool = True
+) -> dict[str, str]:
     """Connection parameters from an explicit ``params`` object, else from metadata keys that name
     a declared parameter; each declared parameter without a default is required, except those the
-    provider's auth handler learns from the token response (``learned``)."""
+    provider's auth handler learns from the token response (``learned``). A caller's value for a
+    parameter the deployment fixes (``fixed_params``) is refused (``from_caller=False``: values
+    learnt from the provider, which may set them)."""
     values: dict[str, str] = {}
     for source in (metadata or {}, params or {}):
         for key, value in source.items():
             if key in provider.connection_params and value not in (None, ""):
                 values[key] = str(value)
+    fixed = sorted(set(values) & set(provider.fixed_params)) if from_caller else []
+    if fixed:
+        raise bad_request(f"Validation failed: connection parameter(s) {', '.join(fixed)} are set by the deployment and cannot be given")
     missing = [key for key in provider.connection_params if key not in values and key not in provider.connection_param_defaults and key not in learned]
     if missing:
         raise bad_request(f"Validation failed: connection parameter(s) required: {', '.join(missing)}")
@@ -149,6 +156,10 @@ async def import_tokens(
         raise bad_request(f"{provider.display_name} does not use OAuth tokens; connect it with POST /connect/v1/providers/{provider.name}/connect")
     values = split_params(provider, params, metadata)
     oauth_app = await oauth_app_for(app, workspace_id=workspace_id, provider=provider.name)
+    try:  # refreshes use the deployment's app unless the workspace has its own now
+        check_oauth_hosts(provider, oauth_app.source if oauth_app else None, connection_params(provider, values))
+    except UnvouchedHost as error:
+        raise bad_request(error.message) from None
     async with app[DB].transaction(tenant=workspace_id) as session:
         return await save_connection(
             app, session, workspace_id=workspace_id, provider=provider.name,
@@ -183,8 +194,8 @@ async def disconnect(app: web.Application, *, workspace_id: str, connection_id: 
     provider = app[REGISTRY].provider(state.provider)
     if revoke and provider is not None and state.status != "disconnected":
         oauth_app = await oauth_app_for(app, workspace_id=workspace_id, provider=provider.name, source=state.oauth_app, credentials=state.credentials)
-        ctx = auth_context(app, provider, oauth_app, state.params)
         try:
+            ctx = auth_context(app, provider, oauth_app, state.params)
             revoked = bool(await auth_for(app[REGISTRY], provider.name).revoke(ctx, state.credentials))
         except Exception:  # a revocation failure never keeps the customer connected
             log.warning("revoking connection %s at %s failed", connection_id, state.provider, exc_info=True)

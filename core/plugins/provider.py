@@ -12,6 +12,11 @@ URL and credential templates use ``{placeholder}`` fields:
 - in ``credential_headers`` and ``credential_query``: the credential fields ``access_token``,
   ``api_key``, ``api_secret``, ``username``, ``password`` and ``basic`` (base64 of
   ``username:password``), plus the connection parameters.
+
+A parameter in the host of an OAuth URL (``https://{hostname}/oauth/token``) may send the
+deployment's OAuth app only to a host the definition names literally (or through defaults), or that
+matches one of its ``oauth_hosts`` patterns (``*.my.salesforce.com``: any name under
+``my.salesforce.com``; ``login.salesforce.com``: that name), on any port.
 """
 
 from __future__ import annotations
@@ -47,6 +52,9 @@ CREDENTIAL_FIELDS: frozenset[str] = frozenset(
 )
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+#: an ``oauth_hosts`` entry: a lowercase host name, or ``*.`` and a domain of two labels or more
+_LABEL = r"[a-z0-9]([a-z0-9-]*[a-z0-9])?"
+OAUTH_HOST_PATTERN = re.compile(rf"^(\*\.({_LABEL}\.)+|({_LABEL}\.)*){_LABEL}$")
 #: plain http is accepted only on the loopback interface: local fakes of a provider in development
 #: and tests (``[providers.<name>] api_base_url = "http://127.0.0.1:8999"``)
 LOOPBACK_HTTP = ("http://127.0.0.1:", "http://127.0.0.1/", "http://localhost:", "http://localhost/", "http://[::1]:")
@@ -101,6 +109,12 @@ class Provider:
     credential_query: Mapping[str, str] = attrs.field(factory=dict, converter=_frozen_mapping)
     connection_params: tuple[str, ...] = attrs.field(default=(), converter=tuple)
     connection_param_defaults: Mapping[str, str] = attrs.field(factory=dict, converter=_frozen_mapping)
+    #: connection parameters only the deployment sets (a caller's value is refused); the registry
+    #: adds those ``[providers.<name>] connection_param_defaults`` sets
+    fixed_params: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    #: host patterns the deployment's OAuth app may be sent to besides the literal hosts of the URLs
+    #: (see the module's docstring); ``[providers.<name>] oauth_hosts`` adds the operator's own
+    oauth_hosts: tuple[str, ...] = attrs.field(default=(), converter=tuple)
     health_check: str | None = None
     retry_headers: RetryHeaders = attrs.field(factory=RetryHeaders)
     webhooks: bool = False
@@ -159,6 +173,12 @@ class Provider:
             missing = template_fields(url) - params
             if missing:
                 yield f"{field} uses {sorted(missing)}, not declared in connection_params"
+        for pattern in self.oauth_hosts:
+            if not OAUTH_HOST_PATTERN.match(pattern):
+                yield f"oauth_hosts entry {pattern!r} must be a lowercase host name or '*.' and a domain of two labels or more"
+        unknown_fixed = set(self.fixed_params) - params
+        if unknown_fixed:
+            yield f"fixed_params names {sorted(unknown_fixed)}, not declared in connection_params"
         for where in (self.credential_headers, self.credential_query):
             for template in where.values():
                 missing = template_fields(template) - params - CREDENTIAL_FIELDS

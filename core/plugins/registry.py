@@ -149,7 +149,10 @@ class Registry:
 
     def apply_overrides(self, overrides: Mapping[str, Mapping[str, Any]]) -> None:
         """Apply ``[providers.<name>]`` tables: definition fields replace the pack's values,
-        secret keys are kept apart; an unknown provider or key is refused with its name."""
+        secret keys are kept apart; an unknown provider or key is refused with its name. Two
+        fields are the operator's word on the OAuth app rather than replacements: ``oauth_hosts``
+        adds to the definition's host patterns, and the parameters ``connection_param_defaults``
+        sets become ``fixed_params`` (a caller cannot override them)."""
         fields = {field.name for field in attrs.fields(Provider)}
         for name, table in overrides.items():
             provider = self.providers.get(name)
@@ -159,6 +162,10 @@ class Registry:
             if unknown:
                 raise PluginSettingsError(f"[providers.{name}]: unknown key(s) {', '.join(sorted(unknown))}")
             changes = {key: value for key, value in table.items() if key in fields}
+            if isinstance(changes.get("oauth_hosts"), list | tuple):
+                changes["oauth_hosts"] = (*provider.oauth_hosts, *changes["oauth_hosts"])
+            if isinstance(changes.get("connection_param_defaults"), Mapping):
+                changes["fixed_params"] = (*changes.get("fixed_params", provider.fixed_params), *changes["connection_param_defaults"])
             if changes:
                 try:
                     for key, value in changes.items():
@@ -170,7 +177,8 @@ class Registry:
                     if "connection_params" not in changes:
                         # a parameter asked for only by a template the operator replaced is no longer required
                         dropped = set(provider.templated_params()) - updated.templated_params()
-                        updated = attrs.evolve(updated, connection_params=tuple(p for p in updated.connection_params if p not in dropped))
+                        updated = attrs.evolve(updated, connection_params=tuple(p for p in updated.connection_params if p not in dropped),
+                                               fixed_params=tuple(p for p in updated.fixed_params if p not in dropped))
                     updated.validate()
                 except (TypeError, DefinitionError) as error:
                     raise PluginSettingsError(f"[providers.{name}]: {error}") from None

@@ -116,6 +116,69 @@ REVOCATION_URLS: dict[str, str] = {
     "reddit": "https://www.reddit.com/api/v1/revoke_token",  # github.com/reddit-archive/reddit/wiki/OAuth2
 }
 
+ZOHO_ACCOUNTS = tuple(f"accounts.zoho.{tld}" for tld in ("com", "eu", "in", "com.au", "jp", "ca", "com.cn", "sa", "uk"))
+SALESFORCE_HOSTS = ("login.salesforce.com", "test.salesforce.com", "*.my.salesforce.com")
+SELLER_CENTRAL = tuple(
+    f"sellercentral.amazon.{tld}" for tld in ("com", "ca", "com.mx", "com.br", "co.uk", "de", "fr", "it", "es", "nl", "se", "pl", "com.tr", "com.be",
+                                              "eg", "ae", "sa", "in", "co.jp", "com.au", "sg")
+) + ("sellercentral-europe.amazon.com",)  # fmt: skip
+
+#: The hosts a provider's OAuth URLs reach through a whole-host or top-level-domain parameter
+#: (``https://{hostname}/oauth/token``, ``accounts.zoho.{extension}``): the deployment's OAuth app
+#: goes to these only (``oauth_hosts`` patterns). Taken from each provider's documentation of its
+#: regions or customer domains; a provider left out (self-hosted products, unknown domains) needs
+#: the workspace's own OAuth app or the operator's ``[providers.<name>] oauth_hosts`` for such a host.
+#: A parameter that is only the first labels of a literal domain (``{subdomain}.zendesk.com``)
+#: needs no entry: ``oauth_host_patterns`` derives ``*.zendesk.com``.
+OAUTH_HOSTS: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys(("salesforce", "salesforce-cc", "salesforce-sandbox"), SALESFORCE_HOSTS),  # help.salesforce.com, My Domain URL formats
+    **dict.fromkeys(("zoho", "zoho-bigin", "zoho-books", "zoho-calendar", "zoho-crm", "zoho-desk", "zoho-inventory", "zoho-invoice", "zoho-mail",
+                     "zoho-people", "zoho-recruit"), ZOHO_ACCOUNTS),  # zoho.com/accounts/protocol/oauth/multi-dc.html
+    **dict.fromkeys(("amazon-selling-partner", "amazon-selling-partner-beta"), SELLER_CENTRAL),  # developer-docs.amazon.com/sp-api, Seller Central URLs
+    **dict.fromkeys(("ninjaone-rmm", "ninjaone-rmm-oauth2"), ("*.ninjarmm.com",)),  # app., eu., oc., ca., us2.ninjarmm.com
+    **dict.fromkeys(("servicenow", "servicenow-oauth2-cc"), ("*.service-now.com",)),  # the facts' fallback: {subdomain}.service-now.com
+    **dict.fromkeys(("pingone", "pingone-cc"), tuple(f"auth.pingone.{tld}" for tld in ("com", "eu", "asia", "ca", "com.au"))),  # PingOne regions
+    "clio": ("*.clio.com",),  # app.clio.com, eu.app.clio.com, au.app.clio.com, ca.app.clio.com
+    "exact-online": tuple(f"start.exactonline.{tld}" for tld in ("nl", "be", "de", "co.uk", "com", "fr", "es")),
+    "amazon": ("api.amazon.com", "api.amazon.co.uk", "api.amazon.co.jp"),  # Login with Amazon token endpoints by region
+    "battlenet": ("oauth.battle.net",),
+    "snowflake": ("*.snowflakecomputing.com",),
+    "freshworks": ("*.myfreshworks.com",),
+    "datadog-oauth": ("*.datadoghq.com", "*.datadoghq.eu", "*.ddog-gov.com"),  # Datadog sites
+    "looker-oauth": ("*.looker.com", "*.looker.app"),
+    "revolut-business": ("*.revolut.com",),  # business.revolut.com, b2b.revolut.com and their sandboxes
+    "clover": ("*.clover.com",),  # www., api., eu., la. and sandbox.dev.clover.com
+    "mercury": ("*.mercury.com",),
+    "databricks-workspace": ("*.cloud.databricks.com", "*.azuredatabricks.net", "*.gcp.databricks.com"),
+    "smartsheet": ("*.smartsheet.com", "*.smartsheet.eu", "*.smartsheetgov.com"),
+    "intercom": ("*.intercom.com", "*.intercom.io"),  # developers.intercom.com, regional hosting
+    "canvas-lms": ("*.instructure.com",),  # Canvas cloud; a self-hosted Canvas is the operator's to add
+    "auth0-cc": ("*.auth0.com",),
+    "adobe-workfront": ("*.my.workfront.com",),
+    "crowdstrike": ("*.crowdstrike.com",),  # api., api.us-2., api.eu-1., api.laggar.gcw.crowdstrike.com
+    "marketo": ("*.mktorest.com",),  # <munchkin id>.mktorest.com/identity
+    "halo-psa": ("*.halopsa.com",),
+    "conductorone": ("*.conductor.one",),
+    "workday-oauth": ("*.workday.com",),
+}
+
+
+def oauth_host_patterns(definition: dict[str, Any]) -> tuple[str, ...]:
+    """``*.<domain>`` for each OAuth URL whose host is parameters followed by a literal domain of
+    two labels or more (``{subdomain}.zendesk.com``, ``api2-{region}.insided.com``)."""
+    patterns: list[str] = []
+    for field in ("authorization_url", "token_url", "revocation_url"):
+        host = (definition.get(field) or "").removeprefix("https://").split("/", 1)[0]
+        if "{" not in host:
+            continue
+        labels = host.split(".")
+        last = max(index for index, label in enumerate(labels) if "{" in label)
+        domain = labels[last + 1 :]
+        if len(domain) >= 2 and f"*.{'.'.join(domain)}" not in patterns:
+            patterns.append(f"*.{'.'.join(domain)}")
+    return tuple(patterns)
+
+
 #: slug -> (definition fields that replace the mapped ones, why). Applied after the mapping and
 #: before validation, so a correction is checked like any other definition.
 CORRECTIONS: dict[str, tuple[dict[str, Any], str]] = {
@@ -520,6 +583,7 @@ def generate(facts_path: Path) -> Result:
                 corrected.append(slug)
                 if "health_check" in CORRECTIONS[slug][0]:
                     notes = [note for note in notes if not note.startswith("health check")]
+            definition["oauth_hosts"] = OAUTH_HOSTS.get(slug, ()) + oauth_host_patterns(definition)
             retry = RetryHeaders(**definition.pop("retry_headers"))
             provider = Provider(**definition, retry_headers=retry)
             provider.validate()
