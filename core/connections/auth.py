@@ -37,7 +37,7 @@ import aiohttp
 import attrs
 
 from patchbay.core.outbound import ResponseTooLarge
-from patchbay.core.plugins.provider import OAUTH_HOST_PATTERN, TEMPLATED_URL_FIELDS, Provider, template_fields
+from patchbay.core.plugins.provider import HOST_NAME, TEMPLATED_URL_FIELDS, Provider, host_matches, template_fields
 from patchbay.core.timeutil import utcnow
 
 if TYPE_CHECKING:
@@ -179,7 +179,7 @@ def _host(url: str) -> str | None:
         host = (urlsplit(url).hostname or "").rstrip(".")
     except ValueError:
         return None
-    return host if OAUTH_HOST_PATTERN.match(host) else None
+    return host if HOST_NAME.match(host) else None
 
 
 def _literal_hosts(provider: Provider) -> set[str]:
@@ -197,10 +197,7 @@ def _literal_hosts(provider: Provider) -> set[str]:
 def _vouched(provider: Provider, host: str | None) -> bool:
     if host is None:
         return False
-    for pattern in provider.oauth_hosts:
-        if host == pattern or (pattern.startswith("*.") and host.endswith(pattern[1:])):
-            return True
-    return host in _literal_hosts(provider)
+    return any(host_matches(pattern, host) for pattern in provider.oauth_hosts) or host in _literal_hosts(provider)
 
 
 def check_oauth_hosts(provider: Provider, source: str | None, params: Mapping[str, str]) -> None:

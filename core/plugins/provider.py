@@ -16,7 +16,7 @@ URL and credential templates use ``{placeholder}`` fields:
 A parameter in the host of an OAuth URL (``https://{hostname}/oauth/token``) may send the
 deployment's OAuth app only to a host the definition names literally (or through defaults), or that
 matches one of its ``oauth_hosts`` patterns (``*.my.salesforce.com``: any name under
-``my.salesforce.com``; ``login.salesforce.com``: that name), on any port.
+``my.salesforce.com``; ``login.salesforce.com``: that name; see :func:`host_matches`), on any port.
 """
 
 from __future__ import annotations
@@ -52,9 +52,28 @@ CREDENTIAL_FIELDS: frozenset[str] = frozenset(
 )
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
-#: an ``oauth_hosts`` entry: a lowercase host name, or ``*.`` and a domain of two labels or more
 _LABEL = r"[a-z0-9]([a-z0-9-]*[a-z0-9])?"
-OAUTH_HOST_PATTERN = re.compile(rf"^(\*\.({_LABEL}\.)+|({_LABEL}\.)*){_LABEL}$")
+#: a lowercase host name
+HOST_NAME = re.compile(rf"^({_LABEL}\.)*{_LABEL}$")
+#: an ``oauth_hosts`` entry: a host name, or one where ``*`` stands in for labels (see
+#: :func:`host_matches`) and the last two labels are literal
+OAUTH_HOST_PATTERN = re.compile(rf"^(((\*|{_LABEL})\.)*{_LABEL}\.)?{_LABEL}$")
+
+
+def host_matches(pattern: str, host: str) -> bool:
+    """Whether ``host`` matches an ``oauth_hosts`` ``pattern``: a leading ``*`` stands for one or
+    more labels (``*.my.salesforce.com``: ``acme.my.salesforce.com``, ``a--b.sandbox.my.salesforce.com``),
+    any other ``*`` for exactly one (``*.authentication.*.hana.ondemand.com``), so a pattern never
+    vouches for a provider's whole domain when only a part of it is the provider's own service."""
+    wanted, labels = pattern.split("."), host.split(".")
+    if wanted[0] == "*":
+        wanted = wanted[1:]
+        if len(labels) <= len(wanted):
+            return False
+        labels = labels[len(labels) - len(wanted) :]
+    elif len(labels) != len(wanted):
+        return False
+    return all(want in ("*", label) for want, label in zip(wanted, labels))
 #: plain http is accepted only on the loopback interface: local fakes of a provider in development
 #: and tests (``[providers.<name>] api_base_url = "http://127.0.0.1:8999"``)
 LOOPBACK_HTTP = ("http://127.0.0.1:", "http://127.0.0.1/", "http://localhost:", "http://localhost/", "http://[::1]:")
@@ -174,8 +193,8 @@ class Provider:
             if missing:
                 yield f"{field} uses {sorted(missing)}, not declared in connection_params"
         for pattern in self.oauth_hosts:
-            if not OAUTH_HOST_PATTERN.match(pattern):
-                yield f"oauth_hosts entry {pattern!r} must be a lowercase host name or '*.' and a domain of two labels or more"
+            if not OAUTH_HOST_PATTERN.match(pattern) or "*" in pattern.split(".")[-2:]:
+                yield f"oauth_hosts entry {pattern!r} must be a lowercase host name, where '*' may stand for labels but not for the last two"
         unknown_fixed = set(self.fixed_params) - params
         if unknown_fixed:
             yield f"fixed_params names {sorted(unknown_fixed)}, not declared in connection_params"

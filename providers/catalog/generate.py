@@ -164,18 +164,20 @@ OAUTH_HOSTS: dict[str, tuple[str, ...]] = {
 
 
 def oauth_host_patterns(definition: dict[str, Any]) -> tuple[str, ...]:
-    """``*.<domain>`` for each OAuth URL whose host is parameters followed by a literal domain of
-    two labels or more (``{subdomain}.zendesk.com``, ``api2-{region}.insided.com``)."""
+    """The pattern of each OAuth URL whose host has parameters in labels before a literal domain of
+    two labels or more: each such label becomes ``*`` (``{subdomain}.zendesk.com``: ``*.zendesk.com``;
+    ``{subdomain}.authentication.{region}.hana.ondemand.com``: ``*.authentication.*.hana.ondemand.com``,
+    not the whole ``hana.ondemand.com``, where customers run their own applications)."""
     patterns: list[str] = []
     for field in ("authorization_url", "token_url", "revocation_url"):
         host = (definition.get(field) or "").removeprefix("https://").split("/", 1)[0]
-        if "{" not in host:
-            continue
-        labels = host.split(".")
-        last = max(index for index, label in enumerate(labels) if "{" in label)
-        domain = labels[last + 1 :]
-        if len(domain) >= 2 and f"*.{'.'.join(domain)}" not in patterns:
-            patterns.append(f"*.{'.'.join(domain)}")
+        labels = ["*" if "{" in label else label for label in host.split(".")]
+        if "*" not in labels or "*" in labels[-2:]:
+            continue  # a literal host, or a parameter in the domain itself: OAUTH_HOSTS names them
+        while labels[:2] == ["*", "*"]:
+            labels.pop(0)  # a leading '*' already stands for one label or more
+        if ".".join(labels) not in patterns:
+            patterns.append(".".join(labels))
     return tuple(patterns)
 
 

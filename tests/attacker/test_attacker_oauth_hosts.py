@@ -30,12 +30,14 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from sqlalchemy import func, select
 
-from patchbay.core.appkeys import DB, OUTBOUND, SECRETS
+from patchbay.core.appkeys import DB, OUTBOUND, REGISTRY, SECRETS
+from patchbay.core.connections.auth import UnvouchedHost, check_oauth_hosts
 from patchbay.core.connections.models import Connection, OAuthState
 from patchbay.core.connections.oauth_binding import COOKIE_PREFIX, _binding_message
 from patchbay.core.connections.oauth_routes import _state_mac, callback_url
 from patchbay.core.connections.store import save_connection
 from patchbay.core.outbound import Outbound
+from patchbay.core.plugins.provider import host_matches
 from patchbay.core.plugins.registry import PluginSettingsError
 from patchbay.core.testing import create_workspace_with_key
 from patchbay.core.timeutil import utcnow
@@ -303,3 +305,26 @@ async def test_the_workspaces_own_app_may_go_to_any_host(serve, attacker, tls):
 def test_an_oauth_hosts_pattern_that_vouches_for_too_much_stops_the_start(make_app, pattern):
     with pytest.raises(PluginSettingsError, match="oauth_hosts entry"):
         make_app(providers={"clio": {"oauth_hosts": [pattern]}})
+
+
+@pytest.mark.parametrize(("pattern", "host", "vouched"), [
+    ("*.my.salesforce.com", "acme.my.salesforce.com", True),
+    ("*.my.salesforce.com", "acme--dev.sandbox.my.salesforce.com", True),
+    ("*.my.salesforce.com", "my.salesforce.com", False),
+    ("*.my.salesforce.com", "evilmy.salesforce.com", False),
+    ("*.authentication.*.hana.ondemand.com", "acme.authentication.eu10.hana.ondemand.com", True),
+    # where SAP customers deploy their own applications: not SAP's token service
+    ("*.authentication.*.hana.ondemand.com", "evil.cfapps.eu10.hana.ondemand.com", False),
+    ("*.authentication.*.hana.ondemand.com", "acme.authentication.x.eu10.hana.ondemand.com", False),
+    ("login.salesforce.com", "login.salesforce.com", True),
+    ("login.salesforce.com", "x.login.salesforce.com", False),
+])  # fmt: skip
+def test_an_oauth_hosts_pattern_vouches_only_for_the_labels_it_names(pattern, host, vouched):
+    assert host_matches(pattern, host) is vouched
+
+
+def test_the_catalogs_sap_token_service_pattern_does_not_vouch_for_customers_applications(make_app):
+    provider = make_app()[REGISTRY].provider("sap-odata-oauth2-cc")
+    check_oauth_hosts(provider, "deployment", {"subdomain": "acme", "region": "eu10"})
+    with pytest.raises(UnvouchedHost):
+        check_oauth_hosts(provider, "deployment", {"subdomain": "evil", "region": "eu10.cfapps"})
