@@ -11,6 +11,7 @@ from aiohttp import web
 from patchbay.cli import admin, db_commands, packs
 from patchbay.cli.runtime import plugin_failure, settings_from, settle_garbage_collector
 from patchbay.core.app import create_app
+from patchbay.core.http import metrics
 from patchbay.core.http.middleware import JsonAccessLogger, configure_logging
 from patchbay.core.plugins.registry import PluginError
 from patchbay.core.settings import SettingsError
@@ -78,6 +79,8 @@ def serve(**flags) -> None:
         click.echo(f"  connect API:       {base}/connect/v1")
         click.echo(f"  identity provider: {settings.resolved_issuer}/.well-known/openid-configuration")
         click.echo(f"  database:          {settings.resolved_database_url.split('@')[-1]}")
+        if settings.metrics.listen:
+            click.echo(f"  metrics:           http://{settings.metrics.listen}/metrics")
         if first_start:
             click.echo("First start. Create a workspace, an API key and a user:")
             click.echo('  patchbay workspaces create --name "My workspace"')
@@ -85,6 +88,8 @@ def serve(**flags) -> None:
             click.echo("  patchbay users create --email me@example.com --password <password> --workspace <workspace id> --role admin")
 
     app.on_startup.append(announce)
+    if settings.metrics.listen:  # first: a taken address stops the start before anything else opens
+        app.cleanup_ctx.insert(0, metrics.listener(settings.metrics.listen))
     # On SIGTERM: stop accepting, let in-flight requests finish for up to SHUTDOWN_SECONDS, then
     # the app's cleanup stops the workers (grace, then release) and writes buffered rows.
     try:

@@ -56,28 +56,39 @@ class ResponseTooLarge(aiohttp.ClientPayloadError):
     """The body, as received or inflated, is larger than the configured cap."""
 
 
-def _embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
-    """The IPv4 address an IPv6 form carries (mapped, 6to4, Teredo client, NAT64), if any."""
-    if ip.ipv4_mapped is not None:
-        return ip.ipv4_mapped
+#: IPv6 prefixes that carry an IPv4 address in their last 32 bits and mean that address: IPv4-mapped
+#: (``::ffff:a.b.c.d``), IPv4-translated (SIIT, ``::ffff:0:a.b.c.d``), the deprecated IPv4-compatible
+#: form (``::a.b.c.d``) and the well-known NAT64 prefix (``64:ff9b::a.b.c.d``, DNS64 answers)
+_TRANSLATED = tuple(ipaddress.IPv6Network(prefix) for prefix in ("::ffff:0:0/96", "::ffff:0:0:0/96", "::/96", "64:ff9b::/96"))
+#: the local-use NAT64 prefix (RFC 8215): not global, and where it carries the IPv4 address depends
+#: on the prefix length the network chose, so it is refused whatever it embeds
+_LOCAL_NAT64 = ipaddress.IPv6Network("64:ff9b:1::/48")
+
+
+def _embedded_ipv4(ip: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
+    """The IPv4 addresses an IPv6 form carries (translated, 6to4, both ends of Teredo)."""
+    if any(ip in prefix for prefix in _TRANSLATED):
+        return [ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)]
     if ip.sixtofour is not None:
-        return ip.sixtofour
+        return [ip.sixtofour]
     if ip.teredo is not None:
-        return ip.teredo[1]
-    if ip in ipaddress.IPv6Network("64:ff9b::/96"):
-        return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
-    return None
+        return list(ip.teredo)
+    return []
 
 
 def is_public_address(address: str) -> bool:
     """Whether ``address`` is a globally routable unicast address. Refuses loopback, private
     ranges, link-local (169.254/16, fe80::/10), CGNAT (100.64/10), ``0.0.0.0``, multicast, IPv6 ULA
-    (fc00::/7), and an IPv6 form that embeds any of those IPv4 addresses."""
+    (fc00::/7), local-use NAT64 (64:ff9b:1::/48), and an IPv6 form that carries any of those IPv4
+    addresses (mapped, translated, compatible, NAT64, 6to4, Teredo): such a form is as public as
+    every IPv4 address it carries."""
     ip = ipaddress.ip_address(address.split("%", 1)[0])
     if isinstance(ip, ipaddress.IPv6Address):
+        if ip in _LOCAL_NAT64:
+            return False
         embedded = _embedded_ipv4(ip)
-        if embedded is not None:
-            return is_public_address(str(embedded))
+        if embedded:
+            return all(is_public_address(str(v4)) for v4 in embedded)
     return ip.is_global and not ip.is_multicast
 
 

@@ -166,6 +166,16 @@ class ConnectUiSettings:
 
 
 @attrs.define(kw_only=True)
+class MetricsSettings:
+    """Who may read ``/metrics`` (docs/scaling.md)."""
+
+    #: the main port answers ``/metrics`` only with ``Authorization: Bearer <token>``; unset: 404 there
+    token: str | None = None
+    #: ``host:port`` of a second listener of ``patchbay serve`` answering only ``/metrics``, with no token
+    listen: str | None = None
+
+
+@attrs.define(kw_only=True)
 class PluginsSettings:
     """Which installed plugins load (docs/provider-packs.md)."""
 
@@ -177,7 +187,7 @@ class PluginsSettings:
     skip_broken: bool = False
 
 
-SECTIONS = {"smtp": SmtpSettings, "branding": BrandingSettings, "compliance": ComplianceSettings, "admin": AdminSettings, "workspaces": WorkspacesSettings, "webhooks": WebhooksSettings, "retention": RetentionSettings, "outbound": OutboundSettings, "identity": IdentitySettings, "connect_ui": ConnectUiSettings, "plugins": PluginsSettings}
+SECTIONS = {"smtp": SmtpSettings, "branding": BrandingSettings, "compliance": ComplianceSettings, "admin": AdminSettings, "workspaces": WorkspacesSettings, "webhooks": WebhooksSettings, "retention": RetentionSettings, "outbound": OutboundSettings, "identity": IdentitySettings, "connect_ui": ConnectUiSettings, "plugins": PluginsSettings, "metrics": MetricsSettings}
 FREE_TABLES = ("providers", "federation", "plans", "rate_limits")
 PLUGIN_FIELDS = ("plugin_sections", "plugin_environ")
 
@@ -218,6 +228,7 @@ class Settings:
     outbound: OutboundSettings = attrs.field(factory=OutboundSettings)
     identity: IdentitySettings = attrs.field(factory=IdentitySettings)
     connect_ui: ConnectUiSettings = attrs.field(factory=ConnectUiSettings)
+    metrics: MetricsSettings = attrs.field(factory=MetricsSettings)
     providers: dict[str, dict[str, Any]] = attrs.field(factory=dict)
     federation: dict[str, dict[str, Any]] = attrs.field(factory=dict)
     plans: dict[str, dict[str, Any]] = attrs.field(factory=dict)
@@ -358,6 +369,15 @@ def load_section(section: str, cls: type, table: Any, environ: Mapping[str, str]
     return cls(**values)
 
 
+def listen_address(value: str) -> tuple[str, int]:
+    """``host:port`` (``[::1]:9100`` for IPv6) as ``(host, port)``; :class:`SettingsError` otherwise."""
+    host, _, port = value.rpartition(":")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise SettingsError(f"PATCHBAY_METRICS_LISTEN: {value!r} is not host:port")
+    return host, int(port)
+
+
 def _validate(settings: Settings) -> None:
     for name in ("base_url", "issuer"):
         url = getattr(settings, name)
@@ -380,6 +400,8 @@ def _validate(settings: Settings) -> None:
         raise SettingsError("PATCHBAY_IDENTITY_GRANT_CHECK_SECONDS: must be 0 or more")
     if settings.workspaces.default_plan not in WORKSPACE_PLANS:
         raise SettingsError(f"PATCHBAY_WORKSPACES_DEFAULT_PLAN: {settings.workspaces.default_plan!r} is not one of {', '.join(WORKSPACE_PLANS)}")
+    if settings.metrics.listen is not None:
+        listen_address(settings.metrics.listen)
     if settings.workers < 0:
         raise SettingsError("PATCHBAY_WORKERS: must be 0 or more")
     if settings.log_level.upper() not in {"DEBUG", "INFO", "WARNING", "ERROR"}:

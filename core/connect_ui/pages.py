@@ -12,12 +12,13 @@ import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlencode
 
 import aiohttp_jinja2
 import jinja2
 from aiohttp import web
 from sqlalchemy import select
+from yarl import URL
 
 from patchbay.core.appkeys import CONNECT_UI_JINJA, DB, SECRETS, SETTINGS
 from patchbay.core.connect_ui import service
@@ -258,7 +259,7 @@ def _echo(form) -> dict[str, str]:
 @unusable
 async def done(request: web.Request) -> web.Response:
     """The end of the session: connected, reconnected or waiting for approval. Goes back to the
-    customer's return URL (or posts to the page that opened this one)."""
+    customer's return URL (or posts to the page that opened this one, at the return URL's origin)."""
     session_id = _cookie_session_id(request)
     row = None
     if session_id is not None:
@@ -274,8 +275,18 @@ async def done(request: web.Request) -> web.Response:
     return_to = None
     if row.return_url:
         return_to = row.return_url + ("&" if "?" in row.return_url else "?") + urlencode({k: v for k, v in result.items() if v})
-    origin = "{0.scheme}://{0.netloc}".format(urlsplit(row.return_url)) if row.return_url else "*"
-    return render(request, "done.html", {"state": state, "result": result, "return_to": return_to, "origin": origin, "provider": provider})
+    return render(request, "done.html", {"state": state, "result": result, "return_to": return_to, "origin": _message_origin(row.return_url), "provider": provider})
+
+
+def _message_origin(return_url: str | None) -> str:
+    """The one origin the done page may post its result to, the return URL's; empty (no message)
+    without one, so that a page that opened a leaked session link learns nothing."""
+    if not return_url:
+        return ""
+    try:
+        return str(URL(return_url).origin())
+    except ValueError:
+        return ""
 
 
 @routes.get(PREFIX + "/static/{file}")

@@ -6,11 +6,10 @@ answer 401. The job itself is registered by its feature (``CronRegistry.add``).
 
 from __future__ import annotations
 
-import hmac
-
 from aiohttp import web
 
 from patchbay.core.appkeys import CRON, SETTINGS
+from patchbay.core.http.bearer import bearer_matches
 from patchbay.core.http.errors import not_found, unauthorized
 from patchbay.core.http.probe_models import CronRun
 from patchbay.core.http.responses import reply, returns
@@ -28,16 +27,10 @@ CRON_JOB_NAMES = (
 )
 
 
-def _authorized(request: web.Request) -> bool:
-    secret = request.app[SETTINGS].cron_secret
-    header = request.headers.get("Authorization", "")
-    return bool(secret) and header.startswith("Bearer ") and hmac.compare_digest(header[7:].strip(), secret)
-
-
 @returns(CronRun)
 async def run_cron_job(request: web.Request) -> web.Response:
     """Run the named periodic job now and answer its summary."""
-    if not _authorized(request):
+    if not bearer_matches(request, request.app[SETTINGS].cron_secret):
         raise unauthorized()
     name = request.path.rsplit("/", 1)[1]
     job = request.app[CRON].jobs.get(name)

@@ -15,12 +15,18 @@ Two kinds of figures:
 
 Each app has its own ``CollectorRegistry``: several apps in one process (tests, embedding) never
 share or collide on counters.
+
+The figures span every workspace and a scrape runs six aggregate queries, so the main port answers
+``/metrics`` only with ``Authorization: Bearer <[metrics] token>`` (401 without it) and, with no token
+configured, not at all (404, as a route that does not exist). ``patchbay serve`` can also answer it
+on a second address (``[metrics] listen``, :func:`listener`), without a token, for a scraper on a
+private network.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import datetime
 from typing import Any
 
@@ -28,11 +34,14 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from sqlalchemy import func, select
 
-from patchbay.core.appkeys import DB, METRICS
+from patchbay.core.appkeys import DB, METRICS, SETTINGS
 from patchbay.core.connections.models import Connection
 from patchbay.core.flows.models import FlowExecution
+from patchbay.core.http.bearer import bearer_matches
+from patchbay.core.http.errors import not_found, unauthorized
 from patchbay.core.http.responses import Media, returns
 from patchbay.core.jobs.models import Job
+from patchbay.core.settings import SettingsError, listen_address
 from patchbay.core.timeutil import utcnow
 from patchbay.core.webhooks.models import WebhookAttempt, WebhookDelivery
 
@@ -135,12 +144,46 @@ PROMETHEUS_TEXT = Media("text/plain", {"type": "string", "description": "Prometh
 @routes.get("/metrics")
 @returns(PROMETHEUS_TEXT)
 async def metrics(request: web.Request) -> web.Response:
-    """Prometheus text exposition of this process's figures and the shared state."""
-    collected = request.app[METRICS]
-    await collected.read_shared_state(request.app[DB])
+    """Prometheus text exposition of this process's figures and the shared state; needs
+    ``Authorization: Bearer <[metrics] token>`` (401), and answers 404 when no token is configured."""
+    token = request.app[SETTINGS].metrics.token
+    if not token:
+        raise not_found()
+    if not bearer_matches(request, token):
+        raise unauthorized()
+    return await _exposition(request.app)
+
+
+async def _exposition(app: web.Application) -> web.Response:
+    collected = app[METRICS]
+    await collected.read_shared_state(app[DB])
     response = web.Response(body=generate_latest(collected.registry))
     response.content_type = CONTENT_TYPE_LATEST.split(";")[0]
     return response
+
+
+def listener(address: str) -> Callable[[web.Application], AsyncIterator[None]]:
+    """A cleanup context for the main app: while it runs, ``address`` (``host:port``) answers
+    ``GET /metrics`` of that app without a token, and nothing else (404)."""
+    host, port = listen_address(address)
+
+    async def metrics_listener(app: web.Application) -> AsyncIterator[None]:
+        async def open_metrics(_request: web.Request) -> web.Response:
+            return await _exposition(app)
+
+        side = web.Application()
+        side.router.add_get("/metrics", open_metrics)
+        runner = web.AppRunner(side, access_log=None)
+        await runner.setup()
+        try:
+            await web.TCPSite(runner, host, port).start()
+        except OSError as error:
+            await runner.cleanup()
+            raise SettingsError(f"PATCHBAY_METRICS_LISTEN: cannot listen on {address}: {error.strerror or error}") from None
+        yield
+        await runner.cleanup()
+
+    return metrics_listener
 
 
 def setup(app: web.Application) -> None:

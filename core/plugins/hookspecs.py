@@ -154,7 +154,9 @@ def register_crm_mappers(register):
     :param register: ``register(provider_name, mapper)``; the mapper's ``list(client, resource,
         limit, cursor)`` and ``get(client, resource, id)`` coroutines read the provider through the
         connection client and return unified records. ``resource`` is ``contacts``, ``companies``
-        or ``deals`` (an optional ``mapper.resources`` tuple narrows what it offers); ``list``
+        or ``deals`` (an optional ``mapper.resources`` tuple narrows what it offers); ``id`` is the
+        caller's item id already percent-encoded as one path segment (never ``.`` or ``..``), to
+        paste into a path as it is; ``list``
         returns ``(records, next_cursor)`` where ``next_cursor`` is the provider's own paging token
         (any JSON value; ``None`` on the last page), ``get`` returns one record or ``None`` (404).
         Records are dicts with the fields of ``patchbay.core.unified_crm.models`` (missing ones

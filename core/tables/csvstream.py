@@ -6,6 +6,12 @@ leaves an even number of quote characters pending, which in RFC 4180 CSV (quotes
 fields are doubled) is exactly a record boundary; the standard ``csv`` module parses each run of
 complete records. Line numbers in reports are the physical line where a record starts (the header
 is line 1).
+
+Text going out is neutralized for spreadsheets (OWASP's rule against CSV injection): a cell that
+starts with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return gets one leading ``'``, so that a
+formula typed into a lead form opens as text. Quotes already leading up to such a character get one
+more, which makes the escape reversible: :func:`restore` undoes exactly what :func:`neutralize` did,
+and an export imported back gives the same values.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from __future__ import annotations
 import codecs
 import csv
 import io
+import re
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
@@ -28,6 +35,9 @@ JSON_SLICE = 256 * 1024
 MAX_RECORD_CHARS = 1024 * 1024
 #: media types of a raw CSV body (``application/octet-stream`` is what a body without a type reads as)
 RAW_TYPES = ("text/csv", "text/plain", "application/octet-stream")
+#: a cell a spreadsheet would run as a formula, after any quotes an earlier escape added
+_FORMULA = re.compile(r"'*[=+\-@\t\r]")
+_ESCAPED_FORMULA = re.compile(r"'+[=+\-@\t\r]")
 
 
 async def csv_source(request: web.Request) -> tuple[AsyncIterator[str], dict[str, Any]]:
@@ -129,6 +139,16 @@ def read_header(fields: list[str]) -> list[str]:
             raise bad_request(f"CSV header names column '{name}' twice")
         seen.add(name)
     return names
+
+
+def neutralize(text: str) -> str:
+    """``text`` as a cell a spreadsheet shows as text: one ``'`` more before a formula character."""
+    return "'" + text if _FORMULA.match(text) else text
+
+
+def restore(cell: str) -> str:
+    """The text :func:`neutralize` was given for ``cell`` (a cell without its escape is kept as it is)."""
+    return cell[1:] if _ESCAPED_FORMULA.match(cell) else cell
 
 
 def csv_line(values: Iterable[Any]) -> str:

@@ -7,6 +7,9 @@ write per kind of change; the plan's row cap is checked per batch. A record that
 field count, a value its column refuses) is rejected with its line number and the rest go on. A
 problem with the header itself (missing, empty or unknown names) refuses the whole file with 400
 before anything is written.
+
+Export writes text cells neutralized for spreadsheets and import restores them
+(``csvstream.neutralize``): numbers are written as numbers, so ``-5`` in a number column stays ``-5``.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from sqlalchemy import String, select, text
 from patchbay.core.errors import Invalid
 from patchbay.core.storage.db import Database
 from patchbay.core.tables import bulk
-from patchbay.core.tables.csvstream import CsvWriter, csv_line, csv_records, read_header
+from patchbay.core.tables.csvstream import CsvWriter, csv_line, csv_records, neutralize, read_header, restore
 from patchbay.core.tables.models import DataTable, TableRow
 from patchbay.core.tables.schema import RESERVED, Schema, ValueRejected
 from patchbay.core.tables.search import index_bulk_inserts, last_rowid, search_text_of
@@ -104,7 +107,7 @@ async def import_csv(db: Database, table: DataTable, chunks: AsyncIterator[str])
 
 
 def _check_header(schema: Schema, fields: list[str]) -> list[str]:
-    names = read_header(fields)
+    names = read_header([restore(field) for field in fields])
     if schema.strict:
         for name in names:
             if name not in RESERVED and name not in schema.types:
@@ -123,9 +126,9 @@ def _item(schema: Schema, header: list[str], line: int, fields: list[str], repor
             if name == "id":
                 row_id = cell.strip() or None
             elif name == "external_key":
-                key = cell or None
+                key = restore(cell) or None
             else:
-                values[name] = schema.cell(name, cell)
+                values[name] = schema.cell(name, restore(cell))
     except ValueRejected as error:
         report.reject(line, str(error))
         return None
@@ -222,14 +225,16 @@ def _cell(value: Any) -> Any:
         return "true" if value else "false"
     if isinstance(value, dict | list):
         return json.dumps(value, ensure_ascii=False)
-    return value
+    if isinstance(value, str):
+        return neutralize(value)
+    return value  # a number: -5 is not a formula
 
 
 async def export_csv(db: Database, table: DataTable) -> AsyncIterator[str]:
     """The header line, then every row in id order, fetched ``EXPORT_BATCH`` at a time. A table
     without a schema exports its data as one JSON column ``data``."""
     names = [column["name"] for column in table.columns or []]
-    yield csv_line(["id", "external_key", *(names or ["data"])])
+    yield csv_line(["id", "external_key", *(neutralize(name) for name in names or ["data"])])
     writer = CsvWriter()
     columns = TableRow.__table__.c
     after = ""
@@ -245,8 +250,8 @@ async def export_csv(db: Database, table: DataTable) -> AsyncIterator[str]:
         if not batch:
             return
         if names:
-            lines = ([row_id, key or "", *(_cell(data.get(name)) for name in names)] for row_id, key, data in batch)
+            lines = ([row_id, _cell(key), *(_cell(data.get(name)) for name in names)] for row_id, key, data in batch)
         else:
-            lines = ([row_id, key or "", json.dumps(data, ensure_ascii=False)] for row_id, key, data in batch)
+            lines = ([row_id, _cell(key), json.dumps(data, ensure_ascii=False)] for row_id, key, data in batch)
         yield writer.rows(lines)
         after = batch[-1][0]

@@ -4,6 +4,11 @@ The provider's own paging token is wrapped into an opaque ``nextCursor`` (base64
 provider and resource), so a cursor of one CRM or resource is refused by another with 400 instead of
 being sent to the wrong API. A mapper that fails (the CRM answered an error, an unexpected body)
 answers 502 naming the provider; connection problems keep the connection client's status.
+
+An item id comes from the caller's URL and the mappers paste it into the provider's path, so the core
+hands them an id that is already one safe path segment (:func:`path_segment`): every character but
+the unreserved ones percent-encoded, and the dot segments refused. A mapper cannot forget it, and an
+id cannot move the call to another path or add a query under the connection's token.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import binascii
 import json
 import logging
 from typing import Any
+from urllib.parse import quote
 
 from aiohttp import web
 from sqlalchemy import select
@@ -43,6 +49,14 @@ def decode_cursor(provider: str, resource: str, token: str | None) -> Any:
     if not isinstance(body, dict) or body.get("p") != provider or body.get("r") != resource or "c" not in body:
         raise bad_request("Query parameter 'cursor' belongs to another provider or resource")
     return body["c"]
+
+
+def path_segment(item_id: str) -> str:
+    """``item_id`` as one path segment: percent-encoded (``/``, ``?``, ``#``, ``%`` included); 400
+    for an empty id or a dot segment (``.``, ``..``), which a URL resolves into another path."""
+    if item_id in ("", ".", ".."):
+        raise bad_request(f"Not an item id: {item_id!r}")
+    return quote(item_id, safe="")
 
 
 def supported(app: web.Application) -> list[dict[str, Any]]:
@@ -105,9 +119,10 @@ async def list_items(app: web.Application, *, workspace_id: str, connection_id: 
 
 
 async def get_item(app: web.Application, *, workspace_id: str, connection_id: str | None, resource: str, item_id: str) -> dict[str, Any]:
+    segment = path_segment(item_id)
     client, provider, mapper = await _open(app, workspace_id, connection_id, resource)
     try:
-        item = await mapper.get(client, resource, item_id)
+        item = await mapper.get(client, resource, segment)
         result = unify(resource, item, provider) if item is not None else None
     except (ApiError, DomainError):
         raise

@@ -91,3 +91,42 @@ async def test_static_route_serves_only_its_scripts(page):
     assert helper.status == 200 and "PatchbayConnect" in await helper.text() and helper.headers["Content-Type"].startswith("text/javascript")
     for path in ("/connect/ui/static/..%2Fservice.py", "/connect/ui/static/../models.py", "/connect/ui/static/nope.js"):
         assert (await page.get(path)).status == 404, path
+
+
+# -- the done page tells only the customer's origin -----------------------------------------------
+
+
+async def _done_page(client, ws, **session) -> str:
+    """The done page's HTML after connecting through a session created with ``session``."""
+    created = await client.post("/connect/v1/connect-sessions", json={"endUser": {"id": "victim"}, "allowedProviders": ["acmekeys"], **session}, headers=ws["headers"])
+    assert created.status == 201, await created.text()
+    assert (await client.get(f"/connect/ui?session={(await created.json())['token']}", allow_redirects=False)).status == 303
+    form = await (await client.get("/connect/ui/providers/acmekeys")).text()
+    csrf = form.split('name="csrf" value="', 1)[1].split('"', 1)[0]
+    connected = await client.post("/connect/ui/providers/acmekeys", data={"csrf": csrf, "apiKey": fake_keys.API_KEY, "param:subdomain": "ada-co"}, allow_redirects=False)
+    assert connected.status == 303 and connected.headers["Location"].endswith("/connect/ui/done")
+    done = await client.get("/connect/ui/done")
+    assert done.status == 200
+    return await done.text()
+
+
+def _origin(html: str) -> str:
+    return html.split('data-origin="', 1)[1].split('"', 1)[0]
+
+
+async def test_the_done_page_posts_its_result_only_to_the_return_urls_origin(aiohttp_client, make_app, keys):
+    """Any page that opened the connect page (an attacker's, with a leaked session link) must not
+    receive the connection id: without a return URL the page posts nothing; with one, it posts only
+    to that URL's origin."""
+    client = await aiohttp_client(make_app(plugins=[fake_keys.FakeKeysPack(keys.base)]))
+    ws = await create_workspace_with_key(client.server.app, plan="enterprise")
+
+    without = await _done_page(client, ws)
+    with_return = await _done_page(client, ws, returnUrl="https://user:pw@App.Example.com:8443/integrations/done?x=1")
+
+    assert _origin(without) == "" and "*" not in _origin(without)
+    assert _origin(with_return) == "https://app.example.com:8443"
+    script = await (await client.get("/connect/ui/static/connect-page.js")).text()
+    posts = [line.strip() for line in script.splitlines() if "postMessage(" in line]
+    assert posts == ["opener.postMessage(Object.assign({ type: 'patchbay:connect' }, data), result.dataset.origin);"]
+    assert "} else if (opener && result.dataset.origin) {" in script  # no origin: no message

@@ -331,3 +331,42 @@ async def test_a_flow_http_step_fails_on_a_gzip_bomb_instead_of_inflating_it(aio
     finally:
         await public.close()
     assert execution["status"] == "failed" and "inflates beyond 1048576 bytes" in execution["error"]
+
+
+#: IPv6 forms that translate to a private IPv4 address (SIIT ``::ffff:0:a.b.c.d``, the deprecated
+#: IPv4-compatible ``::a.b.c.d``) or sit in the local-use NAT64 prefix ``64:ff9b:1::/48``, which is
+#: not global whatever it embeds
+IPV6_FORMS = ["::ffff:0:127.0.0.1", "::ffff:0:a9fe:a9fe", "::127.0.0.1", "::10.0.0.1", "::0.0.0.0", "64:ff9b:1::7f00:1", "64:ff9b:1::808:808",
+              "64:ff9b:1:ffff::a9fe:a9fe"]  # fmt: skip
+
+
+async def _guarded_app(aiohttp_client, make_app):
+    """An app with the deployment's own address rule (only globally routable addresses)."""
+    app = make_app(allow_insecure_targets=False, plugins=[TenantHostPack()])
+    client = await aiohttp_client(app)
+    return client, await create_workspace_with_key(app)
+
+
+@pytest.mark.parametrize("form", IPV6_FORMS)
+async def test_an_ipv6_form_of_a_private_address_is_refused_as_an_alert_webhook(aiohttp_client, make_app, form):
+    client, ws = await _guarded_app(aiohttp_client, make_app)
+    alert = {"channel": "webhook", "target": f"https://[{form}]:8443/hook", "eventTypes": ["flow.failed"]}
+
+    created = await client.post("/connect/v1/alerts", json=alert, headers=ws["headers"])
+
+    body = await created.json()
+    assert created.status == 400 and "private address" in body["message"], body
+    assert await (await client.get("/connect/v1/alerts", headers=ws["headers"])).json() == []
+
+
+@pytest.mark.parametrize("form", IPV6_FORMS)
+async def test_an_ipv6_form_of_a_private_address_is_refused_to_a_flow_http_step(aiohttp_client, make_app, secret_server, form):
+    server, hits = secret_server
+    client, ws = await _guarded_app(aiohttp_client, make_app)
+    steps = [{"id": "get", "type": "http", "url": f"https://[{form}]:{server.port}/latest/meta-data"}]
+    created = await client.post("/connect/v1/flows", json={"name": form, "steps": steps}, headers=ws["headers"])
+    assert created.status == 201, await created.text()
+    run = await client.post(f"/connect/v1/flows/{(await created.json())['id']}/test", json={}, headers=ws["headers"])
+    outcome = await run.json()
+    assert run.status == 201 and outcome["status"] == "failed" and "private address" in outcome["error"], outcome
+    assert hits == []

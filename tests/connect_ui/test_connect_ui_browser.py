@@ -164,15 +164,17 @@ CUSTOMER_PAGE = """<!doctype html><title>customer</title><script src="{helper}">
 
 
 async def test_javascript_helper_resolves_with_the_connection_id(browser_tools, live, keys, aiohttp_server):
-    session = await new_session(live, allowedProviders=["acmekeys"], endUser={"id": "user-helper"})
     customer = web.Application()
-    html = CUSTOMER_PAGE.format(helper=f"{live.base}/connect/ui/static/patchbay-connect.js", session=json.dumps(session["url"]))
+    page = {}
 
     async def customer_page(request: web.Request) -> web.Response:
-        return web.Response(text=html, content_type="text/html")
+        return web.Response(text=page["html"], content_type="text/html")
 
     customer.router.add_get("/app", customer_page)
     customer_server = await aiohttp_server(customer)
+    # the page posts its result only to the origin of the session's return URL: the customer's
+    session = await new_session(live, allowedProviders=["acmekeys"], endUser={"id": "user-helper"}, returnUrl=str(customer_server.make_url("/done")))
+    page["html"] = CUSTOMER_PAGE.format(helper=f"{live.base}/connect/ui/static/patchbay-connect.js", session=json.dumps(session["url"]))
     seen = await walk(browser_tools, "helper", str(customer_server.make_url("/app")))
     result = json.loads(seen["result"])
     async with live.app[DB].session() as db:

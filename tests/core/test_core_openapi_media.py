@@ -12,6 +12,7 @@ from aiohttp import web
 
 from patchbay.core.appkeys import DB
 from patchbay.core.http.responses import ANY_MEDIA, HTML, REDIRECT, declared_responses, reply, returns
+from patchbay.core.settings import MetricsSettings
 
 _spec = importlib.util.spec_from_file_location("patchbay_tests_openapi_answers", Path(__file__).with_name("openapi_answers.py"))
 answers = importlib.util.module_from_spec(_spec)
@@ -19,6 +20,7 @@ _spec.loader.exec_module(answers)
 
 PROVIDER = "accelo"  # an OAuth provider of the installed packs
 CRON_SECRET = "cron-secret-for-tests"
+METRICS_TOKEN = "metrics-token-for-tests"
 
 #: every operation of this area: each declares at least one success (2xx or 3xx) answer
 OPERATIONS = [
@@ -42,7 +44,7 @@ OPERATIONS = [
 
 @pytest.fixture
 async def api(aiohttp_client, make_app, database_url):
-    return await aiohttp_client(make_app(database_url=database_url, cron_secret=CRON_SECRET))
+    return await aiohttp_client(make_app(database_url=database_url, cron_secret=CRON_SECRET, metrics=MetricsSettings(token=METRICS_TOKEN)))
 
 
 @pytest.fixture
@@ -92,6 +94,7 @@ SIMPLE_ANSWERS = [
     ("GET", "/readyz", "/readyz", {}),
     ("GET", "/health/ready", "/health/ready", {}),
     ("GET", "/api/cron/connection-health", "/api/cron/connection-health", {"headers": {"Authorization": f"Bearer {CRON_SECRET}"}}),
+    ("GET", "/metrics", "/metrics", {"headers": {"Authorization": f"Bearer {METRICS_TOKEN}"}}),
     ("GET", "/metrics", "/metrics", {}),
     ("GET", "/openapi.json", "/openapi.json", {}),
     ("GET", "/connect/v1/providers/{providerType}/logo.svg", f"/connect/v1/providers/{PROVIDER}/logo.svg", {}),

@@ -14,6 +14,7 @@ from patchbay.core.connections.models import Connection
 from patchbay.core.flows.engine import create_executions
 from patchbay.core.flows.testing import drain
 from patchbay.core.jobs.models import Job
+from patchbay.core.settings import MetricsSettings
 from patchbay.core.testing import create_workspace_with_key
 from patchbay.core.webhooks.models import WebhookAttempt, WebhookDelivery
 
@@ -29,6 +30,19 @@ DOCUMENTED = {
 }  # fmt: skip
 
 
+SCRAPE_TOKEN = "scrape-token"
+
+
+@pytest.fixture
+def make_app(make_app):
+    """Apps whose ``/metrics`` opens with :data:`SCRAPE_TOKEN`, as a Prometheus scrape config sends it."""
+
+    def make(**options):
+        return make_app(metrics=MetricsSettings(token=SCRAPE_TOKEN), **options)
+
+    return make
+
+
 def samples(text: str) -> dict[tuple[str, tuple], float]:
     found = {}
     for family in text_string_to_metric_families(text):
@@ -38,7 +52,7 @@ def samples(text: str) -> dict[tuple[str, tuple], float]:
 
 
 async def scrape(client) -> dict[tuple[str, tuple], float]:
-    response = await client.get("/metrics")
+    response = await client.get("/metrics", headers={"Authorization": f"Bearer {SCRAPE_TOKEN}"})
     assert response.status == 200
     assert response.content_type == "text/plain"
     return samples(await response.text())

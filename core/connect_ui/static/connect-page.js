@@ -51,7 +51,8 @@
   });
 
   // Last page: in the OAuth popup, hand over to the page that opened it; on that page, tell the
-  // customer's window that opened it (the JavaScript helper), or go back to the customer's URL.
+  // customer's window that opened it (the JavaScript helper), only at the origin of the session's
+  // return URL (no return URL: no message), or go back to the customer's URL.
   var result = document.getElementById('result');
   if (result) {
     var data = JSON.parse(result.dataset.result);
@@ -65,7 +66,7 @@
     if (ours) {
       opener.location.replace(window.location.href);
       window.close();
-    } else if (opener) {
+    } else if (opener && result.dataset.origin) {
       opener.postMessage(Object.assign({ type: 'patchbay:connect' }, data), result.dataset.origin);
     } else if (result.dataset.return) {
       window.location.replace(result.dataset.return);
