@@ -107,7 +107,12 @@ def forward_body(event: Any) -> bytes:
 
 
 def _encode(document: dict[str, Any]) -> bytes:
-    return json.dumps(document, separators=(",", ":"), ensure_ascii=False).encode()
+    """Compact UTF-8 JSON; a text holding a lone surrogate (a provider's ``"\\ud800"``), which UTF-8
+    cannot carry, keeps it escaped (the whole document in ASCII) instead of failing the pass."""
+    try:
+        return json.dumps(document, separators=(",", ":"), ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        return json.dumps(document, separators=(",", ":")).encode()
 
 
 async def erase_lead_from_bodies(session: AsyncSession, event_ids: list[str]) -> None:

@@ -138,3 +138,20 @@ async def test_a_delivery_queued_without_its_bytes_keeps_the_bytes_of_its_first_
     assert again["status"] == "succeeded" and [a["statusCode"] for a in again["attemptLog"]] == [503, 200]
     assert len(receiver.requests) == 3
     assert_one_message(receiver.requests[1:], secret, event_id)
+
+
+async def test_a_payload_with_a_lone_surrogate_is_forwarded_escaped(wh_app, aiohttp_client, receivers, helpers, sqlite_url):
+    """UTF-8 cannot carry the text ``"\\ud800"`` that a provider may send: the delivery's bytes keep
+    it escaped (PostgreSQL's JSONB refuses such a payload before any delivery exists)."""
+    secret = generate_secret()
+    receiver = await receivers([503, 200])
+    client, app, ws = await _app(wh_app, aiohttp_client, sqlite_url)
+    await add_connection(app, ws["workspace_id"], "facebook", meta={"page_id": "page-A"})
+    await _subscribe(client, ws, receiver, secret)
+    body = json.dumps(page_event_payload("page-A", value={"note": "\ud800", "name": "é"})).encode()
+    response = await client.post("/webhook/facebook", data=body, headers={"x-hub-signature-256": meta_signature(APP_SECRET, body)})
+    event_id = (await response.json())["id"]
+    (delivery,) = await _deliveries(client, ws, helpers, event_id, 1)
+    assert delivery["status"] == "succeeded"
+    forwarded = assert_one_message(receiver.requests, secret, event_id)
+    assert b'"note":"\\ud800"' in forwarded and json.loads(forwarded)["data"]["name"] == "é"
