@@ -36,7 +36,11 @@ def event_for(status: str) -> str:
 
 async def enqueue_alerts(app: Any, session: AsyncSession, ended: list[dict[str, Any]]) -> int:
     """Enqueue, in ``session``, the alerts of ended executions (each ``{workspace_id, flow_id,
-    execution_id, status, error}``); one query for all of them. Answers how many were enqueued."""
+    execution_id, status, error}``); one query for all of them, and one for the names of their flows
+    when an alert is due. The alert is complete when queued (the flow's name as the execution ended),
+    so every attempt of its delivery sends the same thing. Answers how many were enqueued."""
+    from patchbay.core.flows.models import Flow
+
     if not ended:
         return 0
     rows = (
@@ -56,6 +60,11 @@ async def enqueue_alerts(app: Any, session: AsyncSession, ended: list[dict[str, 
         for row in rows:
             if row.workspace_id == execution["workspace_id"] and event in (row.event_types or []):
                 by_workspace.setdefault(row.workspace_id, []).append({"subscriptionId": row.id, "alert": alert})
+    alerts = [payload["alert"] for payloads in by_workspace.values() for payload in payloads]
+    if alerts:
+        names = dict((await session.execute(select(Flow.id, Flow.name).where(Flow.id.in_({alert["flowId"] for alert in alerts})))).all())
+        for alert in alerts:
+            alert["flowName"] = names.get(alert["flowId"]) or ""
     for workspace_id, payloads in by_workspace.items():
         await app[JOBS].enqueue_many(session, JOB_KIND, payloads, workspace_id=workspace_id)
     return sum(len(p) for p in by_workspace.values())
@@ -70,7 +79,7 @@ async def deliver_job(context: JobContext) -> None:
         if subscription is None or not subscription.is_active:
             return
         alert = dict(context.payload["alert"])
-        if "flowId" in alert:
+        if "flowId" in alert and "flowName" not in alert:  # queued by an earlier release
             alert["flowName"] = await session.scalar(select(Flow.name).where(Flow.id == alert["flowId"])) or ""
     channel = app[REGISTRY].get("alert_channels", subscription.channel)
     if channel is None:

@@ -16,6 +16,7 @@ import json
 import zlib
 from typing import Any
 
+import aiohttp
 import attrs
 
 from patchbay.core.appkeys import DB, FLOW_RUNNER, OUTBOUND, REGISTRY
@@ -108,7 +109,9 @@ class Http:
         kwargs: dict[str, Any] = {"headers": headers}
         if body is not None:
             if isinstance(body, dict | list):
-                kwargs["json"] = body
+                # keys sorted: a re-run after a crash renders the body from stored outputs (JSONB
+                # keeps no key order) and must send the same bytes under the same Idempotency-Key
+                kwargs["data"] = aiohttp.JsonPayload(body, dumps=_sorted_json)
             else:
                 kwargs["data"] = str(body)
         outbound = context.app[OUTBOUND]
@@ -132,6 +135,10 @@ class Http:
 #: the first characters of a JSON text (``NaN``, ``Infinity`` as Python reads them); a body starting
 #: otherwise is kept as text without a failed parse
 _JSON_STARTS = frozenset('{["-0123456789tfnNI')
+
+
+def _sorted_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True)
 
 
 def _text(body: bytes, charset: str | None) -> str:

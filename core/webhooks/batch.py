@@ -34,7 +34,7 @@ from patchbay.core.crm_push.service import destinations, schedule_push
 from patchbay.core.leads.service import NewLead, lead_json, lock_workspace_leads, save_leads
 from patchbay.core.storage.sql import one_of
 from patchbay.core.timeutil import new_id, utcnow
-from patchbay.core.webhooks.delivery import DELIVER_BATCH_JOB, NewDelivery, forward_at_once, matches, safety_delay
+from patchbay.core.webhooks.delivery import DELIVER_BATCH_JOB, NewDelivery, forward_at_once, forward_body, matches, safety_delay
 from patchbay.core.webhooks.listeners import get_listeners
 from patchbay.core.webhooks.models import WebhookDelivery, WebhookEvent, WebhookSubscription
 from patchbay.core.webhooks.protocol import InboundEvent, WebhookHandler
@@ -314,8 +314,9 @@ async def _create_deliveries(
     app: web.Application, session, events: list[Routed], now
 ) -> tuple[list[tuple[NewDelivery, WebhookSubscription, Routed]], list[str]]:
     """The deliveries of the batch's events to their workspaces' active, matching subscriptions (one
-    query, one INSERT), and one delayed job per workspace backing their first attempts (made at once
-    after the commit). Answers the deliveries with their subscriptions and events, and the jobs."""
+    query, one INSERT, each event serialized once for its deliveries, which store the bytes), and
+    one delayed job per workspace backing their first attempts (made at once after the commit).
+    Answers the deliveries with their subscriptions and events, and the jobs."""
     if not events:
         return [], []
     workspaces = {event.workspace_id for event in events}
@@ -327,11 +328,14 @@ async def _create_deliveries(
     pending: list[tuple[NewDelivery, WebhookSubscription, Routed]] = []
     by_workspace: dict[str, list[str]] = defaultdict(list)  # workspace -> delivery ids
     for event in events:
+        body = None
         for subscription in subscriptions.get((event.workspace_id, event.provider), ()):
             if matches(subscription, event.event_type):
-                delivery = NewDelivery(new_id(), event.workspace_id, subscription.id)
+                body = body or forward_body(event)
+                delivery = NewDelivery(new_id(), event.workspace_id, subscription.id, body)
                 rows.append({"id": delivery.id, "workspace_id": event.workspace_id, "event_id": event.id, "subscription_id": subscription.id,
-                             "status": "pending", "attempts": 0, "manual": False, "next_attempt_at": now, "created_at": now, "updated_at": now})  # fmt: skip
+                             "status": "pending", "attempts": 0, "manual": False, "next_attempt_at": now, "created_at": now, "updated_at": now,
+                             "body": body})  # fmt: skip
                 pending.append((delivery, subscription, event))
                 by_workspace[event.workspace_id].append(delivery.id)
     if rows:

@@ -9,6 +9,10 @@ attempt's job with its delay: the attempt log and the schedule never disagree. A
 attempt already logged does nothing, so a re-run after a crash does not log twice (the POST itself
 may repeat: receivers dedupe with ``X-Connect-Delivery`` / ``webhook-id``, stable across retries).
 
+The body is serialized once, when the delivery is created, and stored with it (``body``): every
+attempt sends (and signs) those bytes, however the event's payload comes back from the database
+(PostgreSQL's JSONB does not keep the order of keys).
+
 Schedule: after a failed attempt, ``max_retries`` (3) retries wait ``retry_base_ms`` growing four-fold
 up to ``retry_cap_ms`` (1 s, 4 s, 15 s); a 429's ``Retry-After`` replaces the wait; a 410 stops and
 disables the subscription. A subscription with ``long_tail`` then keeps trying on
@@ -60,9 +64,11 @@ def matches(subscription: WebhookSubscription, event_type: str | None) -> bool:
     return "*" in events or (event_type is not None and event_type in events)
 
 
-async def create_deliveries(app: web.Application, session: AsyncSession, event: WebhookEvent, *, subscription_id: str | None = None, manual: bool = False) -> list[WebhookDelivery]:
+async def create_deliveries(
+    app: web.Application, session: AsyncSession, event: WebhookEvent, *, subscription_id: str | None = None, manual: bool = False, body: bytes | None = None
+) -> list[WebhookDelivery]:
     """Queue the forwarding of ``event`` to its workspace's active, matching subscriptions (or to
-    one of them)."""
+    one of them), each sending ``body`` (by default the event serialized now, once for all)."""
     statement = select(WebhookSubscription).where(
         WebhookSubscription.workspace_id == event.workspace_id,
         WebhookSubscription.provider == event.provider,
@@ -74,7 +80,9 @@ async def create_deliveries(app: web.Application, session: AsyncSession, event: 
     for subscription in (await session.scalars(statement)).all():
         if subscription_id is None and not matches(subscription, event.event_type):
             continue
-        delivery = WebhookDelivery(workspace_id=event.workspace_id, event_id=event.id, subscription_id=subscription.id, manual=manual, next_attempt_at=utcnow())
+        if body is None:
+            body = forward_body(event)
+        delivery = WebhookDelivery(workspace_id=event.workspace_id, event_id=event.id, subscription_id=subscription.id, manual=manual, next_attempt_at=utcnow(), body=body)
         session.add(delivery)
         created.append(delivery)
     if created:
@@ -84,8 +92,9 @@ async def create_deliveries(app: web.Application, session: AsyncSession, event: 
     return created
 
 
-def forward_body(event: WebhookEvent) -> bytes:
-    """The forwarded JSON: ``{id, event, provider, workspaceId, timestamp, data}``."""
+def forward_body(event: Any) -> bytes:
+    """The forwarded JSON: ``{id, event, provider, workspaceId, timestamp, data}``; ``event`` is a
+    :class:`WebhookEvent` or an event of a processing pass with the same attributes."""
     document = {
         "id": event.id,
         "event": event.event_type,
@@ -94,7 +103,26 @@ def forward_body(event: WebhookEvent) -> bytes:
         "timestamp": iso(event.created_at),
         "data": event.payload or {},
     }
-    return json.dumps(document, separators=(",", ":"), ensure_ascii=False).encode()
+    return _encode(document)
+
+
+def _encode(document: dict[str, Any]) -> bytes:
+    """Compact UTF-8 JSON; a text holding a lone surrogate (a provider's ``"\\ud800"``), which UTF-8
+    cannot carry, keeps it escaped (the whole document in ASCII) instead of failing the pass."""
+    try:
+        return json.dumps(document, separators=(",", ":"), ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        return json.dumps(document, separators=(",", ":")).encode()
+
+
+async def erase_lead_from_bodies(session: AsyncSession, event_ids: list[str]) -> None:
+    """Remove the lead copied into the stored bytes of the deliveries of ``event_ids`` (a data
+    deletion request); the rest of each body keeps its keys' order and its form."""
+    statement = select(_DELIVERIES.c.id, _DELIVERIES.c.body).where(one_of(_DELIVERIES.c.event_id, event_ids), _DELIVERIES.c.body.is_not(None))
+    for delivery_id, body in (await session.execute(statement)).all():
+        document = json.loads(body)
+        if isinstance(document.get("data"), dict) and document["data"].pop("lead", None) is not None:
+            await session.execute(update(_DELIVERIES).where(_DELIVERIES.c.id == delivery_id).values(body=_encode(document)))
 
 
 def parse_retry_after(value: str | None) -> float | None:
@@ -174,13 +202,18 @@ def _signing_secrets(app: web.Application, subscription: WebhookSubscription) ->
         return "the callback secret cannot be decrypted with the configured keys"
 
 
-async def _attempt(app: web.Application, subscription: WebhookSubscription, event: WebhookEvent, secrets: list[str] | str) -> _Outcome | str:
-    """POST ``event`` to ``subscription``, signed with ``secrets`` (:func:`_signing_secrets`): the
-    outcome, or why the delivery must close untried."""
+def _body_of(delivery: Any, event: Any) -> bytes:
+    """The bytes of ``delivery``: those stored with it, or for a delivery queued by an earlier
+    release (none stored), ``event`` as read from the database, the same on each attempt."""
+    return delivery.body if delivery.body is not None else forward_body(event)
+
+
+async def _attempt(app: web.Application, subscription: WebhookSubscription, event: Any, secrets: list[str] | str, body: bytes) -> _Outcome | str:
+    """POST ``body``, the bytes of a delivery of ``event``, to ``subscription``, signed with
+    ``secrets`` (:func:`_signing_secrets`): the outcome, or why the delivery must close untried."""
     if isinstance(secrets, str):
         return secrets
     settings = app[SETTINGS].webhooks
-    body = forward_body(event)
     timestamp = int(time.time())
     headers = {
         "Content-Type": "application/json",
@@ -238,7 +271,7 @@ async def deliver_job(context: JobContext) -> None:
         subscription = await session.get(WebhookSubscription, delivery.subscription_id)
         event = await session.get(WebhookEvent, delivery.event_id)
     reason = _closing_reason(subscription, event)
-    outcome = reason or await _attempt(app, subscription, event, _signing_secrets(app, subscription))
+    outcome = reason or await _attempt(app, subscription, event, _signing_secrets(app, subscription), _body_of(delivery, event))
     if isinstance(outcome, str):
         await _close(app, delivery, outcome)
         return
@@ -263,6 +296,7 @@ class NewDelivery:
     id: str
     workspace_id: str
     subscription_id: str
+    body: bytes
 
 
 def safety_delay(settings: WebhooksSettings) -> float:
@@ -277,16 +311,16 @@ async def _first_attempts(app: web.Application, pending: list[tuple[Any, Webhook
     slots = asyncio.Semaphore(BATCH_CONCURRENCY)
     secrets: dict[str, list[str] | str] = {}
 
-    async def attempt(subscription: WebhookSubscription | None, event: Any) -> _Outcome | str:
+    async def attempt(delivery: Any, subscription: WebhookSubscription | None, event: Any) -> _Outcome | str:
         reason = _closing_reason(subscription, event)
         if reason:
             return reason
         if subscription.id not in secrets:
             secrets[subscription.id] = _signing_secrets(app, subscription)
         async with slots:
-            return await _attempt(app, subscription, event, secrets[subscription.id])
+            return await _attempt(app, subscription, event, secrets[subscription.id], _body_of(delivery, event))
 
-    return await asyncio.gather(*(attempt(subscription, event) for _, subscription, event in pending))
+    return await asyncio.gather(*(attempt(*item) for item in pending))
 
 
 async def _finish_first_attempts(

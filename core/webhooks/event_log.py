@@ -81,13 +81,16 @@ async def attempts_by_delivery(session: AsyncSession, delivery_ids: list[str]) -
 
 async def redeliver(app: web.Application, session: AsyncSession, event_id: str, *, subscription_id: str | None) -> tuple[WebhookEvent, list[WebhookDelivery]]:
     """Queue the event again to its matching active subscriptions (or to ``subscription_id`` only),
-    as manual deliveries. NotFound for an unknown event, or when ``subscription_id`` names no active
-    subscription of the workspace; Conflict while the event is not processed yet. Needs a
-    transaction."""
+    as manual deliveries sending the bytes of the event's first delivery (under the same id), or the
+    event serialized now when it had none. NotFound for an unknown event, or when
+    ``subscription_id`` names no active subscription of the workspace; Conflict while the event is
+    not processed yet. Needs a transaction."""
     event = await get_event(session, event_id)
     if event.status == "RECEIVED":
         raise Conflict("The event has not been processed yet")
-    deliveries = await create_deliveries(app, session, event, subscription_id=subscription_id, manual=True)
+    sent = select(WebhookDelivery.body).where(WebhookDelivery.event_id == event.id, WebhookDelivery.body.is_not(None))
+    body = await session.scalar(sent.order_by(WebhookDelivery.created_at).limit(1))
+    deliveries = await create_deliveries(app, session, event, subscription_id=subscription_id, manual=True, body=body)
     if subscription_id is not None and not deliveries:
         raise NotFound("Subscription not found or not active")
     return event, deliveries

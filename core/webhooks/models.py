@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Boolean, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import Boolean, ForeignKey, Index, Integer, LargeBinary, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from patchbay.core.storage.base import Base, IdMixin, TenantScoped, TimestampMixin
@@ -84,6 +84,9 @@ class WebhookDelivery(IdMixin, TimestampMixin, TenantScoped, Base):
     delivered_at: Mapped[datetime | None]
     last_error: Mapped[str | None] = mapped_column(Text)
     manual: Mapped[bool] = mapped_column(Boolean, default=False)
+    #: the exact bytes every attempt sends (and signs), fixed when the delivery is created; None on
+    #: a delivery queued by an earlier release, whose attempts serialize the stored event
+    body: Mapped[bytes | None] = mapped_column(LargeBinary)
 
 
 class WebhookAttempt(IdMixin, TimestampMixin, TenantScoped, Base):

@@ -1,4 +1,5 @@
-"""A user's data deletion request removes the leads captured with their email (every workspace)."""
+"""A user's data deletion request removes the leads captured with their email (every workspace),
+and the copies of them in forwarded events and in the bytes their deliveries send."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from patchbay.core.leads.models import Lead, LeadSync
 from patchbay.core.leads.service import save_lead
 from patchbay.core.testing import create_workspace_with_key
 from patchbay.core.users.service import create_user
-from patchbay.core.webhooks.models import WebhookEvent
+from patchbay.core.webhooks.delivery import create_deliveries
+from patchbay.core.webhooks.models import WebhookDelivery, WebhookEvent, WebhookSubscription
 from patchbay.core.webhooks.protocol import LeadData
 
 
@@ -35,3 +37,23 @@ async def test_leads_eraser_removes_the_users_leads_only(make_app):
         assert await session.scalar(select(func.count()).select_from(LeadSync)) == 0
         payloads = (await session.scalars(select(WebhookEvent.payload))).all()
     assert all("lead" not in p for p in payloads) and {p["leadgen_id"] for p in payloads} == {"1", "2"}
+
+
+async def test_the_lead_leaves_the_stored_bytes_of_the_events_deliveries_too(make_app, database_url):
+    app = make_app(database_url=database_url)
+    ws = await create_workspace_with_key(app)
+    async with app[DB].transaction() as session:
+        user = await create_user(session, email="ada@example.com", password="a-long-password-1")
+        lead, _ = await save_lead(session, workspace_id=ws["workspace_id"], provider="facebook", data=LeadData(external_id="1", fields={"email": "ada@example.com"}), connection_id=None, event_id=None, source="import")
+        session.add(WebhookSubscription(workspace_id=ws["workspace_id"], provider="facebook", url="https://hooks.example.com/in", events=["*"]))
+        event = WebhookEvent(workspace_id=ws["workspace_id"], provider="facebook", status="PROCESSED", event_type="leadgen", lead_id=lead.id,
+                             payload={"zeta": "z", "lead": {"email": "ada@example.com"}, "alpha": 2})  # fmt: skip
+        session.add(event)
+        await session.flush()
+        (delivery,) = await create_deliveries(app, session, event)
+    assert b"ada@example.com" in delivery.body
+    async with app[DB].transaction() as session:
+        await app[ERASERS]["leads"](session, DeletionRequest(source="user", subject=user.id, confirmation_code="x"))
+    async with app[DB].session() as session:
+        body = await session.scalar(select(WebhookDelivery.body).where(WebhookDelivery.id == delivery.id))
+    assert b"ada@example.com" not in body and body.endswith(b'"data":{"zeta":"z","alpha":2}}')  # the rest as it was sent
