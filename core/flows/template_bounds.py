@@ -33,8 +33,9 @@ MAX_OPERATIONS = 1_000_000
 MAX_LENGTH = 1_000_000
 #: characters (and container weight) one render builds in all, its output included
 MAX_RENDER_LENGTH = 8_000_000
-#: CPU time of one render, whatever its step's timeout
-MAX_RENDER_CPU_SECONDS = 2.0
+#: CPU time of one render, whatever its step's timeout: render threads share one interpreter lock,
+#: so a step that needs a render thread waits at most about ``RENDER_THREADS`` times this
+MAX_RENDER_CPU_SECONDS = 0.5
 MAX_INT_BITS = 4096
 #: items of a ``range()``
 MAX_RANGE = 10_000
