@@ -43,6 +43,8 @@ MAX_RANGE = 10_000
 MAX_WIDTH = 9999
 #: profile events between two looks at the clocks
 _EVENTS_PER_CHECK = 256
+#: items a weighing walks between two charges to the budget
+_VISITS_PER_CHARGE = 4096
 _SPEC_NUMBERS = re.compile(r"\d+")
 #: a ``%`` conversion specifier: its flags, width and precision, then its type
 _PERCENT_SPEC = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(\*|\d*)(?:\.(\*|\d*))?[hlL]?[a-zA-Z%]")
@@ -153,6 +155,9 @@ def weight(value: Any, limit: int = MAX_LENGTH) -> int:
     total, visits, stack = 0, 0, [value]
     while stack and total <= limit:
         visits += 1
+        if visits == _VISITS_PER_CHARGE:
+            charge(visits)
+            visits = 0
         item = stack.pop()
         if isinstance(item, str | bytes):
             total += len(item)
