@@ -8,17 +8,16 @@ import time
 import tracemalloc
 
 import pytest
-from sqlalchemy import func, select
-
 from patchbay.core.appkeys import DB
 from patchbay.core.flows.models import FlowExecution
 from patchbay.core.testing import create_workspace_with_key
+from sqlalchemy import func, select
 
 #: how many times the template grows its million characters (the attack of the report: 1,000, a
 #: thousand million characters)
 GROWTH = 1000
 #: the report's 90-character template: a million characters, each replaced by ``GROWTH`` of them
-GROWING = "{{ ('x' * 999999).replace('x', 'x' * %d) | length }}" % GROWTH
+GROWING = f"{{{{ ('x' * 999999).replace('x', 'x' * {GROWTH}) | length }}}}"
 #: what the render may allocate at its peak
 MEMORY_BOUND = 64 * 1024 * 1024
 #: CPU burners: each ran for seconds in one call, holding a render thread past its step's timeout

@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import pytest
-
 from patchbay.core.flows.template_bounds import MAX_RENDER_CPU_SECONDS
-from patchbay.core.flows.templating import HEAVY, LIGHT_STRING, TemplateFailure, compile_value, evaluate, light_path, render_value
+from patchbay.core.flows.templating import (
+    HEAVY,
+    LIGHT_STRING,
+    TemplateFailure,
+    compile_value,
+    evaluate,
+    light_path,
+    render_value,
+)
 from patchbay.providers.meta.templates import LEAD
 
 CONTEXT = {"trigger": {"amount": 1250, "tags": ["a", "b"], "user": {"name": "Ada"}, "ok": True}, "steps": {"t": {"output": {"n": 2}}}}
@@ -167,6 +174,8 @@ def test_a_compiled_step_is_light_only_when_every_template_in_it_is():
     assert compile_value({"a": "{{ trigger.n }}", "b": "n={{ trigger.n }}"}).light is None
 
 
+#: lists of ten lists, five deep: ``e`` prints to about 160,000 items
+NESTED = "".join(f"{{% set {name} = [{','.join([inner] * 10)}] %}}" for name, inner in zip("abcde", "0abcd", strict=True))
 #: the worst templates we could write: string growth by every method and filter that grows, shared
 #: references printed, literals nested, macros recursing, loops nested, filters slow in one call
 WORST = [
@@ -190,10 +199,8 @@ WORST = [
     "{{ [[0] * 999999] * 999999 }}",
     "{{ dict(a='x' * 999999, b='x' * 999999) }}",
     "{% set n = namespace(a=1) %}{% set m = namespace(a=n, b=n) %}{% set n.a = 'x' * 999999 %}{{ m | string | length }}",
-    "{% set a = [0,0,0,0,0,0,0,0,0,0] %}{% set b = [a,a,a,a,a,a,a,a,a,a] %}{% set c = [b,b,b,b,b,b,b,b,b,b] %}"
-    "{% set d = [c,c,c,c,c,c,c,c,c,c] %}{% set e = [d,d,d,d,d,d,d,d,d,d] %}{% for i in range(9999) %}{% set f = [e] %}{% endfor %}",
-    "{% set a = [0,0,0,0,0,0,0,0,0,0] %}{% set b = [a,a,a,a,a,a,a,a,a,a] %}{% set c = [b,b,b,b,b,b,b,b,b,b] %}"
-    "{% set d = [c,c,c,c,c,c,c,c,c,c] %}{% set e = [d,d,d,d,d,d,d,d,d,d] %}{% set f = [e,e,e,e,e,e,e,e,e,e] %}{{ f | length }}",
+    NESTED + "{% for i in range(9999) %}{% set f = [e] %}{% endfor %}",
+    NESTED + "{% set f = [e,e,e,e,e,e,e,e,e,e] %}{{ f | length }}",
     "{% macro m() %}{% for i in range(9999) %}{{ 'x' * 999999 }}{% endfor %}{% endmacro %}{{ m() | length }}",
     "{% macro f(n) %}{% if n < 30 %}{{ f(n + 1) }}{{ f(n + 1) }}{% endif %}{% endmacro %}{{ f(1) }}",
     "{% macro f(n) %}{{ f(n) }}{% endmacro %}{{ f(1) }}",
