@@ -88,7 +88,7 @@ async def _run_step(runner: FlowRunner, context: RunContext, plan: StepPlan, rec
             return await plan.kind.run(context, config)
     async with asyncio.timeout(plan.timeout):
         if plan.config.templated:
-            config = await runner.render(plan.config, context.template_context(), plan.timeout)
+            config = await runner.render(plan.config, context.template_context(), plan.timeout, context.workspace_id)
         else:
             config = plan.config.render({})
         record.input = config

@@ -22,7 +22,11 @@ from patchbay.core.timeutil import utcnow
 #: every overflow connection is a new server process, opened and closed again
 STEP_SESSIONS = 8
 #: batches of renders run at once, each in a worker thread: a heavy template holds up its own batch
+#: for at most ``templating``'s CPU bound of one render
 RENDER_THREADS = 4
+#: renders of one workspace in the render threads' batches at once: one tenant's heavy templates
+#: cannot fill every render thread, its other renders wait their turn
+RENDERS_PER_WORKSPACE = RENDER_THREADS // 2
 
 
 @attrs.define
@@ -126,6 +130,16 @@ def _render_all(items: list[tuple[Compiled, dict[str, Any], float]]) -> list[Any
     return results
 
 
+class _Turns:
+    """The render slots of one workspace, forgotten when none of its renders waits or runs."""
+
+    __slots__ = ("slots", "users")
+
+    def __init__(self) -> None:
+        self.slots = asyncio.Semaphore(RENDERS_PER_WORKSPACE)
+        self.users = 0
+
+
 class FlowRunner:
     """Runs executions for one app: their database work and renders batched, their plans cached."""
 
@@ -137,6 +151,7 @@ class FlowRunner:
         self._lookups = Batcher(self._lookup_many)
         self._checkpoints = Batcher(self._checkpoint_many)
         self._renders = Batcher(self._render_many, parallel=RENDER_THREADS)
+        self._workspace_renders: dict[str, _Turns] = {}
         self.step_sessions = asyncio.Semaphore(STEP_SESSIONS)
 
     async def plan(self, flow_id: str, version: int) -> list[StepPlan]:
@@ -148,16 +163,28 @@ class FlowRunner:
 
     # -- rendering -------------------------------------------------------------------------------
 
-    async def render(self, config: Compiled, context: dict[str, Any], timeout: float) -> Any:
+    async def render(self, config: Compiled, context: dict[str, Any], timeout: float, workspace_id: str) -> Any:
         """Render a step's configuration. One whose templates are all light (paths into the data,
         see ``templating.light_path``) renders here, on the event loop, in a few lookups; any other
         in a worker thread (a heavy template must not block the event loop), together with the
-        renders of the steps running alongside, stopping ``timeout`` seconds from now."""
+        renders of the steps running alongside, stopping ``timeout`` seconds from now; at most
+        ``RENDERS_PER_WORKSPACE`` of the workspace's at once."""
         if config.light is not None:
             value = config.light(context)
             if value is not HEAVY:
                 return value
-        return await self._renders.submit((config, context, time.monotonic() + timeout))
+        until = time.monotonic() + timeout
+        turns = self._workspace_renders.get(workspace_id)
+        if turns is None:
+            turns = self._workspace_renders[workspace_id] = _Turns()
+        turns.users += 1
+        try:
+            async with turns.slots:
+                return await self._renders.submit((config, context, until))
+        finally:
+            turns.users -= 1
+            if not turns.users:
+                del self._workspace_renders[workspace_id]
 
     async def _render_many(self, items: list[tuple[Compiled, dict[str, Any], float]]) -> list[Any]:
         return await asyncio.to_thread(_render_all, items)

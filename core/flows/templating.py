@@ -1,14 +1,16 @@
 """Step values are templates (contract section 6): ``{{ expr }}`` rendered in a sandboxed Jinja2
 environment over ``trigger`` (the trigger payload) and ``steps.<id>.output``.
 
-Template work is bounded (one tenant's template must not stall the process): every render has a
-budget of ``MAX_OPERATIONS`` operations (loop iterations, calls, attribute and item lookups,
-operators) and a deadline; a value a template builds (``'x' * n``, ``a ~ b``, ``a + b``, ``x ** y``,
-a width given to a padding filter or method) may not exceed ``MAX_LENGTH`` characters or items, nor
-a number ``MAX_INT_BITS`` bits. Past any bound the render fails with :class:`TemplateFailure`. The
-flow engine renders a step's values in a worker thread inside the step's timeout, whose end is the
-render's deadline (:func:`deadline`), so a slow template also fails the step instead of blocking
-the event loop.
+Template work is bounded (one tenant's template must not stall the process or hold a render
+thread): every render has a :class:`~patchbay.core.flows.template_bounds.Budget` of operations,
+CPU time and a deadline, and every value a template builds is size-checked before it is built
+(see ``template_bounds``). The hooks below charge it: the sandbox's ``call``, ``call_binop``,
+``getattr`` and ``getitem``, every filter (wrapped), and what ``_Bounded`` routes through internal
+filters: loops, ``~``, each output chunk and each list, tuple or dict literal. ``lipsum``,
+``cycler`` and ``joiner`` are not available; ``range`` has at most ``MAX_RANGE`` items. Past any
+bound the render fails with :class:`TemplateFailure`. The flow engine renders a step's values in a
+worker thread inside the step's timeout, whose end is the render's deadline (:func:`deadline`), so a
+slow template also fails the step instead of blocking the event loop.
 
 A string that is exactly one ``{{ expr }}`` keeps the expression's type (a number stays a number, an
 object an object); any other string renders to a string. Dicts and lists are rendered value by value.
@@ -28,45 +30,41 @@ import time
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from jinja2 import StrictUndefined, TemplateError, nodes
+from jinja2 import StrictUndefined, TemplateError, nodes, pass_context
 from jinja2.parser import Parser
-from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
+from jinja2.sandbox import (
+    ImmutableSandboxedEnvironment,
+    SandboxedEscapeFormatter,
+    SandboxedFormatter,
+    SecurityError,
+)
+from jinja2.utils import Namespace
 from jinja2.visitor import NodeTransformer
+from patchbay.core.flows import template_bounds as bounds
+from patchbay.core.flows.template_bounds import (
+    MAX_INT_BITS,
+    MAX_LENGTH,
+    MAX_RANGE,
+    Budget,
+    TemplateFailure,
+    weight,
+)
+
+__all__ = ["HEAVY", "LIGHT_STRING", "Compiled", "TemplateFailure", "compile_value", "deadline", "evaluate", "light_path", "render_value"]
 
 _SINGLE = re.compile(r"^\s*\{\{(?P<expr>(?:(?!\{\{|\}\}).)*)\}\}\s*$", re.DOTALL)
 
-MAX_OPERATIONS = 1_000_000
-MAX_LENGTH = 1_000_000
-MAX_INT_BITS = 4096
 #: deadline of a render outside a flow step (tests, previews)
 DEFAULT_RENDER_SECONDS = 5.0
 #: filters and ``str`` methods whose integer arguments are output widths or counts
 _WIDTH_TAKERS = frozenset({"center", "ljust", "rjust", "zfill", "expandtabs", "indent", "truncate", "wordwrap", "batch", "slice"})
-#: a ``%`` format with a width or precision of 5 digits or more
-_WIDE_PERCENT = re.compile(r"%[-#0 +]*(\d{5,}|\*)|%[-#0 +]*\d*\.(\d{5,}|\*)")
-#: a ``str.format`` field with a width or precision of 5 digits or more
-_WIDE_BRACE = re.compile(r"\{[^{}]*:[^{}]*\d{5,}")
-
-
-class TemplateFailure(ValueError):
-    """A template failed to compile or render; the message says which and why."""
-
-
-class _Budget:
-    def __init__(self, until: float) -> None:
-        self.left = MAX_OPERATIONS
-        self.until = until
-
-    def charge(self, amount: int = 1) -> None:
-        self.left -= amount
-        if self.left < 0:
-            raise TemplateFailure(f"template work exceeded {MAX_OPERATIONS} operations")
-        if time.monotonic() > self.until:
-            raise TemplateFailure("template rendering ran past the step's timeout")
-
+#: Jinja's globals a template may not use: ``lipsum`` builds its text in one uninterruptible call,
+#: ``cycler`` and ``joiner`` are mutable state no step value needs
+_REMOVED_GLOBALS = ("lipsum", "cycler", "joiner")
 
 _deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar("template_deadline", default=None)
-_budget: contextvars.ContextVar[_Budget | None] = contextvars.ContextVar("template_budget", default=None)
+_budget = bounds.current
+_charge, _build, _built = bounds.charge, bounds.build, bounds.built
 
 
 @contextlib.contextmanager
@@ -79,20 +77,10 @@ def deadline(until: float) -> Iterator[None]:
         _deadline.reset(token)
 
 
-def _charge(amount: int = 1) -> None:
+def _watching():
+    """The budget checked inside the Python code of a filter or method (see ``Budget.watching``)."""
     budget = _budget.get()
-    if budget is not None:
-        budget.charge(amount)
-
-
-def _size(value: Any) -> int:
-    return len(value) if isinstance(value, str | bytes | list | tuple) else 0
-
-
-def _check_size(size: int) -> None:
-    if size > MAX_LENGTH:
-        raise TemplateFailure(f"template value would be longer than {MAX_LENGTH}")
-    _charge(1 + size // 4096)
+    return contextlib.nullcontext() if budget is None else budget.watching()
 
 
 def _counted(iterable: Iterable[Any]) -> Iterator[Any]:
@@ -102,29 +90,111 @@ def _counted(iterable: Iterable[Any]) -> Iterator[Any]:
         yield item
 
 
+def _text(value: Any) -> str:
+    """``str(value)``, refused before printing a value too heavy to print."""
+    return value if isinstance(value, str) else str(_checked_weight(value))
+
+
 def _concat(*parts: Any) -> str:
     """``a ~ b``, bounded."""
-    texts = [str(part) for part in parts]
-    _check_size(sum(map(len, texts)))
+    texts = [_text(part) for part in parts]
+    _build(sum(map(len, texts)))
     return "".join(texts)
 
 
+def _output(value: Any) -> Any:
+    """A chunk of output (``{{ value }}`` or literal text): every chunk counts toward the render's
+    bound, so a loop or a macro cannot join more than it allows."""
+    _build(weight(value))
+    return value
+
+
+def _range(*args: int) -> range:
+    _charge()
+    return bounds.bounded_range(*args)
+
+
 class _Bounded(NodeTransformer):
-    """Route every loop through ``_counted`` and every ``~`` through ``_concat``."""
+    """Route every loop through ``_counted``, every ``~`` through ``_concat``, every output chunk
+    through ``_output`` and every list, tuple and dict literal through ``_built``."""
 
     def visit_For(self, node: nodes.For) -> nodes.For:
         self.generic_visit(node)
-        node.iter = nodes.Call(nodes.Name("_pb_counted", "load"), [node.iter], [], None, None, lineno=node.lineno)
+        node.iter = _hook("_pb_counted", node.iter, node.lineno)
         return node
 
     def visit_Concat(self, node: nodes.Concat) -> nodes.Call:
         self.generic_visit(node)
-        return nodes.Call(nodes.Name("_pb_concat", "load"), list(node.nodes), [], None, None, lineno=node.lineno)
+        first, *rest = node.nodes
+        return nodes.Filter(first, "_pb_concat", rest, [], None, None, lineno=node.lineno)
+
+    def visit_Output(self, node: nodes.Output) -> nodes.Output:
+        self.generic_visit(node)
+        node.nodes = [_hook("_pb_output", nodes.Const(child.data) if isinstance(child, nodes.TemplateData) else child, child.lineno) for child in node.nodes]
+        return node
+
+    def _literal(self, node: nodes.Expr) -> nodes.Expr:
+        self.generic_visit(node)
+        return _hook("_pb_built", node, node.lineno) if getattr(node, "ctx", "load") == "load" else node
+
+    visit_List = visit_Tuple = visit_Dict = _literal
+
+
+def _hook(name: str, argument: nodes.Expr, lineno: int) -> nodes.Filter:
+    """``argument`` passed through the hook ``name``: an internal filter, called directly by the
+    compiled template (a global would go through the sandbox's ``call``)."""
+    return nodes.Filter(argument, name, [], [], None, None, lineno=lineno)
 
 
 def _width_args(name: str, args: Iterable[Any]) -> None:
     if name in _WIDTH_TAKERS and any(isinstance(a, int) and not isinstance(a, bool) and abs(a) > MAX_LENGTH for a in args):
         raise TemplateFailure(f"template asks {name} for more than {MAX_LENGTH}")
+
+
+class _FieldsBounded:
+    """A ``str.format`` whose fields are refused past ``MAX_WIDTH`` or ``MAX_LENGTH`` in all."""
+
+    _length = 0
+
+    def format_field(self, value: Any, format_spec: str) -> Any:
+        bounds.spec_widths(format_spec)
+        text = super().format_field(_checked_weight(value), format_spec)
+        self._length += len(text)
+        if self._length > MAX_LENGTH:
+            raise TemplateFailure(f"template value would be longer than {MAX_LENGTH}")
+        return text
+
+
+class _Formatter(_FieldsBounded, SandboxedFormatter):
+    pass
+
+
+class _EscapeFormatter(_FieldsBounded, SandboxedEscapeFormatter):
+    pass
+
+
+def _checked_weight(value: Any) -> Any:
+    if weight(value) > MAX_LENGTH:
+        raise TemplateFailure(f"template value would be longer than {MAX_LENGTH}")
+    return value
+
+
+def _str_method_size(owner: str | bytes, name: str, args: tuple, kwargs: dict) -> int | None:
+    """At most how long ``owner.<name>(*args, **kwargs)`` is, for the methods whose result may be
+    much longer than ``owner``; None for the others (at most a few times ``owner``)."""
+    arguments = [*args, *kwargs.values()]
+    if name == "replace" and len(arguments) >= 2 and all(isinstance(a, type(owner)) for a in arguments[:2]):
+        count = arguments[2] if len(arguments) > 2 and isinstance(arguments[2], int) else -1
+        return bounds.replace_size(owner, arguments[0], arguments[1], count)
+    if name in ("center", "ljust", "rjust", "zfill") and arguments and isinstance(arguments[0], int):
+        return max(len(owner), arguments[0])
+    if name == "expandtabs":
+        size = arguments[0] if arguments and isinstance(arguments[0], int) else 8
+        return len(owner) + owner.count("\t" if isinstance(owner, str) else b"\t") * max(size, 0)
+    if name == "translate" and arguments and isinstance(arguments[0], dict):
+        longest = max((len(v) for v in arguments[0].values() if isinstance(v, str | bytes)), default=1)
+        return len(owner) * max(longest, 1)
+    return None
 
 
 class _Environment(ImmutableSandboxedEnvironment):
@@ -141,17 +211,18 @@ class _Environment(ImmutableSandboxedEnvironment):
         _charge()
         if operator == "*":
             for sequence, times in ((left, right), (right, left)):
-                if _size(sequence) and isinstance(times, int):
-                    _check_size(_size(sequence) * max(times, 0))
+                if isinstance(sequence, str | bytes | list | tuple) and isinstance(times, int):
+                    _build(weight(sequence) * max(times, 0))
             if isinstance(left, int) and isinstance(right, int) and left.bit_length() + right.bit_length() > MAX_INT_BITS:
                 raise TemplateFailure(f"template number would be larger than {MAX_INT_BITS} bits")
         elif operator == "**":
             if isinstance(left, int) and isinstance(right, int) and abs(left) > 1 and right > 0 and left.bit_length() * right > MAX_INT_BITS:
                 raise TemplateFailure(f"template number would be larger than {MAX_INT_BITS} bits")
         elif operator == "+":
-            _check_size(_size(left) + _size(right))
-        elif operator == "%" and isinstance(left, str) and _WIDE_PERCENT.search(left):
-            raise TemplateFailure("template % format asks for a width or precision over 9999")
+            if isinstance(left, str | bytes | list | tuple) and isinstance(right, str | bytes | list | tuple):
+                _build(weight(left) + weight(right))
+        elif operator == "%" and isinstance(left, str):
+            _build(bounds.percent_size(left, right))
         return super().call_binop(context, operator, left, right)
 
     def call(__self, __context, __obj, *args, **kwargs):  # noqa: N805 - the sandbox's own signature
@@ -159,9 +230,28 @@ class _Environment(ImmutableSandboxedEnvironment):
         name = getattr(__obj, "__name__", "")
         _width_args(name, [*args, *kwargs.values()])
         owner = getattr(getattr(__obj, "__wrapped__", __obj), "__self__", None)  # the sandbox wraps str.format
-        if name in ("format", "format_map") and isinstance(owner, str) and _WIDE_BRACE.search(owner):
-            raise TemplateFailure("template format asks for a width or precision over 9999")
-        return super().call(__context, __obj, *args, **kwargs)
+        if isinstance(owner, str | bytes):
+            with _watching():
+                return __self._call_str_method(__context, __obj, owner, name, args, kwargs)
+        return super().call(__context, __obj, *args, **kwargs)  # a method of the data, a macro (counted chunk by chunk), a global
+
+    def _call_str_method(self, context, method, owner: str | bytes, name: str, args: tuple, kwargs: dict) -> Any:
+        if name in ("format", "format_map") and isinstance(owner, str) and self.is_safe_callable(method):
+            if name == "format_map":
+                if kwargs or len(args) != 1:
+                    raise TypeError("format_map() takes exactly one argument")
+                args, kwargs = (), args[0]
+            formatter = _EscapeFormatter(self, escape=owner.escape) if hasattr(owner, "escape") else _Formatter(self)
+            return _built(type(owner)(formatter.vformat(owner, args, kwargs)))
+        if name == "join" and len(args) == 1 and not kwargs:
+            items = bounds.materialized(args[0])
+            _build(bounds.join_size(owner, items))
+            return super().call(context, method, items)
+        size = _str_method_size(owner, name, args, kwargs)
+        if size is None:  # at most a few times as long as ``owner`` (``upper``, ``encode``): counted once built
+            return _built(super().call(context, method, *args, **kwargs))
+        _build(size)
+        return super().call(context, method, *args, **kwargs)
 
     def getattr(self, obj: Any, attribute: str) -> Any:
         _charge()
@@ -172,22 +262,86 @@ class _Environment(ImmutableSandboxedEnvironment):
         return super().getitem(obj, argument)
 
 
+#: filters that do not print their input (they count, pick, sort or regroup it): the others may
+#: not be given a value too heavy to print
+_NOT_PRINTING = frozenset({"attr", "batch", "count", "default", "d", "dictsort", "first", "groupby", "items", "last", "length", "list", "map",
+                           "max", "min", "random", "reject", "rejectattr", "reverse", "select", "selectattr", "slice", "sort", "unique"})  # fmt: skip
+
+
+#: filters whose output may be much longer than their input
+_GROWING = frozenset({"replace", "indent", "wordwrap", "center", "format"})
+
+
+def _value_size(text: str, args: tuple, kwargs: dict, name: str) -> int | None:
+    """At most how long the ``name`` filter makes ``text``, for the filters whose output may be
+    much longer than their input; None for the others."""
+    arguments = [*args, *kwargs.values()]
+    if name == "replace" and len(arguments) >= 2:
+        count = arguments[2] if len(arguments) > 2 and isinstance(arguments[2], int) else -1
+        return bounds.replace_size(text, str(arguments[0]), str(arguments[1]), count)
+    if name == "indent":
+        width = arguments[0] if arguments else 4
+        return bounds.lines_size(text, len(width) if isinstance(width, str) else max(int(width), 0))
+    if name == "wordwrap":
+        wrapstring = kwargs.get("wrapstring", args[2] if len(args) > 2 else None)
+        return len(text) * (1 + len(wrapstring or "\n"))
+    if name == "center":
+        return max(len(text), int(arguments[0]) if arguments else 80)
+    if name == "format":
+        return bounds.percent_size(text, kwargs or args)
+    return None
+
+
 def _bounded_filter(name: str, function):
+    """``function``, the ``name`` filter, with its cost checked before it runs and its result
+    counted (filters are called directly by compiled templates, not through the sandbox's hooks)."""
+    leading = 1 if getattr(function, "jinja_pass_arg", None) else 0  # the context or eval context comes first
+
     @functools.wraps(function)
     def bounded(*args: Any, **kwargs: Any) -> Any:
+        with _watching():
+            return checked(*args, **kwargs)
+
+    def checked(*args: Any, **kwargs: Any) -> Any:
         _charge()
-        _width_args(name, [*args[1:], *kwargs.values()])
-        if name == "format" and any(isinstance(a, str) and _WIDE_PERCENT.search(a) for a in args[:1]):
-            raise TemplateFailure("template % format asks for a width or precision over 9999")
-        return function(*args, **kwargs)
+        head, value, rest = args[:leading], args[leading] if len(args) > leading else None, args[leading + 1 :]
+        _width_args(name, [*rest, *kwargs.values()])
+        if name in ("batch", "slice") and rest and isinstance(rest[0], int) and rest[0] > MAX_RANGE:
+            raise TemplateFailure(f"template asks {name} for more than {MAX_RANGE}")
+        if name == "sum" and not isinstance(kwargs.get("start", rest[1] if len(rest) > 1 else 0), int | float):
+            raise TemplateFailure("template sum adds numbers only")
+        if name == "join":
+            value = bounds.materialized(value)
+            _build(bounds.join_size(str(rest[0]) if rest else str(kwargs.get("d", "")), value))
+            return function(*head, value, *rest, **kwargs)
+        if name not in _NOT_PRINTING:
+            _checked_weight(value)
+            size = _value_size(value if isinstance(value, str) else str(value), rest, kwargs, name) if name in _GROWING else None
+            if size is not None:
+                _build(size)
+                return function(*args, **kwargs)
+        result = function(*args, **kwargs)
+        return _built(result) if isinstance(result, str | bytes | list | tuple | dict) else result
 
     return bounded
 
 
+def _dict(*args: Any, **kwargs: Any) -> dict[Any, Any]:
+    return _built(dict(*args, **kwargs))
+
+
+def _namespace(*args: Any, **kwargs: Any) -> Namespace:
+    return _built(Namespace(*args, **kwargs))
+
+
 _env = _Environment(undefined=StrictUndefined, autoescape=False)
-_env.globals.update(_pb_counted=_counted, _pb_concat=_concat)
-# filters are called directly by compiled templates, not through the sandbox's hooks
-_env.filters.update({name: _bounded_filter(name, _env.filters[name]) for name in _WIDTH_TAKERS | {"format"} if name in _env.filters})
+for _name in _REMOVED_GLOBALS:
+    del _env.globals[_name]
+_env.globals.update(range=_range, dict=_dict, namespace=_namespace)
+_env.filters.update({name: _bounded_filter(name, function) for name, function in _env.filters.items()})
+# the hooks of ``_Bounded``; taking the context keeps Jinja from running them once at compile time
+_env.filters.update({name: pass_context(lambda context, *args, hook=hook: hook(*args)) for name, hook in
+                     (("_pb_counted", _counted), ("_pb_concat", _concat), ("_pb_output", _output), ("_pb_built", _built))})  # fmt: skip
 
 
 @functools.lru_cache(maxsize=4096)
@@ -226,7 +380,8 @@ class Compiled:
         if not self.templated:
             return self._render(context)
         until = _deadline.get()
-        token = _budget.set(_Budget(until if until is not None else time.monotonic() + DEFAULT_RENDER_SECONDS))
+        budget = Budget(until if until is not None else time.monotonic() + DEFAULT_RENDER_SECONDS)
+        token = _budget.set(budget)
         try:
             return self._render(context)
         finally:
@@ -368,7 +523,8 @@ def _joined(chunks: Iterable[str]) -> str:
     parts, length = [], 0
     for chunk in chunks:
         length += len(chunk)
-        _check_size(length)
+        if length > MAX_LENGTH:
+            raise TemplateFailure(f"template value would be longer than {MAX_LENGTH}")
         parts.append(chunk)
     return "".join(parts)
 

@@ -3,8 +3,16 @@
 from __future__ import annotations
 
 import pytest
-
-from patchbay.core.flows.templating import HEAVY, LIGHT_STRING, TemplateFailure, compile_value, evaluate, light_path, render_value
+from patchbay.core.flows.template_bounds import MAX_RENDER_CPU_SECONDS
+from patchbay.core.flows.templating import (
+    HEAVY,
+    LIGHT_STRING,
+    TemplateFailure,
+    compile_value,
+    evaluate,
+    light_path,
+    render_value,
+)
 from patchbay.providers.meta.templates import LEAD
 
 CONTEXT = {"trigger": {"amount": 1250, "tags": ["a", "b"], "user": {"name": "Ada"}, "ok": True}, "steps": {"t": {"output": {"n": 2}}}}
@@ -68,8 +76,8 @@ def test_the_system_lead_template_reads_meta_field_data():
         ("{{ 10**2000 * 10**2000 }}", "bits"),
         ("{% set ns = namespace(x='ab') %}{% for i in range(60) %}{% set ns.x = ns.x ~ ns.x %}{% endfor %}{{ ns.x }}", "longer than"),
         ("{% set ns = namespace(x='ab') %}{% for i in range(60) %}{% set ns.x = ns.x + ns.x %}{% endfor %}{{ ns.x }}", "longer than"),
-        ("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}", "operations"),
-        ("{% for i in range(100000) %}{% for j in range(100000) %}x{% endfor %}{% endfor %}", "operations"),
+        ("{% for i in range(10000) %}{% for j in range(10000) %}{% endfor %}{% endfor %}", "operations|CPU"),
+        ("{% for i in range(10000) %}{% for j in range(10000) %}x{% endfor %}{% endfor %}", "operations|CPU"),
         ("{% for i in range(400) %}{{ 'x' * 9999 }}{% endfor %}", "longer than"),
         ("{{ 'x'|center(10**9) }}", "center"),
         ("{{ 'x'.ljust(10**9) }}", "ljust"),
@@ -164,3 +172,85 @@ def test_a_compiled_step_is_light_only_when_every_template_in_it_is():
     assert compile_value({"a": ["{{ trigger.n }}", 3], "b": "plain"}).light(LIGHT_CONTEXT) == {"a": [3, 3], "b": "plain"}
     assert compile_value({"a": "{{ trigger.n }}", "b": "{{ trigger.user }}"}).light(LIGHT_CONTEXT) is HEAVY
     assert compile_value({"a": "{{ trigger.n }}", "b": "n={{ trigger.n }}"}).light is None
+
+
+#: lists of ten lists, five deep: ``e`` prints to about 160,000 items
+NESTED = "".join(f"{{% set {name} = [{','.join([inner] * 10)}] %}}" for name, inner in zip("abcde", "0abcd", strict=True))
+#: the worst templates we could write: string growth by every method and filter that grows, shared
+#: references printed, literals nested, macros recursing, loops nested, filters slow in one call
+WORST = [
+    "{{ ('x' * 999999).replace('x', 'x' * 1000) | length }}",
+    "{{ ('x' * 999999) | replace('x', 'xx') | length }}",
+    "{{ ('x' * 999).join(['y'] * 100000) | length }}",
+    "{{ (['x' * 9999] * 99) | join('z' * 9999) | length }}",
+    "{{ ('{0}' * 300000).format('x' * 1000) | length }}",
+    "{{ ('%s' * 300000) % (('x' * 1000,) * 300000) | length }}",
+    "{{ ('%(a)s' * 200000) % {'a': 'x' * 1000} | length }}",
+    "{{ ('%9999s' * 100000) | format(*((1,) * 100000)) | length }}",
+    "{{ ('x\\n' * 499999) | indent(1000) | length }}",
+    "{{ ('x ' * 499999) | wordwrap(1) | length }}",
+    "{{ ('x' * 999999) | wordwrap(5) | length }}",
+    "{{ ('ab ' * 333333) | title | length }}",
+    "{{ ('\\t' * 999999).expandtabs(100) | length }}",
+    "{{ 'x'.translate({120: 'y' * 999999}) | length }}",
+    "{{ 'xy' | batch(9999, 'y' * 9999) | list | string | length }}",
+    "{{ (('x' * 999999) | list) | sort | length }}",
+    "{{ ([[0]] * 99999) | sum(start=[]) }}",
+    "{{ [[0] * 999999] * 999999 }}",
+    "{{ dict(a='x' * 999999, b='x' * 999999) }}",
+    "{% set n = namespace(a=1) %}{% set m = namespace(a=n, b=n) %}{% set n.a = 'x' * 999999 %}{{ m | string | length }}",
+    NESTED + "{% for i in range(9999) %}{% set f = [e] %}{% endfor %}",
+    NESTED + "{% set f = [e,e,e,e,e,e,e,e,e,e] %}{{ f | length }}",
+    "{% macro m() %}{% for i in range(9999) %}{{ 'x' * 999999 }}{% endfor %}{% endmacro %}{{ m() | length }}",
+    "{% macro f(n) %}{% if n < 30 %}{{ f(n + 1) }}{{ f(n + 1) }}{% endif %}{% endmacro %}{{ f(1) }}",
+    "{% macro f(n) %}{{ f(n) }}{% endmacro %}{{ f(1) }}",
+    "{% for i in range(10000) %}{% for j in range(10000) %}{{ j }}{% endfor %}{% endfor %}",
+    "{% set ns = namespace(x='') %}{% for i in range(10000) %}{% set ns.x = ns.x ~ ('x' * 999) %}{% endfor %}",
+    "{{ range(10**9) | list | length }}",
+    "{{ lipsum(50000) }}",
+    "{{ cycler(1, 2) }}",
+    "{{ joiner() }}",
+]
+#: what one of them may allocate at its peak, and the CPU it may take (the bound, and the time a
+#: single bounded step past it may run before the next check)
+WORST_MEMORY = 64 * 1024 * 1024
+WORST_CPU_SECONDS = MAX_RENDER_CPU_SECONDS + 0.5
+
+
+@pytest.mark.parametrize("template", WORST)
+def test_the_worst_templates_fail_within_the_memory_and_time_bounds(template):
+    import time
+    import tracemalloc
+
+    tracemalloc.start()
+    began = time.thread_time()
+    try:
+        with pytest.raises(TemplateFailure):
+            render_value(template, {"trigger": {}})
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert time.thread_time() - began < WORST_CPU_SECONDS
+    assert peak < WORST_MEMORY
+
+
+def test_a_render_that_times_out_stops_inside_a_slow_filter():
+    """The deadline is checked inside a filter's own Python code (``title`` calls back per word)."""
+    import time
+
+    from patchbay.core.flows.templating import deadline
+
+    began = time.thread_time()
+    with deadline(time.monotonic() + 0.05), pytest.raises(TemplateFailure, match="timeout"):
+        render_value("{{ ('ab ' * 333333) | title }}", {})
+    assert time.thread_time() - began < 0.3
+
+
+def test_values_within_the_bounds_still_render():
+    context = {"trigger": {"words": ["a", "b"], "n": 3}}
+    assert render_value("{{ ('ab' * 3).replace('b', 'cc') }}", context) == "accaccacc"
+    assert render_value("{{ '-'.join(trigger.words) }} {{ trigger.words | join(', ') }}", context) == "a-b a, b"
+    assert render_value("{{ '{0}:{1:>4}'.format('a', trigger.n) }} {{ '%s=%d' % ('n', trigger.n) }}", context) == "a:   3 n=3"
+    assert render_value("{{ [trigger.words] * 2 }}", context) == [["a", "b"], ["a", "b"]]
+    assert render_value("{{ dict(a=1) }} {{ 'x\ny' | indent(2, true) }} {{ range(3) | list }}", context) == "{'a': 1}   x\n  y [0, 1, 2]"
+    assert render_value("{{ [1, 2, 3] | sum }} {{ 'a b' | title }}", context) == "6 A B"

@@ -1,0 +1,91 @@
+"""Attacks on the flow template sandbox, sent as a tenant would: a flow whose step is a template
+that grows a string past any use, or burns the CPU, run by ``POST /connect/v1/flows/{id}/test``."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import tracemalloc
+
+import pytest
+from patchbay.core.appkeys import DB
+from patchbay.core.flows.models import FlowExecution
+from patchbay.core.testing import create_workspace_with_key
+from sqlalchemy import func, select
+
+#: how many times the template grows its million characters (the attack of the report: 1,000, a
+#: thousand million characters)
+GROWTH = 1000
+#: the report's 90-character template: a million characters, each replaced by ``GROWTH`` of them
+GROWING = f"{{{{ ('x' * 999999).replace('x', 'x' * {GROWTH}) | length }}}}"
+#: what the render may allocate at its peak
+MEMORY_BOUND = 64 * 1024 * 1024
+#: CPU burners: each ran for seconds in one call, holding a render thread past its step's timeout
+BURNERS = [
+    "{{ lipsum(50000, False, 20, 100) | length }}",
+    "{% for i in range(5) %}{{ ('ab ' * 333333) | title | length }}{% endfor %}",
+]
+#: the timeout of every step below; the report's victim failed with "step timed out after 10s"
+STEP_TIMEOUT = 10
+#: how long the other tenant's trivial flow may take while the burners run
+VICTIM_SECONDS = 5
+
+
+async def _flow(client, headers, output, name="attack") -> str:
+    steps = [{"id": "render", "type": "transform", "output": output, "timeoutSeconds": STEP_TIMEOUT}]
+    response = await client.post("/connect/v1/flows", json={"name": name, "steps": steps}, headers=headers)
+    assert response.status == 201, await response.text()
+    return (await response.json())["id"]
+
+
+async def _test_run(client, headers, flow_id, payload=None) -> dict:
+    response = await client.post(f"/connect/v1/flows/{flow_id}/test", json=payload or {}, headers=headers)
+    assert response.status == 201, await response.text()
+    return await response.json()
+
+
+async def test_a_template_cannot_grow_a_string_past_the_bound(client, workspace):
+    flow_id = await _flow(client, workspace["headers"], GROWING)
+    tracemalloc.start()
+    try:
+        run = await _test_run(client, workspace["headers"], flow_id)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert run["status"] == "failed", run
+    assert "would be longer than" in run["steps"][0]["error"]
+    assert peak < MEMORY_BOUND
+
+
+async def _started_tests(app, count: int) -> None:
+    """Wait until ``count`` test executions have started (their renders begun, queued or done)."""
+    while True:
+        async with app[DB].session() as session:
+            started = await session.scalar(select(func.count()).select_from(FlowExecution))
+        if started >= count:
+            return
+        await asyncio.sleep(0.01)
+
+
+@pytest.mark.parametrize("burner", BURNERS)
+async def test_four_tenants_burning_the_cpu_do_not_starve_a_fifth(client, burner):
+    app = client.server.app
+    tenants = [await create_workspace_with_key(app, name=f"burner {n}") for n in range(4)]
+    victim = await create_workspace_with_key(app, name="victim")
+    flows = [await _flow(client, tenant["headers"], burner) for tenant in tenants]
+    quiet = await _flow(client, victim["headers"], "hello {{ trigger.name }}")
+
+    burns = [asyncio.create_task(_test_run(client, tenant["headers"], flow_id)) for tenant, flow_id in zip(tenants, flows, strict=True)]
+    await asyncio.wait_for(_started_tests(app, len(burns)), STEP_TIMEOUT)
+    began = time.monotonic()
+    run = await asyncio.wait_for(_test_run(client, victim["headers"], quiet, {"name": "Ada"}), 3 * STEP_TIMEOUT)
+    waited = time.monotonic() - began
+    assert run["status"] == "completed", run
+    assert run["steps"][0]["output"] == "hello Ada"
+    assert waited < VICTIM_SECONDS
+
+    burnt = await asyncio.wait_for(asyncio.gather(*burns), 3 * STEP_TIMEOUT)
+    assert [b["status"] for b in burnt] == ["failed"] * len(burns)
+    began = time.monotonic()  # the render threads are free again: a render takes no wait
+    assert (await _test_run(client, victim["headers"], quiet, {"name": "Bo"}))["steps"][0]["output"] == "hello Bo"
+    assert time.monotonic() - began < 1
