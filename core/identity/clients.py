@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import hmac
+import unicodedata
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -148,9 +149,10 @@ class ClientConflict(ValueError):
 
 
 async def create_client(session: AsyncSession, box: SecretBox, metadata: dict[str, Any], *, workspace_id: str | None = None,
-                        trust: str = "third_party") -> IssuedClient:  # fmt: skip
+                        trust: str = "third_party", self_registered: bool = False) -> IssuedClient:  # fmt: skip
     """Store a client from validated metadata; the secret is returned once and kept as a digest.
-    ``trust`` is the operator's to grant (``patchbay clients create``); registration leaves the default."""
+    ``trust`` is the operator's to grant (``patchbay clients create``); registration leaves the
+    default and sets ``self_registered``."""
     if trust not in TRUST_LEVELS:
         raise ValueError(f"trust must be one of {', '.join(TRUST_LEVELS)}")
     application = metadata["application"] or f"app-{random_token(9)}"
@@ -163,6 +165,7 @@ async def create_client(session: AsyncSession, box: SecretBox, metadata: dict[st
         application=application,
         workspace_id=workspace_id,
         trust=trust,
+        self_registered=self_registered,
         **{key: value for key, value in metadata.items() if key not in ("application", "response_types")},
     )
     session.add(row)
@@ -190,6 +193,7 @@ class Client(ClientMixin):
     workspace_id: str | None
     permissions: tuple[str, ...] | None
     trust: str
+    self_registered: bool
     box: SecretBox = attrs.field(eq=False, repr=False)
     #: SHA-256 of the last secret that checked out: the same secret again costs one hash, not an
     #: HMAC per key of the box (a list, as the class is frozen; a changed row is a new Client)
@@ -203,7 +207,7 @@ class Client(ClientMixin):
             scope=row.scope, logo_uri=row.logo_uri, client_uri=row.client_uri, require_pkce=row.require_pkce,
             refresh_token_rotation=row.refresh_token_rotation, access_token_ttl=row.access_token_ttl, refresh_token_ttl=row.refresh_token_ttl,
             workspace_id=row.workspace_id, permissions=tuple(row.permissions) if row.permissions is not None else None,
-            trust=row.trust or "third_party", box=box,
+            trust=row.trust or "third_party", self_registered=bool(row.self_registered), box=box,
         )  # fmt: skip
 
     @property
@@ -276,6 +280,24 @@ class Client(ClientMixin):
         if grant_type == "client_credentials" and self.is_public:
             return False
         return grant_type in self.grant_types
+
+
+def name_key(name: str) -> str:
+    """A name as a person reads it: Unicode-compatibility folded (full-width letters are letters),
+    case folded, without white space."""
+    return "".join(unicodedata.normalize("NFKC", name).casefold().split())
+
+
+async def borrows_a_name(session: AsyncSession, client: Client, brand_name: str) -> bool:
+    """Whether a self-registered client's name reads as the deployment's name (``[branding]``) or as
+    the name of a client the operator made."""
+    if not client.self_registered:
+        return False
+    key = name_key(client.client_name)
+    if key == name_key(brand_name):
+        return True
+    names = await session.scalars(select(OidcClient.client_name).where(OidcClient.self_registered.is_(False)))
+    return any(name_key(name) == key for name in names)
 
 
 class ClientCache:

@@ -56,19 +56,21 @@ async def start_federation(request: web.Request, params: dict, idp: str) -> web.
 
 
 async def link_user(request: web.Request, idp: str, claims: dict) -> str:
-    """The local user of an upstream identity: linked before, matched by verified email, or new."""
+    """The local user of an upstream identity: linked before, matched by email when the upstream
+    says ``email_verified: true`` (a JSON boolean; any other value is unverified), or new."""
     subject = str(claims["sub"])
     async with request.app[DB].transaction() as session:
         link = await session.scalar(select(FederatedIdentity).where(FederatedIdentity.provider == idp, FederatedIdentity.subject == subject))
         if link is not None:
             return link.user_id
-        email = claims.get("email")
-        user = await find_user_by_email(session, email) if email and claims.get("email_verified") else None
+        email = claims.get("email") if isinstance(claims.get("email"), str) else None
+        verified = claims.get("email_verified") is True  # JSON true only: some upstreams send the string "false"
+        user = await find_user_by_email(session, email) if email and verified else None
         if user is None:
             address = normalise_email(email) if email and not await find_user_by_email(session, email) else f"{idp}.{subject}@federated.invalid"
             user = User(email=address, password_hash=None, name=claims.get("name"), given_name=claims.get("given_name"),
                         family_name=claims.get("family_name"), picture=claims.get("picture"),
-                        email_verified=bool(claims.get("email_verified")) and address == email)  # fmt: skip
+                        email_verified=verified and address == email)  # fmt: skip
             session.add(user)
             await session.flush()
         session.add(FederatedIdentity(provider=idp, subject=subject, user_id=user.id))

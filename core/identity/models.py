@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ForeignKey, String, Text, UniqueConstraint
+from sqlalchemy import ForeignKey, String, Text, UniqueConstraint, false
 from sqlalchemy.orm import Mapped, mapped_column
 
 from patchbay.core.storage.base import Base, IdMixin, TimestampMixin
@@ -43,6 +43,9 @@ class OidcClient(TimestampMixin, Base):
     workspace_id: Mapped[str | None] = mapped_column(String(36), ForeignKey("workspaces.id", ondelete="CASCADE"), index=True)
     permissions: Mapped[list[Any] | None]
     trust: Mapped[str] = mapped_column(String(20), default="third_party", server_default="third_party")
+    #: registered by anyone through ``POST /api/v1/oidc/register`` (RFC 7591), not made by the
+    #: operator: the consent page shows it as unverified
+    self_registered: Mapped[bool] = mapped_column(default=False, server_default=false())
 
 
 class AuthorizationCode(IdMixin, Base):

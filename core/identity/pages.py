@@ -18,6 +18,7 @@ from patchbay.core.http.openapi import FORM, accepts, query, query_model
 from patchbay.core.http.responses import HTML, REDIRECT, returns
 from patchbay.core.identity.authorize import continue_signed_in, error_to_client, proceed, read_interaction, redirect, goes_on_after_post
 from patchbay.core.identity.claims import SCOPE_DESCRIPTIONS, scope_list
+from patchbay.core.identity.clients import borrows_a_name
 from patchbay.core.identity.http import PREFIX, add_route, client_ip, load_client, rate_limit
 from patchbay.core.identity.models import AuthorizationCode, Consent, Grant, RefreshToken
 from patchbay.core.identity.protocol_models import ConsentForm, EndSessionRequest, LoginForm, SignOutConfirmation, oauth_errors
@@ -132,7 +133,26 @@ async def consent_page(request: web.Request) -> web.Response:
     if params is None or await current_session(request) is None:
         return message(request, "Consent link expired", "Go back to the application and start again.", 400)
     scopes = [(scope, SCOPE_DESCRIPTIONS.get(scope, scope)) for scope in scope_list(params.get("scope") or "openid")]
-    return render(request, "consent.html", {"interaction": request.query["interaction"], "client": client, "scopes": scopes})
+    async with request.app[DB].session() as session:
+        borrowed = await borrows_a_name(session, client, request.app[SETTINGS].branding.name)
+    return render(request, "consent.html", {"interaction": request.query["interaction"], "client": client, "scopes": scopes,
+                                            "redirect_host": shown_host(params["redirect_uri"]), "borrowed_name": borrowed})  # fmt: skip
+
+
+def shown_host(uri: str) -> str:
+    """The host (and port) a browser goes to, as the user should read it: look-alike letters in
+    their ASCII (punycode) form."""
+    parts = urlsplit(uri)
+    host = parts.hostname or ""
+    try:
+        host = host.encode("idna").decode("ascii")
+    except UnicodeError:
+        host = host.encode("ascii", "backslashreplace").decode("ascii")
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    return (f"[{host}]" if ":" in host else host) + (f":{port}" if port else "")
 
 
 @goes_on_after_post

@@ -134,11 +134,12 @@ async def _get_user(session, caller: AppCaller, user_id: str) -> User:
 
 
 async def _check_bound_client_may_change(session, caller: AppCaller, user: User, body: dict[str, Any]) -> None:
-    """The account-level changes a client bound to one organization may not make (issue 11)."""
+    """A client bound to one organization changes only its own users: those it created, while they
+    belong to no other organization; and it never vouches for an email address."""
     if "emailVerified" in body:
         raise forbidden("A client bound to an organization cannot change whether an email address is verified")
-    if "password" in body and await queries.member_elsewhere(session, user.id, caller.workspace_id):
-        raise forbidden("A client bound to an organization cannot set the password of a user who belongs to other organizations")
+    if user.created_by_client_id != caller.client_id or await queries.member_elsewhere(session, user.id, caller.workspace_id):
+        raise forbidden("A client bound to an organization can change only the users it created, while they belong to no other organization")
 
 
 # -- organizations --------------------------------------------------------------------------------
@@ -228,13 +229,15 @@ async def organization_memberships(request: web.Request) -> web.Response:
 @returns(OrganizationMembership, status=201, description="Added")
 @app_client
 async def add_organization_member(request: web.Request) -> web.Response:
-    """Add a user to an organization, or change the role of a member."""
+    """Add a user to an organization, or change the role of a member. A workspace-bound client may
+    add only the users it created; any other user is not found."""
+    caller: AppCaller = request[APP_CLIENT]
     dto = structure(await read_object(request), AddMemberDto)
     if not dto.userId:
         raise bad_request("Validation failed: userId is required")
     async with request.app[DB].transaction() as session:
-        org = await _get_org(session, request[APP_CLIENT], request.match_info["id"])
-        if not await queries.user_exists(session, dto.userId):
+        org = await _get_org(session, caller, request.match_info["id"])
+        if await queries.addable_user(session, dto.userId, workspace_id=caller.workspace_id, client_id=caller.client_id) is None:
             raise not_found("User not found")
         try:
             row = await add_member(session, workspace_id=org.id, user_id=dto.userId, role=dto.role)
@@ -279,7 +282,7 @@ async def create_platform_user(request: web.Request) -> web.Response:
         raise bad_request(f"Validation failed: role must be one of {', '.join(ROLES)}")
     async with request.app[DB].transaction() as session:
         try:
-            user = await create_user(session, email=dto.email, password=dto.password, **profile)
+            user = await create_user(session, email=dto.email, password=dto.password, created_by_client_id=caller.client_id, **profile)
         except UserError as error:
             raise (conflict(str(error)) if "already exists" in str(error) else bad_request(f"Validation failed: {error}")) from None
         if dto.emailVerified is True:
@@ -306,8 +309,8 @@ async def get_platform_user(request: web.Request) -> web.Response:
 @returns(PlatformUser)
 @app_client
 async def update_platform_user(request: web.Request) -> web.Response:
-    """Change a user's profile, type or password. A workspace-bound client may not vouch for an
-    email address, nor set the password of a member who also belongs to other workspaces."""
+    """Change a user's profile, type or password. A workspace-bound client changes only the users
+    it created while they belong to no other workspace, and may not vouch for an email address."""
     caller: AppCaller = request[APP_CLIENT]
     body = await read_object(request)
     dto = structure(body, UpdateUserDto)

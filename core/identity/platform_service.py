@@ -41,8 +41,13 @@ async def visible_user(session: AsyncSession, user_id: str, *, workspace_id: str
     member = await session.scalar(select(Membership.id).where(Membership.user_id == user_id, Membership.workspace_id == workspace_id))
     return row if member else None
 
-async def user_exists(session: AsyncSession, user_id: str) -> bool:
-    return await session.get(User, user_id) is not None
+async def addable_user(session: AsyncSession, user_id: str, *, workspace_id: str | None, client_id: str | None) -> User | None:
+    """The user a client may add to ``workspace_id`` (or whose role there it may change): any user
+    for an unbound client; for a bound one, a user the client created or a member already."""
+    row = await session.get(User, user_id)
+    if row is None or workspace_id is None or (client_id is not None and row.created_by_client_id == client_id):
+        return row
+    return await visible_user(session, user_id, workspace_id=workspace_id)
 
 async def member_elsewhere(session: AsyncSession, user_id: str, workspace_id: str) -> bool:
     """Whether the user also belongs to an organization other than ``workspace_id``."""

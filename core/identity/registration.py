@@ -72,7 +72,7 @@ async def register(request: web.Request) -> web.Response:
     metadata["permissions"] = None  # a dynamically registered client is bound to no workspace
     try:
         async with request.app[DB].transaction() as session:
-            issued = await create_client(session, request.app[SECRETS], metadata)
+            issued = await create_client(session, request.app[SECRETS], metadata, self_registered=True)
     except ClientConflict as error:
         return oauth_error(400, "invalid_client_metadata", str(error), headers)
     return reply(request, issued.registration_response(), status=201, headers={**NO_STORE, **headers})

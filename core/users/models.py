@@ -23,6 +23,10 @@ class User(IdMixin, TimestampMixin, Base):
     phone_number: Mapped[str | None] = mapped_column(String(40))
     email_verified: Mapped[bool] = mapped_column(default=False)
     user_type: Mapped[str | None] = mapped_column(String(40))
+    #: the platform client that created the user through ``POST /api/v1/users`` (none for users who
+    #: signed up, were invited or were made by the operator): a client bound to an organization may
+    #: add to it, and change, only its own users
+    created_by_client_id: Mapped[str | None] = mapped_column(String(64))
 
 
 class SignInSession(IdMixin, Base):
