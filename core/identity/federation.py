@@ -57,7 +57,9 @@ async def start_federation(request: web.Request, params: dict, idp: str) -> web.
 
 async def link_user(request: web.Request, idp: str, claims: dict) -> str:
     """The local user of an upstream identity: linked before, matched by email when the upstream
-    says ``email_verified: true`` (a JSON boolean; any other value is unverified), or new."""
+    says ``email_verified: true`` (a JSON boolean; any other value is unverified) and the local
+    account's address is verified too, or new. An unverified account of that address may have been
+    made by someone else (a platform client, with a password it knows): it is never handed over."""
     subject = str(claims["sub"])
     async with request.app[DB].transaction() as session:
         link = await session.scalar(select(FederatedIdentity).where(FederatedIdentity.provider == idp, FederatedIdentity.subject == subject))
@@ -66,6 +68,8 @@ async def link_user(request: web.Request, idp: str, claims: dict) -> str:
         email = claims.get("email") if isinstance(claims.get("email"), str) else None
         verified = claims.get("email_verified") is True  # JSON true only: some upstreams send the string "false"
         user = await find_user_by_email(session, email) if email and verified else None
+        if user is not None and not user.email_verified:
+            user = None
         if user is None:
             address = normalise_email(email) if email and not await find_user_by_email(session, email) else f"{idp}.{subject}@federated.invalid"
             user = User(email=address, password_hash=None, name=claims.get("name"), given_name=claims.get("given_name"),

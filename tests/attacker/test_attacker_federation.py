@@ -21,8 +21,12 @@ from aiohttp import web
 from joserfc import jwt
 from joserfc.jwk import RSAKey
 
-from patchbay.core.appkeys import DB
+from sqlalchemy import select
+
+from patchbay.core.appkeys import DB, SECRETS
+from patchbay.core.identity.clients import create_client, validate_metadata
 from patchbay.core.identity.federation import CALLBACK
+from patchbay.core.identity.models import FederatedIdentity
 from patchbay.core.users.models import User
 
 _spec = importlib.util.spec_from_file_location("conftest_sessions", Path(__file__).with_name("conftest_sessions.py"))
@@ -77,6 +81,12 @@ async def federated_sign_in(make_idp, aiohttp_server, database_url: str, claims:
     to patchbay's callback; the driver (its browser now holds patchbay's session cookie)."""
     upstream = await aiohttp_server(upstream_provider(claims))
     idp = await make_idp(database_url=database_url, federation={"upstream": {"issuer": str(upstream.make_url("")).rstrip("/"), **UPSTREAM_CLIENT}})
+    await sign_in_through_upstream(idp)
+    return idp
+
+
+async def sign_in_through_upstream(idp) -> None:
+    """Walk an authorization with ``idp=upstream`` through the upstream back to patchbay's callback."""
     client = await idp.register()
     _, challenge = idp.pkce_pair()
     started = await idp.authorize(client, code_challenge=challenge, code_challenge_method="S256", idp="upstream")
@@ -87,7 +97,6 @@ async def federated_sign_in(make_idp, aiohttp_server, database_url: str, claims:
     callback = await idp.http.get(CALLBACK, params=idp.query_of(back), allow_redirects=False)
     assert callback.status == 302, await callback.text()
     assert "error" not in idp.query_of(callback.headers["Location"]), callback.headers["Location"]
-    return idp
 
 
 async def signed_in_user(idp) -> dict[str, Any]:
@@ -119,3 +128,25 @@ async def test_a_new_user_is_verified_only_on_json_true(make_idp, aiohttp_server
     idp = await federated_sign_in(make_idp, aiohttp_server, database_url, claims)
     me = await signed_in_user(idp)
     assert (me["email"], me["emailVerified"]) == ("newcomer@example.com", False)
+
+
+async def test_an_account_a_platform_client_made_for_someone_elses_address_is_not_handed_to_its_owner(make_idp, aiohttp_server, database_url):
+    """Account pre-hijacking: a workspace-bound platform client creates a user for an address it does
+    not own (it cannot verify it) with a password it knows; when the address's owner later signs in
+    through the upstream that verifies it, the login must not land in that account."""
+    upstream = await aiohttp_server(upstream_provider({"sub": "owner-at-upstream", "email": "newhire@victimcorp.example", "email_verified": True}))
+    idp = await make_idp(database_url=database_url, federation={"upstream": {"issuer": str(upstream.make_url("")).rstrip("/"), **UPSTREAM_CLIENT}})
+    body = {"client_name": "Tenant backend", "redirect_uris": ["https://b.example/cb"], "grant_types": ["client_credentials"], "scope": "openid"}
+    async with idp.app[DB].transaction() as session:
+        issued = await create_client(session, idp.app[SECRETS], validate_metadata(body), workspace_id=idp.workspace["workspace_id"], trust="platform")
+    attacker = {"x-client-id": issued.row.client_id, "x-client-secret": issued.client_secret}
+    made = await idp.http.post("/api/v1/users", json={"email": "NewHire@victimcorp.example", "password": "attacker knows this"}, headers=attacker)
+    assert made.status == 201, await made.text()
+    premade = await made.json()
+    assert premade["emailVerified"] is False
+    await sign_in_through_upstream(idp)
+    owner = await signed_in_user(idp)
+    assert owner["id"] != premade["id"]
+    async with idp.app[DB].session() as session:
+        link = await session.scalar(select(FederatedIdentity).where(FederatedIdentity.subject == "owner-at-upstream"))
+    assert link.user_id == owner["id"]
