@@ -35,6 +35,7 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
 import aiohttp
 import attrs
+from yarl import URL
 
 from patchbay.core.outbound import ResponseTooLarge
 from patchbay.core.plugins.provider import HOST_NAME, TEMPLATED_URL_FIELDS, Provider, host_matches, template_fields
@@ -122,7 +123,10 @@ class AuthContext:
             raise ProviderAuthError(f"{self.provider.display_name} answered a body that does not match its Content-Encoding") from None
 
     def url(self, template: str) -> str:
-        url = fill_url(template, self.provider, self.params)
+        try:
+            url = fill_url(template, self.provider, self.params)
+        except TemplateError as error:  # stored before its value was refused
+            raise ProviderAuthError(f"{self.provider.display_name}: {error}") from None
         if self.guard is not None:
             try:
                 self.guard(url)
@@ -135,7 +139,7 @@ class AuthContext:
 # Templates
 # ---------------------------------------------------------------------------------------------
 
-_PARAM_VALUE = re.compile(r"^[A-Za-z0-9._~:-]+$")
+_PARAM_VALUE = re.compile(r"[A-Za-z0-9._~:-]+")
 
 
 class _Fields(dict):
@@ -165,18 +169,33 @@ def fill_url(template: str, provider: Provider, params: Mapping[str, str]) -> st
             continue
         value = str(params[key])
         if template.startswith("{" + key + "}"):
-            if not re.match(r"^https?://[A-Za-z0-9.-]+(:\d+)?(/[^\s?#]*)?$", value):
+            if not re.fullmatch(r"https?://[A-Za-z0-9.-]+(:[0-9]+)?(/[^\s?#]*)?", value):
                 raise TemplateError(f"connection parameter {key!r} must be an http(s) URL")
             value = value.rstrip("/")
-        elif not _PARAM_VALUE.match(value):
+        elif not _PARAM_VALUE.fullmatch(value):
             raise TemplateError(f"connection parameter {key!r} has characters that are not allowed")
         fields[key] = value
-    return template.format_map(fields)
+    url = template.format_map(fields)
+    try:
+        URL(url)  # read as the sender reads it: a value that leaves no host and port to read ("host:443.evil") is refused here
+    except ValueError:
+        raise TemplateError(f"connection parameters {sorted(used)} do not make a valid URL of {template!r}") from None
+    return url
+
+
+def check_fillable(provider: Provider, params: Mapping[str, str]) -> None:
+    """Fill each URL template of the definition whose parameters ``params`` or the defaults all
+    give; raises :class:`TemplateError` for the first that cannot be filled."""
+    values = connection_params(provider, params)
+    for template in filter(None, (getattr(provider, field) for field in TEMPLATED_URL_FIELDS)):
+        if not template_fields(template) - set(values):
+            fill_url(template, provider, values)
 
 
 def _host(url: str) -> str | None:
+    """The host the request goes to, as the sender (yarl) reads it."""
     try:
-        host = (urlsplit(url).hostname or "").rstrip(".")
+        host = (URL(url).raw_host or "").rstrip(".")
     except ValueError:
         return None
     return host if HOST_NAME.match(host) else None

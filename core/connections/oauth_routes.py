@@ -29,7 +29,7 @@ from patchbay.core.http.bodies import read_form
 from patchbay.core.approvals.service import gate_connect
 from patchbay.core.connections import service
 from patchbay.core.connections.oauth_binding import begin_url, is_bound_here, set_binding_cookie
-from patchbay.core.connections.auth import ProviderAuthError, TemplateError, UnvouchedHost, auth_for, connection_params, fill_url, pkce_pair
+from patchbay.core.connections.auth import ProviderAuthError, TemplateError, UnvouchedHost, auth_for, check_fillable, pkce_pair
 from patchbay.core.connections.api_models import PendingApproval
 from patchbay.core.connections.form_models import DeauthorizationCallback
 from patchbay.core.connections.models import ByoaCredential, OAuthState
@@ -42,7 +42,6 @@ from patchbay.core.http.errors import ApiError, bad_request, not_found, unauthor
 from patchbay.core.http.openapi import FORM, accepts, query
 from patchbay.core.http.responses import HTML, REDIRECT, reply, returns
 from patchbay.core.security.auth import Principal, authenticate, principal_of, require_principal, requires, token_principal
-from patchbay.core.plugins.provider import template_fields
 from patchbay.core.timeutil import iso, utcnow
 
 log = logging.getLogger(__name__)
@@ -154,9 +153,7 @@ async def begin_login(request: web.Request, principal: Principal, provider_type:
     deferred = handler.deferred_params(provider)
     params = service.split_params(provider, {k: v for k, v in query.items() if k in provider.connection_params}, None, learned=deferred)
     try:
-        for template in (provider.authorization_url or "", provider.token_url or "", provider.api_base_url):
-            if not template_fields(template) - set(params) - set(provider.connection_param_defaults):
-                fill_url(template, provider, connection_params(provider, params))
+        check_fillable(provider, params)
     except TemplateError as error:
         raise bad_request(str(error)) from None
     metadata = _metadata_query(query.get("metadata"))

@@ -12,7 +12,9 @@ from aiohttp import web
 from sqlalchemy import select, update
 
 from patchbay.core.appkeys import DB, REGISTRY
-from patchbay.core.connections.auth import OAuthApp, ProviderAuthError, TemplateError, UnvouchedHost, auth_for, check_oauth_hosts, connection_params, fill_url
+from patchbay.core.connections.auth import (
+    OAuthApp, ProviderAuthError, TemplateError, UnvouchedHost, auth_for, check_fillable, check_oauth_hosts, connection_params, fill_url,
+)
 from patchbay.core.connections.client import client_for_state
 from patchbay.core.connections.lifecycle import ConnectionRemoval, removal_listeners
 from patchbay.core.connections.models import ACTIVE_STATUSES, Connection
@@ -157,9 +159,12 @@ async def import_tokens(
     values = split_params(provider, params, metadata)
     oauth_app = await oauth_app_for(app, workspace_id=workspace_id, provider=provider.name)
     try:  # refreshes use the deployment's app unless the workspace has its own now
+        check_fillable(provider, values)
         check_oauth_hosts(provider, oauth_app.source if oauth_app else None, connection_params(provider, values))
     except UnvouchedHost as error:
         raise bad_request(error.message) from None
+    except TemplateError as error:
+        raise bad_request(str(error)) from None
     async with app[DB].transaction(tenant=workspace_id) as session:
         return await save_connection(
             app, session, workspace_id=workspace_id, provider=provider.name,
