@@ -85,11 +85,11 @@ async def federated_sign_in(make_idp, aiohttp_server, database_url: str, claims:
     return idp
 
 
-async def sign_in_through_upstream(idp) -> None:
-    """Walk an authorization with ``idp=upstream`` through the upstream back to patchbay's callback."""
+async def sign_in_through_upstream(idp, name: str = "upstream") -> None:
+    """Walk an authorization with ``idp=<name>`` through that upstream back to patchbay's callback."""
     client = await idp.register()
     _, challenge = idp.pkce_pair()
-    started = await idp.authorize(client, code_challenge=challenge, code_challenge_method="S256", idp="upstream")
+    started = await idp.authorize(client, code_challenge=challenge, code_challenge_method="S256", idp=name)
     assert started.status == 302
     async with aiohttp.ClientSession() as browser, browser.get(started.headers["Location"], allow_redirects=False) as upstream_answer:
         back = upstream_answer.headers["Location"]
@@ -150,3 +150,20 @@ async def test_an_account_a_platform_client_made_for_someone_elses_address_is_no
     async with idp.app[DB].session() as session:
         link = await session.scalar(select(FederatedIdentity).where(FederatedIdentity.subject == "owner-at-upstream"))
     assert link.user_id == owner["id"]
+
+
+async def test_an_account_an_upstream_did_not_verify_is_not_handed_to_the_addresss_owner(make_idp, aiohttp_server, database_url):
+    """The same through federation alone: the attacker signs in through an upstream that does not
+    verify addresses, which makes an unverified account of the victim's address linked to the
+    attacker's upstream identity; the owner's later sign-in through an upstream that verifies it
+    must not land in that account (the attacker's link would share it)."""
+    shady = await aiohttp_server(upstream_provider({"sub": "attacker", "email": "newhire@victimcorp.example", "email_verified": False}))
+    honest = await aiohttp_server(upstream_provider({"sub": "owner", "email": "newhire@victimcorp.example", "email_verified": True}))
+    tables = {name: {"issuer": str(server.make_url("")).rstrip("/"), **UPSTREAM_CLIENT} for name, server in (("shady", shady), ("upstream", honest))}
+    idp = await make_idp(database_url=database_url, federation=tables)
+    await sign_in_through_upstream(idp, "shady")
+    attackers = await signed_in_user(idp)
+    assert (attackers["email"], attackers["emailVerified"]) == ("newhire@victimcorp.example", False)
+    idp.http.session.cookie_jar.clear()
+    await sign_in_through_upstream(idp)
+    assert (await signed_in_user(idp))["id"] != attackers["id"]
