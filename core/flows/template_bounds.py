@@ -31,12 +31,19 @@ from jinja2.utils import Namespace
 MAX_OPERATIONS = 1_000_000
 #: characters of one string, or weight of one container, a template builds
 MAX_LENGTH = 1_000_000
+#: characters of one template's source: compiling takes about a hundred bytes a character, before
+#: any render bound applies
+MAX_SOURCE_LENGTH = 100_000
 #: characters (and container weight) one render builds in all, its output included
 MAX_RENDER_LENGTH = 8_000_000
 #: CPU time of one render, whatever its step's timeout: render threads share one interpreter lock,
 #: so a step that needs a render thread waits at most about ``RENDER_THREADS`` times this
 MAX_RENDER_CPU_SECONDS = 0.5
 MAX_INT_BITS = 4096
+#: digits of a ``round``: ``10 ** digits`` stays within ``MAX_INT_BITS``
+MAX_ROUND_DIGITS = MAX_INT_BITS * 3 // 10
+#: characters of one level of ``tojson`` indentation (repeated on every line, once per level)
+MAX_JSON_INDENT = 16
 #: items of a ``range()``
 MAX_RANGE = 10_000
 #: width or precision of one formatted field
@@ -179,9 +186,46 @@ def weight(value: Any, limit: int = MAX_LENGTH) -> int:
 
 def built(value: Any) -> Any:
     """``value``, just built by the template (a literal, a filter's or a call's result): refused
-    when it weighs more than the bounds allow."""
+    when it weighs more than the bounds allow, or is a number past ``MAX_INT_BITS`` (big-number
+    division and rounding take time quadratic in its size, in one call nothing interrupts)."""
+    if isinstance(value, int):
+        number(value)
+        return value
     build(weight(value))
     return value
+
+
+def number(value: int) -> int:
+    """``value``, refused past ``MAX_INT_BITS``."""
+    if value.bit_length() > MAX_INT_BITS:
+        raise TemplateFailure(f"template number would be larger than {MAX_INT_BITS} bits")
+    return value
+
+
+class Sink:
+    """Text written piece by piece (by a printer or an encoder), refused as soon as it would pass
+    ``MAX_LENGTH``, before the piece is kept."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.length = 0
+
+    def write(self, text: str) -> None:
+        self.length += len(text)
+        if self.length > MAX_LENGTH:
+            raise TemplateFailure(f"template value would be longer than {MAX_LENGTH}")
+        self.parts.append(text)
+
+    def text(self) -> str:
+        return "".join(self.parts)
+
+
+def collected(chunks: Iterable[str]) -> str:
+    """``chunks`` joined, refused once they pass ``MAX_LENGTH``."""
+    sink = Sink()
+    for chunk in chunks:
+        sink.write(chunk)
+    return sink.text()
 
 
 def bounded_range(*args: int) -> range:

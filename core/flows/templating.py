@@ -6,8 +6,12 @@ thread): every render has a :class:`~patchbay.core.flows.template_bounds.Budget`
 CPU time and a deadline, and every value a template builds is size-checked before it is built
 (see ``template_bounds``). The hooks below charge it: the sandbox's ``call``, ``call_binop``,
 ``getattr`` and ``getitem``, every filter (wrapped), and what ``_Bounded`` routes through internal
-filters: loops, ``~``, each output chunk and each list, tuple or dict literal. ``lipsum``,
-``cycler`` and ``joiner`` are not available; ``range`` has at most ``MAX_RANGE`` items. Past any
+filters: loops, ``~``, each output chunk, each list, tuple or dict literal and each slice (a copy).
+The result of a method of the data (``copy``, ``fromkeys``, ``to_bytes``) is weighed too, and every
+number a template makes is refused past ``MAX_INT_BITS``: a single C call (big-number division,
+``round``, ``to_bytes``) is never interrupted, so its cost is bounded by its operands. ``tojson``
+and ``pprint`` write piece by piece into a bounded sink. ``lipsum``, ``cycler``, ``joiner`` and
+``urlize`` are not available; ``range`` has at most ``MAX_RANGE`` items. Past any
 bound the render fails with :class:`TemplateFailure`. The flow engine renders a step's values in a
 worker thread inside the step's timeout, whose end is the render's deadline (:func:`deadline`), so a
 slow template also fails the step instead of blocking the event loop.
@@ -25,6 +29,8 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
+import json
+import pprint
 import re
 import time
 from collections.abc import Iterable, Iterator
@@ -38,13 +44,16 @@ from jinja2.sandbox import (
     SandboxedFormatter,
     SecurityError,
 )
-from jinja2.utils import Namespace
+from jinja2.utils import Namespace, htmlsafe_json_dumps
 from jinja2.visitor import NodeTransformer
 from patchbay.core.flows import template_bounds as bounds
 from patchbay.core.flows.template_bounds import (
     MAX_INT_BITS,
+    MAX_JSON_INDENT,
     MAX_LENGTH,
     MAX_RANGE,
+    MAX_ROUND_DIGITS,
+    MAX_SOURCE_LENGTH,
     Budget,
     TemplateFailure,
     weight,
@@ -57,10 +66,15 @@ _SINGLE = re.compile(r"^\s*\{\{(?P<expr>(?:(?!\{\{|\}\}).)*)\}\}\s*$", re.DOTALL
 #: deadline of a render outside a flow step (tests, previews)
 DEFAULT_RENDER_SECONDS = 5.0
 #: filters and ``str`` methods whose integer arguments are output widths or counts
-_WIDTH_TAKERS = frozenset({"center", "ljust", "rjust", "zfill", "expandtabs", "indent", "truncate", "wordwrap", "batch", "slice"})
+_WIDTH_TAKERS = frozenset({"center", "ljust", "rjust", "zfill", "expandtabs", "indent", "truncate", "wordwrap", "batch", "slice", "to_bytes"})
 #: Jinja's globals a template may not use: ``lipsum`` builds its text in one uninterruptible call,
 #: ``cycler`` and ``joiner`` are mutable state no step value needs
 _REMOVED_GLOBALS = ("lipsum", "cycler", "joiner")
+#: Jinja's filters a template may not use: ``urlize`` searches each word with a pattern whose time
+#: is quadratic in the word's length, in one call nothing interrupts
+_REMOVED_FILTERS = ("urlize",)
+#: methods of the data that answer a value it already holds (like ``[]``), not a new one
+_LOOKUPS = frozenset({"get"})
 
 _deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar("template_deadline", default=None)
 _budget = bounds.current
@@ -139,6 +153,15 @@ class _Bounded(NodeTransformer):
 
     visit_List = visit_Tuple = visit_Dict = _literal
 
+    def visit_Getitem(self, node: nodes.Getitem) -> nodes.Expr:
+        self.generic_visit(node)  # a slice is a copy (compiled to Python's own ``[a:b]``, not the sandbox's getitem)
+        return _hook("_pb_built", node, node.lineno) if isinstance(node.arg, nodes.Slice) and node.ctx == "load" else node
+
+    def visit_Const(self, node: nodes.Const) -> nodes.Const:
+        if isinstance(node.value, int):
+            bounds.number(node.value)
+        return node
+
 
 def _hook(name: str, argument: nodes.Expr, lineno: int) -> nodes.Filter:
     """``argument`` passed through the hook ``name``: an internal filter, called directly by the
@@ -198,7 +221,7 @@ def _str_method_size(owner: str | bytes, name: str, args: tuple, kwargs: dict) -
 
 
 class _Environment(ImmutableSandboxedEnvironment):
-    intercepted_binops = frozenset({"*", "**", "+", "%"})
+    intercepted_binops = frozenset({"*", "**", "+", "-", "//", "%"})
 
     def unsafe_undefined(self, obj: Any, attribute: str):
         # Refuse loudly: a silently empty value would hide an escape attempt.
@@ -223,7 +246,8 @@ class _Environment(ImmutableSandboxedEnvironment):
                 _build(weight(left) + weight(right))
         elif operator == "%" and isinstance(left, str):
             _build(bounds.percent_size(left, right))
-        return super().call_binop(context, operator, left, right)
+        result = super().call_binop(context, operator, left, right)
+        return bounds.number(result) if isinstance(result, int) else result  # ``+`` and ``-`` grow a number a bit a turn
 
     def call(__self, __context, __obj, *args, **kwargs):  # noqa: N805 - the sandbox's own signature
         _charge()
@@ -233,7 +257,10 @@ class _Environment(ImmutableSandboxedEnvironment):
         if isinstance(owner, str | bytes):
             with _watching():
                 return __self._call_str_method(__context, __obj, owner, name, args, kwargs)
-        return super().call(__context, __obj, *args, **kwargs)  # a method of the data, a macro (counted chunk by chunk), a global
+        result = super().call(__context, __obj, *args, **kwargs)  # a method of the data, a macro (counted chunk by chunk), a global
+        if owner is not None and name not in _LOOKUPS and isinstance(result, _BUILT_TYPES):  # a copy, ``fromkeys``, ``to_bytes``
+            return _built(result)
+        return result
 
     def _call_str_method(self, context, method, owner: str | bytes, name: str, args: tuple, kwargs: dict) -> Any:
         if name in ("format", "format_map") and isinstance(owner, str) and self.is_safe_callable(method):
@@ -260,6 +287,10 @@ class _Environment(ImmutableSandboxedEnvironment):
     def getitem(self, obj: Any, argument: Any) -> Any:
         _charge()
         return super().getitem(obj, argument)
+
+
+#: what a call or a filter may answer that is weighed before the template gets it
+_BUILT_TYPES = (str, bytes, list, tuple, dict, set, frozenset, int)
 
 
 #: filters that do not print their input (they count, pick, sort or regroup it): the others may
@@ -308,6 +339,8 @@ def _bounded_filter(name: str, function):
         _width_args(name, [*rest, *kwargs.values()])
         if name in ("batch", "slice") and rest and isinstance(rest[0], int) and rest[0] > MAX_RANGE:
             raise TemplateFailure(f"template asks {name} for more than {MAX_RANGE}")
+        if name == "round" and abs(_argument(rest, kwargs, 0, "precision", 0)) > MAX_ROUND_DIGITS:
+            raise TemplateFailure(f"template asks round for more than {MAX_ROUND_DIGITS} digits")
         if name == "sum" and not isinstance(kwargs.get("start", rest[1] if len(rest) > 1 else 0), int | float):
             raise TemplateFailure("template sum adds numbers only")
         if name == "join":
@@ -321,9 +354,33 @@ def _bounded_filter(name: str, function):
                 _build(size)
                 return function(*args, **kwargs)
         result = function(*args, **kwargs)
-        return _built(result) if isinstance(result, str | bytes | list | tuple | dict) else result
+        return _built(result) if isinstance(result, _BUILT_TYPES) else result
 
     return bounded
+
+
+def _argument(rest: tuple, kwargs: dict, position: int, name: str, default: Any) -> Any:
+    """A filter's argument after its value, given by position or by name."""
+    value = rest[position] if len(rest) > position else kwargs.get(name, default)
+    return value if isinstance(value, int) else default
+
+
+def _tojson(value: Any, indent: int | str | None = None) -> Any:
+    """Jinja's ``tojson``, encoded chunk by chunk within the bounds (its indentation is repeated on
+    every line, once per level of nesting)."""
+    if (len(indent) if isinstance(indent, str) else indent or 0) > MAX_JSON_INDENT:
+        raise TemplateFailure(f"template asks tojson for an indent over {MAX_JSON_INDENT}")
+    text = bounds.collected(json.JSONEncoder(sort_keys=True, indent=indent).iterencode(value))
+    _build(len(text) + 5 * sum(map(text.count, "<>&'")))  # each of them escaped to six characters
+    return htmlsafe_json_dumps(value, dumps=lambda *_, **__: text)
+
+
+def _pprint(value: Any) -> str:
+    """Jinja's ``pprint``, written piece by piece within the bounds (a long dict key indents every
+    line below it)."""
+    sink = bounds.Sink()
+    pprint.PrettyPrinter(stream=sink).pprint(value)
+    return sink.text()[:-1]
 
 
 def _dict(*args: Any, **kwargs: Any) -> dict[Any, Any]:
@@ -338,6 +395,9 @@ _env = _Environment(undefined=StrictUndefined, autoescape=False)
 for _name in _REMOVED_GLOBALS:
     del _env.globals[_name]
 _env.globals.update(range=_range, dict=_dict, namespace=_namespace)
+for _name in _REMOVED_FILTERS:
+    del _env.filters[_name]
+_env.filters.update(tojson=_tojson, pprint=_pprint)
 _env.filters.update({name: _bounded_filter(name, function) for name, function in _env.filters.items()})
 # the hooks of ``_Bounded``; taking the context keeps Jinja from running them once at compile time
 _env.filters.update({name: pass_context(lambda context, *args, hook=hook: hook(*args)) for name, hook in
@@ -346,6 +406,8 @@ _env.filters.update({name: pass_context(lambda context, *args, hook=hook: hook(*
 
 @functools.lru_cache(maxsize=4096)
 def _compiled(source: str):
+    if len(source) > MAX_SOURCE_LENGTH:
+        raise TemplateFailure(f"template is longer than {MAX_SOURCE_LENGTH} characters")
     match = _SINGLE.match(source)
     try:
         if match:
@@ -450,7 +512,7 @@ def light_path(source: str):
     and the value found is a string, a number, a boolean or null (the filters: a string of at most
     ``LIGHT_STRING`` characters); in every other case (a missing key, a dict method, an object, a
     container to copy, a long string) it answers :data:`HEAVY`, and the full render decides."""
-    match = _SINGLE.match(source)
+    match = _SINGLE.match(source) if len(source) <= MAX_SOURCE_LENGTH else None
     if not match:
         return None
     parser = Parser(_env, match.group("expr").strip(), state="variable")  # as ``compile_expression`` parses it
@@ -507,7 +569,7 @@ def _render_template(value: str, context: dict[str, Any]) -> Any:
     try:
         if single:
             return _plain(compiled(**context))
-        return _joined(compiled.generate(**context))
+        return bounds.collected(compiled.generate(**context))  # refused once it passes ``MAX_LENGTH``
     except TemplateFailure as failure:
         raise TemplateFailure(f"template {value!r} failed: {failure}") from None
     except SecurityError as error:
@@ -516,17 +578,6 @@ def _render_template(value: str, context: dict[str, Any]) -> Any:
         raise TemplateFailure(f"template {value!r} failed: {error}") from None
     except Exception as error:  # an expression's own error (division by zero, a bad index ...)
         raise TemplateFailure(f"template {value!r} failed: {error!r}") from None
-
-
-def _joined(chunks: Iterable[str]) -> str:
-    """A template's output, refused once it passes ``MAX_LENGTH``."""
-    parts, length = [], 0
-    for chunk in chunks:
-        length += len(chunk)
-        if length > MAX_LENGTH:
-            raise TemplateFailure(f"template value would be longer than {MAX_LENGTH}")
-        parts.append(chunk)
-    return "".join(parts)
 
 
 def evaluate(expression: str, context: dict[str, Any]) -> Any:

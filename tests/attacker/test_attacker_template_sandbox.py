@@ -10,6 +10,7 @@ import tracemalloc
 import pytest
 from patchbay.core.appkeys import DB
 from patchbay.core.flows.models import FlowExecution
+from patchbay.core.flows.template_bounds import MAX_RENDER_CPU_SECONDS
 from patchbay.core.testing import create_workspace_with_key
 from sqlalchemy import func, select
 
@@ -24,6 +25,19 @@ MEMORY_BOUND = 64 * 1024 * 1024
 BURNERS = [
     "{{ lipsum(50000, False, 20, 100) | length }}",
     "{% for i in range(5) %}{{ ('ab ' * 333333) | title | length }}{% endfor %}",
+    # one big-number division of about 6 s, inside a single call that no hook interrupts
+    "{% set a = ('f' * 999999) | int(base=16) %}{% set b = ('f' * 499999) | int(base=16) %}{{ a // b > 0 }}",
+]
+#: templates that allocate hundreds of megabytes, or burn seconds of CPU, in one C call, which no
+#: hook sees until it returns (sized to do so quickly on a sandbox that lets them run)
+ONE_CALL = [
+    "{{ (0).to_bytes(300000000, 'big') | length }}",
+    "{{ [1, 2] | tojson(indent=50000000) | length }}",
+    "{% set big = [0] * 333333 %}{% macro f(n) %}{% set c = big[::-1] %}{% if n %}{{ f(n - 1) }}{% endif %}{% endmacro %}{{ f(250) | length }}",
+    "{{ 5 | round(-3000000) }}",
+    "{{ ('.' * 12000 ~ 'b.') | urlize | length }}",
+    "{% set a = (1).from_bytes(('x' * 600000).encode(), 'big') %}{% set b = (1).from_bytes(('x' * 300000).encode(), 'big') %}{{ a % b > 0 }}",
+    "{{ '" + "a" * 3000000 + "' | length }}",  # compiling it took 226 MB
 ]
 #: the timeout of every step below; the report's victim failed with "step timed out after 10s"
 STEP_TIMEOUT = 10
@@ -44,16 +58,36 @@ async def _test_run(client, headers, flow_id, payload=None) -> dict:
     return await response.json()
 
 
-async def test_a_template_cannot_grow_a_string_past_the_bound(client, workspace):
-    flow_id = await _flow(client, workspace["headers"], GROWING)
+async def _measured_run(client, headers, template) -> tuple[dict, int, float]:
+    """A test run of a flow rendering ``template``: its answer, the peak memory allocated and the
+    CPU time the process took meanwhile."""
+    flow_id = await _flow(client, headers, template)
     tracemalloc.start()
+    began = time.process_time()
     try:
-        run = await _test_run(client, workspace["headers"], flow_id)
+        run = await _test_run(client, headers, flow_id)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
+    return run, peak, time.process_time() - began
+
+
+async def test_a_template_cannot_grow_a_string_past_the_bound(client, workspace):
+    run, peak, _ = await _measured_run(client, workspace["headers"], GROWING)
     assert run["status"] == "failed", run
     assert "would be longer than" in run["steps"][0]["error"]
+    assert peak < MEMORY_BOUND
+
+
+#: the CPU one of them may take in all, the server's own work on the request included
+ONE_CALL_CPU_SECONDS = MAX_RENDER_CPU_SECONDS + 1
+
+
+@pytest.mark.parametrize("template", ONE_CALL)
+async def test_a_single_call_cannot_allocate_or_burn_past_the_bounds(client, workspace, template):
+    run, peak, cpu = await _measured_run(client, workspace["headers"], template)
+    assert run["status"] == "failed", run
+    assert cpu < ONE_CALL_CPU_SECONDS
     assert peak < MEMORY_BOUND
 
 

@@ -210,6 +210,22 @@ WORST = [
     "{{ lipsum(50000) }}",
     "{{ cycler(1, 2) }}",
     "{{ joiner() }}",
+    # one C call each, which no hook interrupts: a gigabyte at once, or a big-number operation of seconds
+    "{{ (0).to_bytes(999999999, 'big') | length }}",
+    "{{ [1, 2] | tojson(indent=999999999) | length }}",
+    "{{ {'k' * 99999: 'x\\n' * 400000} | pprint | length }}",
+    "{{ 5 | round(-99999999) }}",
+    "{{ 5 | round(99999999, 'floor') }}",
+    "{{ ('.' * 20000 ~ 'b.') | urlize | length }}",
+    "{% set a = ('f' * 999999) | int(base=16) %}{% set b = ('f' * 499999) | int(base=16) %}{{ a // b > 0 }}",
+    "{% set a = (1).from_bytes(('x' * 999999).encode(), 'big') %}{% set b = (1).from_bytes(('x' * 499999).encode(), 'big') %}{{ a % b > 0 }}",
+    "{{ 0x" + "f" * 500000 + " // 0x" + "f" * 250000 + " > 0 }}",
+    "{{ 0x" + "f" * 60000 + " // 0x" + "f" * 30000 + " > 0 }}",
+    # compiling takes about a hundred bytes a character of the source
+    "{{ '" + "a" * 3000000 + "' | length }}",
+    # copies no literal makes, kept alive by a macro's frames
+    "{% set big = [0] * 333333 %}{% macro f(n) %}{% set c = big[::-1] %}{% if n %}{{ f(n - 1) }}{% endif %}{% endmacro %}{{ f(250) | length }}",
+    "{% set big = [0] * 333333 %}{% macro f(n) %}{% set c = big.copy() %}{% if n %}{{ f(n - 1) }}{% endif %}{% endmacro %}{{ f(250) | length }}",
 ]
 #: what one of them may allocate at its peak, and the CPU it may take (the bound, and the time a
 #: single bounded step past it may run before the next check)
@@ -254,3 +270,5 @@ def test_values_within_the_bounds_still_render():
     assert render_value("{{ [trigger.words] * 2 }}", context) == [["a", "b"], ["a", "b"]]
     assert render_value("{{ dict(a=1) }} {{ 'x\ny' | indent(2, true) }} {{ range(3) | list }}", context) == "{'a': 1}   x\n  y [0, 1, 2]"
     assert render_value("{{ [1, 2, 3] | sum }} {{ 'a b' | title }}", context) == "6 A B"
+    assert render_value("{{ {'b': [1], 'a': '<'} | tojson(indent=1) }}|{{ {'b': 1, 'a': 2} | pprint }}", context) == '{\n "a": "\\u003c",\n "b": [\n  1\n ]\n}|{\'a\': 2, \'b\': 1}'
+    assert render_value("{{ 2.555 | round(2, 'floor') }} {{ (255).to_bytes(2, 'big') | list }} {{ [3, 1, 2][::-1] }} {{ 7 // 2 - 1 }}", context) == "2.55 [0, 255] [2, 1, 3] 2"
