@@ -239,13 +239,17 @@ def test_the_worst_templates_fail_within_the_memory_and_time_bounds(template):
     import tracemalloc
 
     tracemalloc.start()
-    began = time.thread_time()
     try:
         with pytest.raises(TemplateFailure):
             render_value(template, {"trigger": {}})
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
+    # the CPU is measured in a render of its own: tracing every allocation slows each step several
+    # times over, and a busy machine (CI's parallel workers) more so
+    began = time.thread_time()
+    with pytest.raises(TemplateFailure):
+        render_value(template, {"trigger": {}})
     assert time.thread_time() - began < WORST_CPU_SECONDS
     assert peak < WORST_MEMORY
 
