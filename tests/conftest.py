@@ -55,6 +55,37 @@ async def _pg_execute(url: str, *statements: str) -> None:
         await connection.close()
 
 
+#: fixtures that start processes of their own (schemathesis, ``patchbay serve``, Node.js peers, a
+#: browser): a test using one is ``slow``
+SLOW_FIXTURES = frozenset({"schemathesis", "live_server", "start_server", "node_peers", "node", "node_packages", "browser_tools"})
+
+
+def _on_postgresql(item: pytest.Item, used: set[str]) -> bool:
+    """Whether ``item`` uses ``pg_url`` or is the ``"postgresql"`` side of a parametrized fixture."""
+    params = item.callspec.params.values() if hasattr(item, "callspec") else ()
+    return "pg_url" in used or any(isinstance(value, str) and value == "postgresql" for value in params)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Markers from what a test uses (docs/testing.md): ``postgres`` (:func:`_on_postgresql`),
+    ``browser`` for a ``test_*_browser.py`` file, ``cluster`` for ``tests/cluster``, ``slow`` for
+    those two and for :data:`SLOW_FIXTURES`. The browser tests share one xdist group: one Chromium
+    at a time however many workers run."""
+    for item in items:
+        used = set(getattr(item, "fixturenames", ()))
+        if _on_postgresql(item, used):
+            item.add_marker(pytest.mark.postgres)
+        browser = item.path.name.endswith("_browser.py")
+        cluster = item.path.parent.name == "cluster" and item.path.parent.parent.name == "tests"
+        if browser:
+            item.add_marker(pytest.mark.browser)
+            item.add_marker(pytest.mark.xdist_group("browser"))
+        if cluster:
+            item.add_marker(pytest.mark.cluster)
+        if browser or cluster or used & SLOW_FIXTURES:
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(scope="session")
 def sqlite_template(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("template") / "template.db"

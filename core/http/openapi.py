@@ -22,6 +22,7 @@ the schema ``Error``: ``{statusCode, message}``, unless the handler declares its
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import inspect
 import re
@@ -31,7 +32,7 @@ from typing import Any, TypeVar
 
 from aiohttp import web
 from pydantic import ConfigDict, TypeAdapter, with_config
-from pydantic.json_schema import GenerateJsonSchema
+from pydantic.json_schema import DEFAULT_REF_TEMPLATE, GenerateJsonSchema
 
 from patchbay.core.appkeys import SETTINGS
 from patchbay.core.http.bodies import MAX_PAGE
@@ -198,9 +199,31 @@ def _component(name: str, schema: dict[str, Any], schemas: dict[str, Any]) -> No
         raise ValueError(f"two different models are named {name!r} in the OpenAPI document")
 
 
-def _schema(adapter: TypeAdapter, model: Any, mode: str, schemas: dict[str, Any], generator: type[GenerateJsonSchema] = GenerateJsonSchema) -> dict[str, Any]:
+#: the JSON Schemas made so far in this process, by model, mode, generator and reference template:
+#: a schema is a function of its type alone, and making them is most of the time an app takes to
+#: start, so the apps of one process (a test run's hundreds) make each one once
+_MADE: dict[tuple[Any, str, type[GenerateJsonSchema], str], dict[str, Any]] = {}
+
+
+def _json_schema(model: Any, mode: str, generator: type[GenerateJsonSchema], ref_template: str = "#/components/schemas/{model}",
+                 adapter: TypeAdapter | None = None) -> dict[str, Any]:  # fmt: skip
+    """A copy of ``model``'s JSON Schema (``$defs`` included), made with ``adapter`` (or a new one)
+    the first time the process asks for it."""
+    key = (model, mode, generator, ref_template)
+    try:
+        schema = _MADE.get(key)
+    except TypeError:  # an unhashable annotation: made each time
+        key, schema = None, None
+    if schema is None:
+        schema = (adapter or TypeAdapter(model)).json_schema(ref_template=ref_template, mode=mode, schema_generator=generator)  # type: ignore[arg-type]
+        if key is not None:
+            _MADE[key] = schema
+    return copy.deepcopy(schema)
+
+
+def _schema(adapter: TypeAdapter | None, model: Any, mode: str, schemas: dict[str, Any], generator: type[GenerateJsonSchema] = GenerateJsonSchema) -> dict[str, Any]:
     """The schema of ``model`` (a ``$ref`` for a class); the schemas it refers to go to ``schemas``."""
-    schema = adapter.json_schema(ref_template="#/components/schemas/{model}", mode=mode, schema_generator=generator)  # type: ignore[arg-type]
+    schema = _json_schema(model, mode, generator, adapter=adapter)
     for name, definition in schema.pop("$defs", {}).items():
         _component(name, definition, schemas)
     if not isinstance(model, type):
@@ -212,14 +235,14 @@ def _schema(adapter: TypeAdapter, model: Any, mode: str, schemas: dict[str, Any]
 def _request_body(body: Body, schemas: dict[str, Any]) -> dict[str, Any]:
     """The ``requestBody`` of ``body``; its schema and the ones it refers to go to ``schemas``."""
     generator = _FormJsonSchema if body.media == FORM else GenerateJsonSchema
-    content = {body.media: {"schema": _schema(TypeAdapter(body.model), body.model, "validation", schemas, generator)}}
+    content = {body.media: {"schema": _schema(None, body.model, "validation", schemas, generator)}}
     content.update({media_type: {"schema": schema} for media_type, schema in body.also.items()})
     return {"required": body.required, "content": content}
 
 
 def _query_parameters(model: type) -> list[dict[str, Any]]:
     """The query parameters of a form model's fields, each with its field's description."""
-    schema = TypeAdapter(model).json_schema(mode="validation", schema_generator=_FormJsonSchema)
+    schema = _json_schema(model, "validation", _FormJsonSchema, ref_template=DEFAULT_REF_TEMPLATE)
     required = set(schema.get("required", ()))
     parameters = []
     for name, field in schema["properties"].items():

@@ -11,7 +11,6 @@ import asyncio
 import json
 import os
 import shutil
-import subprocess
 from datetime import timedelta
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from patchbay.core.appkeys import DB
 from patchbay.core.connect_ui.models import ConnectSession
 from patchbay.core.connections.models import Connection
 from patchbay.core.timeutil import utcnow
+from tests.node_peers import installed
 
 API_KEY = "acme-secret-key-1"
 TESTS = Path(__file__).parents[1]
@@ -35,13 +35,9 @@ SCRIPT = Path(__file__).with_name("node") / "connect_page.mjs"
 def browser_tools() -> dict[str, str]:
     """Chromium and playwright-core (the identity tests' Node peers, installed on first use)."""
     executable = shutil.which("chromium") or shutil.which("chromium-browser")
-    npm = shutil.which("npm")
-    if executable is None or npm is None or shutil.which("node") is None:
+    if executable is None:
         pytest.skip("Chromium, Node.js and npm are needed for the connect page's browser tests")
-    if not (NODE_PEERS / "node_modules" / "playwright-core" / "package.json").exists():
-        result = subprocess.run([npm, "install", "--no-audit", "--no-fund", "--loglevel=error"], cwd=NODE_PEERS, capture_output=True, text=True, timeout=600)
-        if result.returncode != 0:
-            pytest.skip(f"npm install failed: {result.stderr[-500:]}")
+    installed(NODE_PEERS, "Chromium, Node.js and npm are needed for the connect page's browser tests")
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     return {"CHROMIUM": executable, "NODE_PEERS": str(NODE_PEERS), "ARTIFACTS": str(ARTIFACTS)}
 

@@ -9,8 +9,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
-import subprocess
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -29,20 +27,14 @@ from patchbay.core.connections.models import Connection
 from patchbay.core.connections.runtime import runtime
 from patchbay.core.testing import create_workspace_with_key
 from patchbay.core.timeutil import utcnow
+from tests.node_peers import installed
 
 NODE_DIR = Path(__file__).with_name("node")
 
 
 @pytest.fixture(scope="session")
 def node_packages() -> Path:
-    npm, node = shutil.which("npm"), shutil.which("node")
-    if not npm or not node:
-        pytest.skip("the OAuth round trip needs Node.js and npm (oauth2-mock-server)")
-    if not (NODE_DIR / "node_modules" / "oauth2-mock-server" / "package.json").exists():
-        result = subprocess.run([npm, "install", "--no-audit", "--no-fund", "--loglevel=error"], cwd=NODE_DIR, capture_output=True, text=True, timeout=600)
-        if result.returncode != 0:
-            pytest.skip(f"npm install of oauth2-mock-server failed: {result.stderr[-500:]}")
-    return NODE_DIR
+    return installed(NODE_DIR, "the OAuth round trip needs Node.js and npm (oauth2-mock-server)")
 
 
 @pytest.fixture

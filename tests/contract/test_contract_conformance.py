@@ -14,7 +14,7 @@ import pytest
 from tests.contract.conformance import Operations
 
 BUDGET_SECONDS = 240
-MAX_EXAMPLES = 12
+MAX_EXAMPLES = 5
 #: the operations checked: the connect API but the proxy (which needs an upstream)
 PATHS = r"^/(connect/v1/(providers|connections|tables|flows|flow-templates|task-history|webhooks/[^/]+/subscri)|api/connections)"
 

@@ -22,7 +22,7 @@ from patchbay.core.leads.models import Lead
 from tests.contract.conformance import Operations
 
 BUDGET_SECONDS = 150
-MAX_EXAMPLES = 8
+MAX_EXAMPLES = 4
 PATHS = (r"^/(leads|crm|connect/v1/records|connect/v1/providers/(actions/catalog|\{providerType\}/actions)|api/(execute|registry|unified)"
          r"|compliance/data-deletion)(/|$)")  # fmt: skip
 

@@ -28,7 +28,7 @@ from patchbay.core.workspaces.service import create_invite
 from tests.contract.conformance import Operations
 
 BUDGET_SECONDS = 150
-MAX_EXAMPLES = 8
+MAX_EXAMPLES = 4
 OPERATOR_KEY = "operator-key-conformance"
 PATHS = r"^/(accounts|billing/webhook|connect/v1/(workspaces|api-keys|connect-sessions|billing|approvals))(/|$)"
 

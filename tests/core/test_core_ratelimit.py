@@ -14,6 +14,8 @@ from patchbay.core.storage.db import Database
 from patchbay.core.testing import create_workspace_with_key
 
 REDIS_URL = "redis://127.0.0.1:6379/5"
+#: one worker runs this file under ``pytest -n``: a test below empties the Redis database the others count in
+pytestmark = pytest.mark.xdist_group("redis")
 
 
 @pytest.fixture(params=["memory", "database", "redis"])

@@ -148,13 +148,14 @@ def limits(**overrides: str) -> dict[str, str]:
 
 import json as _json
 import os
-import shutil
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
 from pathlib import Path
+
+from tests.node_peers import installed
 
 NODE_DIR = Path(__file__).parent / "node"
 ARTIFACTS = Path(__file__).parents[1] / "artifacts"
@@ -243,15 +244,7 @@ def live_server(tmp_path_factory):
 @pytest.fixture(scope="session")
 def node_peers() -> Path:
     """The npm packages of tests/identity/node, installed on first use; skips without npm."""
-    npm = shutil.which("npm")
-    if not npm or not shutil.which("node"):
-        pytest.skip("Node.js and npm are needed for the relying-party, browser and federation peers")
-    needed = _json.loads((NODE_DIR / "package.json").read_text())["dependencies"]
-    if not all((NODE_DIR / "node_modules" / name / "package.json").exists() for name in needed):
-        result = subprocess.run([npm, "install", "--no-audit", "--no-fund", "--loglevel=error"], cwd=NODE_DIR, capture_output=True, text=True, timeout=600)
-        if result.returncode != 0:
-            pytest.skip(f"npm install failed: {result.stderr[-500:]}")
-    return NODE_DIR
+    return installed(NODE_DIR, "Node.js and npm are needed for the relying-party, browser and federation peers")
 
 
 def run_node(script: str, env: dict[str, str], timeout: int = 120) -> dict:
