@@ -1,6 +1,6 @@
 """What concurrent executions of one process share: group commit of their database work (starts,
-finishes, checkpoints, table lookups), their template renders (one worker thread hop per batch)
-and the plans of published versions."""
+finishes, checkpoints, table lookups), their template renders (one worker thread hop per batch,
+the threads shared fairly between workspaces) and the plans of published versions."""
 
 from __future__ import annotations
 
@@ -15,14 +15,16 @@ from patchbay.core.appkeys import DB
 from patchbay.core.flows import store
 from patchbay.core.flows.models import FlowVersion
 from patchbay.core.flows.plan import PlanCache, StepPlan
+from patchbay.core.flows.render_queue import FairRenderQueue, render_prefix
 from patchbay.core.flows.templating import HEAVY, Compiled, deadline
 from patchbay.core.timeutil import utcnow
 
 #: sessions opened by steps at once; more would overflow the connection pool, and on PostgreSQL
 #: every overflow connection is a new server process, opened and closed again
 STEP_SESSIONS = 8
-#: batches of renders run at once, each in a worker thread: a heavy template holds up its own batch
-#: for at most ``templating``'s CPU bound of one render
+#: batches of renders run at once, each in a worker thread, chosen fairly between workspaces
+#: (``render_queue``): a heavy template holds up its own batch for at most ``templating``'s CPU bound
+#: of one render
 RENDER_THREADS = 4
 #: renders of one workspace in the render threads' batches at once: one tenant's heavy templates
 #: cannot fill every render thread, its other renders wait their turn
@@ -65,13 +67,13 @@ class Batcher:
     ``flush(items) -> results`` call, so concurrent executions share one transaction. A result that
     is an exception is raised to its submitter alone."""
 
-    def __init__(self, flush, *, max_batch: int = 256, parallel: int = 1) -> None:
+    def __init__(self, flush, *, max_batch: int = 256) -> None:
         self._flush = flush
         self._max = max_batch
         self._pending: list[tuple[Any, asyncio.Future]] = []
         self._task: asyncio.Task | None = None
-        #: flushes that may run at once: more than one lets a slow batch not hold up the next
-        self._slots = asyncio.Semaphore(parallel)
+        #: one flush at a time: the next batch grows meanwhile
+        self._slots = asyncio.Semaphore(1)
         self._flushing: set[asyncio.Task] = set()
 
     async def submit(self, item: Any) -> Any:
@@ -119,15 +121,19 @@ class _Finish:
     alerts: bool
 
 
-def _render_all(items: list[tuple[Compiled, dict[str, Any], float]]) -> list[Any]:
-    results: list[Any] = []
-    for compiled, context, until in items:
-        try:
-            with deadline(until):
-                results.append(compiled.render(context))
-        except Exception as error:  # noqa: PERF203 - each render fails alone
-            results.append(error)
-    return results
+def _render_one(item: tuple[Compiled, dict[str, Any], float]) -> Any:
+    compiled, context, until = item
+    with deadline(until):
+        return compiled.render(context)
+
+
+def _render_all(items: list[tuple[Compiled, dict[str, Any], float]]) -> list[tuple[Any, float]]:
+    """In a render thread: the renders of a batch, in order, for as long as its CPU allows."""
+    return render_prefix(items, _render_one)
+
+
+def _render_batch(items: list[tuple[Compiled, dict[str, Any], float]]) -> list[tuple[Any, float]]:
+    return _render_all(items)  # looked up at each call: tests hold a batch by replacing it
 
 
 class _Turns:
@@ -150,7 +156,7 @@ class FlowRunner:
         self._finishes = Batcher(self._finish_many)
         self._lookups = Batcher(self._lookup_many)
         self._checkpoints = Batcher(self._checkpoint_many)
-        self._renders = Batcher(self._render_many, parallel=RENDER_THREADS)
+        self._renders = FairRenderQueue(_render_batch, threads=RENDER_THREADS)
         self._workspace_renders: dict[str, _Turns] = {}
         self.step_sessions = asyncio.Semaphore(STEP_SESSIONS)
 
@@ -180,14 +186,11 @@ class FlowRunner:
         turns.users += 1
         try:
             async with turns.slots:
-                return await self._renders.submit((config, context, until))
+                return await self._renders.submit(workspace_id, (config, context, until))
         finally:
             turns.users -= 1
             if not turns.users:
                 del self._workspace_renders[workspace_id]
-
-    async def _render_many(self, items: list[tuple[Compiled, dict[str, Any], float]]) -> list[Any]:
-        return await asyncio.to_thread(_render_all, items)
 
     # -- starting and finishing ------------------------------------------------------------------
 
