@@ -123,4 +123,3 @@ async def test_four_tenants_burning_the_cpu_do_not_starve_a_fifth(client, burner
     began = time.monotonic()  # the render threads are free again: a render takes no wait
     assert (await _test_run(client, victim["headers"], quiet, {"name": "Bo"}))["steps"][0]["output"] == "hello Bo"
     assert time.monotonic() - began < 1
-
