@@ -1,67 +1,85 @@
 """The application factory: settings in, a configured ``aiohttp`` application out.
 
-Services are created here and put on the app under the keys of ``appkeys``; resources that need a
-running loop (the database check, signing keys, the outbound client, workers and the scheduler) are
+The services (``core.services``) are built first and put on the app under ``appkeys.SERVICES``;
+each feature then adds its routes. The services' resources, the job workers and the scheduler are
 opened and closed by ``cleanup_ctx``.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import gc
 import importlib
-import logging
 from collections.abc import AsyncIterator, Iterable
 
 from aiohttp import web
 
-from patchbay.core.appkeys import CRON, DB, JOBS, OUTBOUND, PLUGIN_MANAGER, RATE_LIMITER, REGISTRY, SECRETS, SETTINGS, SIGNING_KEYS
+from patchbay.core.appkeys import (
+    CONNECTION_REMOVAL_LISTENERS,
+    CONNECTIONS,
+    CRON,
+    DB,
+    ERASERS,
+    FLOW_RUNNER,
+    JOBS,
+    METRICS,
+    OUTBOUND,
+    PLUGIN_MANAGER,
+    RATE_LIMITER,
+    READINESS,
+    REGISTRY,
+    SECRETS,
+    SERVICES,
+    SETTINGS,
+    SIGNING_KEYS,
+    WEBHOOK_INGEST,
+    WEBHOOK_LISTENERS,
+)
+from patchbay.core.billing.limits import limits_of
+from patchbay.core.connections.lifecycle import RemovalListeners
 from patchbay.core.features import FEATURES
 from patchbay.core.http.bodies import body_limit_middleware, no_nul_middleware
 from patchbay.core.http.errors import error_middleware
 from patchbay.core.http.middleware import request_id_middleware, throttle_middleware
-from patchbay.core.jobs.cron import CronRegistry
-from patchbay.core.jobs.queue import JobQueue
-from patchbay.core.jobs.worker import Worker
-from patchbay.core.outbound import Outbound
-from patchbay.core.plugins.manager import build_registry
-from patchbay.core.ratelimit.limiter import RateLimiter, storage_for
-from patchbay.core.security.secrets import SecretBox, load_or_create_secrets
-from patchbay.core.security.signing_keys import SigningKeys
+from patchbay.core.jobs.worker import background_work
+from patchbay.core.services import Services, build_services
 from patchbay.core.settings import Settings
-from patchbay.core.storage.db import Database
-from patchbay.core.storage.migrate import upgrade
+from patchbay.core.webhooks.listeners import WebhookListeners
 
-log = logging.getLogger(__name__)
 
 def create_app(settings: Settings, *, plugins: Iterable[object] = (), background: bool = True, migrate: bool = True) -> web.Application:
-    """Build the application.
+    """Build the application around the services of ``settings`` (``core.services.build_services``).
 
     :param plugins: extra plugin objects registered beside the installed ones (tests, embedding).
     :param background: run job workers (``settings.workers`` concurrent jobs) and, when
         ``settings.scheduler``, the periodic scheduler inside this process.
     :param migrate: bring the database schema up to date at start (SQLite's folder is created).
     """
+    services = build_services(settings, plugins=plugins)
     app = web.Application(middlewares=[request_id_middleware, error_middleware, no_nul_middleware, throttle_middleware, body_limit_middleware], client_max_size=settings.max_body_bytes)
-    app[SETTINGS] = settings
-    app[PLUGIN_MANAGER], app[REGISTRY] = build_registry(settings, plugins)
-    db = Database(settings.resolved_database_url)
-    app[DB] = db
-    app[SECRETS] = SecretBox(load_or_create_secrets(settings.secret_key, settings.data_dir))
-    app[SIGNING_KEYS] = SigningKeys(db, app[SECRETS])
-    app[JOBS] = JobQueue(db)
-    app[CRON] = CronRegistry(app[JOBS])
-    app[RATE_LIMITER] = RateLimiter(storage_for(db, settings.redis_url))
-    app[OUTBOUND] = Outbound(allow_insecure=settings.allow_insecure_targets, limits=settings.outbound)
-    app.cleanup_ctx.append(_core_resources(migrate=migrate))
+    app[SERVICES] = services
+    for key, part in ((SETTINGS, settings), (PLUGIN_MANAGER, services.plugin_manager), (REGISTRY, services.registry), (DB, services.db), (SECRETS, services.secrets), (SIGNING_KEYS, services.signing_keys), (JOBS, services.jobs), (CRON, services.cron), (RATE_LIMITER, services.rate_limiter), (OUTBOUND, services.outbound)):
+        app[key] = part  # transitional: modules not yet moved to the services read these keys
+    _share_domain_parts(app, services)
+    app.cleanup_ctx.append(_services_running(migrate=migrate))
     for module_name in FEATURES:
         importlib.import_module(module_name).setup(app)
+    for key in (CONNECTIONS, FLOW_RUNNER, WEBHOOK_INGEST, METRICS, READINESS):
+        if key in app:
+            services[key] = app[key]
     if background:
         app.cleanup_ctx.append(_background_work)
     app.on_startup.append(_freeze_startup_objects)
     app.on_cleanup.append(_unfreeze)
     return app
+
+
+def _share_domain_parts(app: web.Application, services: Services) -> None:
+    """Transitional: the parts that modules create on first use, made once and held by both."""
+    services.connection_removal_listeners = RemovalListeners()
+    services.webhook_listeners = WebhookListeners()
+    for key in (ERASERS, CONNECTION_REMOVAL_LISTENERS, WEBHOOK_LISTENERS):
+        app[key] = services[key]
+    services.limits = limits_of(app)
 
 
 async def _freeze_startup_objects(_app: web.Application) -> None:
@@ -76,40 +94,14 @@ async def _unfreeze(_app: web.Application) -> None:
     gc.unfreeze()
 
 
-async def _migrate(app: web.Application) -> None:
-    db = app[DB]
-    if not db.is_postgres:
-        app[SETTINGS].data_dir.mkdir(parents=True, exist_ok=True)
-    await upgrade(db)
+def _services_running(*, migrate: bool):
+    async def services_running(app: web.Application) -> AsyncIterator[None]:
+        async with app[SERVICES].running(migrate=migrate):
+            yield
 
-
-def _core_resources(*, migrate: bool):
-    async def core_resources(app: web.Application) -> AsyncIterator[None]:
-        if migrate:
-            await _migrate(app)
-        await app[OUTBOUND].start()
-        await app[SIGNING_KEYS].ensure()
-        yield
-        await app[OUTBOUND].close()
-        await app[DB].close()
-
-    return core_resources
+    return services_running
 
 
 async def _background_work(app: web.Application) -> AsyncIterator[None]:
-    settings = app[SETTINGS]
-    stop = asyncio.Event()
-    tasks = []
-    worker = None
-    if settings.workers > 0:
-        worker = Worker(app, app[JOBS], concurrency=settings.workers)
-        tasks.append(asyncio.create_task(worker.run(), name="patchbay-worker"))
-    if settings.scheduler:
-        tasks.append(asyncio.create_task(app[CRON].run_scheduler(stop), name="patchbay-scheduler"))
-    yield
-    stop.set()
-    if worker is not None:
-        worker.stop()
-    for task in tasks:  # the worker bounds its own stop (grace, then cancel and release)
-        with contextlib.suppress(asyncio.CancelledError, TimeoutError):
-            await asyncio.wait_for(task, timeout=10)
+    async with background_work(app[SERVICES]):
+        yield

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from patchbay.core.http.root import Readiness
     from patchbay.core.security.auth import Principal
 
+SERVICES = web.AppKey("services", "Services")  # patchbay.core.services: what every service needs
 SETTINGS = web.AppKey("settings", Settings)
 DB = web.AppKey("db", Database)
 PLUGIN_MANAGER = web.AppKey("plugin_manager", pluggy.PluginManager)

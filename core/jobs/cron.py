@@ -40,7 +40,7 @@ class CronRegistry:
         self.jobs[job.name] = job
 
         async def handler(context: JobContext) -> None:
-            await job.run(context.app)
+            await job.run(context.services)
 
         self.queue.register(f"cron:{job.name}", handler, max_attempts=1)
 

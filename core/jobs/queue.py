@@ -81,7 +81,7 @@ class PermanentFailure(Exception):
 
 @attrs.define
 class JobContext:
-    app: Any
+    services: Any  # patchbay.core.services.Services
     job_id: str
     kind: str
     payload: dict[str, Any]
@@ -89,6 +89,11 @@ class JobContext:
     max_attempts: int
     workspace_id: str | None
     session: AsyncSession | None = None
+
+    @property
+    def app(self) -> Any:
+        """Transitional name of :attr:`services`, for handlers not yet moved to it."""
+        return self.services
 
     @property
     def is_last_attempt(self) -> bool:

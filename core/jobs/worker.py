@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import socket
+from collections.abc import AsyncIterator
 from typing import Any
 
 from patchbay.core.jobs.queue import JobContext, JobQueue, LostLease, PermanentFailure
@@ -24,9 +26,9 @@ class Worker:
     batches, so a burst of short jobs costs one UPDATE per batch, not one per job."""
 
     def __init__(
-        self, app: Any, queue: JobQueue, *, concurrency: int = 16, poll_seconds: float = POLL_SECONDS, grace_seconds: float = GRACE_SECONDS
+        self, services: Any, queue: JobQueue, *, concurrency: int = 16, poll_seconds: float = POLL_SECONDS, grace_seconds: float = GRACE_SECONDS
     ) -> None:
-        self.app = app
+        self.services = services
         self.grace_seconds = grace_seconds
         self.queue = queue
         self.concurrency = concurrency
@@ -118,9 +120,9 @@ class Worker:
     def _context(self, jobs: list[Any]) -> JobContext:
         first = jobs[0]
         if len(jobs) == 1:
-            return JobContext(self.app, first.id, first.kind, dict(first.payload), first.attempts, first.max_attempts, first.workspace_id)
+            return JobContext(self.services, first.id, first.kind, dict(first.payload), first.attempts, first.max_attempts, first.workspace_id)
         payload = self.queue.kinds[first.kind].merge([dict(job.payload) for job in jobs])
-        return JobContext(self.app, first.id, first.kind, payload, 1, min(job.max_attempts for job in jobs), None)
+        return JobContext(self.services, first.id, first.kind, payload, 1, min(job.max_attempts for job in jobs), None)
 
     async def _run(self, jobs: list[Any]) -> None:
         job = jobs[0]
@@ -179,3 +181,27 @@ class Worker:
                 await self.queue.extend_leases(self.id, list(self._running))
             except Exception:
                 log.warning("extending the leases of %d running jobs failed; another worker may claim them", len(self._running), exc_info=True)
+
+
+@contextlib.asynccontextmanager
+async def background_work(services: Any) -> AsyncIterator[None]:
+    """Run ``settings.workers`` concurrent jobs and, when ``settings.scheduler``, the periodic
+    scheduler, until the block ends (the worker bounds its own stop: grace, then cancel and release)."""
+    settings = services.settings
+    stop = asyncio.Event()
+    tasks = []
+    worker = None
+    if settings.workers > 0:
+        worker = Worker(services, services.jobs, concurrency=settings.workers)
+        tasks.append(asyncio.create_task(worker.run(), name="patchbay-worker"))
+    if settings.scheduler:
+        tasks.append(asyncio.create_task(services.cron.run_scheduler(stop), name="patchbay-scheduler"))
+    try:
+        yield
+    finally:
+        stop.set()
+        if worker is not None:
+            worker.stop()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+                await asyncio.wait_for(task, timeout=10)

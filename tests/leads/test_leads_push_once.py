@@ -7,7 +7,7 @@ import asyncio
 
 from sqlalchemy import func, select
 
-from patchbay.core.appkeys import DB, JOBS
+from patchbay.core.appkeys import DB, JOBS, SERVICES
 from patchbay.core.crm_push.service import retry_failed_syncs, schedule_push
 from patchbay.core.jobs.models import Job
 from patchbay.core.jobs.worker import Worker
@@ -25,7 +25,7 @@ async def _jobs_settled(app) -> bool:
 
 
 async def _run_workers(app, count: int = 3) -> None:
-    workers = [Worker(app, app[JOBS], poll_seconds=0.02) for _ in range(count)]
+    workers = [Worker(app[SERVICES], app[JOBS], poll_seconds=0.02) for _ in range(count)]
     tasks = [asyncio.create_task(worker.run()) for worker in workers]
     try:
         deadline = asyncio.get_running_loop().time() + 60
