@@ -21,6 +21,7 @@ from patchbay.core.appkeys import (
     ERASERS,
     FLOW_RUNNER,
     JOBS,
+    LIMITS,
     METRICS,
     OUTBOUND,
     PLUGIN_MANAGER,
@@ -74,12 +75,18 @@ def create_app(settings: Settings, *, plugins: Iterable[object] = (), background
 
 
 def _share_domain_parts(app: web.Application, services: Services) -> None:
-    """Transitional: the parts that modules create on first use, made once and held by both."""
-    services.connection_removal_listeners = RemovalListeners()
-    services.webhook_listeners = WebhookListeners()
+    """Transitional: the parts that modules not yet moved to ``install(services)`` create on first
+    use, made once and held by both the app and the services."""
+    if services.connection_removal_listeners is None:
+        services.connection_removal_listeners = RemovalListeners()
+    if services.webhook_listeners is None:
+        services.webhook_listeners = WebhookListeners()
     for key in (ERASERS, CONNECTION_REMOVAL_LISTENERS, WEBHOOK_LISTENERS):
         app[key] = services[key]
-    services.limits = limits_of(app)
+    if services.limits is None:
+        services.limits = limits_of(app)
+    else:
+        app[LIMITS] = services.limits
 
 
 async def _freeze_startup_objects(_app: web.Application) -> None:

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 
 class DomainError(Exception):
-    """A refusal with a message fit for the caller."""
+    """A refusal with a message fit for the caller. ``headers``: what the answer must also carry
+    (a ``Retry-After``, a ``WWW-Authenticate`` challenge), whatever the protocol."""
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, *, headers: dict[str, str] | None = None) -> None:
         super().__init__(message)
         self.message = message
+        self.headers = dict(headers or {})
 
 
 class Invalid(DomainError):
@@ -23,6 +25,30 @@ class NotFound(DomainError):
 
 class Conflict(DomainError):
     """The change collides with the current state (a slug or key already taken)."""
+
+
+class Unauthenticated(DomainError):
+    """No credential, or one that does not prove who the caller is."""
+
+
+class UnsupportedMediaType(Invalid):
+    """The body is of a kind this operation does not read."""
+
+
+class RateLimited(DomainError):
+    """Too many requests; ``retry_after`` seconds until the next is accepted (sent as ``Retry-After``)."""
+
+    def __init__(self, message: str, *, retry_after: float, headers: dict[str, str] | None = None) -> None:
+        super().__init__(message, headers={**(headers or {}), "Retry-After": str(max(1, round(retry_after)))})
+        self.retry_after = retry_after
+
+
+class UpstreamFailed(DomainError):
+    """A provider or another service this one called failed or answered what cannot be used."""
+
+
+class Unavailable(DomainError):
+    """This service cannot take the request now (storage down, shutting down); retry later."""
 
 
 class Forbidden(DomainError):

@@ -16,7 +16,7 @@ from aiohttp import web
 from sqlalchemy.orm.exc import StaleDataError
 
 from patchbay.core.appkeys import ERROR_FORMATS, REQUEST_ID
-from patchbay.core.errors import Conflict, DomainError, Forbidden, Invalid, NotFound
+from patchbay.core.errors import Conflict, DomainError, Forbidden, Invalid, NotFound, RateLimited, Unauthenticated, Unavailable, UnsupportedMediaType, UpstreamFailed
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +59,17 @@ def connect_api_error(status: int, message: str, _request: web.Request) -> web.R
 
 #: the status of each kind of domain error (``core.errors``; a subclass answers its base's status:
 #: ``PlanLimitExceeded`` is a ``Forbidden``, 403)
-DOMAIN_STATUS: dict[type[DomainError], int] = {Invalid: 400, Forbidden: 403, NotFound: 404, Conflict: 409}
+DOMAIN_STATUS: dict[type[DomainError], int] = {
+    UnsupportedMediaType: 415,
+    Invalid: 400,
+    Unauthenticated: 401,
+    Forbidden: 403,
+    NotFound: 404,
+    Conflict: 409,
+    RateLimited: 429,
+    UpstreamFailed: 502,
+    Unavailable: 503,
+}
 
 
 def domain_status(error: DomainError) -> int:
@@ -88,7 +98,7 @@ async def error_middleware(request: web.Request, handler) -> web.StreamResponse:
     except ApiError as error:
         return error_response(request, error.status_code, error.message, error.headers)
     except DomainError as error:
-        return error_response(request, domain_status(error), error.message)
+        return error_response(request, domain_status(error), error.message, error.headers or None)
     except web.HTTPException as error:
         if error.status_code < 400:
             raise
