@@ -30,7 +30,7 @@ class Request:
     method: Method
     path: str
     query: Mapping[str, str] = attrs.field(factory=dict)  # query parameter -> input name
-    fixed_query: Mapping[str, str | int | bool] = attrs.field(factory=dict)
+    fixed_query: Mapping[str, Any] = attrs.field(factory=dict)  # query parameter -> a string, integer or boolean
     headers: Mapping[str, str] = attrs.field(factory=dict)  # constant headers
     body: Mapping[str, str] = attrs.field(factory=dict)  # body key path -> input name
     fixed_body: Mapping[str, Any] = attrs.field(factory=dict)  # constant JSON, the inputs placed over it

@@ -78,7 +78,7 @@ def parse(text: str, source: str) -> Declaration:
     try:
         declaration = _converter().structure(raw, Declaration)
     except Exception as error:  # cattrs wraps every problem; name each one
-        problems = cattrs.transform_error(error, path="") if isinstance(error, cattrs.BaseValidationError) else [repr(error)]
+        problems = [re.sub(r"@ $", "@ the top level", problem.replace("@ .", "@ ")) for problem in cattrs.transform_error(error, path="")] if isinstance(error, cattrs.BaseValidationError) else [repr(error)]
         raise DeclarationError(f"{source}: " + "; ".join(problems)) from None
     problems = list(_problems(declaration))
     if problems:
