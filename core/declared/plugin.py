@@ -1,16 +1,15 @@
-"""The built-in plugin of declared actions and triggers: every ``providers/*/actions.toml``.
+"""The built-in plugin of declared actions and triggers (entry point ``declared`` in
+``patchbay.plugins``): every ``providers/*/actions.toml``.
 
-It defines no provider (``PROVIDERS`` is empty) and adds to those the files name, listed in
-``extends`` so that a file's objects are skipped while its provider is not installed. Disabling the
-plugin (``[plugins] disable = ["declared"]``) withdraws every declared action, trigger and webhook
-handler at once.
+It defines no provider and adds to those the files name, listed in ``extends`` so that a file's
+objects are skipped while its provider is not installed. Disabling the plugin
+(``[plugins] disable = ["declared"]``) withdraws every declared action, trigger and webhook handler
+at once.
 """
 
 from patchbay import hookimpl
 from patchbay.core.declared.loader import declarations
 from patchbay.core.declared.objects import actions_of, triggers_of, webhook_handler
-
-PROVIDERS = ()
 
 extends = tuple(provider for declaration in declarations() for provider in declaration.providers)
 
