@@ -222,11 +222,6 @@ class Client(ClientMixin):
         return self.trust == "platform"
 
     @property
-    def is_first_party(self) -> bool:
-        """The operator's own apps (and platform clients): their user tokens open the connect API."""
-        return self.trust in ("first_party", "platform")
-
-    @property
     def allowed_scopes(self) -> set[str]:
         """The client's registered scopes; ``offline_access`` comes with the refresh_token grant."""
         allowed = set(scope_list(self.scope))
