@@ -7,7 +7,7 @@ from typing import Any
 from aiohttp import web
 from sqlalchemy import select
 
-from patchbay.core.appkeys import CRON, DB, REGISTRY
+from patchbay.core.appkeys import CRON, DB, REGISTRY, SERVICES
 from patchbay.core.billing.limits import enforce_limit, register_counter
 from patchbay.core.connections.models import Connection
 from patchbay.core.flows import service, triggers
@@ -118,12 +118,8 @@ async def delete_trigger(request: web.Request) -> web.Response:
 
 
 def _register_listener(app: web.Application) -> None:
-    """Hand our listener to the inbound-webhook pipeline, when that feature is installed."""
-    try:
-        from patchbay.core.webhooks.listeners import get_listeners
-    except ImportError:
-        return
-    get_listeners(app).add(triggers.make_listener(app))
+    """Hand our listener to the inbound-webhook pipeline (``core.webhooks.listeners``)."""
+    app[SERVICES].webhook_listeners.add(triggers.make_listener(app))
 
 
 def setup(app: web.Application) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 import attrs
 from sqlalchemy import select
 
-from patchbay.core.appkeys import DB
+from patchbay.core.appkeys import DB, JOBS
 from patchbay.core.flows import store
 from patchbay.core.flows.models import FlowVersion
 from patchbay.core.flows.plan import PlanCache, StepPlan
@@ -224,7 +224,7 @@ class FlowRunner:
                  "status": i.outcome.status, "error": i.outcome.error}
                 for i in ended if i.alerts
             ]  # fmt: skip
-            await enqueue_alerts(self.app, session, alerting)
+            await enqueue_alerts(self.app[JOBS], session, alerting)
         return [item.execution["id"] in finished for item in items]
 
     # -- steps' database work --------------------------------------------------------------------

@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import select
 
 from patchbay.core.alerts import operator_events
-from patchbay.core.appkeys import DB, JOBS
+from patchbay.core.appkeys import DB, JOBS, SERVICES
 from patchbay.core.flows.engine import create_executions
 from patchbay.core.flows.testing import drain
 from patchbay.core.jobs.models import Job
@@ -30,7 +30,7 @@ async def _attempt(app, number: int) -> None:
     the queue reads it for every attempt."""
     async with app[DB].session() as session:
         (job,) = (await session.scalars(select(Job).where(Job.kind == "alerts.deliver"))).all()
-    await app[JOBS].kinds[job.kind].handler(JobContext(app, job.id, job.kind, dict(job.payload), number, job.max_attempts, job.workspace_id))
+    await app[JOBS].kinds[job.kind].handler(JobContext(app[SERVICES], job.id, job.kind, dict(job.payload), number, job.max_attempts, job.workspace_id))
 
 
 def _one_body(receiver) -> dict:
