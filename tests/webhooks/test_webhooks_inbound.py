@@ -55,6 +55,17 @@ async def test_unsigned_or_wrongly_signed_events_are_refused_and_nothing_is_stor
         assert await session.scalar(select(func.count()).select_from(Job).where(Job.kind == "webhooks.process")) == 0
 
 
+async def test_an_event_that_cannot_be_stored_is_503_and_not_acknowledged(wh, helpers):
+    client, app, first, _ = wh
+    await add_connection(app, first["workspace_id"], "facebook", meta={"page_id": "p1"})
+    await app[SERVICES].webhook_ingest.close()  # as when the process is shutting down
+    body, headers = signed(page_event_payload("p1"))
+    response = await client.post("/webhook/facebook", data=body, headers=headers)
+    assert response.status == 503
+    assert (await response.json()) == {"statusCode": 503, "message": "The event could not be stored; retry later"}
+    assert await helpers.count(app, WebhookEvent) == 0
+
+
 async def test_a_signed_event_is_committed_before_the_answer(wh_app, aiohttp_client, helpers):
     client = await aiohttp_client(wh_app(background=False))  # no workers: nothing is processed
     app = client.server.app
