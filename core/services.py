@@ -49,6 +49,7 @@ Resource = Callable[["Services"], contextlib.AbstractAsyncContextManager[None]]
 #: the modules whose ``install(services)`` adds a domain's job kinds, periodic jobs and runtime
 #: objects, in order (their HTTP routes are added by ``core.features``)
 SERVICE_MODULES: tuple[str, ...] = (
+    "patchbay.core.flows.install",
     "patchbay.core.alerts.service",
     "patchbay.core.webhooks.service",
     "patchbay.core.leads.service",

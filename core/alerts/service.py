@@ -18,7 +18,7 @@ from patchbay.core.alerts import operator_events
 from patchbay.core.alerts.models import AlertSubscription
 from patchbay.core.errors import Invalid, NotFound
 from patchbay.core.jobs.cron import CronJob
-from patchbay.core.jobs.queue import JobContext, JobQueue, PermanentFailure
+from patchbay.core.jobs.queue import JobContext, PermanentFailure
 from patchbay.core.outbound import UnsafeTarget
 from patchbay.core.services import Services
 from patchbay.core.timeutil import iso, utcnow
@@ -46,7 +46,7 @@ def event_for(status: str) -> str:
     return "flow.succeeded" if status == "completed" else "flow.failed"
 
 
-async def enqueue_alerts(jobs: JobQueue, session: AsyncSession, ended: list[dict[str, Any]]) -> int:
+async def enqueue_alerts(services: Services, session: AsyncSession, ended: list[dict[str, Any]]) -> int:
     """Enqueue, in ``session``, the alerts of ended executions (each ``{workspace_id, flow_id,
     execution_id, status, error}``); one query for all of them, and one for the names of their flows
     when an alert is due. The alert is complete when queued (the flow's name as the execution ended),
@@ -78,7 +78,7 @@ async def enqueue_alerts(jobs: JobQueue, session: AsyncSession, ended: list[dict
         for alert in alerts:
             alert["flowName"] = names.get(alert["flowId"]) or ""
     for workspace_id, payloads in by_workspace.items():
-        await jobs.enqueue_many(session, JOB_KIND, payloads, workspace_id=workspace_id)
+        await services.jobs.enqueue_many(session, JOB_KIND, payloads, workspace_id=workspace_id)
     return sum(len(p) for p in by_workspace.values())
 
 
