@@ -54,6 +54,10 @@ SERVICE_MODULES: tuple[str, ...] = (
     "patchbay.core.security.service",
     "patchbay.core.identity.service",
     "patchbay.core.flows.install",
+    "patchbay.core.alerts.service",
+    "patchbay.core.webhooks.service",
+    "patchbay.core.leads.service",
+    "patchbay.core.crm_push.service",
 )
 
 

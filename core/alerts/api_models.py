@@ -1,18 +1,15 @@
 """The bodies the alert routes read and answer (spec 2.9, 4.11): the models that validate and
 serialize them are the ones ``/openapi.json`` publishes (``core.http.responses``). The channel (a
-plugin may add one) and the target each channel takes the routes check."""
+plugin may add one) and the target each channel takes the service checks (``core.alerts.service``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
-from aiohttp import web
 from pydantic import Field
 
 from patchbay.core.alerts.models import EVENT_TYPES
-from patchbay.core.http.bodies import read_object, structure
-from patchbay.core.http.errors import bad_request
 from patchbay.core.http.responses import response_model
 
 #: flow.failed, flow.succeeded (spec 6.1) and the operator events (``operator_events``)
@@ -44,15 +41,6 @@ class UpdateAlertDto:
     isActive: bool | None = None
     target: Annotated[str, Field(min_length=1)] | None = None
     eventTypes: AlertEventTypes | None = None
-
-
-async def read_alert(request: web.Request, model: type[CreateAlertDto] | type[UpdateAlertDto]) -> CreateAlertDto | UpdateAlertDto:
-    """The body as ``model``, 400 naming a field of the wrong type; ``eventTypes`` that is not a
-    non-empty list is refused first (cattrs would read a string as the list of its characters)."""
-    body = await read_object(request)
-    if "eventTypes" in body and body["eventTypes"] is not None and (not isinstance(body["eventTypes"], list) or not body["eventTypes"]):
-        raise bad_request(f"Validation failed: eventTypes must be a non-empty list of {', '.join(EVENT_TYPES)}")
-    return structure(body, model)
 
 
 # ---------------------------------------------------------------------------------------------

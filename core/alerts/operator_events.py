@@ -27,9 +27,9 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, object_session
 
 from patchbay.core.alerts.models import OPERATOR_EVENT_TYPES, AlertSubscription
-from patchbay.core.appkeys import DB, JOBS
 from patchbay.core.jobs.models import Job
 from patchbay.core.jobs.queue import JobContext
+from patchbay.core.services import Services
 from patchbay.core.timeutil import iso, new_id, utcnow
 
 CONNECTION_INVALID, WEBHOOK_DISABLED, JOBS_FAILING = OPERATOR_EVENT_TYPES
@@ -69,12 +69,12 @@ def webhook_subscription_disabled(subscription: Any, reason: str) -> None:
            workspace_id=subscription.workspace_id, details={"subscriptionId": subscription.id, "provider": subscription.provider, "url": subscription.url, "reason": reason})  # fmt: skip
 
 
-async def check_job_failures(app: Any) -> dict[str, Any]:
+async def check_job_failures(services: Services) -> dict[str, Any]:
     """The ``job-failures`` cron job: tell every (kind, workspace) with ``FAILING_THRESHOLD`` or more
     jobs failed for good in the last window, once per window (a dedupe key of the window's tick)."""
     now = utcnow()
     since = now - timedelta(seconds=FAILING_WINDOW_SECONDS)
-    async with app[DB].session() as session:
+    async with services.db.session() as session:
         rows = (
             await session.execute(
                 select(Job.kind, Job.workspace_id, func.count(), func.max(Job.updated_at))
@@ -88,16 +88,16 @@ async def check_job_failures(app: Any) -> dict[str, Any]:
     for kind, workspace_id, count, _last in rows:
         details: dict[str, Any] = {"kind": kind, "failed": count, "windowSeconds": FAILING_WINDOW_SECONDS}
         if workspace_id is not None:
-            details["lastError"] = await _last_error(app, kind, workspace_id)
+            details["lastError"] = await _last_error(services, kind, workspace_id)
         alert = {"event": JOBS_FAILING, "timestamp": iso(now), "workspaceId": workspace_id,
                  "summary": f"{count} {kind} jobs failed in the last {FAILING_WINDOW_SECONDS // 60} minutes", "details": details}  # fmt: skip
-        if await app[JOBS].enqueue_once(FANOUT_JOB, {"alert": alert}, f"{JOBS_FAILING}:{kind}:{workspace_id or '-'}:{tick}"):
+        if await services.jobs.enqueue_once(FANOUT_JOB, {"alert": alert}, f"{JOBS_FAILING}:{kind}:{workspace_id or '-'}:{tick}"):
             told += 1
     return {"failingKinds": len(rows), "told": told}
 
 
-async def _last_error(app: Any, kind: str, workspace_id: str) -> str:
-    async with app[DB].session() as session:
+async def _last_error(services: Services, kind: str, workspace_id: str) -> str:
+    async with services.db.session() as session:
         error = await session.scalar(
             select(Job.last_error).where(Job.kind == kind, Job.workspace_id == workspace_id, Job.status == "failed").order_by(Job.updated_at.desc()).limit(1)
         )
@@ -108,16 +108,16 @@ async def fanout_job(context: JobContext) -> None:
     """Enqueue one ``alerts.deliver`` per active subscription that chose the event."""
     from patchbay.core.alerts.service import JOB_KIND
 
-    app = context.app
+    services = context.services
     alert = context.payload["alert"]
     workspace_id = alert.get("workspaceId")
     query = select(AlertSubscription.id, AlertSubscription.workspace_id, AlertSubscription.event_types).where(AlertSubscription.is_active.is_(True))
     if workspace_id is not None:
         query = query.where(AlertSubscription.workspace_id == workspace_id)
-    async with app[DB].transaction() as session:
+    async with services.db.transaction() as session:
         by_workspace: dict[str, list[dict[str, Any]]] = {}
         for row in (await session.execute(query)).all():
             if alert["event"] in (row.event_types or []):
                 by_workspace.setdefault(row.workspace_id, []).append({"subscriptionId": row.id, "alert": alert})
         for target_workspace, payloads in by_workspace.items():
-            await app[JOBS].enqueue_many(session, JOB_KIND, payloads, workspace_id=target_workspace)
+            await services.jobs.enqueue_many(session, JOB_KIND, payloads, workspace_id=target_workspace)

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 from aiohttp import web
 from sqlalchemy import func, select, update
 
-from patchbay.core.appkeys import DB, REGISTRY, SECRETS, SERVICES, SETTINGS
+from patchbay.core.appkeys import DB, JOBS, REGISTRY, SECRETS, SERVICES, SETTINGS
 from patchbay.core.approvals.service import gate_connect
 from patchbay.core.connect_ui.api_models import ALLOWED_PROVIDERS_ERROR, CreateConnectSessionDto, EndUserDto
 from patchbay.core.connect_ui.models import ConnectSession
@@ -285,7 +285,7 @@ async def _record_event(app: web.Application, session, workspace_id: str, provid
     event = WebhookEvent(workspace_id=workspace_id, provider=provider, status="PROCESSED", event_type=event_type, payload=data, processed_at=utcnow())
     session.add(event)
     await session.flush()
-    await create_deliveries(app, session, event)
+    await create_deliveries(app[JOBS], session, event)
 
 
 def announce_removals(app: web.Application) -> None:

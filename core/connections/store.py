@@ -132,7 +132,7 @@ async def merge_metadata(app: web.Application, session: AsyncSession, *, workspa
     key another workspace holds. The caller forgets the cached state once the transaction commits."""
     row = await get_row(session, connection_id)
     merged = {key: value for key, value in {**(row.meta or {}), **metadata}.items() if value is not None}
-    await ensure_routing_keys_free(app, workspace_id=workspace_id, provider=row.provider, metadata=merged)
+    await ensure_routing_keys_free(app[DB], app[REGISTRY], workspace_id=workspace_id, provider=row.provider, metadata=merged)
     row.meta = merged
     await session.flush()
     return row
@@ -214,7 +214,7 @@ async def save_connection(
     row.credentials = encrypt_credentials(app, credentials)
     row.params = {**(row.params or {}), **dict(params or {})}
     row.meta = {**(row.meta or {}), **dict(metadata or {})}
-    await ensure_routing_keys_free(app, workspace_id=workspace_id, provider=provider, metadata=row.meta)
+    await ensure_routing_keys_free(app[DB], app[REGISTRY], workspace_id=workspace_id, provider=provider, metadata=row.meta)
     row.scopes = list(scopes)
     row.expires_at = expires_at
     row.oauth_app = oauth_app

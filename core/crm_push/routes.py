@@ -5,16 +5,14 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from patchbay.core.appkeys import DB
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.crm_push.api_models import BatchQueued, DestinationsTested, PushBatchDto
-from patchbay.core.crm_push.service import destinations, leads_to_push, schedule_push, test_destinations
+from patchbay.core.crm_push.service import push_lead, push_leads, test_destinations
 from patchbay.core.http.bodies import read_object, structure
 from patchbay.core.http.errors import bad_request
-from patchbay.core.http.lookups import get_or_404
 from patchbay.core.http.openapi import accepts
 from patchbay.core.http.responses import reply, returns
 from patchbay.core.leads.api_models import PushQueued
-from patchbay.core.leads.models import Lead
 from patchbay.core.leads.routes import account_of
 from patchbay.core.security.auth import principal_of, requires
 
@@ -29,12 +27,7 @@ DEFAULT_STATUSES = ["none", "pending", "failed"]
 @requires("leads.write")
 async def push_one(request: web.Request) -> web.Response:
     """Push one lead to the account's CRM destinations."""
-    workspace_id = principal_of(request).workspace_id
-    async with request.app[DB].transaction(tenant=workspace_id) as session:
-        lead = await get_or_404(session, Lead, request.match_info["leadId"], "Lead not found")
-        if not await destinations(request.app, session, workspace_id):
-            raise bad_request("No CRM destination is connected")
-        queued = await schedule_push(request.app, session, lead)
+    lead, queued = await push_lead(request.app[SERVICES], principal_of(request).workspace_id, request.match_info["leadId"])
     return reply(request, {"leadId": lead.id, "queued": queued, "crmSyncStatus": lead.crm_sync_status}, status=201)
 
 
@@ -60,14 +53,9 @@ async def push_batch(request: web.Request) -> web.Response:
     1000 at a time."""
     workspace_id = account_of(request, request.match_info["accountId"])
     dto = await _batch(request)
-    async with request.app[DB].transaction(tenant=workspace_id) as session:
-        if not await destinations(request.app, session, workspace_id):
-            raise bad_request("No CRM destination is connected")
-        leads = await leads_to_push(session, lead_ids=dto.leadIds, statuses=DEFAULT_STATUSES if dto.crmSyncStatus is None else dto.crmSyncStatus, limit=BATCH_LIMIT)
-        queued = 0
-        for lead in leads:
-            queued += await schedule_push(request.app, session, lead)
-    return reply(request, {"accountId": workspace_id, "leads": len(leads), "queued": queued}, status=201)
+    statuses = DEFAULT_STATUSES if dto.crmSyncStatus is None else dto.crmSyncStatus
+    leads, queued = await push_leads(request.app[SERVICES], workspace_id, lead_ids=dto.leadIds, statuses=statuses, limit=BATCH_LIMIT)
+    return reply(request, {"accountId": workspace_id, "leads": leads, "queued": queued}, status=201)
 
 
 @routes.post("/crm/{accountId}/test")
@@ -76,5 +64,5 @@ async def push_batch(request: web.Request) -> web.Response:
 async def test(request: web.Request) -> web.Response:
     """Check that each CRM destination of the account accepts its credentials."""
     workspace_id = account_of(request, request.match_info["accountId"])
-    results = await test_destinations(request.app, workspace_id)
+    results = await test_destinations(request.app[SERVICES], workspace_id)
     return reply(request, {"accountId": workspace_id, "ok": bool(results) and all(r["ok"] for r in results), "destinations": results}, status=201)

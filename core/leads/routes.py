@@ -9,17 +9,15 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from patchbay.core.appkeys import DB
-from patchbay.core.crm_push.service import schedule_push
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.http.bodies import page_params, read_body
-from patchbay.core.http.errors import bad_request, not_found
-from patchbay.core.http.lookups import get_or_404
+from patchbay.core.http.errors import not_found
 from patchbay.core.http.openapi import PAGE_QUERY, accepts, query
 from patchbay.core.http.responses import reply, returns
-from patchbay.core.leads import service
+from patchbay.core.leads import imports, service
 from patchbay.core.leads.api_models import ImportsStarted, ImportStatus, LeadDetail, LeadPage, PushQueued, StartImportDto
-from patchbay.core.leads.imports import import_json, import_status as status_of_imports, start_imports
-from patchbay.core.leads.models import CRM_SYNC_STATUSES, Lead
+from patchbay.core.leads.models import CRM_SYNC_STATUSES
+from patchbay.core.leads.store import lead_json
 from patchbay.core.security.auth import principal_of, requires
 
 routes = web.RouteTableDef()
@@ -42,12 +40,11 @@ async def list_leads(request: web.Request) -> web.Response:
     email, full name or phone)."""
     workspace_id = account_of(request, request.query.get("accountId"))
     page, limit = page_params(request)
-    status = request.query.get("crmSyncStatus")
-    if status and status not in CRM_SYNC_STATUSES:
-        raise bad_request(f"Query parameter 'crmSyncStatus' must be one of {', '.join(CRM_SYNC_STATUSES)}")
-    async with request.app[DB].session(tenant=workspace_id) as session:
-        rows, total = await service.list_leads(session, page=page, limit=limit, status=status, provider=request.query.get("provider"), search=request.query.get("search"))
-    return reply(request, {"data": [service.lead_json(row) for row in rows], "page": page, "limit": limit, "total": total})
+    rows, total = await service.leads_page(
+        request.app[SERVICES], workspace_id, page=page, limit=limit,
+        status=request.query.get("crmSyncStatus"), provider=request.query.get("provider"), search=request.query.get("search"),
+    )
+    return reply(request, {"data": [lead_json(row) for row in rows], "page": page, "limit": limit, "total": total})
 
 
 @routes.post("/leads/import/{accountId}")
@@ -59,10 +56,8 @@ async def start_import(request: web.Request) -> web.Response:
     connections of ``provider``); an import already running is answered as it is."""
     workspace_id = account_of(request, request.match_info["accountId"])
     dto = await read_body(request, StartImportDto) if (await request.read()).strip() else StartImportDto()
-    async with request.app[DB].transaction(tenant=workspace_id) as session:
-        started = await start_imports(request.app, session, connection_id=dto.connectionId, provider=dto.provider)
-        imports = [import_json(row) for row in started]
-    return reply(request, {"accountId": workspace_id, "imports": imports}, status=201)
+    started = await imports.start_imports(request.app[SERVICES], workspace_id, connection_id=dto.connectionId, provider=dto.provider)
+    return reply(request, {"accountId": workspace_id, "imports": started}, status=201)
 
 
 @routes.get("/leads/import/{accountId}/status")
@@ -71,8 +66,7 @@ async def start_import(request: web.Request) -> web.Response:
 async def import_status(request: web.Request) -> web.Response:
     """The latest import of each connection, and their overall status."""
     workspace_id = account_of(request, request.match_info["accountId"])
-    async with request.app[DB].session(tenant=workspace_id) as session:
-        status = await status_of_imports(session)
+    status = await imports.import_status(request.app[SERVICES], workspace_id)
     return reply(request, {"accountId": workspace_id, **status})
 
 
@@ -81,10 +75,8 @@ async def import_status(request: web.Request) -> web.Response:
 @requires("leads.view")
 async def get_lead(request: web.Request) -> web.Response:
     """One lead with its CRM syncs."""
-    async with request.app[DB].session(tenant=principal_of(request).workspace_id) as session:
-        lead = await get_or_404(session, Lead, request.match_info["id"], "Lead not found")
-        syncs = await service.syncs_of(session, lead)
-    return reply(request, service.lead_json(lead, syncs))
+    lead, syncs = await service.lead_with_syncs(request.app[SERVICES], principal_of(request).workspace_id, request.match_info["id"])
+    return reply(request, lead_json(lead, syncs))
 
 
 @routes.post("/leads/{id}/retry-sync")
@@ -92,7 +84,5 @@ async def get_lead(request: web.Request) -> web.Response:
 @requires("leads.write")
 async def retry_sync(request: web.Request) -> web.Response:
     """Push the lead again to every CRM destination that does not have it yet."""
-    async with request.app[DB].transaction(tenant=principal_of(request).workspace_id) as session:
-        lead = await get_or_404(session, Lead, request.match_info["id"], "Lead not found")
-        queued = await schedule_push(request.app, session, lead)
+    lead, queued = await service.retry_sync(request.app[SERVICES], principal_of(request).workspace_id, request.match_info["id"])
     return reply(request, {"leadId": lead.id, "queued": queued, "crmSyncStatus": lead.crm_sync_status}, status=201)

@@ -2,23 +2,20 @@
 event log, deliveries with their attempts, and outbound subscriptions. The models that validate
 and serialize them are the ones ``/openapi.json`` publishes (``core.http.responses``); what a
 schema cannot say (a callback URL the deployment may reach, a provider that sends no webhooks) the
-routes check."""
+services check (``subscriptions_service``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
-from aiohttp import web
 from pydantic import Field
 
-from patchbay.core.http.bodies import read_object, structure
-from patchbay.core.http.errors import bad_request
+from patchbay.core.errors import Invalid
 from patchbay.core.http.responses import page_of, response_model
 
 #: a subscription's callbackSecret: signs each forwarded event (spec 6.3)
 CallbackSecret = Annotated[str, Field(min_length=8)]
-T = TypeVar("T")
 
 EventTypes = Annotated[list[Annotated[str, Field(min_length=1)]], Field(description="event types; empty or left out: every event (`*`)")]
 
@@ -73,35 +70,23 @@ class RedeliverDto:
     subscriptionId: str | None = None
 
 
-async def read_dto(request: web.Request, model: type[T], *, optional: bool = False) -> T:
-    """The body as ``model`` (400 naming a field of the wrong type); ``optional``: no body at all
-    is the model's defaults. ``events`` that is not a list is refused here: cattrs would read a
-    string as the list of its characters."""
-    if optional and not (await request.read()).strip():
-        return model()
-    body = await read_object(request)
-    if body.get("events") is not None and not isinstance(body["events"], list):
-        raise bad_request("Validation failed: events must be a list of event types")
-    return structure(body, model)
-
-
 def event_types(events: list[str] | None, event_type: str | None) -> list[str]:
     """The event types of either field set, ``events`` first (``["*"]`` when neither names one)."""
     if events is not None:
         if not all(events):
-            raise bad_request("Validation failed: events must be a list of event types")
+            raise Invalid("Validation failed: events must be a list of event types")
         return events or ["*"]
     if event_type is not None:
         if not event_type:
-            raise bad_request("Validation failed: eventType must be '*' or an event type")
+            raise Invalid("Validation failed: eventType must be '*' or an event type")
         return [event_type]
     return ["*"]
 
 
 def check_secret(secret: str | None) -> str | None:
-    """``callbackSecret`` as given, or 400 when it is too short to sign with."""
+    """``callbackSecret`` as given, or Invalid when it is too short to sign with."""
     if secret is not None and len(secret) < 8:
-        raise bad_request("Validation failed: callbackSecret must be a string of at least 8 characters")
+        raise Invalid("Validation failed: callbackSecret must be a string of at least 8 characters")
     return secret
 
 

@@ -23,19 +23,17 @@ from datetime import datetime
 from typing import Any
 
 import attrs
-from aiohttp import web
 from sqlalchemy import func, select, update
 
-from patchbay.core.appkeys import DB, JOBS, REGISTRY, SETTINGS
 from patchbay.core.connections.models import Connection
 from patchbay.core.awaitables import maybe_await
 from patchbay.core.connections.client import open_client
 from patchbay.core.crm_push.service import destinations, schedule_push
-from patchbay.core.leads.service import NewLead, lead_json, lock_workspace_leads, save_leads
+from patchbay.core.leads.store import NewLead, lead_json, lock_workspace_leads, save_leads
+from patchbay.core.services import Services
 from patchbay.core.storage.sql import one_of
 from patchbay.core.timeutil import new_id, utcnow
 from patchbay.core.webhooks.delivery import DELIVER_BATCH_JOB, NewDelivery, forward_at_once, forward_body, matches, safety_delay
-from patchbay.core.webhooks.listeners import get_listeners
 from patchbay.core.webhooks.models import WebhookDelivery, WebhookEvent, WebhookSubscription
 from patchbay.core.webhooks.protocol import InboundEvent, WebhookHandler
 
@@ -75,16 +73,16 @@ class Routed:
         return self.connection.id
 
 
-async def process_batch(app: web.Application, event_ids: list[str]) -> list[str]:
+async def process_batch(services: Services, event_ids: list[str]) -> list[str]:
     """Process what the fast path can of ``event_ids``; answers the ids left for one-by-one
     processing. Raises only when the batch's transaction fails (nothing of it is then written)."""
-    async with app[DB].session() as session:  # every read of the pass in one session
+    async with services.db.session() as session:  # every read of the pass in one session
         rows = {row.id: row for row in (await session.execute(select(*_READ).where(one_of(WebhookEvent.id, event_ids)))).all()}
         events = [rows[event_id] for event_id in dict.fromkeys(event_ids) if event_id in rows]  # in the order received
         left = set(event_ids) - {event.id for event in events}  # gone: the one-by-one path ignores them
         candidates: list[tuple[Any, WebhookHandler, InboundEvent]] = []
         for event in events:
-            parsed = _single_item(app, event)
+            parsed = _single_item(services, event)
             if parsed is None:
                 left.add(event.id)
             else:
@@ -96,19 +94,19 @@ async def process_batch(app: web.Application, event_ids: list[str]) -> list[str]
         left |= unrouted
         wanted = [event for event in routed if event.handler.lead_ref(event.item)]
         known = await _processed_external_ids(session, wanted) if wanted else {}
-    await _fetch_leads(app, [event for event in wanted if (event.provider, event.workspace_id, event.item.external_id) not in known])
+    await _fetch_leads(services, [event for event in wanted if (event.provider, event.workspace_id, event.item.external_id) not in known])
     if routed:
-        claimed_before, pending, safety_jobs = await _commit(app, routed)
+        claimed_before, pending, safety_jobs = await _commit(services, routed)
         left |= claimed_before
-        await forward_at_once(app, pending, safety_jobs)
+        await forward_at_once(services, pending, safety_jobs)
     return [event_id for event_id in event_ids if event_id in left]
 
 
-def _single_item(app: web.Application, event: Any) -> tuple[WebhookHandler, InboundEvent] | None:
+def _single_item(services: Services, event: Any) -> tuple[WebhookHandler, InboundEvent] | None:
     """The handler and the only provider event of a RECEIVED root event, or None (not for the fast path)."""
     if event.status != "RECEIVED" or event.parent_id is not None:
         return None
-    handler = app[REGISTRY].get("webhooks", event.provider)
+    handler = services.registry.get("webhooks", event.provider)
     if handler is None:
         return None
     try:
@@ -188,7 +186,7 @@ def _pick(event: Any, by_id: dict[str, Connection], by_key: dict[tuple[str, str,
     return None
 
 
-async def _fetch_leads(app: web.Application, wanted: list[Routed]) -> None:
+async def _fetch_leads(services: Services, wanted: list[Routed]) -> None:
     """Fetch the leads of ``wanted`` through one client per connection, in chunks of the handler's
     ``lead_batch_size`` (one provider call reads a chunk where the provider allows it), a few chunks
     at a time; a failure is kept as the event's reason."""
@@ -197,7 +195,7 @@ async def _fetch_leads(app: web.Application, wanted: list[Routed]) -> None:
 
     def client_of(event: Routed) -> asyncio.Future:
         if event.connection_id not in clients:
-            clients[event.connection_id] = asyncio.ensure_future(open_client(app, workspace_id=event.workspace_id, connection_id=event.connection_id))
+            clients[event.connection_id] = asyncio.ensure_future(open_client(services, workspace_id=event.workspace_id, connection_id=event.connection_id))
         return clients[event.connection_id]
 
     async def fetch(chunk: list[Routed]) -> None:
@@ -247,11 +245,11 @@ async def _processed_external_ids(session, events: list[Routed]) -> dict[tuple[s
     return {(provider, workspace_id, external_id): event_id for provider, workspace_id, external_id, event_id in rows}
 
 
-async def _commit(app: web.Application, routed: list[Routed]) -> tuple[set[str], list[tuple[NewDelivery, WebhookSubscription, Routed]], list[str]]:
+async def _commit(services: Services, routed: list[Routed]) -> tuple[set[str], list[tuple[NewDelivery, WebhookSubscription, Routed]], list[str]]:
     """One transaction for the batch; answers the ids another run had claimed already (left over),
     the deliveries it created and the delayed jobs backing their first attempts."""
     now = utcnow()
-    async with app[DB].transaction() as session:
+    async with services.db.transaction() as session:
         # Claim first: SQLite's write lock, PostgreSQL's row locks; a concurrent run claims nothing.
         events = WebhookEvent.__table__
         claim = (
@@ -292,26 +290,26 @@ async def _commit(app: web.Application, routed: list[Routed]) -> tuple[set[str],
             row.update(payload=event.payload, lead_id=lead.id)
         if rows:
             await session.execute(update(WebhookEvent), rows)
-        pending, safety_jobs = await _create_deliveries(app, session, forwarded, now)
-        await get_listeners(app).notify_many(session, forwarded)
-        await _schedule_pushes(app, session, created_leads)
+        pending, safety_jobs = await _create_deliveries(services, session, forwarded, now)
+        await services.webhook_listeners.notify_many(session, forwarded)
+        await _schedule_pushes(services, session, created_leads)
     return {event.id for event in routed} - claimed, pending, safety_jobs
 
 
-async def _schedule_pushes(app: web.Application, session, leads: list[Any]) -> None:
+async def _schedule_pushes(services: Services, session, leads: list[Any]) -> None:
     """Queue the CRM pushes of the batch's new leads: a workspace without a destination is asked
     once (a new lead there keeps its ``none`` status), not once per lead."""
     by_workspace: dict[str, list[Any]] = defaultdict(list)
     for lead in leads:
         by_workspace[lead.workspace_id].append(lead)
     for workspace_id, theirs in by_workspace.items():
-        if await destinations(app, session, workspace_id):
+        if await destinations(services, session, workspace_id):
             for lead in theirs:
-                await schedule_push(app, session, lead)
+                await schedule_push(services, session, lead)
 
 
 async def _create_deliveries(
-    app: web.Application, session, events: list[Routed], now
+    services: Services, session, events: list[Routed], now
 ) -> tuple[list[tuple[NewDelivery, WebhookSubscription, Routed]], list[str]]:
     """The deliveries of the batch's events to their workspaces' active, matching subscriptions (one
     query, one INSERT, each event serialized once for its deliveries, which store the bytes), and
@@ -340,8 +338,8 @@ async def _create_deliveries(
                 by_workspace[event.workspace_id].append(delivery.id)
     if rows:
         await session.execute(WebhookDelivery.__table__.insert(), rows)
-    delay = safety_delay(app[SETTINGS].webhooks)
+    delay = safety_delay(services.settings.webhooks)
     safety_jobs = []
     for workspace_id, delivery_ids in by_workspace.items():
-        safety_jobs += await app[JOBS].enqueue_many(session, DELIVER_BATCH_JOB, [{"delivery_ids": delivery_ids}], workspace_id=workspace_id, delay=delay)
+        safety_jobs += await services.jobs.enqueue_many(session, DELIVER_BATCH_JOB, [{"delivery_ids": delivery_ids}], workspace_id=workspace_id, delay=delay)
     return pending, safety_jobs

@@ -34,14 +34,13 @@ from typing import Any
 
 import aiohttp
 import attrs
-from aiohttp import web
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from patchbay.core.appkeys import DB, JOBS, OUTBOUND, SECRETS, SETTINGS
-from patchbay.core.jobs.queue import JobContext
+from patchbay.core.jobs.queue import JobContext, JobQueue
 from patchbay.core.outbound import UnsafeTarget
 from patchbay.core.security.secrets import DecryptionError
+from patchbay.core.services import Services
 from patchbay.core.settings import WebhooksSettings
 from patchbay.core.storage.sql import one_of
 from patchbay.core.timeutil import iso, new_id, utcnow
@@ -65,7 +64,7 @@ def matches(subscription: WebhookSubscription, event_type: str | None) -> bool:
 
 
 async def create_deliveries(
-    app: web.Application, session: AsyncSession, event: WebhookEvent, *, subscription_id: str | None = None, manual: bool = False, body: bytes | None = None
+    jobs: JobQueue, session: AsyncSession, event: WebhookEvent, *, subscription_id: str | None = None, manual: bool = False, body: bytes | None = None
 ) -> list[WebhookDelivery]:
     """Queue the forwarding of ``event`` to its workspace's active, matching subscriptions (or to
     one of them), each sending ``body`` (by default the event serialized now, once for all)."""
@@ -88,7 +87,7 @@ async def create_deliveries(
     if created:
         await session.flush()
         for delivery in created:
-            app[JOBS].enqueue(session, DELIVER_JOB, {"delivery_id": delivery.id, "attempt": 1}, workspace_id=event.workspace_id)
+            jobs.enqueue(session, DELIVER_JOB, {"delivery_id": delivery.id, "attempt": 1}, workspace_id=event.workspace_id)
     return created
 
 
@@ -155,14 +154,14 @@ def next_delay(settings: WebhooksSettings, *, long_tail: bool, attempt: int, sta
     return delay
 
 
-def subscription_secrets(app: web.Application, subscription: WebhookSubscription) -> list[str]:
+def subscription_secrets(services: Services, subscription: WebhookSubscription) -> list[str]:
     """The secrets to sign with: the current one, then the rotated-out one during its overlap."""
     if not subscription.secret:
         return []
-    secrets = [app[SECRETS].decrypt(subscription.secret)]
+    secrets = [services.secrets.decrypt(subscription.secret)]
     expires = subscription.previous_secret_expires_at
     if subscription.previous_secret and expires is not None and expires > utcnow():
-        secrets.append(app[SECRETS].decrypt(subscription.previous_secret))
+        secrets.append(services.secrets.decrypt(subscription.previous_secret))
     return secrets
 
 
@@ -194,10 +193,10 @@ def _closing_reason(subscription: WebhookSubscription | None, event: WebhookEven
     return "the event is gone" if event is None else None
 
 
-def _signing_secrets(app: web.Application, subscription: WebhookSubscription) -> list[str] | str:
+def _signing_secrets(services: Services, subscription: WebhookSubscription) -> list[str] | str:
     """The subscription's secrets to sign with, or why its deliveries must close untried."""
     try:
-        return subscription_secrets(app, subscription)
+        return subscription_secrets(services, subscription)
     except DecryptionError:
         return "the callback secret cannot be decrypted with the configured keys"
 
@@ -208,12 +207,12 @@ def _body_of(delivery: Any, event: Any) -> bytes:
     return delivery.body if delivery.body is not None else forward_body(event)
 
 
-async def _attempt(app: web.Application, subscription: WebhookSubscription, event: Any, secrets: list[str] | str, body: bytes) -> _Outcome | str:
+async def _attempt(services: Services, subscription: WebhookSubscription, event: Any, secrets: list[str] | str, body: bytes) -> _Outcome | str:
     """POST ``body``, the bytes of a delivery of ``event``, to ``subscription``, signed with
     ``secrets`` (:func:`_signing_secrets`): the outcome, or why the delivery must close untried."""
     if isinstance(secrets, str):
         return secrets
-    settings = app[SETTINGS].webhooks
+    settings = services.settings.webhooks
     timestamp = int(time.time())
     headers = {
         "Content-Type": "application/json",
@@ -228,9 +227,9 @@ async def _attempt(app: web.Application, subscription: WebhookSubscription, even
     outcome = _Outcome()
     started = time.perf_counter()
     try:
-        app[OUTBOUND].check(subscription.url)
+        services.outbound.check(subscription.url)
         timeout = aiohttp.ClientTimeout(total=settings.attempt_timeout_seconds)
-        async with app[OUTBOUND].session.post(subscription.url, data=body, headers=headers, timeout=timeout, allow_redirects=False) as response:
+        async with services.outbound.session.post(subscription.url, data=body, headers=headers, timeout=timeout, allow_redirects=False) as response:
             outcome.status_code = response.status
             outcome.retry_after = response.headers.get("Retry-After")
             outcome.excerpt = (await response.content.read(EXCERPT_BYTES)).decode("utf-8", "replace")
@@ -242,10 +241,10 @@ async def _attempt(app: web.Application, subscription: WebhookSubscription, even
     return outcome
 
 
-def _next_delay(app: web.Application, subscription: WebhookSubscription, attempt: int, outcome: _Outcome) -> float | None:
+def _next_delay(services: Services, subscription: WebhookSubscription, attempt: int, outcome: _Outcome) -> float | None:
     if outcome.ok or outcome.gone or outcome.unsafe:
         return None
-    return next_delay(app[SETTINGS].webhooks, long_tail=subscription.long_tail, attempt=attempt, status=outcome.status_code, retry_after=outcome.retry_after)
+    return next_delay(services.settings.webhooks, long_tail=subscription.long_tail, attempt=attempt, status=outcome.status_code, retry_after=outcome.retry_after)
 
 
 def _delivery_values(outcome: _Outcome, attempt: int, delay: float | None, now) -> dict[str, Any]:
@@ -262,31 +261,31 @@ def _delivery_values(outcome: _Outcome, attempt: int, delay: float | None, now) 
 
 
 async def deliver_job(context: JobContext) -> None:
-    app = context.app
+    services = context.services
     delivery_id, attempt = context.payload["delivery_id"], int(context.payload["attempt"])
-    async with app[DB].session() as session:
+    async with services.db.session() as session:
         delivery = await session.get(WebhookDelivery, delivery_id)
         if delivery is None or delivery.status != "pending" or delivery.attempts >= attempt:
             return
         subscription = await session.get(WebhookSubscription, delivery.subscription_id)
         event = await session.get(WebhookEvent, delivery.event_id)
     reason = _closing_reason(subscription, event)
-    outcome = reason or await _attempt(app, subscription, event, _signing_secrets(app, subscription), _body_of(delivery, event))
+    outcome = reason or await _attempt(services, subscription, event, _signing_secrets(services, subscription), _body_of(delivery, event))
     if isinstance(outcome, str):
-        await _close(app, delivery, outcome)
+        await _close(services, delivery, outcome)
         return
-    delay = _next_delay(app, subscription, attempt, outcome)
+    delay = _next_delay(services, subscription, attempt, outcome)
     now = utcnow()
-    async with app[DB].transaction(tenant=delivery.workspace_id) as session:
+    async with services.db.transaction(tenant=delivery.workspace_id) as session:
         session.add(WebhookAttempt(delivery_id=delivery.id, number=attempt, status_code=outcome.status_code, duration_ms=outcome.duration_ms,
                                    response_excerpt=outcome.excerpt, error=outcome.error))  # fmt: skip
         values = _delivery_values(outcome, attempt, delay, now)
         await session.execute(update(WebhookDelivery).where(WebhookDelivery.id == delivery.id).values(**values).execution_options(synchronize_session=False))
         subscription = await session.get(WebhookSubscription, subscription.id)
         if subscription is not None:
-            _track_health(app[SETTINGS].webhooks, subscription, ok=outcome.ok, gone=outcome.gone, exhausted=not outcome.ok and delay is None)
+            _track_health(services.settings.webhooks, subscription, ok=outcome.ok, gone=outcome.gone, exhausted=not outcome.ok and delay is None)
         if delay is not None:
-            app[JOBS].enqueue(session, DELIVER_JOB, {"delivery_id": delivery.id, "attempt": attempt + 1}, delay=delay, workspace_id=delivery.workspace_id)
+            services.jobs.enqueue(session, DELIVER_JOB, {"delivery_id": delivery.id, "attempt": attempt + 1}, delay=delay, workspace_id=delivery.workspace_id)
 
 
 @attrs.frozen
@@ -305,7 +304,7 @@ def safety_delay(settings: WebhooksSettings) -> float:
     return 2.0 * settings.attempt_timeout_seconds
 
 
-async def _first_attempts(app: web.Application, pending: list[tuple[Any, WebhookSubscription | None, Any]]) -> list[_Outcome | str]:
+async def _first_attempts(services: Services, pending: list[tuple[Any, WebhookSubscription | None, Any]]) -> list[_Outcome | str]:
     """POST each ``(delivery, subscription, event)`` at most ``BATCH_CONCURRENCY`` at a time: each
     one's outcome, or why it closes untried. A subscription's secrets are decrypted once for all."""
     slots = asyncio.Semaphore(BATCH_CONCURRENCY)
@@ -316,32 +315,32 @@ async def _first_attempts(app: web.Application, pending: list[tuple[Any, Webhook
         if reason:
             return reason
         if subscription.id not in secrets:
-            secrets[subscription.id] = _signing_secrets(app, subscription)
+            secrets[subscription.id] = _signing_secrets(services, subscription)
         async with slots:
-            return await _attempt(app, subscription, event, secrets[subscription.id], _body_of(delivery, event))
+            return await _attempt(services, subscription, event, secrets[subscription.id], _body_of(delivery, event))
 
     return await asyncio.gather(*(attempt(*item) for item in pending))
 
 
 async def _finish_first_attempts(
-    app: web.Application, deliveries: list[Any], outcomes: list[_Outcome | str], finish_jobs: list[str] = ()
+    services: Services, deliveries: list[Any], outcomes: list[_Outcome | str], finish_jobs: list[str] = ()
 ) -> None:
     tried = [(delivery, outcome) for delivery, outcome in zip(deliveries, outcomes, strict=True) if not isinstance(outcome, str)]
     for delivery, outcome in zip(deliveries, outcomes, strict=True):
         if isinstance(outcome, str):
-            await _close(app, delivery, outcome)
+            await _close(services, delivery, outcome)
     if tried or finish_jobs:
-        await _log_first_attempts(app, tried, finish_jobs)
+        await _log_first_attempts(services, tried, finish_jobs)
 
 
-async def forward_at_once(app: web.Application, pending: list[tuple[NewDelivery, WebhookSubscription, Any]], safety_jobs: list[str]) -> None:
+async def forward_at_once(services: Services, pending: list[tuple[NewDelivery, WebhookSubscription, Any]], safety_jobs: list[str]) -> None:
     """The first attempts of deliveries a processing pass has just committed, made at once (no job
     hop, nothing read back): POSTed, then logged like a ``deliver_batch`` job's in a transaction that
     also finishes ``safety_jobs``, the delayed ``deliver_batch`` jobs queued with the deliveries. If
     the process dies (or logging fails) first, those jobs make the attempts."""
-    outcomes = await _first_attempts(app, pending)
+    outcomes = await _first_attempts(services, pending)
     try:
-        await _finish_first_attempts(app, [delivery for delivery, _, _ in pending], outcomes, safety_jobs)
+        await _finish_first_attempts(services, [delivery for delivery, _, _ in pending], outcomes, safety_jobs)
     except Exception:
         log.warning("logging %d first delivery attempts failed; their deliver_batch jobs will try again", len(pending), exc_info=True)
 
@@ -351,9 +350,9 @@ async def deliver_batch_job(context: JobContext) -> None:
     concurrently, then logged in one transaction that claims each delivery's first attempt (a
     delivery whose first attempt is logged already is left alone, so a re-run logs nothing twice)
     and queues the second attempts, as ``webhooks.deliver`` jobs, of those that failed."""
-    app = context.app
+    services = context.services
     ids = list(context.payload["delivery_ids"])
-    async with app[DB].session() as session:
+    async with services.db.session() as session:
         statement = select(WebhookDelivery).where(one_of(WebhookDelivery.id, ids), WebhookDelivery.status == "pending", WebhookDelivery.attempts < 1)
         deliveries = list((await session.scalars(statement)).all())
         if not deliveries:
@@ -363,17 +362,17 @@ async def deliver_batch_job(context: JobContext) -> None:
         event_ids = {d.event_id for d in deliveries}
         events = {e.id: e for e in (await session.scalars(select(WebhookEvent).where(one_of(WebhookEvent.id, event_ids)))).all()}
     pending = [(delivery, subscriptions.get(delivery.subscription_id), events.get(delivery.event_id)) for delivery in deliveries]
-    await _finish_first_attempts(app, deliveries, await _first_attempts(app, pending))
+    await _finish_first_attempts(services, deliveries, await _first_attempts(services, pending))
 
 
-async def _log_first_attempts(app: web.Application, tried: list[tuple[Any, _Outcome]], finish_jobs: list[str] = ()) -> None:
+async def _log_first_attempts(services: Services, tried: list[tuple[Any, _Outcome]], finish_jobs: list[str] = ()) -> None:
     """In one transaction: finish ``finish_jobs``; claim and record each delivery's first attempt
     (one UPDATE per distinct outcome, claiming only deliveries whose first attempt is not logged
     yet), log the attempts, clear the failing mark of the subscriptions that answered, and track
     the health and queue the second attempts of those that did not."""
     now = utcnow()
-    async with app[DB].transaction() as session:
-        await app[JOBS].finish_queued(session, list(finish_jobs))
+    async with services.db.transaction() as session:
+        await services.jobs.finish_queued(session, list(finish_jobs))
         failing = {delivery.subscription_id for delivery, outcome in tried if not outcome.ok}
         subscriptions = {}
         if failing:
@@ -382,7 +381,7 @@ async def _log_first_attempts(app: web.Application, tried: list[tuple[Any, _Outc
         by_values: dict[tuple, list[str]] = defaultdict(list)
         for delivery, outcome in tried:
             subscription = subscriptions.get(delivery.subscription_id)
-            delays[delivery.id] = _next_delay(app, subscription, 1, outcome) if subscription is not None else None
+            delays[delivery.id] = _next_delay(services, subscription, 1, outcome) if subscription is not None else None
             by_values[tuple(_delivery_values(outcome, 1, delays[delivery.id], now).items())].append(delivery.id)
         claimed: set[str] = set()
         for values, ids in by_values.items():
@@ -412,9 +411,9 @@ async def _log_first_attempts(app: web.Application, tried: list[tuple[Any, _Outc
             if outcome.ok:
                 continue
             if subscription is not None:
-                _track_health(app[SETTINGS].webhooks, subscription, ok=False, gone=outcome.gone, exhausted=delay is None)
+                _track_health(services.settings.webhooks, subscription, ok=False, gone=outcome.gone, exhausted=delay is None)
             if delay is not None:
-                app[JOBS].enqueue(session, DELIVER_JOB, {"delivery_id": delivery.id, "attempt": 2}, delay=delay, workspace_id=delivery.workspace_id)
+                services.jobs.enqueue(session, DELIVER_JOB, {"delivery_id": delivery.id, "attempt": 2}, delay=delay, workspace_id=delivery.workspace_id)
 
 
 def _track_health(settings: WebhooksSettings, subscription: WebhookSubscription, *, ok: bool, gone: bool, exhausted: bool) -> None:
@@ -439,8 +438,8 @@ def _track_health(settings: WebhooksSettings, subscription: WebhookSubscription,
         webhook_subscription_disabled(subscription, reason)
 
 
-async def _close(app: web.Application, delivery: WebhookDelivery, reason: str) -> None:
-    async with app[DB].transaction(tenant=delivery.workspace_id) as session:
+async def _close(services: Services, delivery: WebhookDelivery, reason: str) -> None:
+    async with services.db.transaction(tenant=delivery.workspace_id) as session:
         await session.execute(
             update(WebhookDelivery)
             .where(WebhookDelivery.id == delivery.id, WebhookDelivery.status == "pending")

@@ -12,17 +12,14 @@ error, so listeners must not fail on bad data.
 A listener may also have a ``many(session, events)`` method: a batch of events processed in one
 transaction is then handed to it in one call (one query for the batch instead of one per event).
 
-Register in your feature's ``setup(app)``: ``get_listeners(app).add(listener)``.
+Register in your domain's ``install(services)``: ``services.webhook_listeners.add(listener)`` (the
+webhooks domain's ``install`` creates the registry; one that runs first may create it).
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from typing import Any
-
-from aiohttp import web
-
-from patchbay.core.appkeys import WEBHOOK_LISTENERS
 
 Listener = Callable[[Any, Any], Awaitable[None]]
 
@@ -53,9 +50,3 @@ class WebhookListeners:
             for event in events:
                 await listener(session, event)
 
-
-def get_listeners(app: web.Application) -> WebhookListeners:
-    """The app's listener registry, created on first use (so setup order does not matter)."""
-    if WEBHOOK_LISTENERS not in app:
-        app[WEBHOOK_LISTENERS] = WebhookListeners()
-    return app[WEBHOOK_LISTENERS]

@@ -21,22 +21,20 @@ import logging
 import uuid
 from typing import Any
 
-from aiohttp import web
 from sqlalchemy import and_, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
-from patchbay.core.appkeys import DB, REGISTRY
 from patchbay.core.connections.models import Connection
 from patchbay.core.awaitables import maybe_await
 from patchbay.core.connections.client import open_client
 from patchbay.core.crm_push.service import schedule_push
 from patchbay.core.jobs.queue import JobContext
-from patchbay.core.leads.service import lead_json, lock_workspace_leads, merge_lead, save_lead
+from patchbay.core.leads.store import lead_json, lock_workspace_leads, merge_lead, save_lead
+from patchbay.core.services import Services
 from patchbay.core.timeutil import utcnow
 from patchbay.core.webhooks.batch import process_batch
 from patchbay.core.webhooks.delivery import create_deliveries
-from patchbay.core.webhooks.listeners import get_listeners
 from patchbay.core.webhooks.models import WebhookEvent
 from patchbay.core.webhooks.protocol import InboundEvent, WebhookHandler
 
@@ -73,7 +71,7 @@ async def process_job(context: JobContext) -> dict[str, Any]:
     event_ids = list(context.payload.get("event_ids", ()))
     final = context.is_last_attempt
     try:
-        left = await process_batch(context.app, event_ids)
+        left = await process_batch(context.services, event_ids)
     except Exception as error:
         if not final and is_transient(error):
             raise TransientProcessingError(f"the batch of {len(event_ids)} events will be retried: {error!r}") from error
@@ -83,7 +81,7 @@ async def process_job(context: JobContext) -> dict[str, Any]:
 
     async def one(event_id: str) -> None:
         async with slots:
-            await process_event(context.app, event_id, retry_transient=not final)
+            await process_event(context.services, event_id, retry_transient=not final)
 
     outcomes = await asyncio.gather(*(one(event_id) for event_id in left), return_exceptions=True)
     transient = [error for error in outcomes if isinstance(error, BaseException)]
@@ -92,25 +90,25 @@ async def process_job(context: JobContext) -> dict[str, Any]:
     return {"processed": len(event_ids), "one_by_one": len(left)}
 
 
-async def process_event(app: web.Application, event_id: str, *, retry_transient: bool = False) -> None:
-    async with app[DB].session() as session:
+async def process_event(services: Services, event_id: str, *, retry_transient: bool = False) -> None:
+    async with services.db.session() as session:
         event = await session.get(WebhookEvent, event_id)
     if event is None:
         return
-    handler = app[REGISTRY].get("webhooks", event.provider)
+    handler = services.registry.get("webhooks", event.provider)
     if event.status == "RECEIVED":
-        async with _failing_on_error(app, event.id, retry_transient):
-            await _process_root(app, handler, event)
-    async with app[DB].session() as session:
+        async with _failing_on_error(services, event.id, retry_transient):
+            await _process_root(services, handler, event)
+    async with services.db.session() as session:
         children = (await session.scalars(select(WebhookEvent).where(WebhookEvent.parent_id == event_id, WebhookEvent.status == "RECEIVED"))).all()
     for child in children:
         item = InboundEvent(type=child.event_type or "unknown", data=child.payload or {}, external_id=child.external_id)
-        async with _failing_on_error(app, child.id, retry_transient):
-            await _process_item(app, handler, child, item)
+        async with _failing_on_error(services, child.id, retry_transient):
+            await _process_item(services, handler, child, item)
 
 
 @contextlib.asynccontextmanager
-async def _failing_on_error(app: web.Application, event_id: str, retry_transient: bool):
+async def _failing_on_error(services: Services, event_id: str, retry_transient: bool):
     try:
         yield
     except Exception as error:
@@ -118,13 +116,13 @@ async def _failing_on_error(app: web.Application, event_id: str, retry_transient
             log.warning("processing inbound event %s met a transient error; it will be retried: %r", event_id, error)
             raise
         log.exception("processing inbound event %s failed", event_id)
-        await _fail(app, event_id, f"processing error: {error!r}"[:2000])
+        await _fail(services, event_id, f"processing error: {error!r}"[:2000])
 
 
-async def _process_root(app: web.Application, handler: WebhookHandler | None, event: WebhookEvent) -> None:
-    earlier = await _earlier_copy(app, event)
+async def _process_root(services: Services, handler: WebhookHandler | None, event: WebhookEvent) -> None:
+    earlier = await _earlier_copy(services, event)
     if handler is None:
-        await _fail(app, event.id, f"no webhook handler is installed for provider {event.provider}")
+        await _fail(services, event.id, f"no webhook handler is installed for provider {event.provider}")
         return
     try:
         payload, parsed = json.loads(event.body or ""), True
@@ -132,32 +130,32 @@ async def _process_root(app: web.Application, handler: WebhookHandler | None, ev
         payload, parsed = None, False
     items = list(await maybe_await(handler.events(payload))) if parsed else []
     if earlier is not None:
-        await _finish_duplicate(app, handler, event, items, earlier.id)
+        await _finish_duplicate(services, handler, event, items, earlier.id)
         return
     if not parsed:
-        await _fail(app, event.id, "the body is not valid JSON")
+        await _fail(services, event.id, "the body is not valid JSON")
         return
     if not items:
-        await _fail(app, event.id, "the body carries no event", payload=payload if isinstance(payload, dict) else {"body": payload})
+        await _fail(services, event.id, "the body carries no event", payload=payload if isinstance(payload, dict) else {"body": payload})
         return
     if len(items) > 1:
-        await _split(app, event, items[1:])
-    await _process_item(app, handler, event, items[0])
+        await _split(services, event, items[1:])
+    await _process_item(services, handler, event, items[0])
 
 
-async def _finish_duplicate(app: web.Application, handler: WebhookHandler, event: WebhookEvent, items: list[InboundEvent], original: str) -> None:
+async def _finish_duplicate(services: Services, handler: WebhookHandler, event: WebhookEvent, items: list[InboundEvent], original: str) -> None:
     """A delivery received before: nothing is created or forwarded; routed (by its first event)
     only so that it shows in the owning workspace's log."""
     values: dict[str, Any] = {}
     if items:
-        connection, _ = await route(app, handler, event, items[0])
+        connection, _ = await route(services, handler, event, items[0])
         values = {"event_type": items[0].type, "payload": dict(items[0].data), "external_id": items[0].external_id}
         if connection is not None:
             values.update(workspace_id=connection.workspace_id, connection_id=connection.id)
-    await _finish_unrouted(app, event.id, "DUPLICATE", f"the same delivery was received before as event {original}", **values)
+    await _finish_unrouted(services, event.id, "DUPLICATE", f"the same delivery was received before as event {original}", **values)
 
 
-async def _earlier_copy(app: web.Application, event: WebhookEvent):
+async def _earlier_copy(services: Services, event: WebhookEvent):
     """The first event received with the same body, if it is not this one."""
     if not event.body_hash:
         return None
@@ -173,11 +171,11 @@ async def _earlier_copy(app: web.Application, event: WebhookEvent):
         .order_by(WebhookEvent.created_at, WebhookEvent.id)
         .limit(1)
     )
-    async with app[DB].session() as session:
+    async with services.db.session() as session:
         return (await session.execute(statement)).first()
 
 
-async def _split(app: web.Application, event: WebhookEvent, items: list[InboundEvent]) -> None:
+async def _split(services: Services, event: WebhookEvent, items: list[InboundEvent]) -> None:
     """Store the body's other events as children (ids derived from the parent: idempotent)."""
     now = utcnow()
     rows = [
@@ -186,14 +184,14 @@ async def _split(app: web.Application, event: WebhookEvent, items: list[InboundE
          "connection_hint": event.connection_hint, "created_at": now, "updated_at": now}
         for index, item in enumerate(items, start=1)
     ]  # fmt: skip
-    insert = postgresql.insert if app[DB].is_postgres else sqlite.insert
-    async with app[DB].transaction() as session:
+    insert = postgresql.insert if services.db.is_postgres else sqlite.insert
+    async with services.db.transaction() as session:
         await session.execute(insert(WebhookEvent).values(rows).on_conflict_do_nothing(index_elements=["id"]))
 
 
-async def route(app: web.Application, handler: WebhookHandler | None, event: WebhookEvent, item: InboundEvent) -> tuple[Connection | None, str]:
+async def route(services: Services, handler: WebhookHandler | None, event: WebhookEvent, item: InboundEvent) -> tuple[Connection | None, str]:
     """The connection (so the workspace) an event belongs to, or ``(None, reason)``."""
-    async with app[DB].session() as session:
+    async with services.db.session() as session:
         if event.connection_hint:
             connection = await session.get(Connection, event.connection_hint)
             if connection is None or connection.provider != event.provider or connection.status not in ROUTABLE_STATUSES:
@@ -218,24 +216,24 @@ async def route(app: web.Application, handler: WebhookHandler | None, event: Web
         return None, f"no connection matches {described}"
 
 
-async def _process_item(app: web.Application, handler: WebhookHandler | None, event: WebhookEvent, item: InboundEvent) -> None:
-    connection, reason = await route(app, handler, event, item)
+async def _process_item(services: Services, handler: WebhookHandler | None, event: WebhookEvent, item: InboundEvent) -> None:
+    connection, reason = await route(services, handler, event, item)
     base = {"event_type": item.type, "payload": dict(item.data), "external_id": item.external_id}
     if connection is None:
-        await _finish_unrouted(app, event.id, "FAILED", reason, **base)
+        await _finish_unrouted(services, event.id, "FAILED", reason, **base)
         return
     workspace_id = connection.workspace_id
     lead_ref = handler.lead_ref(item) if handler is not None else None
     lead_data, lead_error = None, None
-    repeated = await _repeat_of(app, event, workspace_id, item.external_id)
+    repeated = await _repeat_of(services, event, workspace_id, item.external_id)
     if lead_ref and repeated is None:
         try:
-            client = await open_client(app, workspace_id=workspace_id, connection_id=connection.id)
+            client = await open_client(services, workspace_id=workspace_id, connection_id=connection.id)
             lead_data = await maybe_await(handler.fetch_lead(client, item))
         except Exception as error:
             lead_error = f"lead extraction failed: {error}"[:2000]
     try:
-        async with app[DB].transaction() as session:
+        async with services.db.transaction() as session:
             # Claim first: the write takes SQLite's write lock (so the reads below see every
             # committed lead and event) and the row lock on PostgreSQL; a second run finds nothing
             # to claim. The workspace's lead lock serialises concurrent copies of one event.
@@ -249,7 +247,7 @@ async def _process_item(app: web.Application, handler: WebhookHandler | None, ev
                 raise _AlreadyProcessed
             if item.external_id or lead_data is not None:
                 await lock_workspace_leads(session, workspace_id)
-            repeated = await _repeat_of(app, event, workspace_id, item.external_id, session=session)
+            repeated = await _repeat_of(services, event, workspace_id, item.external_id, session=session)
             lead, created = None, False
             if repeated is not None:
                 status, reason = "DUPLICATE", f"the same provider event ({item.external_id}) was received before as event {repeated}"
@@ -274,15 +272,15 @@ async def _process_item(app: web.Application, handler: WebhookHandler | None, ev
             )
             if status != "DUPLICATE":
                 stored = await session.get(WebhookEvent, event.id, populate_existing=True)
-                await create_deliveries(app, session, stored)
-                await get_listeners(app).notify(session, stored)
+                await create_deliveries(services.jobs, session, stored)
+                await services.webhook_listeners.notify(session, stored)
             if created:
-                await schedule_push(app, session, lead)
+                await schedule_push(services, session, lead)
     except _AlreadyProcessed:
         return
 
 
-async def _repeat_of(app: web.Application, event: WebhookEvent, workspace_id: str, external_id: str | None, *, session=None) -> str | None:
+async def _repeat_of(services: Services, event: WebhookEvent, workspace_id: str, external_id: str | None, *, session=None) -> str | None:
     """The id of an earlier event of the workspace with the same provider event id, already
     processed (forwarded or failed): this event is a repeated delivery of it."""
     if not external_id:
@@ -300,12 +298,12 @@ async def _repeat_of(app: web.Application, event: WebhookEvent, workspace_id: st
     )
     if session is not None:
         return await session.scalar(statement)
-    async with app[DB].session() as own:
+    async with services.db.session() as own:
         return await own.scalar(statement)
 
 
-async def _finish_unrouted(app: web.Application, event_id: str, status: str, reason: str, **values: Any) -> None:
-    async with app[DB].transaction() as session:
+async def _finish_unrouted(services: Services, event_id: str, status: str, reason: str, **values: Any) -> None:
+    async with services.db.transaction() as session:
         await session.execute(
             update(WebhookEvent)
             .where(WebhookEvent.id == event_id, WebhookEvent.status == "RECEIVED")
@@ -314,5 +312,5 @@ async def _finish_unrouted(app: web.Application, event_id: str, status: str, rea
         )
 
 
-async def _fail(app: web.Application, event_id: str, reason: str, **values: Any) -> None:
-    await _finish_unrouted(app, event_id, "FAILED", reason, **values)
+async def _fail(services: Services, event_id: str, reason: str, **values: Any) -> None:
+    await _finish_unrouted(services, event_id, "FAILED", reason, **values)

@@ -7,13 +7,12 @@ import logging
 from datetime import timedelta
 from typing import Any
 
-from aiohttp import web
 from sqlalchemy import select
 
-from patchbay.core.appkeys import DB, REGISTRY
 from patchbay.core.connections.models import Connection
 from patchbay.core.awaitables import maybe_await
 from patchbay.core.connections.client import open_client
+from patchbay.core.services import Services
 from patchbay.core.timeutil import utcnow
 from patchbay.core.webhooks.models import WebhookRegistration
 
@@ -32,11 +31,11 @@ def _due(registration: WebhookRegistration | None) -> bool:
     return now - registration.renewed_at >= RENEW_EVERY
 
 
-async def renew_webhook_subscriptions(app: web.Application) -> dict[str, Any]:
-    handlers = {name: handler for name, handler in app[REGISTRY].objects("webhooks").items() if getattr(handler, "supports", lambda _m: False)("renew")}
+async def renew_webhook_subscriptions(services: Services) -> dict[str, Any]:
+    handlers = {name: handler for name, handler in services.registry.objects("webhooks").items() if getattr(handler, "supports", lambda _m: False)("renew")}
     if not handlers:
         return {"renewed": 0, "failed": 0}
-    async with app[DB].session() as session:
+    async with services.db.session() as session:
         connections = (await session.scalars(select(Connection).where(Connection.provider.in_(list(handlers)), Connection.status == "connected"))).all()
         registrations = {r.connection_id: r for r in (await session.scalars(select(WebhookRegistration))).all()}
     renewed = failed = 0
@@ -45,12 +44,12 @@ async def renew_webhook_subscriptions(app: web.Application) -> dict[str, Any]:
             continue
         expires_at, error = None, None
         try:
-            client = await open_client(app, workspace_id=connection.workspace_id, connection_id=connection.id)
+            client = await open_client(services, workspace_id=connection.workspace_id, connection_id=connection.id)
             expires_at = await maybe_await(handlers[connection.provider].renew(client, dict(connection.meta or {})))
         except Exception as exc:
             error = str(exc) or repr(exc)
             log.warning("renewing the webhook subscription of connection %s failed: %s", connection.id, error)
-        async with app[DB].transaction(tenant=connection.workspace_id) as session:
+        async with services.db.transaction(tenant=connection.workspace_id) as session:
             registration = await session.scalar(select(WebhookRegistration).where(WebhookRegistration.connection_id == connection.id))
             if registration is None:
                 registration = WebhookRegistration(connection_id=connection.id, provider=connection.provider)

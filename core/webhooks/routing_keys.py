@@ -12,29 +12,31 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from aiohttp import web
 from sqlalchemy import select
 
-from patchbay.core.appkeys import DB, REGISTRY
 from patchbay.core.connections.models import Connection
-from patchbay.core.http.errors import conflict
+from patchbay.core.errors import Conflict
+from patchbay.core.plugins.registry import Registry
+from patchbay.core.storage.db import Database
 
 #: Connections that receive routed events (as ``processing.ROUTABLE_STATUSES``) hold their keys.
 HOLDING_STATUSES = ("connected", "expired", "invalid")
 
 
-def routing_key_names(app: web.Application, provider: str) -> tuple[str, ...]:
+def routing_key_names(registry: Registry, provider: str) -> tuple[str, ...]:
     """The metadata names that route ``provider``'s inbound events (none without a webhook handler)."""
-    handler = app[REGISTRY].get("webhooks", provider)
+    handler = registry.get("webhooks", provider)
     return tuple(getattr(handler, "routing_metadata_keys", ()) or ())
 
 
-async def ensure_routing_keys_free(app: web.Application, *, workspace_id: str, provider: str, metadata: Mapping[str, Any]) -> None:
-    """409 when ``metadata`` sets a routing key that another workspace's connection holds."""
-    claimed = [(name, str(metadata[name])) for name in routing_key_names(app, provider) if metadata.get(name) not in (None, "")]
+async def ensure_routing_keys_free(
+    db: Database, registry: Registry, *, workspace_id: str, provider: str, metadata: Mapping[str, Any]
+) -> None:
+    """Conflict (409) when ``metadata`` sets a routing key that another workspace's connection holds."""
+    claimed = [(name, str(metadata[name])) for name in routing_key_names(registry, provider) if metadata.get(name) not in (None, "")]
     if not claimed:
         return
-    async with app[DB].session() as session:  # a system session: the holders are other tenants' rows
+    async with db.session() as session:  # a system session: the holders are other tenants' rows
         for name, value in claimed:
             holder = await session.scalar(
                 select(Connection.id)
@@ -43,4 +45,4 @@ async def ensure_routing_keys_free(app: web.Application, *, workspace_id: str, p
                 .limit(1)
             )  # fmt: skip
             if holder is not None:
-                raise conflict(f"Routing key {name}={value} is held by another workspace's {provider} connection")
+                raise Conflict(f"Routing key {name}={value} is held by another workspace's {provider} connection")

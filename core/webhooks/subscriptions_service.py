@@ -1,21 +1,25 @@
-"""Outbound subscriptions: what may be subscribed to, and the queries behind the subscription routes
-(``core.webhooks.subscriptions``).
+"""Outbound subscriptions: what may be subscribed to, and the work behind the subscription routes
+(``core.webhooks.routes_subscriptions``).
 
-Every function runs in the caller's tenant session, so another workspace's subscription is not
-found; one is also not found under another provider than its own. Secrets are given in plain text
-and stored encrypted with the app's ``SecretBox``.
+The functions that take a session run in the caller's tenant session, so another workspace's
+subscription is not found; one is also not found under another provider than its own. Those that
+take the services open the workspace's own transaction around them. Secrets are given in plain
+text and stored encrypted with the services' ``SecretBox``.
 """
 
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from patchbay.core.errors import Invalid, NotFound
+from patchbay.core.outbound import Outbound, UnsafeTarget
 from patchbay.core.plugins.provider import Provider
 from patchbay.core.security.secrets import SecretBox
+from patchbay.core.services import Services
 from patchbay.core.timeutil import utcnow
 from patchbay.core.webhooks.models import WebhookSubscription
 
@@ -31,6 +35,18 @@ def check_events(provider: Provider, events: list[str]) -> list[str]:
             f"Validation failed: {provider.name} sends no webhooks; a subscription to it can receive only connection events ({', '.join(sorted(CONNECTION_EVENTS))})"
         )
     return events
+
+
+def check_url(outbound: Outbound, value: str, field: str) -> str:
+    """``value``, stripped, when the deployment may send to it; Invalid naming ``field`` otherwise."""
+    if not value.strip():
+        raise Invalid(f"Validation failed: {field} must be a URL")
+    try:
+        return outbound.check(value.strip())
+    except UnsafeTarget as error:
+        raise Invalid(f"Validation failed: {field}: {error}") from None
+    except ValueError:  # urlsplit's "Invalid IPv6 URL" ("http://[")
+        raise Invalid(f"Validation failed: {field} must be a URL") from None
 
 
 async def create_subscription(
@@ -105,3 +121,44 @@ async def rotate_secret(
         subscription.previous_secret, subscription.previous_secret_expires_at = None, None
     subscription.secret = box.encrypt(new_secret)
     return subscription
+
+
+# -- in the workspace's own transaction (the routes' entry points) ---------------------------------
+
+
+async def subscribe(
+    services: Services, workspace_id: str, *, provider: str, url: str, events: list[str], long_tail: bool, secret: str | None
+) -> WebhookSubscription:
+    """:func:`create_subscription` in the workspace's transaction."""
+    async with services.db.transaction(tenant=workspace_id) as session:
+        return await create_subscription(session, services.secrets, provider=provider, url=url, events=events, long_tail=long_tail, secret=secret)
+
+
+async def subscriptions_of(services: Services, workspace_id: str, provider: str, *, include_disabled: bool) -> list[WebhookSubscription]:
+    """:func:`list_subscriptions` of the workspace."""
+    async with services.db.session(tenant=workspace_id) as session:
+        return await list_subscriptions(session, provider, include_disabled=include_disabled)
+
+
+async def unsubscribe(services: Services, workspace_id: str, provider: str, subscription_id: str) -> None:
+    """:func:`delete_subscription` in the workspace's transaction."""
+    async with services.db.transaction(tenant=workspace_id) as session:
+        await delete_subscription(session, provider, subscription_id)
+
+
+async def change(services: Services, workspace_id: str, provider: str, subscription_id: str, **changes: Any) -> WebhookSubscription:
+    """:func:`update_subscription` in the workspace's transaction."""
+    async with services.db.transaction(tenant=workspace_id) as session:
+        return await update_subscription(session, provider, subscription_id, **changes)
+
+
+async def rotate(
+    services: Services, workspace_id: str, provider: str, subscription_id: str, *, new_secret: str, overlap_seconds: int | None
+) -> WebhookSubscription:
+    """:func:`rotate_secret` in the workspace's transaction; ``overlap_seconds`` None is the
+    deployment's overlap (``webhooks.secret_overlap_hours``), a negative one Invalid."""
+    overlap = services.settings.webhooks.secret_overlap_hours * 3600 if overlap_seconds is None else overlap_seconds
+    if overlap < 0:
+        raise Invalid("Validation failed: overlapSeconds must be a whole number of seconds")
+    async with services.db.transaction(tenant=workspace_id) as session:
+        return await rotate_secret(session, services.secrets, provider, subscription_id, new_secret=new_secret, overlap_seconds=overlap)

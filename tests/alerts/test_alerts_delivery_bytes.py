@@ -30,7 +30,7 @@ async def _attempt(app, number: int) -> None:
     the queue reads it for every attempt."""
     async with app[DB].session() as session:
         (job,) = (await session.scalars(select(Job).where(Job.kind == "alerts.deliver"))).all()
-    await app[JOBS].kinds[job.kind].handler(JobContext(app, job.id, job.kind, dict(job.payload), number, job.max_attempts, job.workspace_id))
+    await app[JOBS].kinds[job.kind].handler(JobContext(app[SERVICES], job.id, job.kind, dict(job.payload), number, job.max_attempts, job.workspace_id))
 
 
 def _one_body(receiver) -> dict:

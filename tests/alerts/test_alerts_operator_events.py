@@ -144,7 +144,7 @@ async def test_a_job_kind_failing_repeatedly_is_told_once_per_window(aiohttp_cli
     await _fail_jobs(app, "alerts.deliver", ws["workspace_id"], threshold)  # the alerts themselves
     await _fail_jobs(app, "cron:maintenance", None, threshold)  # the deployment's own job
 
-    assert await operator_events.check_job_failures(app) == {"failingKinds": 2, "told": 2}
+    assert await operator_events.check_job_failures(app[SERVICES]) == {"failingKinds": 2, "told": 2}
     await drain(app[SERVICES])
     received = sorted((r["path"], json.loads(r["body"])["details"]["kind"]) for r in receiver.requests)
     assert received == [("/mine", "crm_push.sync"), ("/mine", "cron:maintenance"), ("/other", "cron:maintenance")]
@@ -154,7 +154,7 @@ async def test_a_job_kind_failing_repeatedly_is_told_once_per_window(aiohttp_cli
     assert deployment["workspaceId"] is None and "lastError" not in deployment["details"]
 
     receiver.requests.clear()
-    assert (await operator_events.check_job_failures(app))["told"] == 0
+    assert (await operator_events.check_job_failures(app[SERVICES]))["told"] == 0
     await drain(app[SERVICES])
     assert receiver.requests == []
     async with app[DB].session() as session:

@@ -14,7 +14,6 @@ from patchbay.core.appkeys import DB, SERVICES
 from patchbay.core.flows.models import FlowExecution, FlowTriggerSubscription
 from patchbay.core.flows.triggers import poll_triggers
 from patchbay.core.testing import create_workspace_with_key
-from patchbay.core.webhooks.listeners import get_listeners
 from patchbay.providers.meta.testing import FakeGraph, leadgen_payload, meta_signature
 from patchbay.testing import add_connection
 
@@ -84,7 +83,7 @@ async def test_republishing_neither_drops_nor_doubles_events(flows_client, flows
     app, h, ws = flows_client.server.app, flows_ws["headers"], flows_ws["workspace_id"]
     flow_id = await _flow(flows_client, h, [{"id": "t", "type": "transform", "output": "{{ trigger.n }}"}])
     await flows_client.post(f"/connect/v1/flows/{flow_id}/triggers", json=LEADGEN, headers=h)
-    listener = get_listeners(app)
+    listener = app[SERVICES].webhook_listeners
     events = [_Event(f"evt-{n}", ws, "facebook", "leadgen", {"n": n}) for n in range(40)]
 
     async def deliver(event):

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from sqlalchemy import func, select
 
-from patchbay.core.appkeys import DB, ERASERS
+from patchbay.core.appkeys import DB, ERASERS, SERVICES
 from patchbay.core.compliance.models import DeletionRequest
 from patchbay.core.leads.models import Lead, LeadSync
-from patchbay.core.leads.service import save_lead
+from patchbay.core.leads.store import save_lead
 from patchbay.core.testing import create_workspace_with_key
 from patchbay.core.users.service import create_user
 from patchbay.core.webhooks.delivery import create_deliveries
@@ -50,7 +50,7 @@ async def test_the_lead_leaves_the_stored_bytes_of_the_events_deliveries_too(mak
                              payload={"zeta": "z", "lead": {"email": "ada@example.com"}, "alpha": 2})  # fmt: skip
         session.add(event)
         await session.flush()
-        (delivery,) = await create_deliveries(app, session, event)
+        (delivery,) = await create_deliveries(app[SERVICES].jobs, session, event)
     assert b"ada@example.com" in delivery.body
     async with app[DB].transaction() as session:
         await app[ERASERS]["leads"](session, DeletionRequest(source="user", subject=user.id, confirmation_code="x"))

@@ -8,14 +8,13 @@ import json
 import pytest
 from sqlalchemy import func, select
 
-from patchbay.core.appkeys import DB
+from patchbay.core.appkeys import DB, SERVICES
 from patchbay.core.crm_push.service import retry_failed_syncs
 from patchbay.core.jobs.queue import JobContext
 from patchbay.core.leads.imports import import_job
 from patchbay.core.leads.models import Lead, LeadImport
-from patchbay.core.leads.service import clean_lead, normalize_email, normalize_phone
+from patchbay.core.leads.store import clean_lead, normalize_email, normalize_phone
 from patchbay.core.testing import create_workspace_with_key
-from patchbay.core.webhooks.listeners import get_listeners
 from patchbay.core.webhooks.models import WebhookDelivery, WebhookEvent
 from patchbay.core.webhooks.protocol import LeadData
 from patchbay.providers.hubspot.testing import FakeCrm
@@ -96,7 +95,7 @@ async def test_a_repeated_event_goes_nowhere_and_new_events_about_a_known_person
     async def flow_trigger(session, event):
         triggered.append(event.id)
 
-    get_listeners(app).add(flow_trigger)
+    app[SERVICES].webhook_listeners.add(flow_trigger)
     graph.add_lead("lead-1", email="ada@example.com", phone="+1 415 555 0100", name="Ada Lovelace")
     graph.add_lead("lead-2", email="ADA@example.com ", phone="+1 415 555 0199", name="Ada King", extra={"budget": "10k"})  # same email
     graph.add_lead("lead-3", email="other@example.com", phone="+1 (415) 555-0199")  # the phone lead-2 gave
@@ -159,7 +158,7 @@ async def test_lead_is_pushed_to_the_crm_and_failed_syncs_are_retried_by_cron(le
     assert failed["crmSyncs"][0]["error"] and failed["crmSyncs"][0]["attempts"] == 1
     filtered = await (await client.get("/leads", params={"crmSyncStatus": "failed"}, headers=ws["headers"])).json()
     assert [lead["id"] for lead in filtered["data"]] == [event.lead_id]
-    assert (await retry_failed_syncs(app)) == {"queued": 1}
+    assert (await retry_failed_syncs(app[SERVICES])) == {"queued": 1}
     synced = await helpers.wait_until(lambda: lead_status("synced"))
     assert synced["crmSyncs"][0]["externalId"] == "1000"
     posted = [r for r in crm.requests if r["method"] == "POST"]
@@ -215,7 +214,7 @@ async def test_import_runs_page_by_page_and_resumes_after_a_failure(wh_app, aioh
     assert imported["status"] == "queued" and imported["connectionId"] == connection_id
 
     def context(attempt=1):
-        return JobContext(app, "job", "leads.import", {"import_id": imported["id"]}, attempt, 5, ws["workspace_id"])
+        return JobContext(app[SERVICES], "job", "leads.import", {"import_id": imported["id"]}, attempt, 5, ws["workspace_id"])
 
     await import_job(context())  # page 1 of form-1
     graph.fail_next = [500]
@@ -285,7 +284,7 @@ async def test_concurrent_events_about_one_person_create_one_lead(database_url, 
         ids.append(await send(client, payload))
     from patchbay.core.webhooks.processing import process_job
 
-    await process_job(JobContext(app, "job", "webhooks.process", {"event_ids": ids}, 1, 10, None))
+    await process_job(JobContext(app[SERVICES], "job", "webhooks.process", {"event_ids": ids}, 1, 10, None))
     rows = await helpers.event_rows(app)
     assert sorted(r.status for r in rows) == ["DUPLICATE"] * 3 + ["PROCESSED"] * 2  # one of each event; lead-2 updates the lead
     async with app[DB].session() as session:

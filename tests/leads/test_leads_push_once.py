@@ -54,7 +54,7 @@ async def test_one_push_per_lead_and_destination_whatever_the_concurrency(pg_url
 
         async def schedule_directly():
             async with app[DB].transaction(tenant=workspace_id) as session:
-                return await schedule_push(app, session, await session.get(Lead, lead_id))
+                return await schedule_push(app[SERVICES], session, await session.get(Lead, lead_id))
 
         async def everyone_at_once():
             answers = await asyncio.gather(
@@ -62,7 +62,7 @@ async def test_one_push_per_lead_and_destination_whatever_the_concurrency(pg_url
                 *(client.post(f"/crm/push-batch/{workspace_id}", headers=ws["headers"]) for _ in range(ROUNDS)),
                 *(client.post(f"/crm/push/{lead_id}", headers=ws["headers"]) for _ in range(ROUNDS)),
                 *(client.post(f"/leads/{lead_id}/retry-sync", headers=ws["headers"]) for _ in range(ROUNDS)),
-                *(retry_failed_syncs(app) for _ in range(ROUNDS)),
+                *(retry_failed_syncs(app[SERVICES]) for _ in range(ROUNDS)),
             )
             assert all(a.status < 300 for a in answers if hasattr(a, "status")), [a.status for a in answers if hasattr(a, "status")]
 

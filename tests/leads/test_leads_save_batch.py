@@ -7,7 +7,7 @@ from sqlalchemy import event, select
 
 from patchbay.core.appkeys import DB
 from patchbay.core.leads.models import Lead
-from patchbay.core.leads.service import NewLead, lock_workspace_leads, save_lead, save_leads
+from patchbay.core.leads.store import NewLead, lock_workspace_leads, save_lead, save_leads
 from patchbay.core.testing import create_workspace_with_key
 from patchbay.core.webhooks.protocol import LeadData
 

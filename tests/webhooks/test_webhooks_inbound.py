@@ -9,12 +9,11 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.exc import OperationalError
 
-from patchbay.core.appkeys import DB
+from patchbay.core.appkeys import DB, SERVICES
 from patchbay.core.jobs.models import Job
 from patchbay.core.jobs.queue import JobContext
 from patchbay.core.testing import create_workspace_with_key
 from patchbay.core.timeutil import utcnow
-from patchbay.core.webhooks.listeners import get_listeners
 from patchbay.core.webhooks.models import WebhookDelivery, WebhookEvent
 from patchbay.core.webhooks.processing import TransientProcessingError, process_job
 from patchbay.providers.meta.testing import meta_signature, page_event_payload
@@ -54,6 +53,17 @@ async def test_unsigned_or_wrongly_signed_events_are_refused_and_nothing_is_stor
     assert await helpers.count(app, WebhookEvent) == 0
     async with app[DB].session() as session:
         assert await session.scalar(select(func.count()).select_from(Job).where(Job.kind == "webhooks.process")) == 0
+
+
+async def test_an_event_that_cannot_be_stored_is_503_and_not_acknowledged(wh, helpers):
+    client, app, first, _ = wh
+    await add_connection(app, first["workspace_id"], "facebook", meta={"page_id": "p1"})
+    await app[SERVICES].webhook_ingest.close()  # as when the process is shutting down
+    body, headers = signed(page_event_payload("p1"))
+    response = await client.post("/webhook/facebook", data=body, headers=headers)
+    assert response.status == 503
+    assert (await response.json()) == {"statusCode": 503, "message": "The event could not be stored; retry later"}
+    assert await helpers.count(app, WebhookEvent) == 0
 
 
 async def test_a_signed_event_is_committed_before_the_answer(wh_app, aiohttp_client, helpers):
@@ -181,7 +191,7 @@ async def test_listeners_run_in_the_processing_transaction(wh_app, aiohttp_clien
         seen.append((event.id, event.workspace_id, event.provider, event.event_type, dict(event.payload), event.connection_id))
         assert session.in_transaction()
 
-    get_listeners(app).add(listener)
+    app[SERVICES].webhook_listeners.add(listener)
     client = await aiohttp_client(app)
     from patchbay.core.testing import create_workspace_with_key
 
@@ -199,7 +209,7 @@ async def test_a_failing_listener_rolls_back_and_marks_the_event_failed(wh_app, 
     async def broken(session, event):
         raise ValueError("listener bug")
 
-    get_listeners(app).add(broken)
+    app[SERVICES].webhook_listeners.add(broken)
     client = await aiohttp_client(app)
     from patchbay.core.testing import create_workspace_with_key
 
@@ -242,7 +252,7 @@ async def test_a_database_hiccup_retries_the_event_and_a_bug_fails_it_with_its_r
         if event.payload.get("n") == 2:
             raise ValueError("a listener bug")
 
-    get_listeners(app).add(listener)
+    app[SERVICES].webhook_listeners.add(listener)
     for n in (1, 2):
         body, headers = signed(page_event_payload("page-A", value={"n": n}))
         assert (await client.post("/webhook/facebook", data=body, headers=headers)).status == 200
@@ -272,12 +282,12 @@ async def test_a_transient_error_on_the_last_attempt_fails_the_event(wh_app, aio
     async def listener(session, event):
         raise OperationalError("UPDATE ...", {}, ConnectionResetError("connection lost"))
 
-    get_listeners(app).add(listener)
+    app[SERVICES].webhook_listeners.add(listener)
     body, headers = signed(page_event_payload("page-A", value={"n": 1}))
     event_id = (await (await client.post("/webhook/facebook", data=body, headers=headers)).json())["id"]
     with pytest.raises(TransientProcessingError):
-        await process_job(JobContext(app, "job", "webhooks.process", {"event_ids": [event_id]}, 1, 10, None))
+        await process_job(JobContext(app[SERVICES], "job", "webhooks.process", {"event_ids": [event_id]}, 1, 10, None))
     assert [r.status for r in await helpers.event_rows(app)] == ["RECEIVED"]
-    await process_job(JobContext(app, "job", "webhooks.process", {"event_ids": [event_id]}, 10, 10, None))
+    await process_job(JobContext(app[SERVICES], "job", "webhooks.process", {"event_ids": [event_id]}, 10, 10, None))
     (row,) = await helpers.event_rows(app)
     assert row.status == "FAILED" and "connection lost" in row.reason

@@ -6,10 +6,12 @@ from __future__ import annotations
 import asyncio
 import hashlib
 
+import pytest
 from sqlalchemy import func, select, update
 
 from patchbay.core.appkeys import DB, JOBS
 from patchbay.core.jobs.models import Job
+from patchbay.core.services import build_services
 from patchbay.core.timeutil import new_id, utcnow
 from patchbay.core.webhooks import ingest
 from patchbay.core.webhooks.ingest import IngestWriter
@@ -65,3 +67,16 @@ async def test_receipts_are_held_while_the_backlog_is_over_its_limit(wh_app, dat
     finally:
         await writer.close()
         await app[DB].close()
+
+
+async def test_the_services_open_the_writer_and_close_it_after_committing_what_is_pending(make_settings):
+    """The webhooks domain's ``install`` adds the writer to the services, without a web application:
+    what is submitted while they run is committed, and after they stop nothing more is taken."""
+    services = build_services(make_settings())
+    async with services.running(migrate=False):
+        await services.webhook_ingest.submit(_row(1))
+        async with services.db.session() as session:
+            assert await session.scalar(select(func.count()).select_from(WebhookEvent)) == 1
+            assert await session.scalar(select(func.count()).select_from(Job).where(Job.kind == ingest.PROCESS_JOB)) == 1
+    with pytest.raises(RuntimeError, match="shutting down"):
+        await services.webhook_ingest.submit(_row(2))

@@ -1,17 +1,17 @@
-"""The webhooks' services on both databases, without HTTP: the event log (core/webhooks/event_log.py)
+"""The webhooks' services on both databases, without HTTP: the event log (core/webhooks/events_service.py)
 and the outbound subscriptions (core/webhooks/subscriptions_service.py) answer rows of the session's
 workspace only and refuse with domain errors, which the HTTP layer maps."""
 
 from datetime import timedelta
 
 import pytest
-from aiohttp import web
 
 from patchbay.core.errors import Conflict, Invalid, NotFound
+from patchbay.core.jobs.queue import JobQueue
 from patchbay.core.plugins.provider import Provider
 from patchbay.core.security.secrets import SecretBox
 from patchbay.core.timeutil import utcnow
-from patchbay.core.webhooks import event_log
+from patchbay.core.webhooks import events_service as event_log
 from patchbay.core.webhooks import subscriptions_service as service
 from patchbay.core.webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEvent
 from patchbay.core.workspaces.service import create_workspace
@@ -94,15 +94,15 @@ async def test_deliveries_come_with_their_attempts_in_order(db):
 async def test_redelivery_refuses_with_domain_errors(db):
     (ws,) = await workspaces(db, "One")
     received, processed = await add(db, ws, WebhookEvent(provider="meta", status="RECEIVED"), WebhookEvent(provider="meta", status="PROCESSED"))
-    app = web.Application()  # no delivery is created, so nothing is queued
+    jobs = JobQueue(db)  # no delivery is created, so nothing is queued
     async with db.transaction(tenant=ws) as session:
         with pytest.raises(NotFound, match="^Event not found$"):
-            await event_log.redeliver(app, session, "nope", subscription_id=None)
+            await event_log.redeliver(jobs, session, "nope", subscription_id=None)
         with pytest.raises(Conflict, match="^The event has not been processed yet$"):
-            await event_log.redeliver(app, session, received, subscription_id=None)
+            await event_log.redeliver(jobs, session, received, subscription_id=None)
         with pytest.raises(NotFound, match="^Subscription not found or not active$"):
-            await event_log.redeliver(app, session, processed, subscription_id="nope")
-        event, deliveries = await event_log.redeliver(app, session, processed, subscription_id=None)
+            await event_log.redeliver(jobs, session, processed, subscription_id="nope")
+        event, deliveries = await event_log.redeliver(jobs, session, processed, subscription_id=None)
         assert (event.id, deliveries) == (processed, [])
 
 

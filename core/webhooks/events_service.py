@@ -1,20 +1,22 @@
-"""The queries behind the event log routes (``core.webhooks.events``): a workspace's inbound
+"""The queries behind the event log routes (``core.webhooks.routes_events``): a workspace's inbound
 events, their deliveries with every attempt, and manual redelivery.
 
-Every function runs in the caller's tenant session, so another workspace's rows are not found.
+The functions that take a session run in the caller's tenant session, so another workspace's rows
+are not found; those that take the services open the workspace's own session around them.
 """
 
 from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from aiohttp import web
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from patchbay.core.errors import Conflict, NotFound
+from patchbay.core.errors import Conflict, Invalid, NotFound
+from patchbay.core.jobs.queue import JobQueue
+from patchbay.core.services import Services
 from patchbay.core.webhooks.delivery import create_deliveries
-from patchbay.core.webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEvent
+from patchbay.core.webhooks.models import EVENT_STATUSES, WebhookAttempt, WebhookDelivery, WebhookEvent
 
 T = TypeVar("T")
 
@@ -79,7 +81,7 @@ async def attempts_by_delivery(session: AsyncSession, delivery_ids: list[str]) -
     return found
 
 
-async def redeliver(app: web.Application, session: AsyncSession, event_id: str, *, subscription_id: str | None) -> tuple[WebhookEvent, list[WebhookDelivery]]:
+async def redeliver(jobs: JobQueue, session: AsyncSession, event_id: str, *, subscription_id: str | None) -> tuple[WebhookEvent, list[WebhookDelivery]]:
     """Queue the event again to its matching active subscriptions (or to ``subscription_id`` only),
     as manual deliveries sending the bytes of the event's first delivery (under the same id), or the
     event serialized now when it had none. NotFound for an unknown event, or when
@@ -90,7 +92,64 @@ async def redeliver(app: web.Application, session: AsyncSession, event_id: str, 
         raise Conflict("The event has not been processed yet")
     sent = select(WebhookDelivery.body).where(WebhookDelivery.event_id == event.id, WebhookDelivery.body.is_not(None))
     body = await session.scalar(sent.order_by(WebhookDelivery.created_at).limit(1))
-    deliveries = await create_deliveries(app, session, event, subscription_id=subscription_id, manual=True, body=body)
+    deliveries = await create_deliveries(jobs, session, event, subscription_id=subscription_id, manual=True, body=body)
     if subscription_id is not None and not deliveries:
         raise NotFound("Subscription not found or not active")
     return event, deliveries
+
+
+# -- in the workspace's own session (the routes' entry points) -------------------------------------
+
+Attempts = dict[str, list[WebhookAttempt]]
+
+
+def event_status(value: str | None) -> str | None:
+    """The ``status`` filter of the event log in its canonical case (either case is accepted);
+    Invalid when it is not an event status."""
+    if value is None:
+        return None
+    status = value.upper()
+    if status not in EVENT_STATUSES:
+        raise Invalid(f"Query parameter 'status' must be one of {', '.join(EVENT_STATUSES)}")
+    return status
+
+
+async def events_of(
+    services: Services, workspace_id: str, *, provider: str | None, event_type: str | None, status: str | None, page: int, limit: int
+) -> tuple[list[WebhookEvent], int]:
+    """:func:`event_page` of the workspace; ``status`` in either case (:func:`event_status`)."""
+    status = event_status(status)
+    async with services.db.session(tenant=workspace_id) as session:
+        return await event_page(session, provider=provider, event_type=event_type, status=status, page=page, limit=limit)
+
+
+async def event_with_deliveries(services: Services, workspace_id: str, event_id: str) -> tuple[WebhookEvent, list[WebhookDelivery], Attempts]:
+    """The workspace's event, its deliveries (oldest first) and their attempts; NotFound."""
+    async with services.db.session(tenant=workspace_id) as session:
+        event = await get_event(session, event_id)
+        deliveries = await deliveries_of(session, event.id)
+        return event, deliveries, await attempts_by_delivery(session, [d.id for d in deliveries])
+
+
+async def deliveries_with_attempts(
+    services: Services, workspace_id: str, *, event_id: str | None, subscription_id: str | None, status: str | None, page: int, limit: int
+) -> tuple[list[WebhookDelivery], int, Attempts]:
+    """:func:`delivery_page` of the workspace, with the attempts of the page's deliveries."""
+    async with services.db.session(tenant=workspace_id) as session:
+        rows, total = await delivery_page(session, event_id=event_id, subscription_id=subscription_id, status=status, page=page, limit=limit)
+        return rows, total, await attempts_by_delivery(session, [d.id for d in rows])
+
+
+async def delivery_with_attempts(services: Services, workspace_id: str, delivery_id: str) -> tuple[WebhookDelivery, list[WebhookAttempt]]:
+    """The workspace's delivery and its attempts, oldest first; NotFound."""
+    async with services.db.session(tenant=workspace_id) as session:
+        delivery = await get_delivery(session, delivery_id)
+        return delivery, (await attempts_by_delivery(session, [delivery.id]))[delivery.id]
+
+
+async def redeliver_event(
+    services: Services, workspace_id: str, event_id: str, *, subscription_id: str | None
+) -> tuple[WebhookEvent, list[WebhookDelivery]]:
+    """:func:`redeliver` in the workspace's transaction."""
+    async with services.db.transaction(tenant=workspace_id) as session:
+        return await redeliver(services.jobs, session, event_id, subscription_id=subscription_id)

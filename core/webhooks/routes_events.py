@@ -13,17 +13,15 @@ from typing import Any
 
 from aiohttp import web
 
-from patchbay.core.appkeys import DB
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.http.bodies import page_envelope, page_params
-from patchbay.core.http.errors import bad_request
 from patchbay.core.http.openapi import PAGE_QUERY, accepts, query
 from patchbay.core.http.responses import reply, returns
 from patchbay.core.security.auth import principal_of, requires
 from patchbay.core.timeutil import iso
-from patchbay.core.webhooks import event_log
-from patchbay.core.webhooks.api_models import (
-    Redelivered, RedeliverDto, WebhookDeliveryPage, WebhookDeliveryWithAttempts, WebhookEventDetail, WebhookEventPage, read_dto,
-)  # fmt: skip
+from patchbay.core.webhooks import events_service as service
+from patchbay.core.webhooks.api_models import Redelivered, RedeliverDto, WebhookDeliveryPage, WebhookDeliveryWithAttempts, WebhookEventDetail, WebhookEventPage
+from patchbay.core.webhooks.routes_subscriptions import read_dto
 from patchbay.core.webhooks.models import DELIVERY_STATUSES, EVENT_STATUSES, WebhookAttempt, WebhookDelivery, WebhookEvent
 
 routes = web.RouteTableDef()
@@ -93,13 +91,10 @@ def _filter(request: web.Request, name: str) -> str | None:
 async def list_events(request: web.Request) -> web.Response:
     """The workspace's inbound events, newest first."""
     page, limit = page_params(request)
-    provider, event_type, status = _filter(request, "provider"), _filter(request, "eventType"), _filter(request, "status")
-    if status is not None:
-        status = status.upper()
-        if status not in EVENT_STATUSES:
-            raise bad_request(f"Query parameter 'status' must be one of {', '.join(EVENT_STATUSES)}")
-    async with request.app[DB].session(tenant=principal_of(request).workspace_id) as session:
-        rows, total = await event_log.event_page(session, provider=provider, event_type=event_type, status=status, page=page, limit=limit)
+    rows, total = await service.events_of(
+        request.app[SERVICES], principal_of(request).workspace_id,
+        provider=_filter(request, "provider"), event_type=_filter(request, "eventType"), status=_filter(request, "status"), page=page, limit=limit,
+    )
     return reply(request, page_envelope([event_json(row) for row in rows], page, limit, total))
 
 
@@ -108,10 +103,7 @@ async def list_events(request: web.Request) -> web.Response:
 @requires("webhooks.view")
 async def get_event(request: web.Request) -> web.Response:
     """One inbound event with its deliveries and their attempts."""
-    async with request.app[DB].session(tenant=principal_of(request).workspace_id) as session:
-        event = await event_log.get_event(session, request.match_info["id"])
-        deliveries = await event_log.deliveries_of(session, event.id)
-        attempts = await event_log.attempts_by_delivery(session, [d.id for d in deliveries])
+    event, deliveries, attempts = await service.event_with_deliveries(request.app[SERVICES], principal_of(request).workspace_id, request.match_info["id"])
     return reply(request, {**event_json(event), "deliveries": [delivery_json(d, attempts[d.id]) for d in deliveries]})
 
 
@@ -125,8 +117,7 @@ async def redeliver(request: web.Request) -> web.Response:
     409 while the event is not processed yet; 404 when ``subscriptionId`` names no active
     subscription of the workspace."""
     subscription_id = (await read_dto(request, RedeliverDto, optional=True)).subscriptionId
-    async with request.app[DB].transaction(tenant=principal_of(request).workspace_id) as session:
-        event, deliveries = await event_log.redeliver(request.app, session, request.match_info["id"], subscription_id=subscription_id)
+    event, deliveries = await service.redeliver_event(request.app[SERVICES], principal_of(request).workspace_id, request.match_info["id"], subscription_id=subscription_id)
     return reply(request, {"eventId": event.id, "deliveries": [delivery_json(d) for d in deliveries]}, status=201)
 
 
@@ -137,10 +128,10 @@ async def redeliver(request: web.Request) -> web.Response:
 async def list_deliveries(request: web.Request) -> web.Response:
     """Deliveries of the workspace, newest first, with their attempts."""
     page, limit = page_params(request)
-    event_id, subscription_id, status = _filter(request, "eventId"), _filter(request, "subscriptionId"), _filter(request, "status")
-    async with request.app[DB].session(tenant=principal_of(request).workspace_id) as session:
-        rows, total = await event_log.delivery_page(session, event_id=event_id, subscription_id=subscription_id, status=status, page=page, limit=limit)
-        attempts = await event_log.attempts_by_delivery(session, [d.id for d in rows])
+    rows, total, attempts = await service.deliveries_with_attempts(
+        request.app[SERVICES], principal_of(request).workspace_id,
+        event_id=_filter(request, "eventId"), subscription_id=_filter(request, "subscriptionId"), status=_filter(request, "status"), page=page, limit=limit,
+    )
     return reply(request, page_envelope([delivery_json(d, attempts[d.id]) for d in rows], page, limit, total))
 
 
@@ -149,7 +140,5 @@ async def list_deliveries(request: web.Request) -> web.Response:
 @requires("webhooks.view")
 async def get_delivery(request: web.Request) -> web.Response:
     """One delivery with every attempt (status, duration, response excerpt)."""
-    async with request.app[DB].session(tenant=principal_of(request).workspace_id) as session:
-        delivery = await event_log.get_delivery(session, request.match_info["id"])
-        attempts = await event_log.attempts_by_delivery(session, [delivery.id])
-    return reply(request, delivery_json(delivery, attempts[delivery.id]))
+    delivery, attempts = await service.delivery_with_attempts(request.app[SERVICES], principal_of(request).workspace_id, request.match_info["id"])
+    return reply(request, delivery_json(delivery, attempts))

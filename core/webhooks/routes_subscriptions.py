@@ -8,28 +8,41 @@ beside the new one, for an overlap).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from aiohttp import web
 
-from patchbay.core.appkeys import DB, OUTBOUND, REGISTRY, SECRETS, SETTINGS
+from patchbay.core.appkeys import SERVICES
+from patchbay.core.http.bodies import read_object, structure
 from patchbay.core.http.errors import bad_request
 from patchbay.core.http.openapi import accepts, query
 from patchbay.core.http.providers import get_provider
 from patchbay.core.http.responses import reply, returns
-from patchbay.core.outbound import UnsafeTarget
 from patchbay.core.plugins.provider import Provider
 from patchbay.core.security.auth import principal_of, requires
 from patchbay.core.timeutil import iso
 from patchbay.core.webhooks import subscriptions_service as service
 from patchbay.core.webhooks.api_models import (
     RotatedSubscription, RotateSecretDto, SubscribeDto, SubscriptionDeleted, UpdateSubscriptionDto, WebhookSubscriptionOut, check_secret,
-    event_types, read_dto,
+    event_types,
 )  # fmt: skip
 from patchbay.core.webhooks.models import WebhookSubscription
 from patchbay.core.webhooks.signing import generate_secret
 
 routes = web.RouteTableDef()
+T = TypeVar("T")
+
+
+async def read_dto(request: web.Request, model: type[T], *, optional: bool = False) -> T:
+    """The body as ``model`` (400 naming a field of the wrong type); ``optional``: no body at all
+    is the model's defaults. ``events`` that is not a list is refused here: cattrs would read a
+    string as the list of its characters."""
+    if optional and not (await request.read()).strip():
+        return model()
+    body = await read_object(request)
+    if body.get("events") is not None and not isinstance(body["events"], list):
+        raise bad_request("Validation failed: events must be a list of event types")
+    return structure(body, model)
 
 
 def subscription_json(subscription: WebhookSubscription) -> dict[str, Any]:
@@ -51,23 +64,13 @@ def subscription_json(subscription: WebhookSubscription) -> dict[str, Any]:
     }
 
 
-def _url(request: web.Request, value: str, field: str) -> str:
-    if not value.strip():
-        raise bad_request(f"Validation failed: {field} must be a URL")
-    try:
-        return request.app[OUTBOUND].check(value.strip())
-    except UnsafeTarget as error:
-        raise bad_request(f"Validation failed: {field}: {error}") from None
-    except ValueError:  # urlsplit's "Invalid IPv6 URL" ("http://[")
-        raise bad_request(f"Validation failed: {field} must be a URL") from None
-
-
 def _callback_url(request: web.Request, dto: SubscribeDto | UpdateSubscriptionDto) -> str | None:
     """The checked URL of either field set (``url`` first), or None when neither is given."""
+    outbound = request.app[SERVICES].outbound
     if dto.url is not None:
-        return _url(request, dto.url, "url")
+        return service.check_url(outbound, dto.url, "url")
     if dto.callbackUrl is not None:
-        return _url(request, dto.callbackUrl, "callbackUrl")
+        return service.check_url(outbound, dto.callbackUrl, "callbackUrl")
     return None
 
 
@@ -86,17 +89,17 @@ async def subscribe(request: web.Request) -> web.Response:
     A provider that sends no webhooks takes subscriptions to the connection events only
     (``connection.created``, ``connection.reconnected``, ``connection.failed``,
     ``connection.removed``)."""
-    provider = get_provider(request.app[REGISTRY], request.match_info["type"])
+    services = request.app[SERVICES]
+    provider = get_provider(services.registry, request.match_info["type"])
     dto = await read_dto(request, SubscribeDto)
     url = _callback_url(request, dto)
     if url is None:
         raise bad_request("Validation failed: url (or callbackUrl) is required")
     events = _events(provider, dto)
     secret = check_secret(dto.callbackSecret)
-    async with request.app[DB].transaction(tenant=principal_of(request).workspace_id) as session:
-        subscription = await service.create_subscription(
-            session, request.app[SECRETS], provider=provider.name, url=url, events=events, long_tail=dto.longTailRetries or False, secret=secret
-        )  # fmt: skip
+    subscription = await service.subscribe(
+        services, principal_of(request).workspace_id, provider=provider.name, url=url, events=events, long_tail=dto.longTailRetries or False, secret=secret
+    )
     return reply(request, subscription_json(subscription), status=201)
 
 
@@ -106,9 +109,9 @@ async def subscribe(request: web.Request) -> web.Response:
 @requires("webhooks.view")
 async def list_subscriptions(request: web.Request) -> web.Response:
     """The active subscriptions to a provider's events (``?all=true``: disabled ones too)."""
-    get_provider(request.app[REGISTRY], request.match_info["type"])
-    async with request.app[DB].session(tenant=principal_of(request).workspace_id) as session:
-        rows = await service.list_subscriptions(session, request.match_info["type"], include_disabled=request.query.get("all") == "true")
+    services = request.app[SERVICES]
+    get_provider(services.registry, request.match_info["type"])
+    rows = await service.subscriptions_of(services, principal_of(request).workspace_id, request.match_info["type"], include_disabled=request.query.get("all") == "true")
     return reply(request, [subscription_json(row) for row in rows])
 
 
@@ -117,8 +120,7 @@ async def list_subscriptions(request: web.Request) -> web.Response:
 @requires("webhooks.write")
 async def unsubscribe(request: web.Request) -> web.Response:
     """Delete a subscription; its pending deliveries stop."""
-    async with request.app[DB].transaction(tenant=principal_of(request).workspace_id) as session:
-        await service.delete_subscription(session, request.match_info["type"], request.match_info["id"])
+    await service.unsubscribe(request.app[SERVICES], principal_of(request).workspace_id, request.match_info["type"], request.match_info["id"])
     return reply(request, {"success": True})
 
 
@@ -130,12 +132,13 @@ async def update_subscription(request: web.Request) -> web.Response:
     """Change a subscription: isActive (re-enable), url, events, longTailRetries."""
     dto = await read_dto(request, UpdateSubscriptionDto)
     url = _callback_url(request, dto)
-    provider = get_provider(request.app[REGISTRY], request.match_info["type"])
+    services = request.app[SERVICES]
+    provider = get_provider(services.registry, request.match_info["type"])
     events = _events(provider, dto) if dto.events is not None or dto.eventType is not None else None
-    async with request.app[DB].transaction(tenant=principal_of(request).workspace_id) as session:
-        subscription = await service.update_subscription(
-            session, request.match_info["type"], request.match_info["id"], url=url, events=events, long_tail=dto.longTailRetries, is_active=dto.isActive
-        )  # fmt: skip
+    subscription = await service.change(
+        services, principal_of(request).workspace_id, request.match_info["type"], request.match_info["id"],
+        url=url, events=events, long_tail=dto.longTailRetries, is_active=dto.isActive,
+    )
     return reply(request, subscription_json(subscription))
 
 
@@ -149,11 +152,8 @@ async def rotate_secret(request: web.Request) -> web.Response:
     The new secret (generated when the body names none) is in the answer, this once."""
     dto = await read_dto(request, RotateSecretDto, optional=True)
     new_secret = check_secret(dto.callbackSecret) or generate_secret()
-    overlap = request.app[SETTINGS].webhooks.secret_overlap_hours * 3600 if dto.overlapSeconds is None else dto.overlapSeconds
-    if overlap < 0:
-        raise bad_request("Validation failed: overlapSeconds must be a whole number of seconds")
-    async with request.app[DB].transaction(tenant=principal_of(request).workspace_id) as session:
-        subscription = await service.rotate_secret(
-            session, request.app[SECRETS], request.match_info["type"], request.match_info["id"], new_secret=new_secret, overlap_seconds=overlap
-        )  # fmt: skip
+    subscription = await service.rotate(
+        request.app[SERVICES], principal_of(request).workspace_id, request.match_info["type"], request.match_info["id"],
+        new_secret=new_secret, overlap_seconds=dto.overlapSeconds,
+    )
     return reply(request, {**subscription_json(subscription), "callbackSecret": new_secret}, status=201)
