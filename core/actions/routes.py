@@ -10,7 +10,7 @@ from aiohttp import web
 
 from patchbay.core.actions.api_models import ActionList, ActionOption, ActionResult, CatalogEntry, ExecuteDto, FieldOptions, ProviderActionDto
 from patchbay.core.actions.service import ActionFailed, action_json, catalog, field_options, only_connection, run_action
-from patchbay.core.appkeys import REGISTRY
+from patchbay.core.appkeys import REGISTRY, SERVICES
 from patchbay.core.http.bodies import read_body, read_object, structure
 from patchbay.core.http.errors import ApiError, bad_request
 from patchbay.core.http.openapi import accepts, query
@@ -29,7 +29,7 @@ async def _run(request: web.Request, *, connection_id: str | None, action: str, 
     if not connection_id:
         raise bad_request("connectionId is required")
     try:
-        result = await run_action(request.app, workspace_id=principal_of(request).workspace_id, connection_id=connection_id,
+        result = await run_action(request.app[SERVICES], workspace_id=principal_of(request).workspace_id, connection_id=connection_id,
                                   action_name=action, inputs=inputs, provider=provider)  # fmt: skip
     except ActionFailed as error:
         raise _failed(error) from None
@@ -115,7 +115,7 @@ async def registry_field_options(request: web.Request) -> web.Response:
     if not connection_id:
         raise bad_request("Query parameter 'connectionId' is required")
     try:
-        options = await field_options(request.app, workspace_id=principal_of(request).workspace_id, action_id=request.match_info["actionId"],
+        options = await field_options(request.app[SERVICES], workspace_id=principal_of(request).workspace_id, action_id=request.match_info["actionId"],
                                       field=request.match_info["fieldKey"], connection_id=connection_id)  # fmt: skip
     except ActionFailed as error:
         raise _failed(error) from None

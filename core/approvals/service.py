@@ -29,7 +29,7 @@ from aiohttp import web
 from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from patchbay.core.appkeys import DB, REGISTRY, SECRETS
+from patchbay.core.appkeys import DB, REGISTRY, SECRETS, SERVICES
 from patchbay.core.approvals.models import ApprovalPolicy, ApprovalRequest
 from patchbay.core.billing.limits import app_of
 from patchbay.core.connections import service as connections
@@ -220,7 +220,7 @@ async def approve(app: web.Application, *, workspace_id: str, request_id: str, p
         try:
             stored = json.loads(app[SECRETS].decrypt(request.credentials or "null")) or {}
             connection = await connections.connect_with_api_key(
-                app, workspace_id=workspace_id, provider_name=request.provider, credentials=stored.get("credentials") or {},
+                app[SERVICES], workspace_id=workspace_id, provider_name=request.provider, credentials=stored.get("credentials") or {},
                 metadata=dict(request.meta or {}), params=stored.get("params") or {}, end_user_id=stored.get("endUserId"),
             )  # fmt: skip
             connection_id = connection.id

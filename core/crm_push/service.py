@@ -16,7 +16,7 @@ from sqlalchemy import and_, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from patchbay.core.appkeys import DB, JOBS, REGISTRY, SETTINGS
+from patchbay.core.appkeys import DB, JOBS, REGISTRY, SERVICES, SETTINGS
 from patchbay.core.awaitables import maybe_await
 from patchbay.core.connections.client import open_client
 from patchbay.core.connections.models import Connection
@@ -183,7 +183,7 @@ async def test_destinations(app: web.Application, workspace_id: str) -> list[dic
         destination = app[REGISTRY].get("crm_destinations", connection.provider)
         result: dict[str, Any] = {"connectionId": connection.id, "provider": connection.provider, "ok": True, "error": None}
         try:
-            client = await open_client(app, workspace_id=workspace_id, connection_id=connection.id)
+            client = await open_client(app[SERVICES], workspace_id=workspace_id, connection_id=connection.id)
             detail = await maybe_await(destination.test(client))
             if detail not in (None, True):
                 result["detail"] = detail

@@ -9,7 +9,7 @@ from aiohttp import web
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
-from patchbay.core.appkeys import DB, FLOW_RUNNER, JOBS, REGISTRY
+from patchbay.core.appkeys import DB, FLOW_RUNNER, JOBS, REGISTRY, SERVICES
 from patchbay.core.flows import engine, service
 from patchbay.core.flows.api_models import (
     ActionOptions, CreateFlowDto, ExecutionWithSteps, FlowDeleted, FlowOut, FlowPage, FlowVersionOut, FlowVersionWithSteps, Published,
@@ -266,7 +266,7 @@ async def test_flow(request: web.Request) -> web.Response:
     async with request.app[DB].session(tenant=workspace_id) as session:
         flow = await service.get_flow(session, request.match_info["flowId"])
     steps = _steps(request, flow.steps)
-    execution_id = await engine.run_test(request.app, workspace_id=workspace_id, flow_id=flow.id, steps=steps, payload=payload)
+    execution_id = await engine.run_test(request.app[SERVICES], workspace_id=workspace_id, flow_id=flow.id, steps=steps, payload=payload)
     async with request.app[DB].session(tenant=workspace_id) as session:
         execution = await session.get(FlowExecution, execution_id)
         steps_rows = await service.execution_steps(session, execution_id)

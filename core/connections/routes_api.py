@@ -7,8 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from aiohttp import web
 
-from patchbay.core.appkeys import DB
-from patchbay.core.approvals.service import require_ungated_or_approver
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.connections import service
 from patchbay.core.connections.api_models import AccessToken, ImportConnectionDto, ImportedConnection, refuse_control_characters
 from patchbay.core.http.bodies import read_body
@@ -55,10 +54,10 @@ async def import_connection(request: web.Request) -> web.Response:
     if not dto.credentials.accessToken:
         raise bad_request("Validation failed: credentials.accessToken is required")
     refuse_control_characters(accessToken=dto.credentials.accessToken)
-    async with request.app[DB].session(tenant=principal.workspace_id) as session:
-        await require_ungated_or_approver(session, workspace_id=principal.workspace_id, provider=dto.providerType, principal=principal)
+    services = request.app[SERVICES]
+    await service.require_import_allowed(services, workspace_id=principal.workspace_id, provider=dto.providerType, principal=principal)
     row = await service.import_tokens(
-        request.app, workspace_id=principal.workspace_id, provider_name=dto.providerType, access_token=dto.credentials.accessToken,
+        services, workspace_id=principal.workspace_id, provider_name=dto.providerType, access_token=dto.credentials.accessToken,
         refresh_token=dto.credentials.refreshToken, expires_at=_expires_at(dto.credentials.expiresAt), metadata=dto.metadata or {},
         params=dto.params or {}, scopes=dto.credentials.scopes or dto.scopes or [],
     )  # fmt: skip
@@ -72,7 +71,7 @@ async def connection_token(request: web.Request) -> web.Response:
     """A decrypted access token of the connection that is valid now (refreshed first when it is
     expired or expires within a minute): ``{accessToken, tokenType, expiresAt, connectionId}``."""
     principal = principal_of(request)
-    state = await service.fresh_token(request.app, workspace_id=principal.workspace_id, connection_id=request.match_info["connectionId"])
+    state = await service.fresh_token(request.app[SERVICES], workspace_id=principal.workspace_id, connection_id=request.match_info["connectionId"])
     return reply(
         request,
         {"connectionId": state.id, "provider": state.provider, "accessToken": state.access_token,
