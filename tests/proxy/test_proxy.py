@@ -11,8 +11,7 @@ import pytest
 
 from patchbay.core.appkeys import DB, SERVICES
 from patchbay.core.connections.client import client_for_provider, open_client
-from patchbay.core.errors import NotFound
-from patchbay.core.http.errors import ApiError
+from patchbay.core.errors import Invalid, NotFound
 from patchbay.core.testing import create_workspace_with_key
 
 KEY = "fake-api-key-123"  # FakeProvider.API_KEY
@@ -136,14 +135,14 @@ async def test_connection_client_for_plugins(api, ws, fake):
     assert compressed.json() == {"compressed": True}, "the client decompresses what the proxy passes through as is"
     absolute = await client.get(f"{fake.base}/api/abs")
     assert absolute.json()["path"] == "/abs"
-    with pytest.raises(ApiError):
+    with pytest.raises(Invalid, match="must stay on the provider's API host"):
         await client.get("https://elsewhere.example/api/abs")
     same = await client_for_provider(app[SERVICES], workspace_id=ws["workspace_id"], provider_name="fakekey")
     assert same.connection_id == connection_id
     other = await create_workspace_with_key(app, name="Other")
     with pytest.raises(NotFound, match=f"Connection not found: {connection_id}"):  # answered 404 by the one mapping
         await open_client(app[SERVICES], workspace_id=other["workspace_id"], connection_id=connection_id)
-    with pytest.raises(ApiError):
+    with pytest.raises(NotFound, match="No active fakekey connection"):
         await client_for_provider(app[SERVICES], workspace_id=other["workspace_id"], provider_name="fakekey")
     await asyncio.sleep(0)
 
