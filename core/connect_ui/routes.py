@@ -6,13 +6,24 @@ from aiohttp import web
 
 from patchbay.core.appkeys import SERVICES
 from patchbay.core.connect_ui import service
-from patchbay.core.connect_ui.api_models import ConnectSessionOut, ConnectSessionOutPage, CreateConnectSessionDto, CreatedConnectSession, read_session_request
-from patchbay.core.http.bodies import page_params
+from patchbay.core.connect_ui.api_models import ALLOWED_PROVIDERS_ERROR, ConnectSessionOut, ConnectSessionOutPage, CreateConnectSessionDto, CreatedConnectSession
+from patchbay.core.errors import Invalid
+from patchbay.core.http.bodies import page_params, read_object, structure
 from patchbay.core.http.openapi import PAGE_QUERY, accepts, query
 from patchbay.core.http.responses import reply, returns
 from patchbay.core.security.auth import principal_of, requires
 
 routes = web.RouteTableDef()
+
+
+async def read_session_request(request: web.Request) -> CreateConnectSessionDto:
+    """The body as :class:`CreateConnectSessionDto` (400 naming a field of the wrong type).
+    ``allowedProviders`` that is not a list is refused here: cattrs would read a string as the list
+    of its characters."""
+    body = await read_object(request)
+    if body.get("allowedProviders") is not None and not isinstance(body["allowedProviders"], list):
+        raise Invalid(f"Validation failed: {ALLOWED_PROVIDERS_ERROR}")
+    return structure(body, CreateConnectSessionDto)
 
 
 @routes.post("/connect/v1/connect-sessions")

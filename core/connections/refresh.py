@@ -157,7 +157,6 @@ async def _refresh_holding_lease(services: Services, state: ConnectionState) -> 
     if provider is None:
         raise RefreshFailed(f"provider {state.provider} is not installed")
     oauth_app = await oauth_app_for(services, workspace_id=state.workspace_id, provider=state.provider, source=state.oauth_app, credentials=state.credentials)
-    rt.refresh_calls += 1
     try:
         ctx = auth_context(services, provider, oauth_app, state.params)
         tokens = await auth_for(services.registry, provider.name).refresh(ctx, state.credentials)

@@ -16,7 +16,7 @@ from patchbay.core.connections.api_models import (
     HealthCheck, HealthReport, PendingApproval, ProviderStatus, UpdateConnectionDto, refuse_control_characters,
 )  # fmt: skip
 from patchbay.core.http.bodies import page_params, query_int, read_object, structure
-from patchbay.core.http.errors import bad_request
+from patchbay.core.errors import Invalid
 from patchbay.core.http.openapi import PAGE_QUERY, accepts, query
 from patchbay.core.http.responses import reply, returns
 from patchbay.core.security.auth import principal_of, requires
@@ -47,13 +47,13 @@ async def connect(request: web.Request) -> web.Response:
     body = await read_object(request)
     dto = structure(body, ConnectDto)
     if dto.credentials is None and provider.auth_mode != "none":
-        raise bad_request("Validation failed: credentials is required (an object with apiKey)")
+        raise Invalid("Validation failed: credentials is required (an object with apiKey)")
     if dto.credentials is not None:
         refuse_control_characters(apiKey=dto.credentials.apiKey, apiSecret=dto.credentials.apiSecret)
     credentials = {key: value for key, value in asdict(dto.credentials or ApiKeyCredentials()).items() if value is not None}
     metadata, params = dto.metadata or {}, dto.params or {}
     if provider.auth_mode == "oauth2":
-        raise bad_request(f"{provider.display_name} connects with OAuth: use GET /auth/{provider.name}/login")
+        raise Invalid(f"{provider.display_name} connects with OAuth: use GET /auth/{provider.name}/login")
     approval_id = await service.connect_approval(services, workspace_id=principal.workspace_id, provider=provider.name, principal=principal, payload=body)
     if approval_id is not None:
         return reply(request, {"status": "pending_approval", "approvalId": approval_id}, status=202)
@@ -115,7 +115,7 @@ async def list_connections(request: web.Request) -> web.Response:
     page, limit = page_params(request)
     status = request.query.get("status")
     if status and status not in CONNECTION_STATUSES:
-        raise bad_request(f"Query parameter 'status' must be one of {', '.join(CONNECTION_STATUSES)}")
+        raise Invalid(f"Query parameter 'status' must be one of {', '.join(CONNECTION_STATUSES)}")
     data, total = await service.connection_page(
         request.app[SERVICES], workspace_id=principal.workspace_id, provider=request.query.get("provider"), status=status,
         end_user_id=request.query.get("endUserId"), page=page, limit=limit,

@@ -11,7 +11,7 @@ from patchbay.core.appkeys import SERVICES
 from patchbay.core.connections import service
 from patchbay.core.connections.api_models import AccessToken, ImportConnectionDto, ImportedConnection, refuse_control_characters
 from patchbay.core.http.bodies import read_body
-from patchbay.core.http.errors import bad_request
+from patchbay.core.errors import Invalid
 from patchbay.core.http.openapi import accepts
 from patchbay.core.http.responses import reply, returns
 from patchbay.core.security.auth import principal_of, requires
@@ -28,7 +28,7 @@ def _expires_at(value: str | float | None) -> datetime | None:
         try:
             return datetime.fromtimestamp(value, UTC)
         except (OverflowError, OSError, ValueError):
-            raise bad_request("Validation failed: credentials.expiresAt is out of range") from None
+            raise Invalid("Validation failed: credentials.expiresAt is out of range") from None
     if isinstance(value, str):
         try:
             moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
@@ -36,7 +36,7 @@ def _expires_at(value: str | float | None) -> datetime | None:
             pass
         else:
             return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-    raise bad_request("Validation failed: credentials.expiresAt must be an ISO 8601 timestamp or epoch seconds")
+    raise Invalid("Validation failed: credentials.expiresAt must be an ISO 8601 timestamp or epoch seconds")
 
 
 @routes.post("/api/connections/import")
@@ -50,9 +50,9 @@ async def import_connection(request: web.Request) -> web.Response:
     principal = principal_of(request)
     dto = await read_body(request, ImportConnectionDto)
     if not dto.providerType:
-        raise bad_request("Validation failed: providerType is required")
+        raise Invalid("Validation failed: providerType is required")
     if not dto.credentials.accessToken:
-        raise bad_request("Validation failed: credentials.accessToken is required")
+        raise Invalid("Validation failed: credentials.accessToken is required")
     refuse_control_characters(accessToken=dto.credentials.accessToken)
     services = request.app[SERVICES]
     await service.require_import_allowed(services, workspace_id=principal.workspace_id, provider=dto.providerType, principal=principal)

@@ -121,9 +121,6 @@ class ConnectionLimiter:
         until = time.time() + max(0.0, seconds)
         self._blocked[connection_id] = max(until, self._blocked.get(connection_id, 0.0))
 
-    def blocked_for(self, connection_id: str) -> float:
-        return max(0.0, self._blocked.get(connection_id, 0.0) - time.time())
-
 
 #: Audit row ids must be unique, not secret: version-4 UUID text from a generator seeded from the
 #: system's randomness once (and again in a forked child), sparing each call ``os.urandom``.
@@ -247,8 +244,6 @@ class ConnectionsRuntime:
         self.limiter = ConnectionLimiter(services.settings.rate_limits.get("proxy", "off"))
         self.audit = AuditBuffer(services.db, metrics=lambda: services.metrics)  # /metrics is installed after this
         self.timeouts = ProxyTimeouts()
-        #: count of refresh calls made by this process to providers (observability and tests)
-        self.refresh_calls = 0
 
     def cached(self, connection_id: str) -> ConnectionState | None:
         state = self.cache.get(connection_id)
