@@ -10,7 +10,7 @@ import attrs
 from sqlalchemy import func, select
 
 from patchbay import Trigger, hookimpl
-from patchbay.core.appkeys import DB
+from patchbay.core.appkeys import DB, SERVICES
 from patchbay.core.flows.models import FlowExecution, FlowTriggerSubscription
 from patchbay.core.flows.triggers import poll_triggers
 from patchbay.core.testing import create_workspace_with_key
@@ -134,10 +134,10 @@ async def test_a_poll_trigger_runs_an_item_once_and_keeps_its_cursor(aiohttp_cli
     assert no_connection.status == 400
     created = await client.post(f"/connect/v1/flows/{flow_id}/triggers", json={"providerType": "hubspot", "triggerName": "test_items", "kind": "poll", "connectionId": connection_id}, headers=h)
     assert created.status == 201
-    first = await poll_triggers(app)
+    first = await poll_triggers(app[SERVICES])
     assert first == {"subscriptions": 1, "executions": 1}
     plugin.items.append({"id": "2"})
-    second = await poll_triggers(app)  # sees item 1 again and item 2 for the first time
+    second = await poll_triggers(app[SERVICES])  # sees item 1 again and item 2 for the first time
     assert second["executions"] == 1
     assert plugin.cursors == [None, 1]
     await drain_jobs(app)

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 from sqlalchemy import select, update
 
-from patchbay.core.appkeys import CRON, DB
+from patchbay.core.appkeys import CRON, DB, SERVICES
 from patchbay.core.jobs.models import Job
 from patchbay.core.leads.models import LeadImport
 from patchbay.core.testing import create_workspace_with_key
@@ -22,18 +22,18 @@ async def test_renewal_subscribes_each_page_once_until_due_again(wh_app, graph, 
     good = await add_connection(app, ws["workspace_id"], "facebook", meta={"page_id": "page-A"})
     bad = await add_connection(app, ws["workspace_id"], "facebook", meta={})
     assert set(app[CRON].jobs) >= {"renew-webhook-subscriptions", "resume-imports", "retry-failed-syncs"}
-    summary = await app[CRON].jobs["renew-webhook-subscriptions"].run(app)
+    summary = await app[CRON].jobs["renew-webhook-subscriptions"].run(app[SERVICES])
     assert summary == {"renewed": 1, "failed": 1}
     assert [(m, p, q) for m, p, q, _ in graph.requests] == [("POST", "/page-A/subscribed_apps", {"subscribed_fields": "leadgen"})]
     async with app[DB].session() as session:
         rows = {r.connection_id: r for r in (await session.scalars(select(WebhookRegistration))).all()}
     assert rows[good].status == "active" and rows[bad].status == "failed" and "page_id" in rows[bad].error
     graph.requests.clear()
-    again = await app[CRON].jobs["renew-webhook-subscriptions"].run(app)
+    again = await app[CRON].jobs["renew-webhook-subscriptions"].run(app[SERVICES])
     assert again == {"renewed": 0, "failed": 1}  # the healthy one is not due; the failed one is retried
     async with app[DB].transaction() as session:
         await session.execute(update(WebhookRegistration).where(WebhookRegistration.connection_id == good).values(renewed_at=utcnow() - timedelta(days=8)))
-    assert (await app[CRON].jobs["renew-webhook-subscriptions"].run(app))["renewed"] == 1
+    assert (await app[CRON].jobs["renew-webhook-subscriptions"].run(app[SERVICES]))["renewed"] == 1
 
 
 async def test_resume_imports_requeues_an_import_that_stopped_moving(wh_app):

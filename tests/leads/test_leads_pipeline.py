@@ -8,7 +8,7 @@ import json
 import pytest
 from sqlalchemy import func, select
 
-from patchbay.core.appkeys import DB
+from patchbay.core.appkeys import DB, SERVICES
 from patchbay.core.crm_push.service import retry_failed_syncs
 from patchbay.core.jobs.queue import JobContext
 from patchbay.core.leads.imports import import_job
@@ -215,7 +215,7 @@ async def test_import_runs_page_by_page_and_resumes_after_a_failure(wh_app, aioh
     assert imported["status"] == "queued" and imported["connectionId"] == connection_id
 
     def context(attempt=1):
-        return JobContext(app, "job", "leads.import", {"import_id": imported["id"]}, attempt, 5, ws["workspace_id"])
+        return JobContext(app[SERVICES], "job", "leads.import", {"import_id": imported["id"]}, attempt, 5, ws["workspace_id"])
 
     await import_job(context())  # page 1 of form-1
     graph.fail_next = [500]
@@ -285,7 +285,7 @@ async def test_concurrent_events_about_one_person_create_one_lead(database_url, 
         ids.append(await send(client, payload))
     from patchbay.core.webhooks.processing import process_job
 
-    await process_job(JobContext(app, "job", "webhooks.process", {"event_ids": ids}, 1, 10, None))
+    await process_job(JobContext(app[SERVICES], "job", "webhooks.process", {"event_ids": ids}, 1, 10, None))
     rows = await helpers.event_rows(app)
     assert sorted(r.status for r in rows) == ["DUPLICATE"] * 3 + ["PROCESSED"] * 2  # one of each event; lead-2 updates the lead
     async with app[DB].session() as session:

@@ -7,7 +7,7 @@ import json
 
 from sqlalchemy import event, select
 
-from patchbay.core.appkeys import DB, SECRETS
+from patchbay.core.appkeys import DB, SECRETS, SERVICES
 from patchbay.core.flows.models import FlowExecution
 from patchbay.core.jobs.models import Job
 from patchbay.core.jobs.queue import JobContext
@@ -34,7 +34,7 @@ async def _post(client, payload=None, raw: bytes | None = None) -> str:
 
 
 async def _run(app, event_ids: list[str]) -> dict:
-    return await process_job(JobContext(app, "job", "webhooks.process", {"event_ids": event_ids}, 1, 10, None))
+    return await process_job(JobContext(app[SERVICES], "job", "webhooks.process", {"event_ids": event_ids}, 1, 10, None))
 
 
 async def _setup(wh_app, aiohttp_client):
@@ -196,7 +196,7 @@ async def test_first_attempts_are_made_by_the_pass_and_a_crash_before_them_leave
     assert len(receiver.requests) == 3
     (job,) = [job for job in await _rows(app, Job, kind="webhooks.deliver_batch") if job.status == "queued"]
     for _ in range(2):  # the delayed job, and a re-run of it after a crash
-        await deliver_batch_job(JobContext(app, job.id, job.kind, job.payload, 1, 3, job.workspace_id))
+        await deliver_batch_job(JobContext(app[SERVICES], job.id, job.kind, job.payload, 1, 3, job.workspace_id))
     assert sorted(r["headers"]["X-Connect-Delivery"] for r in receiver.requests) == sorted(first + second)
     assert {d.status for d in await _rows(app, WebhookDelivery)} == {"succeeded"}
 

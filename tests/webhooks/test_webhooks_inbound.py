@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.exc import OperationalError
 
-from patchbay.core.appkeys import DB
+from patchbay.core.appkeys import DB, SERVICES
 from patchbay.core.jobs.models import Job
 from patchbay.core.jobs.queue import JobContext
 from patchbay.core.testing import create_workspace_with_key
@@ -276,8 +276,8 @@ async def test_a_transient_error_on_the_last_attempt_fails_the_event(wh_app, aio
     body, headers = signed(page_event_payload("page-A", value={"n": 1}))
     event_id = (await (await client.post("/webhook/facebook", data=body, headers=headers)).json())["id"]
     with pytest.raises(TransientProcessingError):
-        await process_job(JobContext(app, "job", "webhooks.process", {"event_ids": [event_id]}, 1, 10, None))
+        await process_job(JobContext(app[SERVICES], "job", "webhooks.process", {"event_ids": [event_id]}, 1, 10, None))
     assert [r.status for r in await helpers.event_rows(app)] == ["RECEIVED"]
-    await process_job(JobContext(app, "job", "webhooks.process", {"event_ids": [event_id]}, 10, 10, None))
+    await process_job(JobContext(app[SERVICES], "job", "webhooks.process", {"event_ids": [event_id]}, 10, 10, None))
     (row,) = await helpers.event_rows(app)
     assert row.status == "FAILED" and "connection lost" in row.reason

@@ -9,7 +9,7 @@ import json
 
 from sqlalchemy import select
 
-from patchbay.core.appkeys import DB
+from patchbay.core.appkeys import DB, SERVICES
 from patchbay.core.jobs.queue import JobContext
 from patchbay.core.leads.models import Lead
 from patchbay.core.testing import create_workspace_with_key
@@ -40,7 +40,7 @@ async def _page_with_events(wh_app, aiohttp_client, graph, lead_ids: list[str], 
 
 
 async def _process(app, event_ids: list[str]) -> dict[str, WebhookEvent]:
-    await process_job(JobContext(app, "job", "webhooks.process", {"event_ids": event_ids}, 1, 10, None))
+    await process_job(JobContext(app[SERVICES], "job", "webhooks.process", {"event_ids": event_ids}, 1, 10, None))
     async with app[DB].session() as session:
         return {row.id: row for row in (await session.scalars(select(WebhookEvent))).all()}
 
