@@ -40,6 +40,8 @@ if TYPE_CHECKING:
     from patchbay.core.flows.engine import FlowRunner
     from patchbay.core.http.metrics import Metrics
     from patchbay.core.http.root import Readiness
+    from patchbay.core.identity.service import IdentityRuntime
+    from patchbay.core.security.service import CredentialCaches
     from patchbay.core.webhooks.ingest import IngestWriter
     from patchbay.core.webhooks.listeners import WebhookListeners
 
@@ -51,6 +53,9 @@ Resource = Callable[["Services"], contextlib.AbstractAsyncContextManager[None]]
 SERVICE_MODULES: tuple[str, ...] = (
     "patchbay.core.connections.service",
     "patchbay.core.connect_ui.service",
+    "patchbay.core.security.service",
+    "patchbay.core.identity.service",
+    "patchbay.core.flows.install",
 )
 
 
@@ -79,6 +84,8 @@ class Services:
     webhook_ingest: IngestWriter | None = None
     metrics: Metrics | None = None
     readiness: Readiness | None = None
+    credential_caches: CredentialCaches | None = None
+    identity: IdentityRuntime | None = None
 
     _resources: list[Resource] = attrs.field(factory=list, init=False, repr=False)
 

@@ -228,7 +228,7 @@ async def connect_api_key(services: Services, row: ConnectSession, provider: Pro
         await _use(session, row)  # claimed first: a second submit racing this one finds it used
         approval_id = None
         if row.reconnect_id is None:
-            approval_id = await gate_connect(session, workspace_id=row.workspace_id, provider=provider.name, principal=end_user_principal(row), payload=body)
+            approval_id = await gate_connect(services, session, workspace_id=row.workspace_id, provider=provider.name, principal=end_user_principal(row), payload=body)
         if approval_id is not None:
             await _record(session, row, approval_id=approval_id)
     if approval_id is not None:

@@ -166,7 +166,7 @@ async def start_login(services: Services, principal: Principal, provider_type: s
             row = await get_row(session, reconnect)
             if row.provider != provider.name:
                 raise Invalid(f"Connection {reconnect} is not a {provider.name} connection")
-        approval_id = await approvals.gate_connect(session, workspace_id=workspace_id, provider=provider.name, principal=principal, payload=None)
+        approval_id = await approvals.gate_connect(services, session, workspace_id=workspace_id, provider=provider.name, principal=principal, payload=None)
         if approval_id is None and not reconnect:
             await enforce_provider_limit(session, workspace_id, provider.name)
     if approval_id is not None:

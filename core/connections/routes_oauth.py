@@ -65,7 +65,7 @@ async def _login_principal(request: web.Request) -> tuple[Principal, bool]:
     by_link = False
     if (principal is None or principal.workspace_id is None) and token:
         by_link = True
-        principal = await token_principal(request.app, token)  # as in the header: same trust, grant and approver checks
+        principal = await token_principal(request.app[SERVICES], token)  # as in the header: same trust, grant and approver checks
     if principal is None or principal.workspace_id is None:
         raise Unauthenticated("Unauthorized")
     if not principal.can("connections.write"):

@@ -309,13 +309,13 @@ async def connect_approval(services: Services, *, workspace_id: str, provider: s
     """The id of the approval request that now holds this connect, or None when it may go ahead
     (``approvals.service.gate_connect``)."""
     async with services.db.transaction(tenant=workspace_id) as session:
-        return await approvals.gate_connect(session, workspace_id=workspace_id, provider=provider, principal=principal, payload=payload)
+        return await approvals.gate_connect(services, session, workspace_id=workspace_id, provider=provider, principal=principal, payload=payload)
 
 
 async def require_import_allowed(services: Services, *, workspace_id: str, provider: str, principal: Principal) -> None:
     """Refuse (403) the import of tokens of a provider the approval policy gates, unless the caller approves."""
     async with services.db.session(tenant=workspace_id) as session:
-        await approvals.require_ungated_or_approver(session, workspace_id=workspace_id, provider=provider, principal=principal)
+        await approvals.require_ungated_or_approver(services, session, workspace_id=workspace_id, provider=provider, principal=principal)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from patchbay.core.appkeys import DB
+from patchbay.core.appkeys import DB, SERVICES
 from patchbay.core.http.bodies import page_params
 from patchbay.core.http.openapi import PAGE_QUERY, accepts, query
 from patchbay.core.http.responses import reply, returns
@@ -100,7 +100,7 @@ async def replay_record(request: web.Request) -> web.Response:
     workspace_id = _tenant(request)
     async with request.app[DB].transaction(tenant=workspace_id) as session:
         record = await service.get_record(session, workspace_id, request.match_info["id"])
-        fired = await service.replay(request.app, session, record)
+        fired = await service.replay(request.app[SERVICES], session, record)
     return reply(request, {"recordId": record.id, "fired": fired}, status=201)
 
 
