@@ -118,6 +118,7 @@ def _patchbay(upstream: str, data_dir: str, database_url: str | None, log_level:
         sys.path.insert(0, source)
     Path(data_dir).mkdir(parents=True, exist_ok=True)
     from patchbay.core.app import create_app
+    from patchbay.core.appkeys import SERVICES
     from patchbay.core.connections.service import connect_with_api_key
     from patchbay.core.http import middleware
     from patchbay.core.http.middleware import JsonAccessLogger
@@ -153,7 +154,7 @@ def _patchbay(upstream: str, data_dir: str, database_url: str | None, log_level:
 
     async def prepare(app: web.Application) -> dict:
         ws = await create_workspace_with_key(app, plan="enterprise")
-        connection = await connect_with_api_key(app, workspace_id=ws["workspace_id"], provider_name="bench", credentials={"apiKey": UPSTREAM_KEY}, validate=False)
+        connection = await connect_with_api_key(app[SERVICES], workspace_id=ws["workspace_id"], provider_name="bench", credentials={"apiKey": UPSTREAM_KEY}, validate=False)
         headers = dict(ws["headers"])
         if auth == "token":
             token = await sign_access_token(app, {"sub": "bench", "organization_id": ws["workspace_id"], "permissions": ["connections.write"]})

@@ -35,6 +35,10 @@ class UnsupportedMediaType(Invalid):
     """The body is of a kind this operation does not read."""
 
 
+class RequestTimeout(DomainError):
+    """The caller's request stopped arriving (a streamed body went quiet) before it could be sent on."""
+
+
 class RateLimited(DomainError):
     """Too many requests; ``retry_after`` seconds until the next is accepted (sent as ``Retry-After``)."""
 

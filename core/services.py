@@ -51,6 +51,8 @@ Resource = Callable[["Services"], contextlib.AbstractAsyncContextManager[None]]
 #: the modules whose ``install(services)`` adds a domain's job kinds, periodic jobs and runtime
 #: objects, in order (their HTTP routes are added by ``core.features``)
 SERVICE_MODULES: tuple[str, ...] = (
+    "patchbay.core.connections.service",
+    "patchbay.core.connect_ui.service",
     "patchbay.core.security.service",
     "patchbay.core.identity.service",
     "patchbay.core.flows.install",

@@ -6,10 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from aiohttp import web
-
-from patchbay.core.http.bodies import read_object, structure
-from patchbay.core.http.errors import bad_request
 from patchbay.core.http.responses import page_of, response_model
 
 # ---------------------------------------------------------------------------------------------
@@ -41,16 +37,6 @@ class CreateConnectSessionDto:
 
 
 ALLOWED_PROVIDERS_ERROR = "allowedProviders must be a non-empty list of provider names"
-
-
-async def read_session_request(request: web.Request) -> CreateConnectSessionDto:
-    """The body as :class:`CreateConnectSessionDto` (400 naming a field of the wrong type).
-    ``allowedProviders`` that is not a list is refused here: cattrs would read a string as the list
-    of its characters."""
-    body = await read_object(request)
-    if body.get("allowedProviders") is not None and not isinstance(body["allowedProviders"], list):
-        raise bad_request(f"Validation failed: {ALLOWED_PROVIDERS_ERROR}")
-    return structure(body, CreateConnectSessionDto)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -17,16 +17,15 @@ from urllib.parse import urlencode
 import aiohttp_jinja2
 import jinja2
 from aiohttp import web
-from sqlalchemy import select
 from yarl import URL
 
-from patchbay.core.appkeys import CONNECT_UI_JINJA, DB, SECRETS, SETTINGS
+from patchbay.core.appkeys import CONNECT_UI_JINJA, SERVICES
 from patchbay.core.connect_ui import service
 from patchbay.core.connect_ui.fields import form_fields
 from patchbay.core.connect_ui.form_models import CredentialsForm, OAuthStartForm
 from patchbay.core.connect_ui.models import ConnectSession
 from patchbay.core.connect_ui.service import SessionUnusable
-from patchbay.core.connections.oauth_routes import HeldForApproval, begin_login, login_url
+from patchbay.core.connections.routes_oauth import HeldForApproval, begin_login, login_url
 from patchbay.core.http.bodies import read_form
 from patchbay.core.errors import DomainError
 from patchbay.core.http.errors import ApiError
@@ -57,19 +56,19 @@ ERRORS = {
 
 
 def _signed(request: web.Request, purpose: str, session_id: str) -> str:
-    return request.app[SECRETS].sign(f"connect-ui|{purpose}|{session_id}".encode())
+    return request.app[SERVICES].secrets.sign(f"connect-ui|{purpose}|{session_id}".encode())
 
 
 def _cookie_session_id(request: web.Request) -> str | None:
     session_id, _, mac = request.cookies.get(COOKIE, "").partition(".")
-    if session_id and mac and request.app[SECRETS].verify_signature(f"connect-ui|cookie|{session_id}".encode(), mac):
+    if session_id and mac and request.app[SERVICES].secrets.verify_signature(f"connect-ui|cookie|{session_id}".encode(), mac):
         return session_id
     return None
 
 
 def render(request: web.Request, template: str, context: dict[str, Any], *, status: int = 200) -> web.Response:
     response = web.Response(status=status, content_type="text/html", headers=PAGE_HEADERS)
-    context["brand"] = request.app[SETTINGS].branding
+    context["brand"] = request.app[SERVICES].settings.branding
     context["prefix"] = PREFIX
     response.text = aiohttp_jinja2.render_string(template, request, context, app_key=CONNECT_UI_JINJA)
     return response
@@ -88,11 +87,11 @@ async def _current(request: web.Request) -> ConnectSession:
     session_id = _cookie_session_id(request)
     if session_id is None:
         raise SessionUnusable("unknown", ERRORS["unknown"][1])
-    return await service.usable_session(request.app, session_id=session_id)
+    return await service.usable_session(request.app[SERVICES], session_id=session_id)
 
 
 def _csrf_ok(request: web.Request, row: ConnectSession, value: Any) -> bool:
-    return isinstance(value, str) and request.app[SECRETS].verify_signature(f"connect-ui|csrf|{row.id}".encode(), value)
+    return isinstance(value, str) and request.app[SERVICES].secrets.verify_signature(f"connect-ui|csrf|{row.id}".encode(), value)
 
 
 #: what every page answers when its session cannot be used (or a form is refused)
@@ -124,11 +123,11 @@ async def enter(request: web.Request) -> web.Response:
     token = request.query.get("session")
     if not token:
         return error_page(request, "unknown")
-    row = await service.usable_session(request.app, token)
-    providers = service.offered_providers(request.app, row)
+    row = await service.usable_session(request.app[SERVICES], token)
+    providers = service.offered_providers(request.app[SERVICES], row)
     target = f"{PREFIX}/providers/{providers[0].name}" if len(providers) == 1 else f"{PREFIX}/providers"
     response = web.HTTPSeeOther(target, headers=PAGE_HEADERS)
-    secure = request.app[SETTINGS].public_base_url.startswith("https://")
+    secure = request.app[SERVICES].settings.public_base_url.startswith("https://")
     response.set_cookie(COOKIE, f"{row.id}.{_signed(request, 'cookie', row.id)}", path=PREFIX, httponly=True, samesite="Lax", secure=secure)
     raise response
 
@@ -141,7 +140,7 @@ async def enter(request: web.Request) -> web.Response:
 async def provider_list(request: web.Request) -> web.Response:
     """The providers the session offers; ``?q=`` searches names, ``?category=`` filters."""
     row = await _current(request)
-    offered = service.offered_providers(request.app, row)
+    offered = service.offered_providers(request.app[SERVICES], row)
     query = request.query.get("q", "").strip()
     category = request.query.get("category", "")
     shown = [p for p in offered if (not query or query.lower() in f"{p.display_name} {p.name}".lower()) and (not category or category in p.all_categories)]
@@ -150,11 +149,11 @@ async def provider_list(request: web.Request) -> web.Response:
 
 
 async def _step(request: web.Request, row: ConnectSession, *, provider_name: str | None = None, error: str | None = None, values: dict[str, str] | None = None, status: int = 200) -> web.Response:
-    provider = service.offered_provider(request.app, row, provider_name or request.match_info["name"])
+    provider = service.offered_provider(request.app[SERVICES], row, provider_name or request.match_info["name"])
     context = {
         "provider": provider, "fields": form_fields(provider), "error": error, "values": values or {},
         "csrf": _signed(request, "csrf", row.id), "reconnect": row.reconnect_id is not None,
-        "several": len(service.offered_providers(request.app, row)) > 1,
+        "several": len(service.offered_providers(request.app[SERVICES], row)) > 1,
     }  # fmt: skip
     return render(request, "oauth.html" if provider.requires_oauth else "api_key.html", context, status=status)
 
@@ -177,7 +176,7 @@ async def provider_step(request: web.Request) -> web.Response:
 async def provider_submit(request: web.Request) -> web.Response:
     """Connect with the submitted credentials and parameters; the form again with the refusal."""
     row = await _current(request)
-    provider = service.offered_provider(request.app, row, request.match_info["name"])
+    provider = service.offered_provider(request.app[SERVICES], row, request.match_info["name"])
     form = await read_form(request)
     if not _csrf_ok(request, row, form.get("csrf")):
         return render(request, "message.html", {"title": "Form expired", "text": "Reload the page and try again.", "reason": "csrf"}, status=403)
@@ -190,7 +189,7 @@ async def provider_submit(request: web.Request) -> web.Response:
         if value:
             (params if field.group == "params" else credentials)[field.name.removeprefix("param:")] = value
     try:
-        await service.connect_api_key(request.app, row, provider, credentials, params)
+        await service.connect_api_key(request.app[SERVICES], row, provider, credentials, params)
     except SessionUnusable:
         raise
     except (ApiError, DomainError) as error:
@@ -210,20 +209,20 @@ async def oauth_start(request: web.Request) -> web.StreamResponse:
     """Start the provider's OAuth login for the end user (in the popup, or the whole page on a
     phone): the connections feature's login, coming back to ``/connect/ui/oauth/return``."""
     row = await _current(request)
-    provider = service.offered_provider(request.app, row, request.match_info["name"])
+    provider = service.offered_provider(request.app[SERVICES], row, request.match_info["name"])
     form = await read_form(request)
     if not _csrf_ok(request, row, form.get("csrf")):
         return render(request, "message.html", {"title": "Form expired", "text": "Reload the page and try again.", "reason": "csrf"}, status=403)
     query = {field.name.removeprefix("param:"): str(form.get(field.name, "")).strip() for field in form_fields(provider) if field.group == "params"}
     query = {key: value for key, value in query.items() if value}
-    query["redirect_uri"] = f"{request.app[SETTINGS].public_base_url}{PREFIX}/oauth/return?provider={provider.name}"
+    query["redirect_uri"] = f"{request.app[SERVICES].settings.public_base_url}{PREFIX}/oauth/return?provider={provider.name}"
     query["metadata"] = json.dumps({**(row.default_metadata or {}), "connectSessionId": row.id})
     if row.reconnect_id:
         query["connection_id"] = row.reconnect_id
     try:
         return await begin_login(request, service.end_user_principal(row), provider.name, query)
     except HeldForApproval as held:
-        await service.hold_for_approval(request.app, row, held.approval_id)
+        await service.hold_for_approval(request.app[SERVICES], row, held.approval_id)
         raise web.HTTPSeeOther(f"{PREFIX}/done", headers=PAGE_HEADERS) from None
     except (ApiError, DomainError) as error:
         return await _step(request, row, error=error.message, values=_echo(form), status=400)
@@ -237,13 +236,13 @@ async def oauth_start(request: web.Request) -> web.StreamResponse:
 async def oauth_return(request: web.Request) -> web.Response:
     """Where the OAuth callback sends the browser: claim the connection, or show the refusal."""
     row = await _current(request)
-    provider = service.offered_provider(request.app, row, request.query.get("provider", ""))
+    provider = service.offered_provider(request.app[SERVICES], row, request.query.get("provider", ""))
     if request.query.get("status") != "connected":
         reason = request.query.get("error_description") or request.query.get("error") or "The sign-in did not complete."
-        await service.emit(request.app, row.workspace_id, provider.name, "connection.failed", {"endUserId": row.end_user_id, "reason": reason, "connectSessionId": row.id})
+        await service.emit(request.app[SERVICES], row.workspace_id, provider.name, "connection.failed", {"endUserId": row.end_user_id, "reason": reason, "connectSessionId": row.id})
         return await _step(request, row, provider_name=provider.name, error=reason, status=400)
     try:
-        await service.finish_oauth(request.app, row, provider, request.query.get("connectionId", ""))
+        await service.finish_oauth(request.app[SERVICES], row, provider, request.query.get("connectionId", ""))
     except (ApiError, DomainError) as error:
         return error_message(request, "Connection not completed", error.message)
     raise web.HTTPSeeOther(f"{PREFIX}/done", headers=PAGE_HEADERS)
@@ -261,11 +260,8 @@ async def done(request: web.Request) -> web.Response:
     """The end of the session: connected, reconnected or waiting for approval. Goes back to the
     customer's return URL (or posts to the page that opened this one, at the return URL's origin)."""
     session_id = _cookie_session_id(request)
-    row = None
-    if session_id is not None:
-        async with request.app[DB].session() as session:
-            row = await session.scalar(select(ConnectSession).where(ConnectSession.id == session_id))
-    if row is None or row.used_at is None:
+    row = await service.used_session(request.app[SERVICES], session_id) if session_id is not None else None
+    if row is None:
         return error_page(request, "unknown")
     state = "pending_approval" if row.approval_id and not row.connection_id else "reconnected" if row.reconnect_id else "connected"
     provider = None

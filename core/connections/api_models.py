@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from patchbay.core.http.errors import bad_request
+from patchbay.core.errors import Invalid
 from patchbay.core.http.responses import cursor_page_of, page_of, response_model
 
 # ---------------------------------------------------------------------------------------------
@@ -66,7 +66,7 @@ def refuse_control_characters(**credentials: str | None) -> None:
     (``credentials.apiKey``)."""
     for field, value in credentials.items():
         if value is not None and any(ord(char) < 0x20 or ord(char) == 0x7F for char in value):
-            raise bad_request(f"Validation failed: credentials.{field} must not contain control characters")
+            raise Invalid(f"Validation failed: credentials.{field} must not contain control characters")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -19,20 +19,18 @@ from __future__ import annotations
 import json
 import zlib
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from aiohttp import web
 from multidict import CIMultiDict, CIMultiDictProxy
-from sqlalchemy import select
-
-from patchbay.core.appkeys import DB, OUTBOUND
-from patchbay.core.connections.models import ACTIVE_STATUSES, Connection
 from patchbay.core.connections.runtime import ConnectionState
-from patchbay.core.connections.store import load_state
-from patchbay.core.http.errors import ApiError
+from patchbay.core.connections.store import active_connection, load_state
+from patchbay.core.errors import Conflict, NotFound, UpstreamFailed
 from patchbay.core.outbound import ResponseTooLarge, inflate
 from patchbay.core.plugins.provider import Provider
 from patchbay.core.proxy import engine
+
+if TYPE_CHECKING:
+    from patchbay.core.services import Services
 
 
 class ProviderResponse:
@@ -65,8 +63,8 @@ class ProviderResponse:
 class ConnectionClient:
     """Calls one provider with one connection's credentials (see the module docstring)."""
 
-    def __init__(self, app: web.Application, state: ConnectionState, provider: Provider, *, source: str = "client") -> None:
-        self._app = app
+    def __init__(self, services: Services, state: ConnectionState, provider: Provider, *, source: str = "client") -> None:
+        self._services = services
         self._state = state
         self._source = source
         self.provider = provider
@@ -90,7 +88,7 @@ class ConnectionClient:
     @property
     def base_url(self) -> str:
         """The provider's API base URL for this connection (parameters filled in)."""
-        return engine.base_url(self._app, self._state, self.provider)
+        return engine.base_url(self._services, self._state, self.provider)
 
     async def request(
         self,
@@ -106,7 +104,7 @@ class ConnectionClient:
         provider's response, whatever its status. ``json`` is sent as a JSON body, ``data`` as a
         form (a mapping) or raw bytes/text.
 
-        :raises patchbay.core.http.errors.ApiError: the call could not be made (connection invalid,
+        :raises patchbay.core.errors.DomainError: the call could not be made (connection invalid,
             rate limited beyond the wait allowed, provider unreachable, target refused).
         """
         outgoing = CIMultiDict(headers or {})
@@ -126,9 +124,9 @@ class ConnectionClient:
             body = bytes(data)
         query = [(str(k), _query_value(v)) for k, v in (params or {}).items() if v is not None]
         self._state, response = await engine.send(
-            self._app, self._state, method=method.upper(), path=path, query=query or None, headers=outgoing, body=body, source=self._source
+            self._services, self._state, method=method.upper(), path=path, query=query or None, headers=outgoing, body=body, source=self._source
         )
-        outbound = self._app[OUTBOUND]
+        outbound = self._services.outbound
         try:
             raw = await outbound.read_body(response, decode=False)
             encoding = response.headers.get("Content-Encoding")
@@ -138,7 +136,7 @@ class ConnectionClient:
                 except zlib.error:
                     pass  # a body that is not what its Content-Encoding says is answered as it came
         except ResponseTooLarge as error:
-            raise ApiError(502, f"{self.provider.display_name} answered too large a body: {error}") from None
+            raise UpstreamFailed(f"{self.provider.display_name} answered too large a body: {error}") from None
         finally:
             response.release()
         return ProviderResponse(response.status, response.headers, raw)
@@ -163,30 +161,32 @@ def _query_value(value: Any) -> str:
     return str(value)
 
 
-async def open_client(app: web.Application, *, workspace_id: str, connection_id: str, source: str = "client") -> ConnectionClient:
+async def open_client(services: Services, *, workspace_id: str, connection_id: str, source: str = "client") -> ConnectionClient:
     """A client of the workspace's connection ``connection_id``; 404 ``Connection not found`` when
     it does not exist or belongs to another workspace; 409 when it is disconnected or invalid."""
-    state = await load_state(app, connection_id, workspace_id=workspace_id)
+    state = await load_state(services, connection_id, workspace_id=workspace_id)
     if state.status in ("disconnected", "invalid"):
-        raise ApiError(409, f"Connection {connection_id} is {state.status}; reconnect it")
-    return ConnectionClient(app, state, engine.provider_of(app, state), source=source)
+        raise Conflict(f"Connection {connection_id} is {state.status}; reconnect it")
+    return ConnectionClient(services, state, engine.provider_of(services, state), source=source)
 
 
-async def client_for_provider(app: web.Application, *, workspace_id: str, provider_name: str, source: str = "client") -> ConnectionClient:
+async def active_connection_id(services: Services, *, workspace_id: str, provider_name: str) -> str:
+    """The id of the workspace's most recently connected active connection of ``provider_name``;
+    404 ``No active <provider> connection`` when there is none."""
+    async with services.db.session(tenant=workspace_id) as session:
+        found = await active_connection(session, provider_name)
+    if found is None:
+        raise NotFound(f"No active {provider_name} connection")
+    return found.id
+
+
+async def client_for_provider(services: Services, *, workspace_id: str, provider_name: str, source: str = "client") -> ConnectionClient:
     """A client of the workspace's most recently connected active connection of ``provider_name``;
     404 ``No active <provider> connection`` when there is none."""
-    async with app[DB].session(tenant=workspace_id) as session:
-        connection_id = await session.scalar(
-            select(Connection.id)
-            .where(Connection.provider == provider_name, Connection.status.in_(ACTIVE_STATUSES))
-            .order_by(Connection.connected_at.desc().nulls_last(), Connection.created_at.desc())
-            .limit(1)
-        )
-    if connection_id is None:
-        raise ApiError(404, f"No active {provider_name} connection")
-    return await open_client(app, workspace_id=workspace_id, connection_id=connection_id, source=source)
+    connection_id = await active_connection_id(services, workspace_id=workspace_id, provider_name=provider_name)
+    return await open_client(services, workspace_id=workspace_id, connection_id=connection_id, source=source)
 
 
-def client_for_state(app: web.Application, state: ConnectionState, provider: Provider, *, source: str = "client") -> ConnectionClient:
+def client_for_state(services: Services, state: ConnectionState, provider: Provider, *, source: str = "client") -> ConnectionClient:
     """A client over an in-memory state (credentials being validated before they are stored)."""
-    return ConnectionClient(app, state, provider, source=source)
+    return ConnectionClient(services, state, provider, source=source)

@@ -1,5 +1,5 @@
-"""The forms the unprefixed OAuth routes read (``core.connections.oauth_binding``,
-``core.connections.oauth_routes``), as ``/openapi.json`` documents them."""
+"""The forms the unprefixed OAuth routes read (``core.connections.routes_oauth``), as
+``/openapi.json`` documents them."""
 
 from __future__ import annotations
 

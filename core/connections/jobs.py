@@ -6,17 +6,18 @@ from __future__ import annotations
 import asyncio
 import logging
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from aiohttp import web
 from sqlalchemy import delete, or_, select
 
-from patchbay.core.appkeys import DB, REGISTRY
 from patchbay.core.connections.models import ACTIVE_STATUSES, Connection, OAuthState
 from patchbay.core.connections.refresh import REFRESHABLE_MODES, RefreshFailed, refresh_connection
 from patchbay.core.connections.service import check_health
 from patchbay.core.jobs.cron import CronJob
 from patchbay.core.timeutil import utcnow
+
+if TYPE_CHECKING:
+    from patchbay.core.services import Services
 
 log = logging.getLogger(__name__)
 
@@ -38,12 +39,12 @@ async def _each(items, work) -> list[Any]:
     return await asyncio.gather(*(one(item) for item in items))
 
 
-async def refresh_expiring(app: web.Application) -> dict[str, int]:
+async def refresh_expiring(services: Services) -> dict[str, int]:
     """Refresh every token that expires within ``REFRESH_AHEAD`` and is not cooling down; remove
     the stored states of OAuth logins that expired unfinished."""
     now = utcnow()
-    modes = {name for name, p in app[REGISTRY].providers.items() if p.auth_mode in REFRESHABLE_MODES and p.refreshes}
-    async with app[DB].session() as session:
+    modes = {name for name, p in services.registry.providers.items() if p.auth_mode in REFRESHABLE_MODES and p.refreshes}
+    async with services.db.session() as session:
         rows = list(
             await session.execute(
                 select(Connection.id, Connection.workspace_id, Connection.provider)
@@ -57,7 +58,7 @@ async def refresh_expiring(app: web.Application) -> dict[str, int]:
 
     async def work(row) -> None:
         try:
-            await refresh_connection(app, row.id, workspace_id=row.workspace_id, ahead=REFRESH_AHEAD.total_seconds())
+            await refresh_connection(services, row.id, workspace_id=row.workspace_id, ahead=REFRESH_AHEAD.total_seconds())
             summary["refreshed"] += 1
         except RefreshFailed as error:
             summary["invalid" if error.permanent else "failed"] += 1
@@ -66,17 +67,17 @@ async def refresh_expiring(app: web.Application) -> dict[str, int]:
             summary["failed"] += 1
 
     await _each(rows, work)
-    async with app[DB].transaction() as session:  # logins abandoned before their callback
+    async with services.db.transaction() as session:  # logins abandoned before their callback
         removed = await session.execute(delete(OAuthState).where(OAuthState.expires_at < now).execution_options(synchronize_session=False))
     summary["expiredLogins"] = removed.rowcount or 0
     return summary
 
 
-async def check_connections(app: web.Application) -> dict[str, int]:
+async def check_connections(services: Services) -> dict[str, int]:
     """Check the health of connections not checked within ``HEALTH_EVERY``; invalid ones are
     reported (log warning and the summary)."""
     now = utcnow()
-    async with app[DB].session() as session:
+    async with services.db.session() as session:
         rows = list(
             await session.execute(
                 select(Connection.id, Connection.workspace_id)
@@ -89,7 +90,7 @@ async def check_connections(app: web.Application) -> dict[str, int]:
 
     async def work(row) -> None:
         try:
-            result = await check_health(app, workspace_id=row.workspace_id, connection_id=row.id)
+            result = await check_health(services, workspace_id=row.workspace_id, connection_id=row.id)
         except Exception:
             log.exception("health check of connection %s failed", row.id)
             return

@@ -3,8 +3,9 @@ or deleted, atomically with it.
 
 A listener is ``async def listener(session, removal)``, called inside the transaction that
 disconnects or deletes the connection; what it writes with ``session`` (a tenant session of the
-connection's workspace) commits with the removal, or not at all. Register in a feature's
-``setup(app)``: ``removal_listeners(app).add(listener)``.
+connection's workspace) commits with the removal, or not at all. Register in a domain's
+``install(services)``: ``services.connection_removal_listeners.add(listener)`` (the connections
+domain installs the listeners first).
 """
 
 from __future__ import annotations
@@ -13,9 +14,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import attrs
-from aiohttp import web
-
-from patchbay.core.appkeys import CONNECTION_REMOVAL_LISTENERS
 
 
 @attrs.frozen(kw_only=True)
@@ -44,9 +42,3 @@ class RemovalListeners:
         for listener in self._listeners:
             await listener(session, removal)
 
-
-def removal_listeners(app: web.Application) -> RemovalListeners:
-    """The app's removal listeners, created on first use (so setup order does not matter)."""
-    if CONNECTION_REMOVAL_LISTENERS not in app:
-        app[CONNECTION_REMOVAL_LISTENERS] = RemovalListeners()
-    return app[CONNECTION_REMOVAL_LISTENERS]

@@ -21,17 +21,19 @@ from __future__ import annotations
 import asyncio
 import logging
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
-from aiohttp import web
 from sqlalchemy import or_, update
 
 from patchbay.core.alerts import operator_events
-from patchbay.core.appkeys import DB, REGISTRY
 from patchbay.core.connections.auth import ProviderAuthError, auth_for
 from patchbay.core.connections.models import Connection
-from patchbay.core.connections.runtime import ConnectionState, runtime
+from patchbay.core.connections.runtime import ConnectionState
 from patchbay.core.connections.store import auth_context, encrypt_credentials, load_state, oauth_app_for, token_credentials
 from patchbay.core.timeutil import utcnow
+
+if TYPE_CHECKING:
+    from patchbay.core.services import Services
 
 log = logging.getLogger(__name__)
 
@@ -55,8 +57,8 @@ class RefreshFailed(Exception):
         self.cooling_down = cooling_down
 
 
-def can_refresh(app: web.Application, state: ConnectionState) -> bool:
-    provider = app[REGISTRY].provider(state.provider)
+def can_refresh(services: Services, state: ConnectionState) -> bool:
+    provider = services.registry.provider(state.provider)
     if provider is None or provider.auth_mode not in REFRESHABLE_MODES or not provider.refreshes:
         return False
     return provider.auth_mode == "oauth2_cc" or bool(state.credentials.get("refresh_token"))
@@ -71,7 +73,7 @@ def _needs_refresh(state: ConnectionState, *, stale_token: str | None, ahead: fl
 
 
 async def refresh_connection(
-    app: web.Application, connection_id: str, *, workspace_id: str | None, stale_token: str | None = None, ahead: float = CALL_SKEW_SECONDS, force: bool = False
+    services: Services, connection_id: str, *, workspace_id: str | None, stale_token: str | None = None, ahead: float = CALL_SKEW_SECONDS, force: bool = False
 ) -> ConnectionState:
     """Make sure the connection's token is fresh and answer the current state.
 
@@ -81,40 +83,40 @@ async def refresh_connection(
     :param force: refresh now whatever the expiry (the manual refresh route).
     :raises RefreshFailed: the provider refused or failed, or the connection is cooling down.
     """
-    rt = runtime(app)
+    rt = services.connections
     async with rt.lock(connection_id):
         state = rt.cached(connection_id)
         if state is None or force or not _needs_refresh(state, stale_token=stale_token, ahead=ahead):
-            state = await load_state(app, connection_id, workspace_id=workspace_id, fresh=True)
+            state = await load_state(services, connection_id, workspace_id=workspace_id, fresh=True)
         if not force and not _needs_refresh(state, stale_token=stale_token, ahead=ahead):
             return state
-        _check_cooldown_and_status(state, await _retry_at(app, connection_id))
+        _check_cooldown_and_status(state, await _retry_at(services, connection_id))
         seen = state.access_token
 
         def done(current: ConnectionState) -> bool:
             # a refresh written by someone else since we looked counts, forced or not
             return current.access_token != seen or (not force and not _needs_refresh(current, stale_token=stale_token, ahead=ahead))
 
-        while not await _take_lease(app, connection_id, rt.owner):
+        while not await _take_lease(services, connection_id, rt.owner):
             await asyncio.sleep(POLL_SECONDS)  # another process is refreshing: wait for its token
-            state = await load_state(app, connection_id, workspace_id=workspace_id, fresh=True)
+            state = await load_state(services, connection_id, workspace_id=workspace_id, fresh=True)
             if done(state):
                 return state
         try:
             # The lease is ours; a refresh may have been written between our read and the lease.
-            state = await load_state(app, connection_id, workspace_id=workspace_id, fresh=True)
+            state = await load_state(services, connection_id, workspace_id=workspace_id, fresh=True)
             if done(state):
-                await _release(app, connection_id, rt.owner)
+                await _release(services, connection_id, rt.owner)
                 return state
-            _check_cooldown_and_status(state, await _retry_at(app, connection_id))
-            return await _refresh_holding_lease(app, state)
+            _check_cooldown_and_status(state, await _retry_at(services, connection_id))
+            return await _refresh_holding_lease(services, state)
         except BaseException:
-            await _release(app, connection_id, rt.owner)
+            await _release(services, connection_id, rt.owner)
             raise
 
 
-async def _retry_at(app: web.Application, connection_id: str):
-    async with app[DB].session() as session:
+async def _retry_at(services: Services, connection_id: str):
+    async with services.db.session() as session:
         return await session.scalar(Connection.__table__.select().with_only_columns(Connection.refresh_retry_at).where(Connection.id == connection_id))
 
 
@@ -127,9 +129,9 @@ def _check_cooldown_and_status(state: ConnectionState, retry_at) -> None:
         raise RefreshFailed(f"the last refresh failed; next attempt after {retry_at.isoformat()}", cooling_down=True)
 
 
-async def _take_lease(app: web.Application, connection_id: str, owner: str) -> bool:
+async def _take_lease(services: Services, connection_id: str, owner: str) -> bool:
     now = utcnow()
-    async with app[DB].transaction() as session:
+    async with services.db.transaction() as session:
         result = await session.execute(
             update(Connection)
             .where(Connection.id == connection_id, or_(Connection.refresh_lease_until.is_(None), Connection.refresh_lease_until < now))
@@ -139,8 +141,8 @@ async def _take_lease(app: web.Application, connection_id: str, owner: str) -> b
         return result.rowcount == 1
 
 
-async def _release(app: web.Application, connection_id: str, owner: str) -> None:
-    async with app[DB].transaction() as session:
+async def _release(services: Services, connection_id: str, owner: str) -> None:
+    async with services.db.transaction() as session:
         await session.execute(
             update(Connection)
             .where(Connection.id == connection_id, Connection.refresh_lease_owner == owner)
@@ -149,23 +151,22 @@ async def _release(app: web.Application, connection_id: str, owner: str) -> None
         )
 
 
-async def _refresh_holding_lease(app: web.Application, state: ConnectionState) -> ConnectionState:
-    rt = runtime(app)
-    provider = app[REGISTRY].provider(state.provider)
+async def _refresh_holding_lease(services: Services, state: ConnectionState) -> ConnectionState:
+    rt = services.connections
+    provider = services.registry.provider(state.provider)
     if provider is None:
         raise RefreshFailed(f"provider {state.provider} is not installed")
-    oauth_app = await oauth_app_for(app, workspace_id=state.workspace_id, provider=state.provider, source=state.oauth_app, credentials=state.credentials)
-    rt.refresh_calls += 1
+    oauth_app = await oauth_app_for(services, workspace_id=state.workspace_id, provider=state.provider, source=state.oauth_app, credentials=state.credentials)
     try:
-        ctx = auth_context(app, provider, oauth_app, state.params)
-        tokens = await auth_for(app[REGISTRY], provider.name).refresh(ctx, state.credentials)
+        ctx = auth_context(services, provider, oauth_app, state.params)
+        tokens = await auth_for(services.registry, provider.name).refresh(ctx, state.credentials)
     except ProviderAuthError as error:
-        await _record_failure(app, state, error)
+        await _record_failure(services, state, error)
         raise RefreshFailed(error.message, permanent=error.permanent) from None
     now = utcnow()
     credentials = token_credentials(tokens, state.credentials)
     values = {
-        "credentials": encrypt_credentials(app, credentials), "expires_at": tokens.expires_at, "last_refreshed_at": now,
+        "credentials": encrypt_credentials(services, credentials), "expires_at": tokens.expires_at, "last_refreshed_at": now,
         "status": "connected", "refresh_error": None, "refresh_retry_at": None, "refresh_failures": 0,
         "refresh_lease_until": None, "refresh_lease_owner": None, "updated_at": now,
     }  # fmt: skip
@@ -173,15 +174,15 @@ async def _refresh_holding_lease(app: web.Application, state: ConnectionState) -
         values["scopes"] = list(tokens.scopes)
     if tokens.params:
         values["params"] = {**state.params, **tokens.params}
-    async with app[DB].transaction() as session:
+    async with services.db.transaction() as session:
         await session.execute(update(Connection).where(Connection.id == state.id).values(**values).execution_options(synchronize_session=False))
     rt.forget(state.id)
-    return await load_state(app, state.id, workspace_id=state.workspace_id, fresh=True)
+    return await load_state(services, state.id, workspace_id=state.workspace_id, fresh=True)
 
 
-async def _record_failure(app: web.Application, state: ConnectionState, error: ProviderAuthError) -> None:
+async def _record_failure(services: Services, state: ConnectionState, error: ProviderAuthError) -> None:
     now = utcnow()
-    async with app[DB].transaction() as session:
+    async with services.db.transaction() as session:
         failures = (await session.scalar(Connection.__table__.select().with_only_columns(Connection.refresh_failures).where(Connection.id == state.id))) or 0
         values = {"refresh_error": error.message[:1000], "refresh_failures": failures + 1, "refresh_lease_until": None, "refresh_lease_owner": None, "updated_at": now}
         if error.permanent:
@@ -192,5 +193,5 @@ async def _record_failure(app: web.Application, state: ConnectionState, error: P
             if state.expires_within(0):
                 values["status"] = "expired"
         await session.execute(update(Connection).where(Connection.id == state.id).values(**values).execution_options(synchronize_session=False))
-    runtime(app).forget(state.id)
+    services.connections.forget(state.id)
     log.warning("refresh of connection %s (%s) failed: %s", state.id, state.provider, error.message)

@@ -1,4 +1,4 @@
-"""Per-process state of the connection layer, on the app under ``appkeys.CONNECTIONS``.
+"""Per-process state of the connection layer, held by the services (``services.connections``).
 
 - a short-lived cache of decrypted connections (a proxied call must not pay a database read and a
   decryption every time); writes in this process invalidate it at once, other processes' writes
@@ -19,18 +19,23 @@ import os
 import random
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import aiohttp
 import attrs
-from aiohttp import web
 from sqlalchemy import insert
 
-from patchbay.core.appkeys import CONNECTIONS, DB, METRICS, SETTINGS
 from patchbay.core.connections.models import ProxyCallLog
 from patchbay.core.ratelimit.limiter import parse_limit
 from patchbay.core.timeutil import utcnow
+
+if TYPE_CHECKING:
+    from patchbay.core.http.metrics import Metrics
+    from patchbay.core.outbound import Outbound
+    from patchbay.core.services import Services
+    from patchbay.core.storage.db import Database
 
 log = logging.getLogger(__name__)
 
@@ -116,9 +121,6 @@ class ConnectionLimiter:
         until = time.time() + max(0.0, seconds)
         self._blocked[connection_id] = max(until, self._blocked.get(connection_id, 0.0))
 
-    def blocked_for(self, connection_id: str) -> float:
-        return max(0.0, self._blocked.get(connection_id, 0.0) - time.time())
-
 
 #: Audit row ids must be unique, not secret: version-4 UUID text from a generator seeded from the
 #: system's randomness once (and again in a forked child), sparing each call ``os.urandom``.
@@ -138,10 +140,12 @@ class AuditBuffer:
     """Collects audit rows and inserts them in batches (every ``AUDIT_FLUSH_SECONDS`` or
     ``AUDIT_BATCH`` rows); ``flush()`` writes what is pending now. While the database fails, writes
     are retried with growing waits and at most ``max_pending`` rows are kept: the oldest beyond that
-    are dropped, with a log line that counts them, so an outage never exhausts memory."""
+    are dropped, with a log line that counts them, so an outage never exhausts memory. ``metrics``
+    answers the /metrics collectors once they exist (the proxy's upstream latency per provider)."""
 
-    def __init__(self, app: web.Application, *, max_pending: int = AUDIT_MAX_PENDING) -> None:
-        self._app = app
+    def __init__(self, db: Database, *, metrics: Callable[[], Metrics | None] = lambda: None, max_pending: int = AUDIT_MAX_PENDING) -> None:
+        self._db = db
+        self._metrics = metrics
         self.max_pending = max_pending
         #: rows dropped because the buffer was full while the database failed
         self.dropped = 0
@@ -159,8 +163,8 @@ class AuditBuffer:
              "error": error, "created_at": utcnow()}
         )  # fmt: skip
         latency = self._latency.get(provider)
-        if latency is None and METRICS in self._app:  # the proxy's upstream latency per provider, for /metrics
-            latency = self._latency[provider] = self._app[METRICS].proxy_upstream.labels(provider)
+        if latency is None and (metrics := self._metrics()) is not None:  # the proxy's upstream latency per provider, for /metrics
+            latency = self._latency[provider] = metrics.proxy_upstream.labels(provider)
         if latency is not None:
             latency.observe(duration_ms / 1000)
         self._bound()
@@ -197,7 +201,7 @@ class AuditBuffer:
             if not rows:
                 return
             try:
-                async with self._app[DB].transaction() as session:
+                async with self._db.transaction() as session:
                     await session.execute(insert(ProxyCallLog.__table__), rows)
             except Exception:
                 self._rows[:0] = rows
@@ -215,17 +219,31 @@ class AuditBuffer:
             log.exception("dropping %d proxy audit rows at shutdown", len(self._rows))
 
 
+class ProxyTimeouts:
+    """The client timeouts of the proxy's calls, ``outbound.stream_timeout()`` or ``call_timeout()``,
+    made again only when the outbound client or its settings change."""
+
+    def __init__(self) -> None:
+        self._made: tuple[Outbound, tuple[float, float], aiohttp.ClientTimeout, aiohttp.ClientTimeout] | None = None
+
+    def get(self, outbound: Outbound, *, stream: bool) -> aiohttp.ClientTimeout:
+        settings = (outbound.limits.call_timeout_seconds, outbound.limits.stream_idle_seconds)
+        made = self._made
+        if made is None or made[0] is not outbound or made[1] != settings:
+            made = self._made = (outbound, settings, outbound.call_timeout(), outbound.stream_timeout())
+        return made[3] if stream else made[2]
+
+
 class ConnectionsRuntime:
-    def __init__(self, app: web.Application) -> None:
+    def __init__(self, services: Services) -> None:
         self.owner = uuid.uuid4().hex  # this process's name in refresh leases
         self.cache: dict[str, ConnectionState] = {}
         self.locks: dict[str, asyncio.Lock] = {}
         #: reads of expired cache entries in flight, shared by the calls that wait for them
         self.loading: dict[str, asyncio.Future] = {}
-        self.limiter = ConnectionLimiter(app[SETTINGS].rate_limits.get("proxy", "off"))
-        self.audit = AuditBuffer(app)
-        #: count of refresh calls made by this process to providers (observability and tests)
-        self.refresh_calls = 0
+        self.limiter = ConnectionLimiter(services.settings.rate_limits.get("proxy", "off"))
+        self.audit = AuditBuffer(services.db, metrics=lambda: services.metrics)  # /metrics is installed after this
+        self.timeouts = ProxyTimeouts()
 
     def cached(self, connection_id: str) -> ConnectionState | None:
         state = self.cache.get(connection_id)
@@ -246,10 +264,6 @@ class ConnectionsRuntime:
         if lock is None:
             lock = self.locks[connection_id] = asyncio.Lock()
         return lock
-
-
-def runtime(app: web.Application) -> ConnectionsRuntime:
-    return app[CONNECTIONS]
 
 
 def retry_seconds(value: str | None, *, now: float | None = None) -> float | None:
@@ -275,12 +289,3 @@ def retry_seconds(value: str | None, *, now: float | None = None) -> float | Non
         return max(0.0, number - (now or time.time()))
     return number
 
-
-async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
-    yield
-    await app[CONNECTIONS].audit.close()
-
-
-def install(app: web.Application) -> None:
-    app[CONNECTIONS] = ConnectionsRuntime(app)
-    app.cleanup_ctx.append(_lifecycle)

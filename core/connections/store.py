@@ -7,21 +7,22 @@ import asyncio
 import json
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from aiohttp import web
 from sqlalchemy import and_, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from patchbay.core.appkeys import DB, OUTBOUND, REGISTRY, SECRETS
 from patchbay.core.billing.limits import enforce_limit
 from patchbay.core.connections.auth import AuthContext, OAuthApp, TokenSet, connection_params
 from patchbay.core.connections.models import ACTIVE_STATUSES, ByoaCredential, Connection, ProxyCallLog
-from patchbay.core.connections.runtime import ConnectionState, runtime
+from patchbay.core.connections.runtime import ConnectionState
 from patchbay.core.errors import Invalid, NotFound
 from patchbay.core.plugins.provider import Provider
 from patchbay.core.timeutil import utcnow
 from patchbay.core.webhooks.routing_keys import ensure_routing_keys_free
+
+if TYPE_CHECKING:
+    from patchbay.core.services import Services
 
 
 class ConnectionNotFound(NotFound):
@@ -29,36 +30,36 @@ class ConnectionNotFound(NotFound):
         super().__init__(f"Connection not found: {connection_id}")
 
 
-def encrypt_credentials(app: web.Application, credentials: Mapping[str, Any]) -> str:
+def encrypt_credentials(services: Services, credentials: Mapping[str, Any]) -> str:
     clean = {key: value for key, value in credentials.items() if value not in (None, "")}
-    return app[SECRETS].encrypt(json.dumps(clean, separators=(",", ":")))
+    return services.secrets.encrypt(json.dumps(clean, separators=(",", ":")))
 
 
-def decrypt_credentials(app: web.Application, stored: str) -> dict[str, Any]:
-    return json.loads(app[SECRETS].decrypt(stored))
+def decrypt_credentials(services: Services, stored: str) -> dict[str, Any]:
+    return json.loads(services.secrets.decrypt(stored))
 
 
-def state_of(app: web.Application, row: Connection) -> ConnectionState:
+def state_of(services: Services, row: Connection) -> ConnectionState:
     return ConnectionState(
         id=row.id, workspace_id=row.workspace_id, provider=row.provider, status=row.status,
-        credentials=decrypt_credentials(app, row.credentials), params=dict(row.params or {}),
+        credentials=decrypt_credentials(services, row.credentials), params=dict(row.params or {}),
         metadata=dict(row.meta or {}), scopes=list(row.scopes or []), expires_at=row.expires_at,
         oauth_app=row.oauth_app, connected_at=row.connected_at,
     )  # fmt: skip
 
 
-async def load_state(app: web.Application, connection_id: str, *, workspace_id: str | None, fresh: bool = False) -> ConnectionState:
+async def load_state(services: Services, connection_id: str, *, workspace_id: str | None, fresh: bool = False) -> ConnectionState:
     """The decrypted connection; 404 when it does not exist or belongs to another workspace.
     ``workspace_id=None`` is for system work (jobs) only."""
-    rt = runtime(app)
+    rt = services.connections
     if fresh:
-        return await _read_state(app, connection_id, workspace_id)
+        return await _read_state(services, connection_id, workspace_id)
     state = rt.cached(connection_id)
     if state is None:
         # One read per expired entry however many calls arrive meanwhile: they share it.
         pending = rt.loading.get(connection_id)
         if pending is None:
-            pending = rt.loading[connection_id] = asyncio.ensure_future(_read_state(app, connection_id, None))
+            pending = rt.loading[connection_id] = asyncio.ensure_future(_read_state(services, connection_id, None))
             pending.add_done_callback(lambda _: rt.loading.pop(connection_id, None))
         try:
             state = await asyncio.shield(pending)
@@ -69,13 +70,13 @@ async def load_state(app: web.Application, connection_id: str, *, workspace_id: 
     return state
 
 
-async def _read_state(app: web.Application, connection_id: str, workspace_id: str | None) -> ConnectionState:
-    async with app[DB].session(tenant=workspace_id) as session:
+async def _read_state(services: Services, connection_id: str, workspace_id: str | None) -> ConnectionState:
+    async with services.db.session(tenant=workspace_id) as session:
         row = await session.scalar(select(Connection).where(Connection.id == connection_id))
     if row is None:
         raise ConnectionNotFound(connection_id)
-    state = state_of(app, row)
-    runtime(app).remember(state)
+    state = state_of(services, row)
+    services.connections.remember(state)
     return state
 
 
@@ -127,12 +128,12 @@ async def connection_page(
     return list(rows), int(total or 0)
 
 
-async def merge_metadata(app: web.Application, session: AsyncSession, *, workspace_id: str, connection_id: str, metadata: Mapping[str, Any]) -> Connection:
+async def merge_metadata(services: Services, session: AsyncSession, *, workspace_id: str, connection_id: str, metadata: Mapping[str, Any]) -> Connection:
     """Merge ``metadata`` into the connection's (a key set to None is removed), refusing a routing
     key another workspace holds. The caller forgets the cached state once the transaction commits."""
     row = await get_row(session, connection_id)
     merged = {key: value for key, value in {**(row.meta or {}), **metadata}.items() if value is not None}
-    await ensure_routing_keys_free(app[DB], app[REGISTRY], workspace_id=workspace_id, provider=row.provider, metadata=merged)
+    await ensure_routing_keys_free(services.db, services.registry, workspace_id=workspace_id, provider=row.provider, metadata=merged)
     row.meta = merged
     await session.flush()
     return row
@@ -180,7 +181,7 @@ async def enforce_provider_limit(session: AsyncSession, workspace_id: str, provi
 
 
 async def save_connection(
-    app: web.Application,
+    services: Services,
     session: AsyncSession,
     *,
     workspace_id: str,
@@ -211,10 +212,10 @@ async def save_connection(
         if new_connection_id is not None:
             row.id = new_connection_id
         session.add(row)
-    row.credentials = encrypt_credentials(app, credentials)
+    row.credentials = encrypt_credentials(services, credentials)
     row.params = {**(row.params or {}), **dict(params or {})}
     row.meta = {**(row.meta or {}), **dict(metadata or {})}
-    await ensure_routing_keys_free(app[DB], app[REGISTRY], workspace_id=workspace_id, provider=provider, metadata=row.meta)
+    await ensure_routing_keys_free(services.db, services.registry, workspace_id=workspace_id, provider=provider, metadata=row.meta)
     row.scopes = list(scopes)
     row.expires_at = expires_at
     row.oauth_app = oauth_app
@@ -225,7 +226,7 @@ async def save_connection(
     row.refresh_failures = 0
     row.health = health
     await session.flush()
-    runtime(app).forget(row.id)
+    services.connections.forget(row.id)
     return row
 
 
@@ -245,36 +246,36 @@ def token_credentials(tokens: TokenSet, previous: Mapping[str, Any] | None = Non
 # ---------------------------------------------------------------------------------------------
 
 
-async def byoa_app(app: web.Application, workspace_id: str, provider: str) -> OAuthApp | None:
-    async with app[DB].session(tenant=workspace_id) as session:
+async def byoa_app(services: Services, workspace_id: str, provider: str) -> OAuthApp | None:
+    async with services.db.session(tenant=workspace_id) as session:
         row = await session.scalar(select(ByoaCredential).where(ByoaCredential.provider == provider))
     if row is None:
         return None
-    return OAuthApp(client_id=row.client_id, client_secret=app[SECRETS].decrypt(row.client_secret), source="byoa")
+    return OAuthApp(client_id=row.client_id, client_secret=services.secrets.decrypt(row.client_secret), source="byoa")
 
 
-def deployment_app(app: web.Application, provider: str) -> OAuthApp | None:
-    secrets = app[REGISTRY].provider_secrets(provider)
+def deployment_app(services: Services, provider: str) -> OAuthApp | None:
+    secrets = services.registry.provider_secrets(provider)
     if not secrets.client_id:
         return None
     return OAuthApp(client_id=secrets.client_id, client_secret=secrets.client_secret, source="deployment")
 
 
-async def oauth_app_for(app: web.Application, *, workspace_id: str, provider: str, source: str | None = None, credentials: Mapping[str, Any] | None = None) -> OAuthApp | None:
+async def oauth_app_for(services: Services, *, workspace_id: str, provider: str, source: str | None = None, credentials: Mapping[str, Any] | None = None) -> OAuthApp | None:
     """The OAuth client to use: ``source`` names the one a connection was made with; without it the
     workspace's BYOA credentials win over the deployment's."""
     if source == "connection":
         creds = credentials or {}
         return OAuthApp(client_id=creds["client_id"], client_secret=creds.get("client_secret"), source="connection") if creds.get("client_id") else None
     if source in (None, "byoa"):
-        found = await byoa_app(app, workspace_id, provider)
+        found = await byoa_app(services, workspace_id, provider)
         if found is not None or source == "byoa":
             return found
-    return deployment_app(app, provider)
+    return deployment_app(services, provider)
 
 
-def auth_context(app: web.Application, provider: Provider, oauth_app: OAuthApp | None, params: Mapping[str, Any] | None) -> AuthContext:
+def auth_context(services: Services, provider: Provider, oauth_app: OAuthApp | None, params: Mapping[str, Any] | None) -> AuthContext:
     """The context handed to a provider's auth handler: the outbound client and guard, the OAuth
     app and the connection's parameters."""
-    return AuthContext(provider=provider, http=app[OUTBOUND].session, app=oauth_app, params=connection_params(provider, params), guard=app[OUTBOUND].check,
-                       read_body=app[OUTBOUND].read_body)
+    return AuthContext(provider=provider, http=services.outbound.session, app=oauth_app, params=connection_params(provider, params), guard=services.outbound.check,
+                       read_body=services.outbound.read_body)

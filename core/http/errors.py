@@ -16,7 +16,7 @@ from aiohttp import web
 from sqlalchemy.orm.exc import StaleDataError
 
 from patchbay.core.appkeys import ERROR_FORMATS, REQUEST_ID
-from patchbay.core.errors import Conflict, DomainError, Forbidden, Invalid, NotFound, RateLimited, Unauthenticated, Unavailable, UnsupportedMediaType, UpstreamFailed
+from patchbay.core.errors import Conflict, DomainError, Forbidden, Invalid, NotFound, RateLimited, RequestTimeout, Unauthenticated, Unavailable, UnsupportedMediaType, UpstreamFailed
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +65,7 @@ DOMAIN_STATUS: dict[type[DomainError], int] = {
     Unauthenticated: 401,
     Forbidden: 403,
     NotFound: 404,
+    RequestTimeout: 408,
     Conflict: 409,
     RateLimited: 429,
     UpstreamFailed: 502,

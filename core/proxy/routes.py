@@ -21,11 +21,13 @@ import aiohttp
 from aiohttp import web
 from multidict import CIMultiDict
 
-from patchbay.core.appkeys import DB, OUTBOUND
+from patchbay.core.appkeys import SERVICES
+from patchbay.core.connections.client import active_connection_id
 from patchbay.core.connections.runtime import ConnectionState
-from patchbay.core.connections.store import ConnectionNotFound, active_connection, load_state
+from patchbay.core.connections.store import ConnectionNotFound, load_state
+from patchbay.core.errors import Invalid
 from patchbay.core.http.bodies import read_body
-from patchbay.core.http.errors import ApiError, bad_request, not_found
+from patchbay.core.http.errors import ApiError
 from patchbay.core.http.openapi import accepts
 from patchbay.core.http.responses import ANY_MEDIA, returns
 from patchbay.core.proxy.api_models import ProxyEnvelope
@@ -47,14 +49,11 @@ LENGTH = frozenset({"content-length"})
 
 async def _connection(request: web.Request, provider_type: str) -> ConnectionState:
     principal = principal_of(request)
+    services = request.app[SERVICES]
     connection_id = request.headers.get("x-connection-id", "").strip()
     if not connection_id:
-        async with request.app[DB].session(tenant=principal.workspace_id) as session:
-            found = await active_connection(session, provider_type)
-        if found is None:
-            raise not_found(f"No active {provider_type} connection")
-        connection_id = found.id
-    state = await load_state(request.app, connection_id, workspace_id=principal.workspace_id)
+        connection_id = await active_connection_id(services, workspace_id=principal.workspace_id, provider_name=provider_type)
+    state = await load_state(services, connection_id, workspace_id=principal.workspace_id)
     if state.provider != provider_type:
         raise ConnectionNotFound(connection_id)
     return state
@@ -98,9 +97,9 @@ async def proxy(request: web.Request) -> web.StreamResponse:
     envelope = await read_body(request, ProxyEnvelope)
     method = envelope.method.upper()
     if method not in METHODS:
-        raise bad_request(f"Validation failed: method must be one of {', '.join(METHODS)}")
+        raise Invalid(f"Validation failed: method must be one of {', '.join(METHODS)}")
     if not envelope.path:
-        raise bad_request("Validation failed: path is required")
+        raise Invalid("Validation failed: path is required")
     headers = CIMultiDict((str(k), str(v)) for k, v in (envelope.headers or {}).items() if str(k).lower() not in OWN_HEADERS)
     query = envelope.query if envelope.query is not None else envelope.params
     body: bytes | None = None
@@ -111,7 +110,7 @@ async def proxy(request: web.Request) -> web.StreamResponse:
             body = json.dumps(envelope.body, separators=(",", ":")).encode()
             headers.setdefault("Content-Type", "application/json")
     _, upstream = await send(
-        request.app, state, method=method, path=envelope.path, headers=headers, body=body,
+        request.app[SERVICES], state, method=method, path=envelope.path, headers=headers, body=body,
         query=[(str(k), str(v)) for k, v in query.items()] if query else None, stream=True,
     )  # fmt: skip
     return await _answer(request, upstream)
@@ -134,12 +133,12 @@ async def proxy_passthrough(request: web.Request) -> web.StreamResponse:
         if length is not None and length <= BUFFER_LIMIT:
             body = await request.read()
         else:
-            body = request.app[OUTBOUND].idle_limited(request.content.iter_chunked(CHUNK))
+            body = request.app[SERVICES].outbound.idle_limited(request.content.iter_chunked(CHUNK))
             replayable = False
             if length is not None:
                 headers["Content-Length"] = str(length)
     _, upstream = await send(
-        request.app, state, method=request.method, path="/" + request.match_info["path"], headers=headers, body=body,
+        request.app[SERVICES], state, method=request.method, path="/" + request.match_info["path"], headers=headers, body=body,
         query=request.rel_url.raw_query_string or None, replayable=replayable, stream=True,
     )  # fmt: skip
     return await _answer(request, upstream)

@@ -23,7 +23,7 @@ from urllib.parse import quote
 from aiohttp import web
 from sqlalchemy import select
 
-from patchbay.core.appkeys import DB, REGISTRY
+from patchbay.core.appkeys import DB, REGISTRY, SERVICES
 from patchbay.core.connections.models import ACTIVE_STATUSES, Connection
 from patchbay.core.errors import DomainError
 from patchbay.core.http.errors import ApiError, bad_request, not_found
@@ -94,7 +94,7 @@ async def _open(app: web.Application, workspace_id: str, connection_id: str | No
 
     if resource not in RESOURCES:
         raise not_found(f"Unknown CRM resource: {resource}")
-    client = await open_client(app, workspace_id=workspace_id, connection_id=await _connection_id(app, workspace_id, connection_id), source="unified-crm")
+    client = await open_client(app[SERVICES], workspace_id=workspace_id, connection_id=await _connection_id(app, workspace_id, connection_id), source="unified-crm")
     provider = client.provider.name
     mapper = app[REGISTRY].get("crm_mappers", provider)
     if mapper is None:

@@ -6,16 +6,20 @@ import json
 
 from aiohttp import web
 
-from patchbay.core.appkeys import DB, SECRETS
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.connections.models import Connection
+from patchbay.core.services import Services
 from patchbay.core.timeutil import utcnow
 
 
-async def add_connection(app: web.Application, workspace_id: str, provider: str, *, meta: dict | None = None, params: dict | None = None,
+async def add_connection(services: Services | web.Application, workspace_id: str, provider: str, *, meta: dict | None = None, params: dict | None = None,
                          credentials: dict | None = None, status: str = "connected") -> str:  # fmt: skip
-    """A connection row as the connections feature stores it (credentials encrypted)."""
-    secret = app[SECRETS].encrypt(json.dumps(credentials or {"access_token": "test-token"}))
-    async with app[DB].transaction(tenant=workspace_id) as session:
-        row = Connection(provider=provider, status=status, credentials=secret, params=params or {}, meta=meta or {}, scopes=[], connected_at=utcnow())
+    """A connection row as the connections feature stores it (credentials encrypted). ``services``
+    may still be the test's app (its services are used), as most tests hold the app."""
+    if isinstance(services, web.Application):
+        services = services[SERVICES]
+    async with services.db.transaction(tenant=workspace_id) as session:
+        row = Connection(provider=provider, status=status, credentials=services.secrets.encrypt(json.dumps(credentials or {"access_token": "test-token"})),
+                         params=params or {}, meta=meta or {}, scopes=[], connected_at=utcnow())  # fmt: skip
         session.add(row)
     return row.id

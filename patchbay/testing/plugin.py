@@ -55,9 +55,10 @@ class PackHarness:
 
     async def client(self):
         """The connection client of the test connection (calls go to the fake)."""
+        from patchbay.core.appkeys import SERVICES
         from patchbay.core.connections.client import open_client
 
-        return await open_client(self.app, workspace_id=self.workspace["workspace_id"], connection_id=self.connection_id)
+        return await open_client(self.app[SERVICES], workspace_id=self.workspace["workspace_id"], connection_id=self.connection_id)
 
 
 @pytest_asyncio.fixture

@@ -30,11 +30,10 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from sqlalchemy import func, select
 
-from patchbay.core.appkeys import DB, OUTBOUND, REGISTRY, SECRETS
+from patchbay.core.appkeys import DB, OUTBOUND, REGISTRY, SERVICES
 from patchbay.core.connections.auth import UnvouchedHost, check_oauth_hosts
 from patchbay.core.connections.models import Connection, OAuthState
-from patchbay.core.connections.oauth_binding import COOKIE_PREFIX, _binding_message
-from patchbay.core.connections.oauth_routes import _state_mac, callback_url
+from patchbay.core.connections.oauth import COOKIE_PREFIX, binding_value, callback_url, state_mac
 from patchbay.core.connections.store import save_connection
 from patchbay.core.outbound import Outbound
 from patchbay.core.plugins.provider import host_matches
@@ -141,7 +140,7 @@ def serve(aiohttp_client, make_app, tls, database_url):
     async def start(**tables: dict[str, Any]):
         providers = {name: {**OPERATOR_APPS.get(name, {}), **tables.get(name, {})} for name in {*OPERATOR_APPS, *tables}}
         app = make_app(providers=providers, database_url=database_url)
-        app[OUTBOUND] = Outbound(allow_insecure=True, ssl_context=tls[1])  # as the test settings: loopback targets allowed
+        app[SERVICES].outbound = app[OUTBOUND] = Outbound(allow_insecure=True, ssl_context=tls[1])  # as the test settings: loopback targets allowed
         client = await aiohttp_client(app)
         client.ws = await create_workspace_with_key(app, plan="enterprise")
         return client
@@ -161,7 +160,7 @@ async def plant_connection(client, *, hostname: str) -> str:
     operator stopped vouching for its host), with a refresh token."""
     async with client.server.app[DB].transaction(tenant=client.ws["workspace_id"]) as session:
         row = await save_connection(
-            client.server.app, session, workspace_id=client.ws["workspace_id"], provider="salesforce",
+            client.server.app[SERVICES], session, workspace_id=client.ws["workspace_id"], provider="salesforce",
             credentials={"access_token": "at-old", "refresh_token": "rt-old"}, params={"hostname": hostname, "instance_url": f"https://{MY_DOMAIN}"},
             expires_at=utcnow(), oauth_app="deployment",
         )  # fmt: skip
@@ -192,13 +191,13 @@ async def test_callback_does_not_exchange_a_code_at_a_host_the_caller_chose(serv
     without sending the operator's secret to its host."""
     client = await serve()
     app = client.server.app
-    row = OAuthState(workspace_id=client.ws["workspace_id"], provider="salesforce", callback_uri=callback_url(app, "salesforce"), params={"hostname": attacker.netloc},
+    row = OAuthState(workspace_id=client.ws["workspace_id"], provider="salesforce", callback_uri=callback_url(app[SERVICES], "salesforce"), params={"hostname": attacker.netloc},
                      oauth_app="deployment", expires_at=utcnow() + datetime.timedelta(minutes=5), meta={})  # fmt: skip
     async with app[DB].transaction(tenant=client.ws["workspace_id"]) as session:
         session.add(row)
         await session.flush()
-        state = f"{row.id}.{_state_mac(app, row)}"
-    client.session.cookie_jar.update_cookies({COOKIE_PREFIX + row.id: app[SECRETS].sign(_binding_message(row.id))}, client.make_url("/auth/"))
+        state = f"{row.id}.{state_mac(app[SERVICES], row)}"
+    client.session.cookie_jar.update_cookies({COOKIE_PREFIX + row.id: binding_value(app[SERVICES], row.id)}, client.make_url("/auth/"))
     done = await client.get("/auth/salesforce/callback", params={"state": state, "code": "code-1"}, allow_redirects=False)
     assert not attacker.saw(CLIENT_SECRET) and not attacker.saw(CLIENT_ID), attacker.received
     assert done.status == 400 and "oauth_hosts" in await done.text()

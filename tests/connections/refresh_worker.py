@@ -16,6 +16,7 @@ from pathlib import Path
 from aiohttp import web
 
 from patchbay.core.app import create_app
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.connections.refresh import refresh_connection
 from patchbay.core.settings import load_settings
 
@@ -33,7 +34,7 @@ async def main(database_url: str, data_dir: str, base: str, workspace_id: str, c
     runner = web.AppRunner(app)
     await runner.setup()  # opens the outbound client and the database
     try:
-        states = await asyncio.gather(*(refresh_connection(app, connection_id, workspace_id=workspace_id, stale_token=stale) for _ in range(10)))
+        states = await asyncio.gather(*(refresh_connection(app[SERVICES], connection_id, workspace_id=workspace_id, stale_token=stale) for _ in range(10)))
         print(json.dumps({"tokens": sorted({s.access_token for s in states})}))
     finally:
         await runner.cleanup()

@@ -10,9 +10,8 @@ from urllib.parse import parse_qs, urlsplit
 import aiohttp
 from sqlalchemy import text, update
 
-from patchbay.core.appkeys import CRON, DB
+from patchbay.core.appkeys import CRON, DB, SERVICES
 from patchbay.core.connections.models import Connection, OAuthState
-from patchbay.core.connections.runtime import runtime
 from patchbay.core.testing import create_workspace_with_key, sign_access_token
 from patchbay.core.timeutil import utcnow
 
@@ -47,7 +46,7 @@ async def connect_oauth(api, ws) -> str:
 async def expire(api, connection_id: str, seconds: int = -60) -> None:
     async with api.server.app[DB].transaction() as session:
         await session.execute(update(Connection).where(Connection.id == connection_id).values(expires_at=utcnow() + timedelta(seconds=seconds)))
-    runtime(api.server.app).forget(connection_id)  # as if the cached copy had aged out
+    api.server.app[SERVICES].connections.forget(connection_id)  # as if the cached copy had aged out
 
 
 async def test_login_sends_state_and_pkce(api, ws, fake):
@@ -198,7 +197,7 @@ async def test_token_refresh_job_refreshes_ahead_of_expiry(api, ws, fake):
         await session.execute(update(OAuthState).values(expires_at=utcnow() - timedelta(seconds=1)))
     await expire(api, soon, seconds=600)  # within the 15 minute buffer
     await expire(api, later, seconds=3600)
-    summary = await api.server.app[CRON].jobs["token-refresh"].run(api.server.app)
+    summary = await api.server.app[CRON].jobs["token-refresh"].run(api.server.app[SERVICES])
     assert summary == {"due": 1, "refreshed": 1, "failed": 0, "invalid": 0, "expiredLogins": 1}
     assert fake.refresh_calls == 1
     connection = await (await api.get(f"/connect/v1/connections/{soon}", headers=ws["headers"])).json()
@@ -207,13 +206,13 @@ async def test_token_refresh_job_refreshes_ahead_of_expiry(api, ws, fake):
 
 async def test_connection_health_job_and_disconnect_revokes(api, ws, fake):
     connection_id = await connect_oauth(api, ws)
-    summary = await api.server.app[CRON].jobs["connection-health"].run(api.server.app)
+    summary = await api.server.app[CRON].jobs["connection-health"].run(api.server.app[SERVICES])
     assert summary == {"checked": 1, "healthy": 1}
     fake.access_tokens.clear()
     fake.refresh_error = "invalid_grant"
     async with api.server.app[DB].transaction() as session:
         await session.execute(update(Connection).values(last_health_check_at=None))
-    summary = await api.server.app[CRON].jobs["connection-health"].run(api.server.app)
+    summary = await api.server.app[CRON].jobs["connection-health"].run(api.server.app[SERVICES])
     assert summary["checked"] == 1 and summary.get("invalid", 0) + summary.get("unhealthy", 0) == 1
     fake.refresh_error = None
     other = await connect_oauth(api, ws)
@@ -243,6 +242,6 @@ async def test_a_login_started_before_a_secret_key_rotation_completes_after_it(a
 
     location, query = await authorize(await start_login(api, ws))  # state signed with the old key
     settings = api.server.app[SETTINGS]
-    api.server.app[SECRETS] = SecretBox(["a new first key", *load_or_create_secrets(settings.secret_key, settings.data_dir)])
+    api.server.app[SERVICES].secrets = api.server.app[SECRETS] = SecretBox(["a new first key", *load_or_create_secrets(settings.secret_key, settings.data_dir)])
     done = await api.get(urlsplit(location).path, params=query, allow_redirects=False)
     assert parse_qs(urlsplit(done.headers["Location"]).query)["status"] == ["connected"]

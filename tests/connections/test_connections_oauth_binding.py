@@ -1,6 +1,6 @@
 """Attack (issue 11, point 10): an OAuth login started in one workspace and handed to a victim must
 not connect the victim's provider account into that workspace. The login is bound to the browser
-that started it (core/connections/oauth_binding.py); the legitimate ``response=json`` flow goes
+that started it (core/connections/oauth.py, routes_oauth.py); the legitimate ``response=json`` flow goes
 through the begin page in the user's own browser."""
 
 from __future__ import annotations

@@ -22,9 +22,8 @@ from joserfc.jwk import KeySet
 from sqlalchemy import update
 
 from patchbay import Provider, hookimpl
-from patchbay.core.appkeys import DB
+from patchbay.core.appkeys import DB, SERVICES
 from patchbay.core.connections.models import Connection
-from patchbay.core.connections.runtime import runtime
 from patchbay.core.testing import create_workspace_with_key
 from patchbay.core.timeutil import utcnow
 from tests.node_peers import installed
@@ -126,7 +125,7 @@ async def test_oauth_round_trip_with_oauth2_mock_server(aiohttp_client, make_app
 
     async with app[DB].transaction() as session:
         await session.execute(update(Connection).where(Connection.id == connection_id).values(expires_at=utcnow() - timedelta(seconds=5)))
-    runtime(app).forget(connection_id)
+    app[SERVICES].connections.forget(connection_id)
     second = await api.post("/connect/v1/proxy/mockoauth", json={"method": "GET", "path": "/me"}, headers=headers)
     assert second.status == 200, await second.text()
     for _ in range(50):

@@ -63,9 +63,10 @@ async def test_two_os_processes_refresh_once(aiohttp_client, fake_app, fake, pg_
     connection_id = await _expired_connection(api, ws, fake)
     token = await (await api.get(f"/connect/v1/connections/{connection_id}", headers=ws["headers"])).json()
     assert token["status"] == "connected"
+    from patchbay.core.appkeys import SERVICES
     from patchbay.core.connections.store import load_state
 
-    stale = (await load_state(api.server.app, connection_id, workspace_id=ws["workspace_id"])).access_token
+    stale = (await load_state(api.server.app[SERVICES], connection_id, workspace_id=ws["workspace_id"])).access_token
     fake.refresh_delay = 0.5
     worker = Path(__file__).with_name("refresh_worker.py")
     processes = [

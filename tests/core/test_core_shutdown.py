@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from patchbay.core.appkeys import DB
 from patchbay.core.connections.runtime import AuditBuffer
 from patchbay.core.storage.db import Database
 
@@ -25,7 +24,7 @@ def _row(n: int) -> dict:
 
 async def test_the_audit_buffer_stays_bounded_and_says_so_while_the_database_is_down(tmp_path, caplog):
     down = Database(f"sqlite+aiosqlite:///{tmp_path}/no-such-folder/patchbay.db")  # cannot be opened
-    buffer = AuditBuffer({DB: down}, max_pending=50)
+    buffer = AuditBuffer(down, max_pending=50)
     try:
         for n in range(120):
             buffer.add(**_row(n))

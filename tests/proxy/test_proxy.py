@@ -9,10 +9,9 @@ import hashlib
 
 import pytest
 
-from patchbay.core.appkeys import DB
+from patchbay.core.appkeys import DB, SERVICES
 from patchbay.core.connections.client import client_for_provider, open_client
-from patchbay.core.errors import NotFound
-from patchbay.core.http.errors import ApiError
+from patchbay.core.errors import Invalid, NotFound
 from patchbay.core.testing import create_workspace_with_key
 
 KEY = "fake-api-key-123"  # FakeProvider.API_KEY
@@ -103,9 +102,8 @@ async def test_ssrf_guard_refuses_private_targets(aiohttp_client, fake_app, fake
     from patchbay.core.appkeys import OUTBOUND
 
     api.server.app[OUTBOUND].allow_insecure = False  # as in production
-    from patchbay.core.connections.runtime import runtime
 
-    runtime(api.server.app).forget(connection_id)
+    api.server.app[SERVICES].connections.forget(connection_id)
     response = await api.post("/connect/v1/proxy/fakekey", json={"method": "GET", "path": "/me"}, headers={**ws["headers"], "x-connection-id": connection_id})
     assert response.status == 400 and "https" in (await response.json())["message"]
     absolute = await api.post("/connect/v1/proxy/fakekey", json={"method": "GET", "path": "https://evil.example/x"}, headers={**ws["headers"], "x-connection-id": connection_id})
@@ -125,7 +123,7 @@ async def test_proxy_validation_and_provider_mismatch(api, ws):
 async def test_connection_client_for_plugins(api, ws, fake):
     app = api.server.app
     connection_id = await _connect(api, ws)
-    client = await open_client(app, workspace_id=ws["workspace_id"], connection_id=connection_id)
+    client = await open_client(app[SERVICES], workspace_id=ws["workspace_id"], connection_id=connection_id)
     assert client.connection_id == connection_id and client.workspace_id == ws["workspace_id"] and client.provider.name == "fakekey"
     assert client.base_url == f"{fake.base}/api" and client.params == {}
     response = await client.request("POST", "/things", params={"q": 1, "flag": True}, json={"a": 1})
@@ -137,15 +135,15 @@ async def test_connection_client_for_plugins(api, ws, fake):
     assert compressed.json() == {"compressed": True}, "the client decompresses what the proxy passes through as is"
     absolute = await client.get(f"{fake.base}/api/abs")
     assert absolute.json()["path"] == "/abs"
-    with pytest.raises(ApiError):
+    with pytest.raises(Invalid, match="must stay on the provider's API host"):
         await client.get("https://elsewhere.example/api/abs")
-    same = await client_for_provider(app, workspace_id=ws["workspace_id"], provider_name="fakekey")
+    same = await client_for_provider(app[SERVICES], workspace_id=ws["workspace_id"], provider_name="fakekey")
     assert same.connection_id == connection_id
     other = await create_workspace_with_key(app, name="Other")
     with pytest.raises(NotFound, match=f"Connection not found: {connection_id}"):  # answered 404 by the one mapping
-        await open_client(app, workspace_id=other["workspace_id"], connection_id=connection_id)
-    with pytest.raises(ApiError):
-        await client_for_provider(app, workspace_id=other["workspace_id"], provider_name="fakekey")
+        await open_client(app[SERVICES], workspace_id=other["workspace_id"], connection_id=connection_id)
+    with pytest.raises(NotFound, match="No active fakekey connection"):
+        await client_for_provider(app[SERVICES], workspace_id=other["workspace_id"], provider_name="fakekey")
     await asyncio.sleep(0)
 
 

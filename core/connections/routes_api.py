@@ -7,12 +7,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from aiohttp import web
 
-from patchbay.core.appkeys import DB, SERVICES
-from patchbay.core.approvals.service import require_ungated_or_approver
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.connections import service
 from patchbay.core.connections.api_models import AccessToken, ImportConnectionDto, ImportedConnection, refuse_control_characters
 from patchbay.core.http.bodies import read_body
-from patchbay.core.http.errors import bad_request
+from patchbay.core.errors import Invalid
 from patchbay.core.http.openapi import accepts
 from patchbay.core.http.responses import reply, returns
 from patchbay.core.security.auth import principal_of, requires
@@ -29,7 +28,7 @@ def _expires_at(value: str | float | None) -> datetime | None:
         try:
             return datetime.fromtimestamp(value, UTC)
         except (OverflowError, OSError, ValueError):
-            raise bad_request("Validation failed: credentials.expiresAt is out of range") from None
+            raise Invalid("Validation failed: credentials.expiresAt is out of range") from None
     if isinstance(value, str):
         try:
             moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
@@ -37,7 +36,7 @@ def _expires_at(value: str | float | None) -> datetime | None:
             pass
         else:
             return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-    raise bad_request("Validation failed: credentials.expiresAt must be an ISO 8601 timestamp or epoch seconds")
+    raise Invalid("Validation failed: credentials.expiresAt must be an ISO 8601 timestamp or epoch seconds")
 
 
 @routes.post("/api/connections/import")
@@ -51,14 +50,14 @@ async def import_connection(request: web.Request) -> web.Response:
     principal = principal_of(request)
     dto = await read_body(request, ImportConnectionDto)
     if not dto.providerType:
-        raise bad_request("Validation failed: providerType is required")
+        raise Invalid("Validation failed: providerType is required")
     if not dto.credentials.accessToken:
-        raise bad_request("Validation failed: credentials.accessToken is required")
+        raise Invalid("Validation failed: credentials.accessToken is required")
     refuse_control_characters(accessToken=dto.credentials.accessToken)
-    async with request.app[DB].session(tenant=principal.workspace_id) as session:
-        await require_ungated_or_approver(request.app[SERVICES], session, workspace_id=principal.workspace_id, provider=dto.providerType, principal=principal)
+    services = request.app[SERVICES]
+    await service.require_import_allowed(services, workspace_id=principal.workspace_id, provider=dto.providerType, principal=principal)
     row = await service.import_tokens(
-        request.app, workspace_id=principal.workspace_id, provider_name=dto.providerType, access_token=dto.credentials.accessToken,
+        services, workspace_id=principal.workspace_id, provider_name=dto.providerType, access_token=dto.credentials.accessToken,
         refresh_token=dto.credentials.refreshToken, expires_at=_expires_at(dto.credentials.expiresAt), metadata=dto.metadata or {},
         params=dto.params or {}, scopes=dto.credentials.scopes or dto.scopes or [],
     )  # fmt: skip
@@ -72,7 +71,7 @@ async def connection_token(request: web.Request) -> web.Response:
     """A decrypted access token of the connection that is valid now (refreshed first when it is
     expired or expires within a minute): ``{accessToken, tokenType, expiresAt, connectionId}``."""
     principal = principal_of(request)
-    state = await service.fresh_token(request.app, workspace_id=principal.workspace_id, connection_id=request.match_info["connectionId"])
+    state = await service.fresh_token(request.app[SERVICES], workspace_id=principal.workspace_id, connection_id=request.match_info["connectionId"])
     return reply(
         request,
         {"connectionId": state.id, "provider": state.provider, "accessToken": state.access_token,

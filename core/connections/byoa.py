@@ -1,0 +1,81 @@
+"""Bring-your-own-app credentials (spec 4.20): a workspace's own OAuth client for a provider, used
+by its OAuth logins and refreshes instead of the deployment's. The secret is stored encrypted and
+never shown again."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import select
+
+from patchbay.core.connections.models import ByoaCredential
+from patchbay.core.errors import Invalid, NotFound
+from patchbay.core.plugins.provider import Provider
+from patchbay.core.timeutil import iso
+
+if TYPE_CHECKING:
+    from patchbay.core.services import Services
+
+
+async def _find(session, provider: str) -> ByoaCredential | None:
+    return await session.scalar(select(ByoaCredential).where(ByoaCredential.provider == provider))
+
+
+def _status(row: ByoaCredential | None, provider: str) -> dict[str, Any]:
+    if row is None:
+        return {"provider": provider, "configured": False}
+    return {"provider": provider, "configured": True, "clientId": row.client_id, "scopes": row.scopes or [],
+            "createdAt": iso(row.created_at), "updatedAt": iso(row.updated_at)}  # fmt: skip
+
+
+def require_oauth(provider: Provider) -> None:
+    if provider.auth_mode not in ("oauth2",):
+        raise Invalid(f"{provider.display_name} does not use an OAuth app")
+
+
+async def save(services: Services, *, workspace_id: str, provider: Provider, body: dict[str, Any]) -> dict[str, Any]:
+    """Save the workspace's OAuth app for ``provider`` (:func:`require_oauth`) from ``{clientId,
+    clientSecret, scopes?}`` (scopes a list, or a space or comma separated string), replacing an
+    earlier one; answers its status."""
+    require_oauth(provider)
+    client_id, client_secret, scopes = body.get("clientId"), body.get("clientSecret"), body.get("scopes")
+    if not isinstance(client_id, str) or not client_id.strip():
+        raise Invalid("Validation failed: clientId is required")
+    if not isinstance(client_secret, str) or not client_secret:
+        raise Invalid("Validation failed: clientSecret is required")
+    if isinstance(scopes, str):
+        scopes = [s for s in scopes.replace(",", " ").split() if s]
+    if scopes is not None and not (isinstance(scopes, list) and all(isinstance(s, str) for s in scopes)):
+        raise Invalid("Validation failed: scopes must be a list of strings")
+    async with services.db.transaction(tenant=workspace_id) as session:
+        row = await _find(session, provider.name)
+        if row is None:
+            row = ByoaCredential(provider=provider.name)
+            session.add(row)
+        row.client_id = client_id.strip()
+        row.client_secret = services.secrets.encrypt(client_secret)
+        row.scopes = list(scopes or [])
+        await session.flush()
+        return _status(row, provider.name)
+
+
+async def status(services: Services, *, workspace_id: str, provider: str) -> dict[str, Any]:
+    """Whether the workspace has its own OAuth app for ``provider`` (never the secret)."""
+    async with services.db.session(tenant=workspace_id) as session:
+        return _status(await _find(session, provider), provider)
+
+
+async def scopes(services: Services, *, workspace_id: str, provider: str) -> list[str] | None:
+    """The scopes saved with the workspace's own OAuth app for ``provider``, if any."""
+    async with services.db.session(tenant=workspace_id) as session:
+        saved = await session.scalar(select(ByoaCredential.scopes).where(ByoaCredential.provider == provider))
+    return list(saved) if saved else None
+
+
+async def delete(services: Services, *, workspace_id: str, provider: str) -> None:
+    """Remove the workspace's OAuth app for ``provider`` (later logins use the deployment's)."""
+    async with services.db.transaction(tenant=workspace_id) as session:
+        row = await _find(session, provider)
+        if row is None:
+            raise NotFound(f"No BYOA credentials for {provider}")
+        await session.delete(row)
