@@ -48,7 +48,7 @@ Resource = Callable[["Services"], contextlib.AbstractAsyncContextManager[None]]
 
 #: the modules whose ``install(services)`` adds a domain's job kinds, periodic jobs and runtime
 #: objects, in order (their HTTP routes are added by ``core.features``)
-SERVICE_MODULES: tuple[str, ...] = ()
+SERVICE_MODULES: tuple[str, ...] = ("patchbay.core.billing.limits", "patchbay.core.workspaces.mail", "patchbay.core.compliance.service", "patchbay.core.records.sync", "patchbay.core.tables.service", "patchbay.core.jobs.maintenance")
 
 
 @attrs.define(eq=False)

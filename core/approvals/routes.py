@@ -10,7 +10,6 @@ from patchbay.core.approvals.api_models import (
     ApprovalPolicyOut, ApprovalRequestOut, ApprovalRequestPage, DecisionDto, UpdatePolicyDto, policy_json, read_policy_changes, request_json,
 )  # fmt: skip
 from patchbay.core.approvals.models import ApprovalRequest
-from patchbay.core.billing.limits import attach_app
 from patchbay.core.http.bodies import page_params, read_body
 from patchbay.core.http.errors import bad_request
 from patchbay.core.http.lookups import get_or_404
@@ -115,5 +114,4 @@ async def deny(request: web.Request) -> web.Response:
 
 
 def setup(app: web.Application) -> None:
-    attach_app(app)
     app.router.add_routes(routes)

@@ -31,7 +31,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from patchbay.core.appkeys import DB, REGISTRY, SECRETS
 from patchbay.core.approvals.models import ApprovalPolicy, ApprovalRequest
-from patchbay.core.billing.limits import app_of
+from patchbay.core.billing.limits import services_of
 from patchbay.core.connections import service as connections
 from patchbay.core.http.errors import ApiError, conflict, forbidden
 from patchbay.core.http.lookups import get_or_404
@@ -106,7 +106,7 @@ async def is_approver(session: AsyncSession, policy: ApprovalPolicy | None, work
 
 async def _needs_approval(session: AsyncSession, workspace_id: str, provider: str, principal: Principal) -> bool:
     policy = await get_policy(session, workspace_id)
-    if policy is None or not policy.enabled or not _requires_approval(app_of(session), policy, provider):
+    if policy is None or not policy.enabled or not _requires_approval(services_of(session), policy, provider):
         return False
     return not await is_approver(session, policy, workspace_id, principal)
 
@@ -127,7 +127,7 @@ async def gate_connect(session: AsyncSession, *, workspace_id: str, provider: st
     """
     if not await _needs_approval(session, workspace_id, provider, principal):
         return None
-    app = app_of(session)
+    app = services_of(session)
     payload = payload or {}
     credentials = payload.get("credentials")
     if not credentials:

@@ -9,7 +9,7 @@ from typing import Any
 
 from aiohttp import web
 
-from patchbay.core.appkeys import DB, JOBS, REGISTRY, SETTINGS
+from patchbay.core.appkeys import REGISTRY, SERVICES, SETTINGS
 from patchbay.core.compliance import service
 from patchbay.core.compliance.api_models import DeletionInformation, DeletionRequested, DeletionStatus
 from patchbay.core.http.bodies import parse_json, read_form
@@ -95,8 +95,7 @@ async def request_deletion(request: web.Request) -> web.Response:
             raise service.no_requester(registry, fields)
         found = "user", principal.subject
     source, subject = found
-    async with request.app[DB].transaction() as session:
-        deletion = await service.request_deletion(request.app, session, source=source, subject=subject)
+    deletion = await service.request_deletion(request.app[SERVICES], source=source, subject=subject)
     code = deletion.confirmation_code
     return reply(request, {"url": f"{settings.public_base_url}/compliance/data-deletion/status?code={code}", "confirmation_code": code}, status=201)
 
@@ -110,8 +109,7 @@ async def deletion_status(request: web.Request) -> web.Response:
     code = request.query.get("code")
     if not code:
         raise bad_request("Query parameter 'code' is required")
-    async with request.app[DB].session() as session:
-        deletion = await service.deletion_by_code(session, code)
+    deletion = await service.deletion_by_code(request.app[SERVICES], code)
     body = {"confirmationCode": deletion.confirmation_code, "status": deletion.status, "requestedAt": iso(deletion.created_at), "completedAt": iso(deletion.completed_at)}
     accept = request.headers.get("Accept", "")
     if "text/html" in accept and "application/json" not in accept:  # a person following Meta's link
@@ -124,6 +122,4 @@ async def deletion_status(request: web.Request) -> web.Response:
 
 
 def setup(app: web.Application) -> None:
-    service.register_eraser(app, "users", service.users_eraser(app[REGISTRY].objects("deletion_identities")))
-    app[JOBS].register(service.DELETE_JOB, service.run_deletion, max_attempts=5)
     app.router.add_routes(routes)

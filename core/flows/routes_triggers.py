@@ -7,7 +7,7 @@ from typing import Any
 from aiohttp import web
 from sqlalchemy import select
 
-from patchbay.core.appkeys import CRON, DB, REGISTRY
+from patchbay.core.appkeys import CRON, DB, REGISTRY, SERVICES
 from patchbay.core.billing.limits import enforce_limit, register_counter
 from patchbay.core.connections.models import Connection
 from patchbay.core.flows import service, triggers
@@ -129,5 +129,5 @@ def _register_listener(app: web.Application) -> None:
 def setup(app: web.Application) -> None:
     app.router.add_routes(routes)
     app[CRON].add(CronJob("poll-triggers", POLL_INTERVAL_SECONDS, triggers.poll_triggers))
-    register_counter(app, "active_triggers", triggers.count_active_triggers)
+    register_counter(app[SERVICES], "active_triggers", triggers.count_active_triggers)
     _register_listener(app)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from patchbay.core.appkeys import JOBS
+from patchbay.core.appkeys import JOBS, SERVICES
 from patchbay.core.jobs.queue import JobContext
 
 
@@ -23,7 +23,7 @@ async def drain(app: Any, *, rounds: int = 50, kinds: tuple[str, ...] | None = N
         if not jobs:
             return ran
         for job in jobs:
-            context = JobContext(app, job.id, job.kind, dict(job.payload), job.attempts, job.max_attempts, job.workspace_id)
+            context = JobContext(app[SERVICES], job.id, job.kind, dict(job.payload), job.attempts, job.max_attempts, job.workspace_id)
             await queue.kinds[job.kind].handler(context)
             ran += 1
         await queue.mark_done("test-drain", [j.id for j in jobs])

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from patchbay.core.appkeys import CRON, SETTINGS
+from patchbay.core.appkeys import CRON, SERVICES, SETTINGS
 from patchbay.core.http.bearer import bearer_matches
 from patchbay.core.http.errors import not_found, unauthorized
 from patchbay.core.http.probe_models import CronRun
@@ -36,7 +36,7 @@ async def run_cron_job(request: web.Request) -> web.Response:
     job = request.app[CRON].jobs.get(name)
     if job is None:
         raise not_found(f"Cron job not found: {name}")
-    summary = await job.run(request.app)
+    summary = await job.run(request.app[SERVICES])
     return reply(request, {"job": name, "ok": True, "result": summary or {}})
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from patchbay.core.appkeys import CRON, JOBS
+from patchbay.core.appkeys import CRON, JOBS, SERVICES
 from patchbay.core.compliance.service import register_eraser
 from patchbay.core.jobs.cron import CronJob
 from patchbay.core.leads import routes
@@ -16,4 +16,4 @@ def setup(app: web.Application) -> None:
     app.router.add_routes(routes.routes)
     app[JOBS].register(IMPORT_JOB, import_job, max_attempts=5, backoff_base=2.0, backoff_cap=120.0)
     app[CRON].add(CronJob("resume-imports", 300, resume_imports))
-    register_eraser(app, "leads", erase_leads)
+    register_eraser(app[SERVICES], "leads", erase_leads)

@@ -354,5 +354,4 @@ async def revoke_shareable_link(request: web.Request) -> web.Response:
 
 
 def setup(app: web.Application) -> None:
-    app[JOBS].register(INVITE_EMAIL_JOB, send_invite_email, max_attempts=5)
     app.router.add_routes(routes)

@@ -7,7 +7,7 @@ from aiohttp import web
 from sqlalchemy import select
 
 from patchbay import Provider, RecordSource, Trigger, hookimpl
-from patchbay.core.appkeys import CRON, DB
+from patchbay.core.appkeys import CRON, DB, SERVICES
 from patchbay.core.flows.testing import drain
 from patchbay.core.records.models import RecordSyncCursor
 from patchbay.core.testing import create_workspace_with_key
@@ -139,7 +139,7 @@ async def test_records_are_tenant_isolated(api):
 async def test_data_sync_ingests_incrementally_with_a_stored_cursor(api, fake):
     app = api.server.app
     connection_id = await add_connection(app, api.ws["workspace_id"], "testcrm", credentials={"api_key": "k-123"})
-    summary = await app[CRON].jobs["data-sync"].run(app)
+    summary = await app[CRON].jobs["data-sync"].run(app[SERVICES])
     assert summary["connections"] == 1
     await drain(app, kinds=("records.sync",))
     body = await (await api.get("/connect/v1/records", params={"providerType": "testcrm", "limit": "100"}, headers=api.ws["headers"])).json()
@@ -155,7 +155,7 @@ async def test_data_sync_ingests_incrementally_with_a_stored_cursor(api, fake):
     fake.contacts[5]["name"] = "Newcomer Renamed"
     from patchbay.core.records.sync import sync_connection
 
-    await sync_connection(app, workspace_id=api.ws["workspace_id"], connection_id=connection_id)
+    await sync_connection(app[SERVICES], workspace_id=api.ws["workspace_id"], connection_id=connection_id)
     assert fake.calls[0][0] == 5
     body = await (await api.get("/connect/v1/records", params={"search": "renamed"}, headers=api.ws["headers"])).json()
     assert [r["externalId"] for r in body["data"]] == ["c5"]
