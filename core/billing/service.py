@@ -13,7 +13,7 @@ from sqlalchemy import or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from patchbay.core.billing.limits import MONTHLY_RESOURCES, RESOURCES, current_period, limits_of, workspace_plan
+from patchbay.core.billing.limits import MONTHLY_RESOURCES, RESOURCES, limits_of, workspace_plan
 from patchbay.core.billing.models import PaymentEvent as EventRow
 from patchbay.core.billing.models import Subscription, UsageCounter
 from patchbay.core.billing.payments import PAID_PLANS, CheckoutRequest, CheckoutSession, PaymentContext, PaymentEvent, PaymentProvider, PaymentProviderError, SubscriptionState, WebhookVerificationError
