@@ -9,7 +9,7 @@ from typing import Any
 
 from aiohttp import web
 
-from patchbay.core.appkeys import REGISTRY, SERVICES, SETTINGS
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.compliance import service
 from patchbay.core.compliance.api_models import DeletionInformation, DeletionRequested, DeletionStatus
 from patchbay.core.http.bodies import parse_json, read_form
@@ -35,7 +35,7 @@ the app from your Facebook settings. You receive a confirmation code to follow t
 async def privacy_policy(request: web.Request) -> web.Response:
     """The privacy policy: a redirect to ``[compliance] privacy_policy_url`` or a page of
     ``privacy_policy_text``."""
-    settings = request.app[SETTINGS]
+    settings = request.app[SERVICES].settings
     if settings.compliance.privacy_policy_url:
         raise web.HTTPFound(settings.compliance.privacy_policy_url)
     name = settings.branding.name
@@ -55,8 +55,8 @@ async def privacy_policy(request: web.Request) -> web.Response:
 @returns(DeletionInformation)
 async def deletion_information(request: web.Request) -> web.Response:
     """How to request the deletion of one's data, with the provider callbacks installed packs read."""
-    base = request.app[SETTINGS].public_base_url
-    callbacks = [{"source": source, "field": callback.field} for source, callback in sorted(request.app[REGISTRY].objects("deletion_callbacks").items())]
+    base = request.app[SERVICES].settings.public_base_url
+    callbacks = [{"source": source, "field": callback.field} for source, callback in sorted(request.app[SERVICES].registry.objects("deletion_callbacks").items())]
     return reply(
         request,
         {
@@ -83,8 +83,8 @@ async def request_deletion(request: web.Request) -> web.Response:
     """Handle a deletion request: a provider's data deletion callback (form or JSON; Meta's
     ``signed_request``), or a signed-in user's own; answers ``{url, confirmation_code}`` and deletes
     in the background."""
-    settings = request.app[SETTINGS]
-    registry = request.app[REGISTRY]
+    settings = request.app[SERVICES].settings
+    registry = request.app[SERVICES].registry
     fields = await _fields(request)
     found = service.callback_subject(registry, settings.compliance, fields)
     if found is None:
@@ -115,7 +115,7 @@ async def deletion_status(request: web.Request) -> web.Response:
     if "text/html" in accept and "application/json" not in accept:  # a person following Meta's link
         words = {"pending": "is being processed", "completed": "has been completed", "failed": "could not be completed yet; we are looking into it"}
         text = f"Your data deletion request {html.escape(deletion.confirmation_code)} {words.get(deletion.status, deletion.status)}."
-        name = html.escape(request.app[SETTINGS].branding.name)
+        name = html.escape(request.app[SERVICES].settings.branding.name)
         page = f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Data deletion · {name}</title></head><body style="font-family: system-ui, sans-serif; max-width: 42rem; margin: 2rem auto"><h1>Data deletion</h1><p>{text}</p></body></html>'
         return web.Response(text=page, content_type="text/html")
     return reply(request, body)
