@@ -61,6 +61,7 @@ entry_points = {
     "patchbay.plugins": [
         "alert_channels = patchbay.plugins.alert_channels",
         "crm_destinations = patchbay.plugins.crm_destinations",
+        "declared = patchbay.core.declared.plugin",
         "federation = patchbay.plugins.federation",
         "stripe_billing = patchbay.plugins.stripe",
     ],

@@ -43,7 +43,7 @@ from sqlalchemy import func, select, text
 
 from patchbay import hookimpl
 from patchbay.core.app import create_app
-from patchbay.core.appkeys import DB
+from patchbay.core.appkeys import DB, SERVICES
 from patchbay.core.flows.engine import create_executions
 from patchbay.core.flows.models import Flow, FlowExecution, FlowExecutionStep, FlowTriggerSubscription
 from patchbay.core.flows.service import publish
@@ -249,7 +249,7 @@ async def _executions_per_second(app, workspace_id: str, executions: int, batch:
     async with app[DB].transaction() as session:
         ids = []
         for start in range(0, executions, batch):
-            ids += await create_executions(app, session, rows[start : start + batch])
+            ids += await create_executions(app[SERVICES], session, rows[start : start + batch])
     began, cpu, wall = utcnow(), time.process_time(), time.perf_counter()  # committed: the workers woke
     profile_file = Path(profile) / f"flows-{name}.txt" if profile else None
     profiler = start_py_spy(os.getpid(), profile_file, gil=True) if profile_file else None

@@ -15,7 +15,7 @@ from patchbay.core.security.api_keys import UnknownPermission, api_key_json, cre
 from patchbay.core.security.models import ApiKey
 from patchbay.core.security.signing_keys import SigningKeys
 from patchbay.core.timeutil import iso
-from patchbay.core.users.service import UserError, create_user, delete_user, find_user, list_users
+from patchbay.core.users.service import UserError, UserExists, create_user, delete_user, find_user, list_users
 from patchbay.core.workspaces.models import PLANS, ROLES, Workspace
 from patchbay.core.workspaces.service import WorkspaceError, add_member, create_workspace, delete_workspace, list_workspaces, member_counts, memberships_of
 
@@ -323,7 +323,7 @@ def users_create(email: str, password: str, name: str | None, workspace_id: str 
                 await _require_workspace(session, workspace_id)
             try:
                 user = await create_user(session, email=email, password=password, name=name)
-            except UserError as error:
+            except (UserError, UserExists) as error:
                 raise _fail(error) from None
             if workspace_id:
                 await add_member(session, workspace_id=workspace_id, user_id=user.id, role=role)

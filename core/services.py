@@ -40,6 +40,8 @@ if TYPE_CHECKING:
     from patchbay.core.flows.engine import FlowRunner
     from patchbay.core.http.metrics import Metrics
     from patchbay.core.http.root import Readiness
+    from patchbay.core.identity.service import IdentityRuntime
+    from patchbay.core.security.service import CredentialCaches
     from patchbay.core.webhooks.ingest import IngestWriter
     from patchbay.core.webhooks.listeners import WebhookListeners
 
@@ -48,7 +50,17 @@ Resource = Callable[["Services"], contextlib.AbstractAsyncContextManager[None]]
 
 #: the modules whose ``install(services)`` adds a domain's job kinds, periodic jobs and runtime
 #: objects, in order (their HTTP routes are added by ``core.features``)
-SERVICE_MODULES: tuple[str, ...] = ("patchbay.core.billing.limits", "patchbay.core.workspaces.mail", "patchbay.core.compliance.service", "patchbay.core.records.sync", "patchbay.core.tables.service", "patchbay.core.jobs.maintenance")
+SERVICE_MODULES: tuple[str, ...] = (
+    "patchbay.core.billing.limits",
+    "patchbay.core.security.service",
+    "patchbay.core.identity.service",
+    "patchbay.core.flows.install",
+    "patchbay.core.workspaces.mail",
+    "patchbay.core.compliance.service",
+    "patchbay.core.records.sync",
+    "patchbay.core.tables.service",
+    "patchbay.core.jobs.maintenance",
+)
 
 
 @attrs.define(eq=False)
@@ -76,6 +88,8 @@ class Services:
     webhook_ingest: IngestWriter | None = None
     metrics: Metrics | None = None
     readiness: Readiness | None = None
+    credential_caches: CredentialCaches | None = None
+    identity: IdentityRuntime | None = None
 
     _resources: list[Resource] = attrs.field(factory=list, init=False, repr=False)
 

@@ -12,6 +12,9 @@ from patchbay.core.connections.auth import AuthContext, OAuthApp, ProviderAuth, 
 from patchbay.core.connections.client import ConnectionClient, ProviderResponse
 from patchbay.core.flows.template_builders import action_step, flow_template
 from patchbay.core.plugins.hookspecs import hookimpl
+from patchbay.core.plugins.protocols import (
+    AlertChannel, CrmDestination, CrmMapper, DeauthorizationCallback, DeletionCallback, FederatedLogin, ProxyCustomizer, StepType,
+)  # fmt: skip
 from patchbay.core.plugins.provider import CAPABILITIES, CATEGORIES, Provider, RetryHeaders
 from patchbay.core.plugins.types import Action, RecordSource, Trigger
 from patchbay.core.webhooks.protocol import InboundEvent, InboundRequest, LeadData, WebhookHandler, hmac_sha256_hex, signatures_match
@@ -21,4 +24,6 @@ __all__ = ["Action", "action_step", "flow_template", "CAPABILITIES", "CATEGORIES
            "CheckoutRequest", "CheckoutSession", "PaymentContext", "PaymentEvent", "PaymentProvider", "PaymentProviderError",
            "SubscriptionState", "WebhookVerificationError",
            "DeletionCallbackError", "DeletionContext",
-           "AuthContext", "ConnectionClient", "OAuthApp", "ProviderAuth", "ProviderAuthError", "ProviderResponse", "TokenSet"]
+           "AuthContext", "ConnectionClient", "OAuthApp", "ProviderAuth", "ProviderAuthError", "ProviderResponse", "TokenSet",
+           "AlertChannel", "CrmDestination", "CrmMapper", "DeauthorizationCallback", "DeletionCallback", "FederatedLogin", "ProxyCustomizer",
+           "StepType"]

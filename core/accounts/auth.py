@@ -12,23 +12,17 @@ import hmac
 
 from aiohttp import web
 
-from patchbay.core.appkeys import SETTINGS
-from patchbay.core.http.errors import forbidden, unauthorized
+from patchbay.core.appkeys import SERVICES
+from patchbay.core.errors import Forbidden, Unauthenticated
 from patchbay.core.security.auth import Principal, _bearer, authenticate
 
 
 def is_operator(request: web.Request) -> bool:
-    configured = request.app[SETTINGS].admin.api_key
+    configured = request.app[SERVICES].settings.admin.api_key
     if not configured:
         return False
     presented = request.headers.get("x-api-key") or _bearer(request.headers.get("Authorization", ""))
     return bool(presented) and hmac.compare_digest(presented.strip().encode(), configured.encode())
-
-
-def require_operator(request: web.Request) -> None:
-    """401 unless the request carries the operator's admin API key."""
-    if not is_operator(request):
-        raise unauthorized()
 
 
 async def require_user(request: web.Request) -> Principal:
@@ -36,7 +30,7 @@ async def require_user(request: web.Request) -> Principal:
     credentials, 403 for an API key or a client's own token."""
     principal = await authenticate(request)
     if principal is None:
-        raise unauthorized()
+        raise Unauthenticated("Unauthorized")
     if principal.kind != "access_token" or not principal.subject or principal.subject == principal.client_id:
-        raise forbidden("This route needs a signed-in user's access token")
+        raise Forbidden("This route needs a signed-in user's access token")
     return principal

@@ -16,15 +16,13 @@ from patchbay.core.accounts.api_models import (
     Account, AccountDeleted, AccountDetail, AccountPage, CreateAccountDto, CreatedAccount, UpdateAccountDto, account_json,
 )  # fmt: skip
 from patchbay.core.accounts.auth import is_operator
-from patchbay.core.appkeys import DB, SETTINGS
+from patchbay.core.appkeys import SERVICES
+from patchbay.core.errors import Forbidden, Invalid, NotFound, Unauthenticated
 from patchbay.core.http.bodies import page_params, read_object, structure
 from patchbay.core.http.openapi import PAGE_QUERY, accepts, query
-from patchbay.core.http.errors import bad_request, forbidden, not_found, unauthorized
-from patchbay.core.http.lookups import get_or_404
 from patchbay.core.http.responses import reply, returns
 from patchbay.core.security.auth import Principal, authenticate
-from patchbay.core.workspaces import service
-from patchbay.core.workspaces.models import PLANS, Workspace
+from patchbay.core.workspaces.models import PLANS
 
 routes = web.RouteTableDef()
 
@@ -38,9 +36,9 @@ async def _caller(request: web.Request, account_id: str) -> Principal | None:
         return None
     principal = await authenticate(request)
     if principal is None or principal.workspace_id is None:
-        raise unauthorized()
+        raise Unauthenticated("Unauthorized")
     if principal.workspace_id != account_id:
-        raise not_found("Account not found")
+        raise NotFound("Account not found")
     return principal
 
 
@@ -48,8 +46,8 @@ def _operator_only(request: web.Request) -> None:
     if is_operator(request):
         return
     if request.headers.get("x-api-key") or request.headers.get("Authorization"):
-        raise forbidden("This route needs the operator's admin API key")
-    raise unauthorized()
+        raise Forbidden("This route needs the operator's admin API key")
+    raise Unauthenticated("Unauthorized")
 
 
 @routes.post("/accounts")
@@ -59,13 +57,8 @@ async def create_account(request: web.Request) -> web.Response:
     """Create an account (``{name, plan?, externalId?}``; idempotent by externalId). Operator only."""
     _operator_only(request)
     dto = structure(await read_object(request), CreateAccountDto)
-    plan = dto.plan or request.app[SETTINGS].workspaces.default_plan
-    async with request.app[DB].transaction() as session:
-        try:
-            workspace, created = await service.create_workspace(session, name=dto.name, plan=plan, external_id=dto.externalId)
-        except service.WorkspaceError as error:
-            raise bad_request(f"Validation failed: {error}") from None
-        return reply(request, {**account_json(workspace), "created": created}, status=201)
+    workspace, created = await accounts.create_account(request.app[SERVICES], name=dto.name, plan=dto.plan, external_id=dto.externalId)
+    return reply(request, {**account_json(workspace), "created": created}, status=201)
 
 
 @routes.get("/accounts")
@@ -75,8 +68,7 @@ async def list_accounts(request: web.Request) -> web.Response:
     """Every account, oldest first (``?externalId=``, ``?plan=`` filter). Operator only."""
     _operator_only(request)
     page, limit = page_params(request)
-    async with request.app[DB].session() as session:
-        rows, total = await accounts.account_page(session, external_id=request.query.get("externalId"), plan=request.query.get("plan"), page=page, limit=limit)
+    rows, total = await accounts.account_page(request.app[SERVICES], external_id=request.query.get("externalId"), plan=request.query.get("plan"), page=page, limit=limit)
     return reply(request, {"data": [account_json(w) for w in rows], "page": page, "limit": limit, "total": total})
 
 
@@ -86,9 +78,7 @@ async def get_account(request: web.Request) -> web.Response:
     """One account: the operator, or the account's own credential."""
     account_id = request.match_info["id"]
     await _caller(request, account_id)
-    async with request.app[DB].session() as session:
-        workspace = await get_or_404(session, Workspace, account_id, "Account not found")
-        members = await service.member_count(session, account_id)
+    workspace, members = await accounts.get_account(request.app[SERVICES], account_id)
     return reply(request, {**account_json(workspace), "memberCount": members})
 
 
@@ -104,22 +94,21 @@ async def update_account(request: web.Request) -> web.Response:
     dto = structure(body, UpdateAccountDto)
     unknown = set(body) - set(EDITABLE)
     if unknown:
-        raise bad_request(f"Validation failed: unknown field(s) {', '.join(sorted(unknown))}")
+        raise Invalid(f"Validation failed: unknown field(s) {', '.join(sorted(unknown))}")
     if principal is not None:
         if not principal.can("workspace.admin"):
-            raise forbidden("Missing permission: workspace.admin")
+            raise Forbidden("Missing permission: workspace.admin")
         if set(body) - OWNER_EDITABLE:
-            raise forbidden("Only the operator can change " + ", ".join(sorted(set(body) - OWNER_EDITABLE)))
+            raise Forbidden("Only the operator can change " + ", ".join(sorted(set(body) - OWNER_EDITABLE)))
     if "name" in body and not (dto.name or "").strip():
-        raise bad_request("Validation failed: name must be a non-empty string")
+        raise Invalid("Validation failed: name must be a non-empty string")
     if "plan" in body and dto.plan not in PLANS:
-        raise bad_request(f"Validation failed: plan must be one of {', '.join(PLANS)}")
+        raise Invalid(f"Validation failed: plan must be one of {', '.join(PLANS)}")
     if "settings" in body and dto.settings is None:
-        raise bad_request("Validation failed: settings must be an object")
+        raise Invalid("Validation failed: settings must be an object")
     changes = {attribute: body[field].strip() if field == "name" else body[field] for field, attribute in EDITABLE.items() if field in body}
-    async with request.app[DB].transaction() as session:
-        workspace = await accounts.update_account(session, account_id, changes)
-        return reply(request, account_json(workspace))
+    workspace = await accounts.update_account(request.app[SERVICES], account_id, changes)
+    return reply(request, account_json(workspace))
 
 
 @routes.delete("/accounts/{id}")
@@ -127,7 +116,7 @@ async def update_account(request: web.Request) -> web.Response:
 async def delete_account(request: web.Request) -> web.Response:
     """Delete an account and everything it owns. Operator only."""
     _operator_only(request)
-    await accounts.delete_account(request.app[DB], request.match_info["id"])
+    await accounts.delete_account(request.app[SERVICES], request.match_info["id"])
     return reply(request, {"id": request.match_info["id"], "deleted": True})
 
 

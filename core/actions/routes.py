@@ -9,10 +9,10 @@ from typing import Any
 from aiohttp import web
 
 from patchbay.core.actions.api_models import ActionList, ActionOption, ActionResult, CatalogEntry, ExecuteDto, FieldOptions, ProviderActionDto
-from patchbay.core.actions.service import ActionFailed, action_json, catalog, field_options, only_connection, run_action
-from patchbay.core.appkeys import REGISTRY
+from patchbay.core.actions.service import action_json, catalog, field_options, only_connection, run_action
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.http.bodies import read_body, read_object, structure
-from patchbay.core.http.errors import ApiError, bad_request
+from patchbay.core.http.errors import bad_request
 from patchbay.core.http.openapi import accepts, query
 from patchbay.core.http.providers import get_provider
 from patchbay.core.http.responses import reply, returns
@@ -21,18 +21,11 @@ from patchbay.core.security.auth import principal_of, requires
 routes = web.RouteTableDef()
 
 
-def _failed(error: ActionFailed) -> ApiError:
-    return ApiError(error.status, error.message)
-
-
 async def _run(request: web.Request, *, connection_id: str | None, action: str, inputs: Any, provider: str | None) -> web.Response:
     if not connection_id:
         raise bad_request("connectionId is required")
-    try:
-        result = await run_action(request.app, workspace_id=principal_of(request).workspace_id, connection_id=connection_id,
-                                  action_name=action, inputs=inputs, provider=provider)  # fmt: skip
-    except ActionFailed as error:
-        raise _failed(error) from None
+    result = await run_action(request.app[SERVICES], workspace_id=principal_of(request).workspace_id, connection_id=connection_id,
+                              action_name=action, inputs=inputs, provider=provider)  # fmt: skip
     return reply(request, {"success": True, "data": result}, status=201)
 
 
@@ -41,7 +34,7 @@ async def _run(request: web.Request, *, connection_id: str | None, action: str, 
 @requires()
 async def get_catalog(request: web.Request) -> web.Response:
     """Every provider with at least one action, with its metadata and action count."""
-    return reply(request, catalog(request.app[REGISTRY]))
+    return reply(request, catalog(request.app[SERVICES].registry))
 
 
 @routes.get("/connect/v1/providers/{providerType}/actions")
@@ -49,8 +42,8 @@ async def get_catalog(request: web.Request) -> web.Response:
 @requires("actions.view")
 async def list_provider_actions(request: web.Request) -> web.Response:
     """A provider's actions with their input schemas and scopes."""
-    name = get_provider(request.app[REGISTRY], request.match_info["providerType"]).name
-    actions = request.app[REGISTRY].get("actions", name) or {}
+    name = get_provider(request.app[SERVICES].registry, request.match_info["providerType"]).name
+    actions = request.app[SERVICES].registry.get("actions", name) or {}
     return reply(request, [action_json(name, a) for a in sorted(actions.values(), key=lambda a: a.name)])
 
 
@@ -63,16 +56,13 @@ async def execute_provider_action(request: web.Request) -> web.Response:
 
     Body: the inputs, or ``{connectionId, inputs}``. Without a connectionId (body or the
     ``x-connection-id`` header) the workspace's only live connection to the provider is used."""
-    provider = get_provider(request.app[REGISTRY], request.match_info["providerType"]).name
+    provider = get_provider(request.app[SERVICES].registry, request.match_info["providerType"]).name
     body = await read_object(request)
     dto = structure(body, ProviderActionDto)
     inputs = dto.inputs if dto.inputs is not None else {k: v for k, v in body.items() if k != "connectionId"}
     connection_id = dto.connectionId or request.headers.get("x-connection-id")
     if not connection_id:
-        try:
-            connection_id = await only_connection(request.app, principal_of(request).workspace_id, provider)
-        except ActionFailed as error:
-            raise _failed(error) from None
+        connection_id = await only_connection(request.app[SERVICES], principal_of(request).workspace_id, provider)
     return await _run(request, connection_id=connection_id, action=request.match_info["actionName"], inputs=inputs, provider=provider)
 
 
@@ -94,7 +84,7 @@ async def api_execute(request: web.Request) -> web.Response:
 @requires("actions.view")
 async def registry_actions(request: web.Request) -> web.Response:
     """Actions available for an app (``?appId=<provider>``), or for every app."""
-    registry = request.app[REGISTRY]
+    registry = request.app[SERVICES].registry
     app_id = request.query.get("appId")
     if app_id:
         get_provider(registry, app_id)
@@ -114,11 +104,8 @@ async def registry_field_options(request: web.Request) -> web.Response:
     connection_id = request.query.get("connectionId")
     if not connection_id:
         raise bad_request("Query parameter 'connectionId' is required")
-    try:
-        options = await field_options(request.app, workspace_id=principal_of(request).workspace_id, action_id=request.match_info["actionId"],
-                                      field=request.match_info["fieldKey"], connection_id=connection_id)  # fmt: skip
-    except ActionFailed as error:
-        raise _failed(error) from None
+    options = await field_options(request.app[SERVICES], workspace_id=principal_of(request).workspace_id, action_id=request.match_info["actionId"],
+                                  field=request.match_info["fieldKey"], connection_id=connection_id)  # fmt: skip
     return reply(request, {"data": options})
 
 

@@ -8,14 +8,16 @@ go through :func:`run_action`.
 from __future__ import annotations
 
 import inspect
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
 
-from patchbay.core.appkeys import DB, REGISTRY
 from patchbay.core.billing.limits import consume
 from patchbay.core.connections.models import Connection
-from patchbay.core.errors import PlanLimitExceeded
+from patchbay.core.errors import Invalid, NotFound, UpstreamFailed
+
+if TYPE_CHECKING:
+    from patchbay.core.services import Services
 
 _JSON_TYPES = {
     "string": str,
@@ -25,15 +27,6 @@ _JSON_TYPES = {
     "object": dict,
     "array": list,
 }
-
-
-class ActionFailed(Exception):
-    """An action could not run or the provider refused it; ``status`` is the HTTP answer."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
 
 
 def action_json(provider: str, action: Any) -> dict[str, Any]:
@@ -66,7 +59,7 @@ def catalog(registry: Any) -> list[dict[str, Any]]:
 def find_action(registry: Any, provider: str, action_name: str) -> Any:
     action = (registry.get("actions", provider) or {}).get(action_name)
     if action is None:
-        raise ActionFailed(404, f"Action not found: {provider}.{action_name}")
+        raise NotFound(f"Action not found: {provider}.{action_name}")
     return action
 
 
@@ -74,89 +67,85 @@ def check_inputs(schema: dict[str, Any], inputs: Any) -> dict[str, Any]:
     """Check ``inputs`` against the action's JSON Schema object (required fields and property
     types); the error names the field."""
     if not isinstance(inputs, dict):
-        raise ActionFailed(400, "inputs must be an object")
+        raise Invalid("inputs must be an object")
     for name in schema.get("required", []):
         if inputs.get(name) in (None, ""):
-            raise ActionFailed(400, f"inputs.{name} is required")
+            raise Invalid(f"inputs.{name} is required")
     for name, spec in (schema.get("properties") or {}).items():
         if name not in inputs or inputs[name] is None or not isinstance(spec, dict):
             continue
         expected = _JSON_TYPES.get(spec.get("type"))
         value = inputs[name]
         if expected is not None and (not isinstance(value, expected) or (isinstance(value, bool) and spec.get("type") != "boolean")):
-            raise ActionFailed(400, f"inputs.{name} must be of type {spec['type']}")
+            raise Invalid(f"inputs.{name} must be of type {spec['type']}")
         if "enum" in spec and value not in spec["enum"]:
-            raise ActionFailed(400, f"inputs.{name} must be one of {', '.join(map(str, spec['enum']))}")
+            raise Invalid(f"inputs.{name} must be one of {', '.join(map(str, spec['enum']))}")
     return inputs
 
 
-async def _connection(app: Any, workspace_id: str, connection_id: str) -> Connection:
-    async with app[DB].session(tenant=workspace_id) as session:
+async def _connection(services: Services, workspace_id: str, connection_id: str) -> Connection:
+    async with services.db.session(tenant=workspace_id) as session:
         connection = await session.scalar(select(Connection).where(Connection.id == connection_id))
     if connection is None or connection.status == "disconnected":
-        raise ActionFailed(404, "Connection not found")
+        raise NotFound("Connection not found")
     return connection
 
 
-async def only_connection(app: Any, workspace_id: str, provider: str) -> str:
-    """The id of the workspace's one connection to ``provider`` that is not disconnected; 400
-    when there is none or more than one (the caller must name it)."""
-    async with app[DB].session(tenant=workspace_id) as session:
+async def only_connection(services: Services, workspace_id: str, provider: str) -> str:
+    """The id of the workspace's one connection to ``provider`` that is not disconnected;
+    ``Invalid`` when there is none or more than one (the caller must name it)."""
+    async with services.db.session(tenant=workspace_id) as session:
         ids = (await session.scalars(select(Connection.id).where(Connection.provider == provider, Connection.status != "disconnected"))).all()
     if len(ids) != 1:
-        raise ActionFailed(400, f"connectionId is required ({len(ids)} connections to {provider})")
+        raise Invalid(f"connectionId is required ({len(ids)} connections to {provider})")
     return ids[0]
 
 
 async def run_action(
-    app: Any, *, workspace_id: str, connection_id: str, action_name: str, inputs: Any, provider: str | None = None
+    services: Services, *, workspace_id: str, connection_id: str, action_name: str, inputs: Any, provider: str | None = None
 ) -> Any:
     """Run ``action_name`` of the connection's provider with ``inputs``; answers its result.
 
-    ``action_name`` may be qualified (``acme.create_contact``). Raises :class:`ActionFailed`
-    (404 unknown action or connection, 400 bad inputs, 403 plan cap, 502 the provider failed)."""
+    ``action_name`` may be qualified (``acme.create_contact``). Raises ``NotFound`` (unknown action
+    or connection), ``Invalid`` (bad inputs), ``PlanLimitExceeded`` (the monthly cap) or
+    ``UpstreamFailed`` (the provider refused or the pack failed)."""
     from patchbay.core.connections.client import open_client
 
     if "." in action_name and action_name.rsplit(".", 1)[0]:
         qualified_provider, action_name = action_name.rsplit(".", 1)
         provider = provider or qualified_provider
-    connection = await _connection(app, workspace_id, connection_id)
+    connection = await _connection(services, workspace_id, connection_id)
     if provider and provider != connection.provider:
-        raise ActionFailed(400, f"connectionId: the connection is to {connection.provider}, not {provider}")
-    action = find_action(app[REGISTRY], connection.provider, action_name)
+        raise Invalid(f"connectionId: the connection is to {connection.provider}, not {provider}")
+    action = find_action(services.registry, connection.provider, action_name)
     inputs = check_inputs(dict(action.inputs), inputs)
-    async with app[DB].transaction() as session:
-        try:
-            await consume(session, workspace_id, "action_executions")
-        except PlanLimitExceeded as error:
-            raise ActionFailed(403, error.message) from None
-    client = await open_client(app, workspace_id=workspace_id, connection_id=connection_id)
+    async with services.db.transaction() as session:
+        await consume(session, workspace_id, "action_executions")
+    client = await open_client(services, workspace_id=workspace_id, connection_id=connection_id)
     try:
         result = await action.run(client, inputs)
-    except ActionFailed:
-        raise
     except Exception as error:  # the provider refused or the pack failed: a bad gateway
-        raise ActionFailed(502, f"{connection.provider}.{action_name} failed: {error}") from None
+        raise UpstreamFailed(f"{connection.provider}.{action_name} failed: {error}") from None
     return result
 
 
-async def field_options(app: Any, *, workspace_id: str, action_id: str, field: str, connection_id: str) -> list[Any]:
+async def field_options(services: Services, *, workspace_id: str, action_id: str, field: str, connection_id: str) -> list[Any]:
     """Dynamic choices of one input field of an action, read through the connection."""
     from patchbay.core.connections.client import open_client
 
     provider, _, name = action_id.rpartition(".")
     if not provider:
-        raise ActionFailed(404, f"Action not found: {action_id}")
-    action = find_action(app[REGISTRY], provider, name)
+        raise NotFound(f"Action not found: {action_id}")
+    action = find_action(services.registry, provider, name)
     loader = action.options.get(field)
     if loader is None:
-        raise ActionFailed(404, f"Action {action_id} has no dynamic options for {field!r}")
-    connection = await _connection(app, workspace_id, connection_id)
+        raise NotFound(f"Action {action_id} has no dynamic options for {field!r}")
+    connection = await _connection(services, workspace_id, connection_id)
     if connection.provider != provider:
-        raise ActionFailed(400, f"connectionId: the connection is to {connection.provider}, not {provider}")
-    client = await open_client(app, workspace_id=workspace_id, connection_id=connection_id)
+        raise Invalid(f"connectionId: the connection is to {connection.provider}, not {provider}")
+    client = await open_client(services, workspace_id=workspace_id, connection_id=connection_id)
     try:
         options = loader(client)
         return list(await options if inspect.isawaitable(options) else options)
     except Exception as error:
-        raise ActionFailed(502, f"loading options of {action_id}.{field} failed: {error}") from None
+        raise UpstreamFailed(f"loading options of {action_id}.{field} failed: {error}") from None

@@ -9,8 +9,8 @@ from typing import Any
 from aiohttp import web
 
 from patchbay.core.approvals.models import ApprovalPolicy, ApprovalRequest
+from patchbay.core.errors import Invalid
 from patchbay.core.http.bodies import read_object, structure
-from patchbay.core.http.errors import bad_request
 from patchbay.core.http.responses import page_of, response_model
 from patchbay.core.timeutil import iso
 
@@ -48,12 +48,12 @@ async def read_policy_changes(request: web.Request) -> dict[str, Any]:
     body = await read_object(request)
     unknown = set(body) - set(POLICY_FIELDS)
     if unknown:
-        raise bad_request(f"Validation failed: unknown field(s) {', '.join(sorted(unknown))}")
+        raise Invalid(f"Validation failed: unknown field(s) {', '.join(sorted(unknown))}")
     for name, value in body.items():
         if name == "enabled" and not isinstance(value, bool):
-            raise bad_request("Validation failed: enabled must be a boolean")
+            raise Invalid("Validation failed: enabled must be a boolean")
         if name != "enabled" and not isinstance(value, list):
-            raise bad_request(f"Validation failed: {name} must be a list of strings")
+            raise Invalid(f"Validation failed: {name} must be a list of strings")
     dto = structure(body, UpdatePolicyDto)
     return {attribute: getattr(dto, name) for name, attribute in POLICY_FIELDS.items() if name in body}
 

@@ -4,15 +4,12 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from patchbay.core.appkeys import DB
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.approvals import service
 from patchbay.core.approvals.api_models import (
     ApprovalPolicyOut, ApprovalRequestOut, ApprovalRequestPage, DecisionDto, UpdatePolicyDto, policy_json, read_policy_changes, request_json,
 )  # fmt: skip
-from patchbay.core.approvals.models import ApprovalRequest
 from patchbay.core.http.bodies import page_params, read_body
-from patchbay.core.http.errors import bad_request
-from patchbay.core.http.lookups import get_or_404
 from patchbay.core.http.openapi import PAGE_QUERY, accepts, query
 from patchbay.core.http.responses import reply, returns
 from patchbay.core.security.auth import principal_of, requires
@@ -25,10 +22,8 @@ routes = web.RouteTableDef()
 @requires("approvals.view")
 async def get_policy(request: web.Request) -> web.Response:
     """The approval policy of the current organization."""
-    workspace_id = principal_of(request).workspace_id
-    async with request.app[DB].session(tenant=workspace_id) as session:
-        policy = await service.get_policy(session, workspace_id)
-        return reply(request, policy_json(policy))
+    policy = await service.policy_of(request.app[SERVICES], principal_of(request).workspace_id)
+    return reply(request, policy_json(policy))
 
 
 @routes.patch("/connect/v1/approvals/policy")
@@ -41,19 +36,14 @@ async def update_policy(request: web.Request) -> web.Response:
     Only an approver under the current policy may (403 otherwise)."""
     principal = principal_of(request)
     changes = await read_policy_changes(request)
-    async with request.app[DB].transaction(tenant=principal.workspace_id) as session:
-        try:
-            policy = await service.update_policy(session, principal.workspace_id, changes, principal=principal)
-        except service.ApprovalError as error:
-            raise bad_request(f"Validation failed: {error}") from None
-        return reply(request, policy_json(policy))
+    policy = await service.change_policy(request.app[SERVICES], principal.workspace_id, changes, principal=principal)
+    return reply(request, policy_json(policy))
 
 
 async def _list(request: web.Request, status: str | None) -> web.Response:
     page, limit = page_params(request)
-    async with request.app[DB].session(tenant=principal_of(request).workspace_id) as session:
-        rows, total = await service.request_page(session, status=status, page=page, limit=limit)
-        return reply(request, {"data": [request_json(row) for row in rows], "page": page, "limit": limit, "total": total})
+    rows, total = await service.request_page(request.app[SERVICES], workspace_id=principal_of(request).workspace_id, status=status, page=page, limit=limit)
+    return reply(request, {"data": [request_json(row) for row in rows], "page": page, "limit": limit, "total": total})
 
 
 @routes.get("/connect/v1/approvals")
@@ -79,9 +69,8 @@ async def list_pending(request: web.Request) -> web.Response:
 @requires("approvals.view")
 async def get_request(request: web.Request) -> web.Response:
     """One approval request."""
-    async with request.app[DB].session(tenant=principal_of(request).workspace_id) as session:
-        row = await get_or_404(session, ApprovalRequest, request.match_info["id"], "Approval request not found")
-        return reply(request, request_json(row))
+    row = await service.load_request(request.app[SERVICES], workspace_id=principal_of(request).workspace_id, request_id=request.match_info["id"])
+    return reply(request, request_json(row))
 
 
 async def _note(request: web.Request) -> str | None:
@@ -98,7 +87,7 @@ async def _note(request: web.Request) -> str | None:
 async def approve(request: web.Request) -> web.Response:
     """Approve an integration request; an API-key request is connected now. Body ``{note?}``."""
     principal = principal_of(request)
-    row = await service.approve(request.app, workspace_id=principal.workspace_id, request_id=request.match_info["id"], principal=principal, note=await _note(request))
+    row = await service.approve(request.app[SERVICES], workspace_id=principal.workspace_id, request_id=request.match_info["id"], principal=principal, note=await _note(request))
     return reply(request, request_json(row), status=201)
 
 
@@ -109,7 +98,7 @@ async def approve(request: web.Request) -> web.Response:
 async def deny(request: web.Request) -> web.Response:
     """Deny an integration request. Body ``{note?}``."""
     principal = principal_of(request)
-    row = await service.deny(request.app, workspace_id=principal.workspace_id, request_id=request.match_info["id"], principal=principal, note=await _note(request))
+    row = await service.deny(request.app[SERVICES], workspace_id=principal.workspace_id, request_id=request.match_info["id"], principal=principal, note=await _note(request))
     return reply(request, request_json(row), status=201)
 
 

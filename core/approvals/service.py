@@ -23,28 +23,23 @@ from __future__ import annotations
 
 import json
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from aiohttp import web
 from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from patchbay.core.appkeys import DB, REGISTRY, SECRETS
 from patchbay.core.approvals.models import ApprovalPolicy, ApprovalRequest
-from patchbay.core.billing.limits import services_of
 from patchbay.core.connections import service as connections
-from patchbay.core.http.errors import ApiError, conflict, forbidden
-from patchbay.core.http.lookups import get_or_404
+from patchbay.core.errors import Conflict, Forbidden, Invalid, NotFound
+from patchbay.core.plugins.registry import Registry
 from patchbay.core.security.auth import Principal
 from patchbay.core.timeutil import utcnow
 from patchbay.core.workspaces.models import ROLES, Membership
 
+if TYPE_CHECKING:
+    from patchbay.core.services import Services
 
 APPROVING_TIMEOUT_SECONDS = 300
-
-
-class ApprovalError(ValueError):
-    pass
 
 
 # ---------------------------------------------------------------------------------------------
@@ -56,18 +51,31 @@ async def get_policy(session: AsyncSession, workspace_id: str) -> ApprovalPolicy
     return await session.scalar(select(ApprovalPolicy).where(ApprovalPolicy.workspace_id == workspace_id))
 
 
+async def policy_of(services: Services, workspace_id: str) -> ApprovalPolicy | None:
+    """The workspace's policy; None when it has never been set (the defaults apply)."""
+    async with services.db.session(tenant=workspace_id) as session:
+        return await get_policy(session, workspace_id)
+
+
+async def change_policy(services: Services, workspace_id: str, changes: dict[str, Any], *, principal: Principal) -> ApprovalPolicy:
+    """:func:`update_policy` in a transaction of its own."""
+    async with services.db.transaction(tenant=workspace_id) as session:
+        return await update_policy(session, workspace_id, changes, principal=principal)
+
+
 async def update_policy(session: AsyncSession, workspace_id: str, changes: dict[str, Any], *, principal: Principal) -> ApprovalPolicy:
     """Apply ``changes`` (keys: enabled, providers, categories, approver_roles, approver_user_ids);
-    403 unless ``principal`` is an approver under the current policy."""
+    ``Forbidden`` unless ``principal`` is an approver under the current policy, ``Invalid`` for a
+    role that does not exist."""
     policy = await get_policy(session, workspace_id)
     if not await is_approver(session, policy, workspace_id, principal):
-        raise forbidden("Only an approver of this organization can change the approval policy")
+        raise Forbidden("Only an approver of this organization can change the approval policy")
     if policy is None:
         policy = ApprovalPolicy(workspace_id=workspace_id, enabled=False, providers=[], categories=[], approver_roles=["admin"], approver_user_ids=[])
         session.add(policy)
     for role in changes.get("approver_roles") or []:
         if role not in ROLES:
-            raise ApprovalError(f"approverRoles: {role!r} is not one of {', '.join(ROLES)}")
+            raise Invalid(f"Validation failed: approverRoles: {role!r} is not one of {', '.join(ROLES)}")
     for key, value in changes.items():
         setattr(policy, key, value)
     policy.updated_by = principal.subject
@@ -75,10 +83,10 @@ async def update_policy(session: AsyncSession, workspace_id: str, changes: dict[
     return policy
 
 
-def _requires_approval(app: web.Application | None, policy: ApprovalPolicy, provider: str) -> bool:
+def _requires_approval(registry: Registry, policy: ApprovalPolicy, provider: str) -> bool:
     if provider in (policy.providers or []):
         return True
-    definition = app[REGISTRY].provider(provider) if app is not None else None
+    definition = registry.provider(provider)
     categories = set(definition.all_categories) if definition is not None else set()
     return bool(categories & set(policy.categories or []))
 
@@ -104,20 +112,20 @@ async def is_approver(session: AsyncSession, policy: ApprovalPolicy | None, work
 # ---------------------------------------------------------------------------------------------
 
 
-async def _needs_approval(session: AsyncSession, workspace_id: str, provider: str, principal: Principal) -> bool:
+async def _needs_approval(services: Services, session: AsyncSession, workspace_id: str, provider: str, principal: Principal) -> bool:
     policy = await get_policy(session, workspace_id)
-    if policy is None or not policy.enabled or not _requires_approval(services_of(session), policy, provider):
+    if policy is None or not policy.enabled or not _requires_approval(services.registry, policy, provider):
         return False
     return not await is_approver(session, policy, workspace_id, principal)
 
 
-async def require_ungated_or_approver(session: AsyncSession, *, workspace_id: str, provider: str, principal: Principal) -> None:
-    """403 when the policy gates ``provider`` and ``principal`` is not an approver (token imports)."""
-    if await _needs_approval(session, workspace_id, provider, principal):
-        raise forbidden(f"The approval policy gates {provider}: only an approver can import its connections")
+async def require_ungated_or_approver(services: Services, session: AsyncSession, *, workspace_id: str, provider: str, principal: Principal) -> None:
+    """``Forbidden`` when the policy gates ``provider`` and ``principal`` is not an approver (token imports)."""
+    if await _needs_approval(services, session, workspace_id, provider, principal):
+        raise Forbidden(f"The approval policy gates {provider}: only an approver can import its connections")
 
 
-async def gate_connect(session: AsyncSession, *, workspace_id: str, provider: str, principal: Principal, payload: dict[str, Any] | None) -> str | None:
+async def gate_connect(services: Services, session: AsyncSession, *, workspace_id: str, provider: str, principal: Principal, payload: dict[str, Any] | None) -> str | None:
     """The id of a new pending approval request when this connect needs approval, else None.
 
     :param payload: the connect body, ``{credentials: {...}, metadata?: {...}}`` for API-key
@@ -125,9 +133,8 @@ async def gate_connect(session: AsyncSession, *, workspace_id: str, provider: st
         OAuth flow again: an approved OAuth request of the same requester and provider is consumed
         here and None returned.
     """
-    if not await _needs_approval(session, workspace_id, provider, principal):
+    if not await _needs_approval(services, session, workspace_id, provider, principal):
         return None
-    app = services_of(session)
     payload = payload or {}
     credentials = payload.get("credentials")
     if not credentials:
@@ -144,8 +151,6 @@ async def gate_connect(session: AsyncSession, *, workspace_id: str, provider: st
             approved.status = "completed"
             await session.flush()
             return None
-    if credentials and app is None:
-        raise RuntimeError("gate_connect needs a session of a patchbay app to encrypt credentials")
     metadata = payload.get("metadata") if isinstance(payload.get("metadata"), dict) else {}
     request = ApprovalRequest(
         workspace_id=workspace_id,
@@ -154,7 +159,7 @@ async def gate_connect(session: AsyncSession, *, workspace_id: str, provider: st
         status="pending",
         requested_by=principal.subject,
         requested_by_kind=principal.kind,
-        credentials=app[SECRETS].encrypt(json.dumps({"credentials": credentials, "params": payload.get("params") or {}, "endUserId": payload.get("endUserId")}))
+        credentials=services.secrets.encrypt(json.dumps({"credentials": credentials, "params": payload.get("params") or {}, "endUserId": payload.get("endUserId")}))
         if credentials
         else None,
         meta=metadata,
@@ -165,15 +170,21 @@ async def gate_connect(session: AsyncSession, *, workspace_id: str, provider: st
     return request.id
 
 
-async def request_page(session: AsyncSession, *, status: str | None, page: int, limit: int) -> tuple[list[ApprovalRequest], int]:
-    """A page of the session workspace's requests (of ``status`` when given), newest first, and how
-    many match."""
+async def request_page(services: Services, *, workspace_id: str, status: str | None, page: int, limit: int) -> tuple[list[ApprovalRequest], int]:
+    """A page of the workspace's requests (of ``status`` when given), newest first, and how many
+    match."""
     query = select(ApprovalRequest)
     if status:
         query = query.where(ApprovalRequest.status == status)
-    total = await session.scalar(select(func.count()).select_from(query.subquery()))
-    rows = await session.scalars(query.order_by(ApprovalRequest.created_at.desc(), ApprovalRequest.id).offset((page - 1) * limit).limit(limit))
-    return list(rows), int(total or 0)
+    async with services.db.session(tenant=workspace_id) as session:
+        total = await session.scalar(select(func.count()).select_from(query.subquery()))
+        rows = await session.scalars(query.order_by(ApprovalRequest.created_at.desc(), ApprovalRequest.id).offset((page - 1) * limit).limit(limit))
+        return list(rows), int(total or 0)
+
+
+async def load_request(services: Services, *, workspace_id: str, request_id: str) -> ApprovalRequest:
+    async with services.db.session(tenant=workspace_id) as session:
+        return await get_request(session, request_id)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -181,11 +192,19 @@ async def request_page(session: AsyncSession, *, status: str | None, page: int, 
 # ---------------------------------------------------------------------------------------------
 
 
-async def _load_for_decision(app: web.Application, workspace_id: str, request_id: str, principal: Principal) -> ApprovalRequest:
-    async with app[DB].transaction(tenant=workspace_id) as session:
-        request = await get_or_404(session, ApprovalRequest, request_id, "Approval request not found")
+async def get_request(session: AsyncSession, request_id: str) -> ApprovalRequest:
+    """The request of the session's workspace; ``NotFound`` otherwise."""
+    request = await session.get(ApprovalRequest, request_id)
+    if request is None:
+        raise NotFound("Approval request not found")
+    return request
+
+
+async def _load_for_decision(services: Services, workspace_id: str, request_id: str, principal: Principal) -> ApprovalRequest:
+    async with services.db.transaction(tenant=workspace_id) as session:
+        request = await get_request(session, request_id)
         if not await is_approver(session, await get_policy(session, workspace_id), workspace_id, principal):
-            raise forbidden("Only an approver of this organization can decide approval requests")
+            raise Forbidden("Only an approver of this organization can decide approval requests")
         stale = utcnow() - timedelta(seconds=APPROVING_TIMEOUT_SECONDS)  # a decision whose process died
         claimed = await session.execute(
             update(ApprovalRequest)
@@ -193,12 +212,12 @@ async def _load_for_decision(app: web.Application, workspace_id: str, request_id
             .values(status="approving", updated_at=utcnow())
         )
         if claimed.rowcount != 1:
-            raise conflict(f"Approval request is already {request.status}")
+            raise Conflict(f"Approval request is already {request.status}")
         return request
 
 
-async def _finish(app: web.Application, workspace_id: str, request_id: str, principal: Principal, **values: Any) -> ApprovalRequest:
-    async with app[DB].transaction(tenant=workspace_id) as session:
+async def _finish(services: Services, workspace_id: str, request_id: str, principal: Principal, **values: Any) -> ApprovalRequest:
+    async with services.db.transaction(tenant=workspace_id) as session:
         request = await session.get(ApprovalRequest, request_id)
         for key, value in values.items():
             setattr(request, key, value)
@@ -211,25 +230,25 @@ async def _finish(app: web.Application, workspace_id: str, request_id: str, prin
         return request
 
 
-async def approve(app: web.Application, *, workspace_id: str, request_id: str, principal: Principal, note: str | None = None) -> ApprovalRequest:
+async def approve(services: Services, *, workspace_id: str, request_id: str, principal: Principal, note: str | None = None) -> ApprovalRequest:
     """Approve a pending request: an API-key request is connected now (through the connections
     service); on failure the request stays pending and the error is raised."""
-    request = await _load_for_decision(app, workspace_id, request_id, principal)
+    request = await _load_for_decision(services, workspace_id, request_id, principal)
     connection_id = None
     if request.kind == "api_key":
         try:
-            stored = json.loads(app[SECRETS].decrypt(request.credentials or "null")) or {}
+            stored = json.loads(services.secrets.decrypt(request.credentials or "null")) or {}
             connection = await connections.connect_with_api_key(
-                app, workspace_id=workspace_id, provider_name=request.provider, credentials=stored.get("credentials") or {},
+                services, workspace_id=workspace_id, provider_name=request.provider, credentials=stored.get("credentials") or {},
                 metadata=dict(request.meta or {}), params=stored.get("params") or {}, end_user_id=stored.get("endUserId"),
             )  # fmt: skip
             connection_id = connection.id
         except BaseException:
-            await _finish(app, workspace_id, request_id, principal, status="pending")
+            await _finish(services, workspace_id, request_id, principal, status="pending")
             raise
-    return await _finish(app, workspace_id, request_id, principal, status="approved", connection_id=connection_id, decision_note=note)
+    return await _finish(services, workspace_id, request_id, principal, status="approved", connection_id=connection_id, decision_note=note)
 
 
-async def deny(app: web.Application, *, workspace_id: str, request_id: str, principal: Principal, note: str | None = None) -> ApprovalRequest:
-    await _load_for_decision(app, workspace_id, request_id, principal)
-    return await _finish(app, workspace_id, request_id, principal, status="denied", decision_note=note)
+async def deny(services: Services, *, workspace_id: str, request_id: str, principal: Principal, note: str | None = None) -> ApprovalRequest:
+    await _load_for_decision(services, workspace_id, request_id, principal)
+    return await _finish(services, workspace_id, request_id, principal, status="denied", decision_note=note)

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 from aiohttp import web
 from sqlalchemy import func, select, update
 
-from patchbay.core.appkeys import DB, REGISTRY, SECRETS, SETTINGS
+from patchbay.core.appkeys import DB, REGISTRY, SECRETS, SERVICES, SETTINGS
 from patchbay.core.approvals.service import gate_connect
 from patchbay.core.connect_ui.api_models import ALLOWED_PROVIDERS_ERROR, CreateConnectSessionDto, EndUserDto
 from patchbay.core.connect_ui.models import ConnectSession
@@ -212,7 +212,7 @@ async def connect_api_key(app: web.Application, row: ConnectSession, provider: P
         await _use(session, row)  # claimed first: a second submit racing this one finds it used
         approval_id = None
         if row.reconnect_id is None:
-            approval_id = await gate_connect(session, workspace_id=row.workspace_id, provider=provider.name, principal=end_user_principal(row), payload=body)
+            approval_id = await gate_connect(app[SERVICES], session, workspace_id=row.workspace_id, provider=provider.name, principal=end_user_principal(row), payload=body)
         if approval_id is not None:
             await _record(session, row, approval_id=approval_id)
     if approval_id is not None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from aiohttp import web
 
-from patchbay.core.appkeys import DB
+from patchbay.core.appkeys import DB, SERVICES
 from patchbay.core.approvals.service import require_ungated_or_approver
 from patchbay.core.connections import service
 from patchbay.core.connections.api_models import AccessToken, ImportConnectionDto, ImportedConnection, refuse_control_characters
@@ -56,7 +56,7 @@ async def import_connection(request: web.Request) -> web.Response:
         raise bad_request("Validation failed: credentials.accessToken is required")
     refuse_control_characters(accessToken=dto.credentials.accessToken)
     async with request.app[DB].session(tenant=principal.workspace_id) as session:
-        await require_ungated_or_approver(session, workspace_id=principal.workspace_id, provider=dto.providerType, principal=principal)
+        await require_ungated_or_approver(request.app[SERVICES], session, workspace_id=principal.workspace_id, provider=dto.providerType, principal=principal)
     row = await service.import_tokens(
         request.app, workspace_id=principal.workspace_id, provider_name=dto.providerType, access_token=dto.credentials.accessToken,
         refresh_token=dto.credentials.refreshToken, expires_at=_expires_at(dto.credentials.expiresAt), metadata=dto.metadata or {},

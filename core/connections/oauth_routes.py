@@ -24,7 +24,7 @@ from urllib.parse import urlencode, urlsplit
 from aiohttp import web
 from sqlalchemy import delete, select
 
-from patchbay.core.appkeys import DB, REGISTRY, SECRETS, SETTINGS
+from patchbay.core.appkeys import DB, REGISTRY, SECRETS, SERVICES, SETTINGS
 from patchbay.core.http.bodies import read_form
 from patchbay.core.approvals.service import gate_connect
 from patchbay.core.connections import service
@@ -76,7 +76,7 @@ async def _login_principal(request: web.Request) -> tuple[Principal, bool]:
     by_link = False
     if (principal is None or principal.workspace_id is None) and token:
         by_link = True
-        principal = await token_principal(request.app, token)  # as in the header: same trust, grant and approver checks
+        principal = await token_principal(request.app[SERVICES], token)  # as in the header: same trust, grant and approver checks
     if principal is None or principal.workspace_id is None:
         raise unauthorized()
     if not principal.can("connections.write"):
@@ -163,7 +163,7 @@ async def begin_login(request: web.Request, principal: Principal, provider_type:
             row = await get_row(session, reconnect)
             if row.provider != provider.name:
                 raise bad_request(f"Connection {reconnect} is not a {provider.name} connection")
-        approval_id = await gate_connect(session, workspace_id=workspace_id, provider=provider.name, principal=principal, payload=None)
+        approval_id = await gate_connect(app[SERVICES], session, workspace_id=workspace_id, provider=provider.name, principal=principal, payload=None)
         if approval_id is None and not reconnect:
             await enforce_provider_limit(session, workspace_id, provider.name)
     if approval_id is not None:

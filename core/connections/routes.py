@@ -12,7 +12,7 @@ from typing import Any
 
 from aiohttp import web
 
-from patchbay.core.appkeys import DB
+from patchbay.core.appkeys import DB, SERVICES
 from patchbay.core.approvals.service import gate_connect
 from patchbay.core.connections import service, store
 from patchbay.core.connections.models import CONNECTION_STATUSES, Connection
@@ -83,7 +83,7 @@ async def connect(request: web.Request) -> web.Response:
     if provider.auth_mode == "oauth2":
         raise bad_request(f"{provider.display_name} connects with OAuth: use GET /auth/{provider.name}/login")
     async with app[DB].transaction(tenant=principal.workspace_id) as session:
-        approval_id = await gate_connect(session, workspace_id=principal.workspace_id, provider=provider.name, principal=principal, payload=body)
+        approval_id = await gate_connect(app[SERVICES], session, workspace_id=principal.workspace_id, provider=provider.name, principal=principal, payload=body)
     if approval_id is not None:
         return reply(request, {"status": "pending_approval", "approvalId": approval_id}, status=202)
     row = await service.connect_with_api_key(

@@ -22,13 +22,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from patchbay.core.appkeys import DB, FLOW_RUNNER, JOBS
+from patchbay.core.errors import Invalid
 from patchbay.core.flows.models import FlowExecution, FlowExecutionStep
 from patchbay.core.flows.plan import MAX_STEP_TIMEOUT, StepPlan, plan_steps
 from patchbay.core.flows.runner import FlowRunner, Outcome, StepRecord, step_rows
@@ -37,36 +37,38 @@ from patchbay.core.flows.templating import HEAVY, TemplateFailure
 from patchbay.core.jobs.queue import JobContext
 from patchbay.core.timeutil import new_id, utcnow
 
+if TYPE_CHECKING:
+    from patchbay.core.plugins.registry import Registry
+    from patchbay.core.services import Services
+
 log = logging.getLogger(__name__)
 
 JOB_KIND = "flows.execute"
 #: executions one ``flows.execute`` job runs (at once, sharing their database work)
 EXECUTIONS_PER_JOB = 50
 
-class InvalidSteps(ValueError):
-    """The steps of a flow are malformed; the message names the step and the field."""
 
-
-def validate_steps(app: Any, steps: Any) -> list[dict[str, Any]]:
-    """Check a list of steps: objects with a unique string ``id`` and a known ``type``."""
+def validate_steps(registry: Registry, steps: Any) -> list[dict[str, Any]]:
+    """Check a list of steps: objects with a unique string ``id`` and a known ``type``; ``Invalid``
+    names the step and the field."""
     if not isinstance(steps, list):
-        raise InvalidSteps("steps must be a list")
+        raise Invalid("steps must be a list")
     seen: set[str] = set()
     for index, step in enumerate(steps):
         if not isinstance(step, dict):
-            raise InvalidSteps(f"steps[{index}] must be an object")
+            raise Invalid(f"steps[{index}] must be an object")
         step_id = step.get("id")
         if not isinstance(step_id, str) or not step_id:
-            raise InvalidSteps(f"steps[{index}].id is required")
+            raise Invalid(f"steps[{index}].id is required")
         if step_id in seen:
-            raise InvalidSteps(f"steps[{index}].id {step_id!r} is used twice")
+            raise Invalid(f"steps[{index}].id {step_id!r} is used twice")
         seen.add(step_id)
         kind = step.get("type")
-        if not isinstance(kind, str) or step_type(app, kind) is None:
-            raise InvalidSteps(f"steps[{index}].type {kind!r} is not a known step type")
+        if not isinstance(kind, str) or step_type(registry, kind) is None:
+            raise Invalid(f"steps[{index}].type {kind!r} is not a known step type")
         timeout = step.get("timeoutSeconds")
         if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout <= MAX_STEP_TIMEOUT):
-            raise InvalidSteps(f"steps[{index}].timeoutSeconds must be a number in (0, {MAX_STEP_TIMEOUT:g}]")
+            raise Invalid(f"steps[{index}].timeoutSeconds must be a number in (0, {MAX_STEP_TIMEOUT:g}]")
     return steps
 
 
@@ -95,14 +97,14 @@ async def _run_step(runner: FlowRunner, context: RunContext, plan: StepPlan, rec
         return await plan.kind.run(context, config)
 
 
-async def run_steps(app: Any, context: RunContext, plans: list[StepPlan], done: dict[int, StepRecord], checkpoint=None) -> Outcome:
+async def run_steps(services: Services, context: RunContext, plans: list[StepPlan], done: dict[int, StepRecord], checkpoint=None) -> Outcome:
     """Run the planned steps in order, reusing the records in ``done`` (a resumed execution).
 
     ``checkpoint(records)`` is awaited after each step with side effects but the last (whose record
     the finish writes in the same batched transaction a checkpoint would). A failed step fails the
     execution; a filter that does not pass ends it as completed; later steps are recorded skipped.
     """
-    runner: FlowRunner = app[FLOW_RUNNER]
+    runner = services.flow_runner
     records: list[StepRecord] = []
     status, error = "completed", None
     stopped = False
@@ -134,7 +136,7 @@ async def run_steps(app: Any, context: RunContext, plans: list[StepPlan], done: 
         except asyncio.CancelledError:
             raise
         except Exception as failure:  # a step type's own bug or an I/O error: the step fails
-            message = getattr(failure, "message", None)  # an ApiError of a service (a missing table ...)
+            message = getattr(failure, "message", None)  # a domain error of a service (a missing table ...)
             record.status, record.error = "failed", message if isinstance(message, str) else f"{type(failure).__name__}: {failure}"
         record.finished_at = utcnow()
         record.duration_ms = int((time.perf_counter() - began) * 1000)
@@ -158,11 +160,11 @@ async def run_steps(app: Any, context: RunContext, plans: list[StepPlan], done: 
 # ---------------------------------------------------------------------------------------------
 
 
-def _insert(app: Any):
-    return postgresql.insert if app[DB].is_postgres else sqlite.insert
+def _insert(services: Services):
+    return postgresql.insert if services.db.is_postgres else sqlite.insert
 
 
-async def create_executions(app: Any, session: AsyncSession, rows: list[dict[str, Any]]) -> list[str]:
+async def create_executions(services: Services, session: AsyncSession, rows: list[dict[str, Any]]) -> list[str]:
     """Insert executions (``pending``) and their jobs in ``session``'s transaction: one job per
     ``EXECUTIONS_PER_JOB`` executions of a workspace.
 
@@ -177,19 +179,19 @@ async def create_executions(app: Any, session: AsyncSession, rows: list[dict[str
          "dedupe_key": None, "subscription_id": None, "replay_of": None, "trigger_payload": None, **row}
         for row in rows
     ]  # fmt: skip
-    statement = _insert(app)(FlowExecution).values(values).on_conflict_do_nothing(index_elements=["dedupe_key"]).returning(FlowExecution.id, FlowExecution.workspace_id)
+    statement = _insert(services)(FlowExecution).values(values).on_conflict_do_nothing(index_elements=["dedupe_key"]).returning(FlowExecution.id, FlowExecution.workspace_id)
     created = (await session.execute(statement)).all()
     by_workspace: dict[str, list[str]] = {}
     for execution_id, workspace_id in created:
         by_workspace.setdefault(workspace_id, []).append(execution_id)
     for workspace_id, ids in by_workspace.items():
         payloads = [{"executionIds": ids[start : start + EXECUTIONS_PER_JOB]} for start in range(0, len(ids), EXECUTIONS_PER_JOB)]
-        await app[JOBS].enqueue_many(session, JOB_KIND, payloads, workspace_id=workspace_id)
+        await services.jobs.enqueue_many(session, JOB_KIND, payloads, workspace_id=workspace_id)
     return [execution_id for execution_id, _ in created]
 
 
-async def _done_records(app: Any, execution_id: str) -> dict[int, StepRecord]:
-    async with app[DB].session() as session:
+async def _done_records(services: Services, execution_id: str) -> dict[int, StepRecord]:
+    async with services.db.session() as session:
         rows = (await session.scalars(select(FlowExecutionStep).where(FlowExecutionStep.execution_id == execution_id))).all()
     return {
         row.position: StepRecord(row.position, row.step_id, row.type, row.status, row.input, row.output, row.error,
@@ -198,18 +200,18 @@ async def _done_records(app: Any, execution_id: str) -> dict[int, StepRecord]:
     }  # fmt: skip
 
 
-async def run_execution(app: Any, execution_id: str) -> str | None:
+async def run_execution(services: Services, execution_id: str) -> str | None:
     """Run (or resume) one execution to its end; answers its final status, or None when it had
     already ended or waits on a long delay. Executions run at once share their database work."""
-    runner: FlowRunner = app[FLOW_RUNNER]
+    runner: FlowRunner = services.flow_runner
     execution = await runner.start(execution_id)
     if execution is None:
         return None
     workspace_id = execution["workspace_id"]
-    done = await _done_records(app, execution_id) if execution["attempts"] > 1 else {}
-    context = RunContext(app, workspace_id, execution["flow_id"], execution_id, execution["trigger_payload"], test=execution["trigger_source"] == "test")
+    done = await _done_records(services, execution_id) if execution["attempts"] > 1 else {}
+    context = RunContext(services, workspace_id, execution["flow_id"], execution_id, execution["trigger_payload"], test=execution["trigger_source"] == "test")
     try:
-        plans = plan_steps(app, execution["steps"]) if execution["version"] is None else await runner.plan(execution["flow_id"], execution["version"])
+        plans = plan_steps(services.registry, execution["steps"]) if execution["version"] is None else await runner.plan(execution["flow_id"], execution["version"])
     except StepFailed as error:
         await runner.finish(execution, Outcome("failed", str(error), []), alerts=not context.test)
         return "failed"
@@ -220,10 +222,10 @@ async def run_execution(app: Any, execution_id: str) -> str | None:
             record.written = True
 
     try:
-        outcome = await run_steps(app, context, plans, done, checkpoint)
+        outcome = await run_steps(services, context, plans, done, checkpoint)
     except Deferred as wait:
-        async with app[DB].transaction() as session:
-            app[JOBS].enqueue(session, JOB_KIND, {"executionIds": [execution_id]}, delay=wait.seconds, workspace_id=workspace_id)
+        async with services.db.transaction() as session:
+            services.jobs.enqueue(session, JOB_KIND, {"executionIds": [execution_id]}, delay=wait.seconds, workspace_id=workspace_id)
         return None
     try:
         await runner.finish(execution, outcome, alerts=not context.test)
@@ -238,7 +240,7 @@ async def execute_job(context: JobContext) -> None:
     """Run the job's executions at once. One that raises (the database went away ...) does not stop
     the others; the job then fails and its retry resumes only the executions that have not ended."""
     ids = context.payload.get("executionIds") or [context.payload["executionId"]]  # a job queued before batches
-    results = await asyncio.gather(*(run_execution(context.app, execution_id) for execution_id in ids), return_exceptions=True)
+    results = await asyncio.gather(*(run_execution(context.services, execution_id) for execution_id in ids), return_exceptions=True)
     errors = [result for result in results if isinstance(result, BaseException)]
     for error in errors:
         if not isinstance(error, Exception):
@@ -247,16 +249,16 @@ async def execute_job(context: JobContext) -> None:
         raise errors[0]
 
 
-async def run_test(app: Any, *, workspace_id: str, flow_id: str, steps: list[dict[str, Any]], payload: Any) -> str:
+async def run_test(services: Services, *, workspace_id: str, flow_id: str, steps: list[dict[str, Any]], payload: Any) -> str:
     """``POST /flows/{id}/test``: record an execution of ``steps`` (source ``test``) and run it now,
     without alerts. Answers the execution id."""
     now = utcnow()
     execution_id = new_id()
-    async with app[DB].transaction(tenant=workspace_id) as session:
+    async with services.db.transaction(tenant=workspace_id) as session:
         session.add(FlowExecution(id=execution_id, flow_id=flow_id, status="running", trigger_source="test", trigger_payload=payload,
                                   steps=steps, attempts=1, started_at=now))  # fmt: skip
     execution = {"id": execution_id, "workspace_id": workspace_id, "flow_id": flow_id, "started_at": now}
-    context = RunContext(app, workspace_id, flow_id, execution_id, payload, test=True)
-    outcome = await run_steps(app, context, plan_steps(app, steps), {})
-    await app[FLOW_RUNNER].finish(execution, outcome, alerts=False)
+    context = RunContext(services, workspace_id, flow_id, execution_id, payload, test=True)
+    outcome = await run_steps(services, context, plan_steps(services.registry, steps), {})
+    await services.flow_runner.finish(execution, outcome, alerts=False)
     return execution_id

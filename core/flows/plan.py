@@ -38,11 +38,12 @@ class StepPlan:
     side_effects: bool
 
 
-def plan_steps(app: Any, steps: list[dict[str, Any]]) -> list[StepPlan]:
+def plan_steps(registry: Any, steps: list[dict[str, Any]]) -> list[StepPlan]:
+    """The plans of ``steps``, their types looked up in ``registry`` (plugin step types)."""
     plans = []
     for position, step in enumerate(steps or []):
         kind_name = str(step.get("type"))
-        kind = step_type(app, kind_name)
+        kind = step_type(registry, kind_name)
         raw = {key: value for key, value in step.items() if key not in _STEP_META_KEYS}
         prepare = getattr(kind, "prepare", None)
         plans.append(StepPlan(
@@ -56,8 +57,8 @@ class PlanCache:
     """Plans of published versions, least recently used dropped past ``CACHE_SIZE``. Executions
     that miss the same version at once share its one load."""
 
-    def __init__(self, app: Any, load) -> None:
-        self.app = app
+    def __init__(self, registry: Any, load) -> None:
+        self.registry = registry
         self._load = load  # async (flow_id, version) -> steps or None
         self._plans: OrderedDict[tuple[str, int], asyncio.Future] = OrderedDict()
 
@@ -83,4 +84,4 @@ class PlanCache:
         steps = await self._load(flow_id, version)
         if steps is None:
             raise StepFailed(f"version {version} of flow {flow_id} does not exist")
-        return plan_steps(self.app, steps)
+        return plan_steps(self.registry, steps)

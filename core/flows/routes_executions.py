@@ -4,41 +4,26 @@ history across every flow of the workspace."""
 from __future__ import annotations
 
 from aiohttp import web
-from sqlalchemy import func, select
 
-from patchbay.core.appkeys import DB
-from patchbay.core.flows import engine, service
+from patchbay.core.appkeys import SERVICES
+from patchbay.core.flows import executions, service
 from patchbay.core.flows.api_models import ExecutionOut, ExecutionPage, ExecutionWithSteps, StepOut
-from patchbay.core.flows.models import EXECUTION_STATUSES, FlowExecution
+from patchbay.core.flows.models import EXECUTION_STATUSES
 from patchbay.core.http.bodies import page_envelope, page_params
-from patchbay.core.http.errors import bad_request, not_found
 from patchbay.core.http.openapi import PAGE_QUERY, query
 from patchbay.core.http.responses import reply, returns
 from patchbay.core.security.auth import principal_of, requires
 
 routes = web.RouteTableDef()
 
-
-async def _page(request: web.Request, statement) -> web.Response:
-    page, limit = page_params(request)
-    async with request.app[DB].session(tenant=principal_of(request).workspace_id) as session:
-        if "flowId" in request.match_info:
-            await service.get_flow(session, request.match_info["flowId"])
-        total = await session.scalar(select(func.count()).select_from(statement.subquery()))
-        rows = (await session.scalars(statement.order_by(FlowExecution.created_at.desc(), FlowExecution.id).offset((page - 1) * limit).limit(limit))).all()
-    return reply(request, page_envelope([service.execution_json(e) for e in rows], page, limit, total or 0))
-
-
 STATUS_QUERY = {"type": "string", "enum": list(EXECUTION_STATUSES)}
 
 
-def _status_filter(request: web.Request, statement):
-    status = request.query.get("status")
-    if status:
-        if status not in EXECUTION_STATUSES:
-            raise bad_request(f"status must be one of {', '.join(EXECUTION_STATUSES)}")
-        statement = statement.where(FlowExecution.status == status)
-    return statement
+async def _page(request: web.Request, flow_id: str | None, *, of_flow: bool) -> web.Response:
+    page, limit = page_params(request)
+    rows, total = await executions.execution_page(request.app[SERVICES], workspace_id=principal_of(request).workspace_id, flow_id=flow_id,
+                                                  status=request.query.get("status"), page=page, limit=limit, of_flow=of_flow)  # fmt: skip
+    return reply(request, page_envelope([service.execution_json(e) for e in rows], page, limit, total))
 
 
 @routes.get("/connect/v1/flows/{flowId}/executions")
@@ -47,15 +32,12 @@ def _status_filter(request: web.Request, statement):
 @requires("flows.view")
 async def list_executions(request: web.Request) -> web.Response:
     """A flow's executions, newest first (paginated; ``?status=`` filters)."""
-    statement = _status_filter(request, select(FlowExecution).where(FlowExecution.flow_id == request.match_info["flowId"]))
-    return await _page(request, statement)
+    return await _page(request, request.match_info["flowId"], of_flow=True)
 
 
-async def _execution(session, flow_id: str, execution_id: str) -> FlowExecution:
-    execution = await session.scalar(select(FlowExecution).where(FlowExecution.id == execution_id, FlowExecution.flow_id == flow_id))
-    if execution is None:
-        raise not_found("Execution not found")
-    return execution
+async def _with_steps(request: web.Request):
+    return await executions.execution_with_steps(request.app[SERVICES], workspace_id=principal_of(request).workspace_id, flow_id=request.match_info["flowId"],
+                                                 execution_id=request.match_info["executionId"])  # fmt: skip
 
 
 @routes.get("/connect/v1/flows/{flowId}/executions/{executionId}")
@@ -63,9 +45,7 @@ async def _execution(session, flow_id: str, execution_id: str) -> FlowExecution:
 @requires("flows.view")
 async def get_execution(request: web.Request) -> web.Response:
     """One execution with its steps."""
-    async with request.app[DB].session(tenant=principal_of(request).workspace_id) as session:
-        execution = await _execution(session, request.match_info["flowId"], request.match_info["executionId"])
-        steps = await service.execution_steps(session, execution.id)
+    execution, steps = await _with_steps(request)
     return reply(request, {**service.execution_json(execution), "steps": [service.step_json(s) for s in steps]})
 
 
@@ -74,9 +54,7 @@ async def get_execution(request: web.Request) -> web.Response:
 @requires("task_history.view")
 async def list_execution_steps(request: web.Request) -> web.Response:
     """Each step of an execution: rendered input, output and error."""
-    async with request.app[DB].session(tenant=principal_of(request).workspace_id) as session:
-        execution = await _execution(session, request.match_info["flowId"], request.match_info["executionId"])
-        steps = await service.execution_steps(session, execution.id)
+    _, steps = await _with_steps(request)
     return reply(request, [service.step_json(s) for s in steps])
 
 
@@ -86,18 +64,8 @@ async def list_execution_steps(request: web.Request) -> web.Response:
 async def replay_execution(request: web.Request) -> web.Response:
     """Run the flow again with the execution's original trigger payload: the published version, or
     the current steps of a flow never published. Answers the new (pending) execution."""
-    workspace_id = principal_of(request).workspace_id
-    async with request.app[DB].transaction(tenant=workspace_id) as session:
-        flow = await service.get_flow(session, request.match_info["flowId"])
-        original = await _execution(session, flow.id, request.match_info["executionId"])
-        row = {"workspace_id": workspace_id, "flow_id": flow.id, "trigger_source": "replay", "trigger_payload": original.trigger_payload,
-               "replay_of": original.id}  # fmt: skip
-        if flow.published_version is not None:
-            row["version"] = flow.published_version
-        else:
-            row["steps"] = flow.steps
-        (execution_id,) = await engine.create_executions(request.app, session, [row])
-        execution = await session.get(FlowExecution, execution_id)
+    execution = await executions.replay(request.app[SERVICES], workspace_id=principal_of(request).workspace_id, flow_id=request.match_info["flowId"],
+                                        execution_id=request.match_info["executionId"])  # fmt: skip
     return reply(request, service.execution_json(execution), status=201)
 
 
@@ -107,10 +75,7 @@ async def replay_execution(request: web.Request) -> web.Response:
 @requires("task_history.view")
 async def task_history(request: web.Request) -> web.Response:
     """Executions across every flow of the workspace; ``?status=`` and ``?flowId=`` filter."""
-    statement = _status_filter(request, select(FlowExecution))
-    if request.query.get("flowId"):
-        statement = statement.where(FlowExecution.flow_id == request.query["flowId"])
-    return await _page(request, statement)
+    return await _page(request, request.query.get("flowId") or None, of_flow=False)
 
 
 def setup(app: web.Application) -> None:

@@ -6,50 +6,23 @@ from __future__ import annotations
 from typing import Any
 
 from aiohttp import web
-from sqlalchemy import func, select
-from sqlalchemy.exc import IntegrityError
 
-from patchbay.core.appkeys import DB, FLOW_RUNNER, JOBS, REGISTRY
-from patchbay.core.flows import engine, service
+from patchbay.core.appkeys import SERVICES
+from patchbay.core.flows import service
 from patchbay.core.flows.api_models import (
     ActionOptions, CreateFlowDto, ExecutionWithSteps, FlowDeleted, FlowOut, FlowPage, FlowVersionOut, FlowVersionWithSteps, Published,
     ProviderTriggers, ToggleDto, TriggerPayload, UpdateFlowDto, read_checked,
 )  # fmt: skip
-from patchbay.core.flows.models import FLOW_STATUSES, Flow, FlowExecution
-from patchbay.core.flows.runner import FlowRunner
+from patchbay.core.flows.models import FLOW_STATUSES, Flow
 from patchbay.core.flows.steps import known_step_types
 from patchbay.core.http.bodies import page_envelope, page_params, read_json, structure
-from patchbay.core.http.errors import bad_request, conflict, not_found
+from patchbay.core.http.errors import not_found
 from patchbay.core.http.openapi import PAGE_QUERY, accepts, query
 from patchbay.core.http.responses import reply, returns
 from patchbay.core.security.auth import principal_of, requires
 from patchbay.core.timeutil import iso
 
 routes = web.RouteTableDef()
-
-
-def _steps(request: web.Request, value: Any) -> list[dict[str, Any]]:
-    try:
-        return engine.validate_steps(request.app, value)
-    except engine.InvalidSteps as error:
-        raise bad_request(str(error)) from None
-
-
-def _text(body: dict[str, Any], name: str, *, required: bool = False, maximum: int = 200) -> str | None:
-    value = body.get(name)
-    if value is None:
-        if required:
-            raise bad_request(f"{name} is required")
-        return None
-    if not isinstance(value, str) or (required and not value.strip()) or len(value) > maximum:
-        raise bad_request(f"{name} must be a string of at most {maximum} characters")
-    return value
-
-
-def _trigger(value: Any) -> dict[str, Any] | None:
-    if value is not None and not isinstance(value, dict):
-        raise bad_request("trigger must be an object")
-    return value
 
 
 def trigger_options(registry) -> list[dict[str, Any]]:
@@ -73,7 +46,7 @@ def trigger_options(registry) -> list[dict[str, Any]]:
 @requires("flows.view")
 async def get_trigger_options(request: web.Request) -> web.Response:
     """Providers and the triggers they offer, for a flow's trigger subscription."""
-    return reply(request, trigger_options(request.app[REGISTRY]))
+    return reply(request, trigger_options(request.app[SERVICES].registry))
 
 
 @routes.get("/connect/v1/flows/action-options")
@@ -83,13 +56,13 @@ async def get_action_options(request: web.Request) -> web.Response:
     """Step types and the provider actions an ``action`` step can call."""
     from patchbay.core.actions.service import action_json
 
-    registry = request.app[REGISTRY]
+    registry = request.app[SERVICES].registry
     providers = [
         {"providerType": name, "displayName": registry.provider(name).display_name if registry.provider(name) else name,
          "actions": [action_json(name, a) for a in sorted(actions.values(), key=lambda a: a.name)]}
         for name, actions in sorted(registry.objects("actions").items())
     ]  # fmt: skip
-    return reply(request, {"stepTypes": known_step_types(request.app), "providers": providers})
+    return reply(request, {"stepTypes": known_step_types(registry), "providers": providers})
 
 
 @routes.get("/connect/v1/flows")
@@ -99,16 +72,9 @@ async def get_action_options(request: web.Request) -> web.Response:
 async def list_flows(request: web.Request) -> web.Response:
     """The workspace's flows, newest first; ``?status=`` filters."""
     page, limit = page_params(request)
-    status = request.query.get("status")
-    statement = select(Flow)
-    if status:
-        if status not in FLOW_STATUSES:
-            raise bad_request(f"status must be one of {', '.join(FLOW_STATUSES)}")
-        statement = statement.where(Flow.status == status)
-    async with request.app[DB].session(tenant=principal_of(request).workspace_id) as session:
-        total = await session.scalar(select(func.count()).select_from(statement.subquery()))
-        rows = (await session.scalars(statement.order_by(Flow.created_at.desc(), Flow.id).offset((page - 1) * limit).limit(limit))).all()
-    return reply(request, page_envelope([service.flow_json(f) for f in rows], page, limit, total or 0))
+    rows, total = await service.flow_page(request.app[SERVICES], workspace_id=principal_of(request).workspace_id, status=request.query.get("status"),
+                                          page=page, limit=limit)  # fmt: skip
+    return reply(request, page_envelope([service.flow_json(f) for f in rows], page, limit, total))
 
 
 @routes.post("/connect/v1/flows")
@@ -118,12 +84,7 @@ async def list_flows(request: web.Request) -> web.Response:
 async def create_flow(request: web.Request) -> web.Response:
     """Create a flow (a draft) from ``{name, description?, steps, trigger?}``."""
     body = await read_checked(request, CreateFlowDto)
-    name = _text(body, "name", required=True)
-    description = _text(body, "description", maximum=5000)
-    steps = _steps(request, body.get("steps", []))
-    async with request.app[DB].transaction(tenant=principal_of(request).workspace_id) as session:
-        flow = Flow(name=name, description=description, steps=steps, trigger=_trigger(body.get("trigger")), status="draft", version=0)
-        session.add(flow)
+    flow = await service.create_flow(request.app[SERVICES], workspace_id=principal_of(request).workspace_id, body=body)
     return reply(request, service.flow_json(flow), status=201)
 
 
@@ -132,8 +93,7 @@ async def create_flow(request: web.Request) -> web.Response:
 @requires("flows.view")
 async def get_flow(request: web.Request) -> web.Response:
     """One flow."""
-    async with request.app[DB].session(tenant=principal_of(request).workspace_id) as session:
-        flow = await service.get_flow(session, request.match_info["flowId"])
+    flow = await service.load_flow(request.app[SERVICES], workspace_id=principal_of(request).workspace_id, flow_id=request.match_info["flowId"])
     return reply(request, service.flow_json(flow))
 
 
@@ -144,19 +104,7 @@ async def get_flow(request: web.Request) -> web.Response:
 async def update_flow(request: web.Request) -> web.Response:
     """Edit a flow; a published flow becomes a draft and its published version keeps running."""
     body = await read_checked(request, UpdateFlowDto)
-    changes: dict[str, Any] = {}
-    if "name" in body:
-        changes["name"] = _text(body, "name", required=True)
-    if "description" in body:
-        changes["description"] = _text(body, "description", maximum=5000)
-    if "steps" in body:
-        changes["steps"] = _steps(request, body["steps"])
-    if "trigger" in body:
-        changes["trigger"] = _trigger(body["trigger"])
-    async with request.app[DB].transaction(tenant=principal_of(request).workspace_id) as session:
-        flow = await service.get_flow(session, request.match_info["flowId"], lock=True)
-        if changes:
-            service.edit(flow, changes)
+    flow = await service.update_flow(request.app[SERVICES], workspace_id=principal_of(request).workspace_id, flow_id=request.match_info["flowId"], body=body)
     return reply(request, service.flow_json(flow))
 
 
@@ -165,19 +113,12 @@ async def update_flow(request: web.Request) -> web.Response:
 @requires("flows.write")
 async def delete_flow(request: web.Request) -> web.Response:
     """Delete a flow with its versions, executions, triggers and schedules."""
-    async with request.app[DB].transaction(tenant=principal_of(request).workspace_id) as session:
-        flow = await service.get_flow(session, request.match_info["flowId"])
-        await session.delete(flow)
-    return reply(request, {"success": True, "id": flow.id})
+    flow_id = request.match_info["flowId"]
+    await service.delete_flow(request.app[SERVICES], workspace_id=principal_of(request).workspace_id, flow_id=flow_id)
+    return reply(request, {"success": True, "id": flow_id})
 
 
-async def _publishing(request: web.Request, change) -> web.Response:
-    try:
-        async with request.app[DB].transaction(tenant=principal_of(request).workspace_id) as session:
-            flow = await service.claim_next_version(session, request.match_info["flowId"])
-            await change(session, flow)
-    except IntegrityError:
-        raise conflict("The flow was published concurrently; try again") from None
+def _published(request: web.Request, flow: Flow) -> web.Response:
     return reply(request, {"id": flow.id, "version": flow.version, "status": flow.status, "published_at": iso(flow.published_at)}, status=201)
 
 
@@ -186,12 +127,8 @@ async def _publishing(request: web.Request, change) -> web.Response:
 @requires("flows.write")
 async def publish_flow(request: web.Request) -> web.Response:
     """Publish: snapshot the steps as a new version that live triggers run."""
-
-    async def change(session, flow: Flow) -> None:
-        _steps(request, flow.steps)
-        await service.publish(session, flow)
-
-    return await _publishing(request, change)
+    flow = await service.publish_flow(request.app[SERVICES], workspace_id=principal_of(request).workspace_id, flow_id=request.match_info["flowId"])
+    return _published(request, flow)
 
 
 @routes.post("/connect/v1/flows/{flowId}/revert/{version}")
@@ -203,11 +140,8 @@ async def revert_flow(request: web.Request) -> web.Response:
         version = int(request.match_info["version"])
     except ValueError:
         raise not_found("Version not found") from None
-
-    async def change(session, flow: Flow) -> None:
-        await service.revert(session, flow, version)
-
-    return await _publishing(request, change)
+    flow = await service.revert_flow(request.app[SERVICES], workspace_id=principal_of(request).workspace_id, flow_id=request.match_info["flowId"], version=version)
+    return _published(request, flow)
 
 
 @routes.get("/connect/v1/flows/{flowId}/versions")
@@ -217,9 +151,7 @@ async def revert_flow(request: web.Request) -> web.Response:
 async def list_versions(request: web.Request) -> web.Response:
     """The version history, newest first; ``?steps=true`` includes each snapshot."""
     with_steps = request.query.get("steps", "").lower() in ("1", "true", "yes")
-    async with request.app[DB].session(tenant=principal_of(request).workspace_id) as session:
-        flow = await service.get_flow(session, request.match_info["flowId"])
-        rows = await service.versions(session, flow.id)
+    rows = await service.flow_versions(request.app[SERVICES], workspace_id=principal_of(request).workspace_id, flow_id=request.match_info["flowId"])
     return reply(request, [service.version_json(v, with_steps=with_steps) for v in rows])
 
 
@@ -230,14 +162,7 @@ async def list_versions(request: web.Request) -> web.Response:
 async def toggle_flow(request: web.Request) -> web.Response:
     """Pause or resume the live runs of a published flow (its triggers and schedules)."""
     body = structure(await read_json(request), ToggleDto) if (await request.read()).strip() else ToggleDto()
-    async with request.app[DB].transaction(tenant=principal_of(request).workspace_id) as session:
-        flow = await service.get_flow(session, request.match_info["flowId"], lock=True)
-        if body.isActive is not None:
-            if flow.published_version is None:
-                service.toggle(flow)  # refuses with the reason
-            flow.is_active = body.isActive
-        else:
-            service.toggle(flow)
+    flow = await service.toggle_flow(request.app[SERVICES], workspace_id=principal_of(request).workspace_id, flow_id=request.match_info["flowId"], active=body.isActive)
     return reply(request, service.flow_json(flow))
 
 
@@ -246,9 +171,7 @@ async def toggle_flow(request: web.Request) -> web.Response:
 @requires("flows.write")
 async def archive_flow(request: web.Request) -> web.Response:
     """Archive (retire) a flow: it no longer runs; publish or revert brings it back."""
-    async with request.app[DB].transaction(tenant=principal_of(request).workspace_id) as session:
-        flow = await service.get_flow(session, request.match_info["flowId"], lock=True)
-        service.archive(flow)
+    flow = await service.archive_flow(request.app[SERVICES], workspace_id=principal_of(request).workspace_id, flow_id=request.match_info["flowId"])
     return reply(request, service.flow_json(flow), status=201)
 
 
@@ -262,18 +185,10 @@ async def test_flow(request: web.Request) -> web.Response:
     payload: Any = {}
     if raw.strip():
         payload = await read_json(request)
-    workspace_id = principal_of(request).workspace_id
-    async with request.app[DB].session(tenant=workspace_id) as session:
-        flow = await service.get_flow(session, request.match_info["flowId"])
-    steps = _steps(request, flow.steps)
-    execution_id = await engine.run_test(request.app, workspace_id=workspace_id, flow_id=flow.id, steps=steps, payload=payload)
-    async with request.app[DB].session(tenant=workspace_id) as session:
-        execution = await session.get(FlowExecution, execution_id)
-        steps_rows = await service.execution_steps(session, execution_id)
-    return reply(request, {**service.execution_json(execution), "steps": [service.step_json(s) for s in steps_rows]}, status=201)
+    execution, steps = await service.run_flow_now(request.app[SERVICES], workspace_id=principal_of(request).workspace_id, flow_id=request.match_info["flowId"],
+                                                  payload=payload)  # fmt: skip
+    return reply(request, {**service.execution_json(execution), "steps": [service.step_json(s) for s in steps]}, status=201)
 
 
 def setup(app: web.Application) -> None:
-    app[FLOW_RUNNER] = FlowRunner(app)
     app.router.add_routes(routes)
-    app[JOBS].register(engine.JOB_KIND, engine.execute_job, max_attempts=10, backoff_base=1.0, backoff_cap=60.0)

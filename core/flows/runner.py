@@ -6,18 +6,20 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 from sqlalchemy import select
 
-from patchbay.core.appkeys import DB
 from patchbay.core.flows import store
 from patchbay.core.flows.models import FlowVersion
 from patchbay.core.flows.plan import PlanCache, StepPlan
 from patchbay.core.flows.render_queue import FairRenderQueue, render_prefix
 from patchbay.core.flows.templating import HEAVY, Compiled, deadline
 from patchbay.core.timeutil import utcnow
+
+if TYPE_CHECKING:
+    from patchbay.core.services import Services
 
 #: sessions opened by steps at once; more would overflow the connection pool, and on PostgreSQL
 #: every overflow connection is a new server process, opened and closed again
@@ -147,11 +149,13 @@ class _Turns:
 
 
 class FlowRunner:
-    """Runs executions for one app: their database work and renders batched, their plans cached."""
+    """Runs executions for one set of services: their database work and renders batched, their
+    plans cached."""
 
-    def __init__(self, app: Any) -> None:
-        self.app = app
-        self.plans = PlanCache(app, self._version_steps)
+    def __init__(self, services: Services) -> None:
+        self.services = services
+        self.plans = PlanCache(services.registry, self._version_steps)
+        self._steps = store.StepWriter()
         self._starts = Batcher(self._start_many)
         self._finishes = Batcher(self._finish_many)
         self._lookups = Batcher(self._lookup_many)
@@ -164,7 +168,7 @@ class FlowRunner:
         return await self.plans.get(flow_id, version)
 
     async def _version_steps(self, flow_id: str, version: int) -> list[dict[str, Any]] | None:
-        async with self.app[DB].session() as session:
+        async with self.services.db.session() as session:
             return await session.scalar(select(FlowVersion.steps).where(FlowVersion.flow_id == flow_id, FlowVersion.version == version))
 
     # -- rendering -------------------------------------------------------------------------------
@@ -199,7 +203,7 @@ class FlowRunner:
         return await self._starts.submit(execution_id)
 
     async def _start_many(self, ids: list[str]) -> list[dict[str, Any] | None]:
-        async with self.app[DB].engine.begin() as connection:
+        async with self.services.db.engine.begin() as connection:
             started = await store.start(connection, ids, utcnow())
         return [started.get(execution_id) for execution_id in ids]
 
@@ -214,17 +218,17 @@ class FlowRunner:
         outcomes = [
             (i.execution["id"], i.outcome.status, i.outcome.error, int((now - (i.execution["started_at"] or now)).total_seconds() * 1000)) for i in items
         ]  # fmt: skip
-        async with self.app[DB].transaction() as session:
+        async with self.services.db.transaction() as session:
             connection = await session.connection()
             finished = await store.finish(connection, outcomes, now)
             ended = [item for item in items if item.execution["id"] in finished]
-            await store.insert_steps(connection, [row for i in ended for row in step_rows(i.outcome.records, i.execution["workspace_id"], i.execution["id"])])
+            await self._steps.insert(connection, [row for i in ended for row in step_rows(i.outcome.records, i.execution["workspace_id"], i.execution["id"])])
             alerting = [
                 {"workspace_id": i.execution["workspace_id"], "flow_id": i.execution["flow_id"], "execution_id": i.execution["id"],
                  "status": i.outcome.status, "error": i.outcome.error}
                 for i in ended if i.alerts
             ]  # fmt: skip
-            await enqueue_alerts(self.app, session, alerting)
+            await enqueue_alerts(self.services, session, alerting)
         return [item.execution["id"] in finished for item in items]
 
     # -- steps' database work --------------------------------------------------------------------
@@ -242,7 +246,7 @@ class FlowRunner:
             by_workspace.setdefault(item[0], []).append(index)
         results: list[Any] = [None] * len(items)
         for workspace_id, indexes in by_workspace.items():
-            async with self.step_sessions, self.app[DB].session(tenant=workspace_id) as session:
+            async with self.step_sessions, self.services.db.session(tenant=workspace_id) as session:
                 found = await lookup_rows(session, workspace_id=workspace_id, lookups=[items[i][1:] for i in indexes])
             for index, result in zip(indexes, found, strict=True):
                 results[index] = result
@@ -253,6 +257,6 @@ class FlowRunner:
         await self._checkpoints.submit(rows)
 
     async def _checkpoint_many(self, batches: list[list[tuple[Any, ...]]]) -> list[None]:
-        async with self.app[DB].engine.begin() as connection:
-            await store.insert_steps(connection, [row for rows in batches for row in rows])
+        async with self.services.db.engine.begin() as connection:
+            await self._steps.insert(connection, [row for rows in batches for row in rows])
         return [None] * len(batches)

@@ -12,14 +12,20 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import and_, select, update
+from sqlalchemy import and_, func, select, update
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from patchbay.core.flows.models import Flow, FlowExecution, FlowExecutionStep, FlowVersion
-from patchbay.core.http.errors import bad_request, not_found
+from patchbay.core.errors import Conflict, Invalid, NotFound
+from patchbay.core.flows import engine
+from patchbay.core.flows.models import FLOW_STATUSES, Flow, FlowExecution, FlowExecutionStep, FlowVersion
 from patchbay.core.timeutil import iso, utcnow
+
+if TYPE_CHECKING:
+    from patchbay.core.services import Services
 
 
 def is_live():
@@ -87,13 +93,13 @@ def step_json(step: FlowExecutionStep) -> dict[str, Any]:
 
 
 async def get_flow(session: AsyncSession, flow_id: str, *, lock: bool = False) -> Flow:
-    """The flow of the session's tenant; 404 otherwise."""
+    """The flow of the session's tenant; ``NotFound`` otherwise."""
     statement = select(Flow).where(Flow.id == flow_id)
     if lock:
         statement = statement.with_for_update()
     flow = await session.scalar(statement)
     if flow is None:
-        raise not_found("Flow not found")
+        raise NotFound("Flow not found")
     return flow
 
 
@@ -120,10 +126,10 @@ async def claim_next_version(session: AsyncSession, flow_id: str) -> Flow:
         update(Flow).where(Flow.id == flow_id).values(version=Flow.version + 1, updated_at=utcnow()).execution_options(synchronize_session=False)
     )
     if claimed.rowcount != 1:
-        raise not_found("Flow not found")
+        raise NotFound("Flow not found")
     flow = await session.scalar(select(Flow).where(Flow.id == flow_id).execution_options(populate_existing=True))
     if flow is None:
-        raise not_found("Flow not found")
+        raise NotFound("Flow not found")
     return flow
 
 
@@ -145,14 +151,14 @@ async def revert(session: AsyncSession, flow: Flow, version: int) -> FlowVersion
     """Restore the steps of ``version`` and publish them as a new version."""
     old = await session.scalar(select(FlowVersion).where(FlowVersion.flow_id == flow.id, FlowVersion.version == version))
     if old is None:
-        raise not_found(f"Version {version} of this flow does not exist")
+        raise NotFound(f"Version {version} of this flow does not exist")
     flow.steps = list(old.steps or [])
     return await publish(session, flow, action="revert", reverted_from=version)
 
 
 def toggle(flow: Flow) -> None:
     if flow.published_version is None:
-        raise bad_request("Only a flow with a published version can be toggled; publish it first")
+        raise Invalid("Only a flow with a published version can be toggled; publish it first")
     flow.is_active = not flow.is_active
 
 
@@ -164,3 +170,138 @@ def archive(flow: Flow) -> None:
 async def versions(session: AsyncSession, flow_id: str) -> list[FlowVersion]:
     statement = select(FlowVersion).where(FlowVersion.flow_id == flow_id).order_by(FlowVersion.version.desc())
     return list((await session.scalars(statement)).all())
+
+
+# ---------------------------------------------------------------------------------------------
+# The flows of a workspace (spec 4.8)
+# ---------------------------------------------------------------------------------------------
+
+
+def _text(body: dict[str, Any], name: str, *, required: bool = False, maximum: int = 200) -> str | None:
+    value = body.get(name)
+    if value is None:
+        if required:
+            raise Invalid(f"{name} is required")
+        return None
+    if not isinstance(value, str) or (required and not value.strip()) or len(value) > maximum:
+        raise Invalid(f"{name} must be a string of at most {maximum} characters")
+    return value
+
+
+def _trigger(value: Any) -> dict[str, Any] | None:
+    if value is not None and not isinstance(value, dict):
+        raise Invalid("trigger must be an object")
+    return value
+
+
+async def flow_page(services: Services, *, workspace_id: str, status: str | None, page: int, limit: int) -> tuple[list[Flow], int]:
+    """A page of the workspace's flows (of ``status`` when given), newest first, and how many match."""
+    statement = select(Flow)
+    if status:
+        if status not in FLOW_STATUSES:
+            raise Invalid(f"status must be one of {', '.join(FLOW_STATUSES)}")
+        statement = statement.where(Flow.status == status)
+    async with services.db.session(tenant=workspace_id) as session:
+        total = await session.scalar(select(func.count()).select_from(statement.subquery()))
+        rows = (await session.scalars(statement.order_by(Flow.created_at.desc(), Flow.id).offset((page - 1) * limit).limit(limit))).all()
+    return list(rows), int(total or 0)
+
+
+async def create_flow(services: Services, *, workspace_id: str, body: dict[str, Any]) -> Flow:
+    """A draft flow from ``{name, description?, steps, trigger?}``; ``Invalid`` names the field."""
+    name = _text(body, "name", required=True)
+    description = _text(body, "description", maximum=5000)
+    steps = engine.validate_steps(services.registry, body.get("steps", []))
+    flow = Flow(name=name, description=description, steps=steps, trigger=_trigger(body.get("trigger")), status="draft", version=0)
+    async with services.db.transaction(tenant=workspace_id) as session:
+        session.add(flow)
+    return flow
+
+
+async def load_flow(services: Services, *, workspace_id: str, flow_id: str) -> Flow:
+    async with services.db.session(tenant=workspace_id) as session:
+        return await get_flow(session, flow_id)
+
+
+async def update_flow(services: Services, *, workspace_id: str, flow_id: str, body: dict[str, Any]) -> Flow:
+    """Apply the fields ``body`` names (see :func:`edit`)."""
+    changes: dict[str, Any] = {}
+    if "name" in body:
+        changes["name"] = _text(body, "name", required=True)
+    if "description" in body:
+        changes["description"] = _text(body, "description", maximum=5000)
+    if "steps" in body:
+        changes["steps"] = engine.validate_steps(services.registry, body["steps"])
+    if "trigger" in body:
+        changes["trigger"] = _trigger(body["trigger"])
+    async with services.db.transaction(tenant=workspace_id) as session:
+        flow = await get_flow(session, flow_id, lock=True)
+        if changes:
+            edit(flow, changes)
+    return flow
+
+
+async def delete_flow(services: Services, *, workspace_id: str, flow_id: str) -> None:
+    """Delete a flow with its versions, executions, triggers and schedules."""
+    async with services.db.transaction(tenant=workspace_id) as session:
+        await session.delete(await get_flow(session, flow_id))
+
+
+async def _publishing(services: Services, workspace_id: str, flow_id: str, change: Callable[[AsyncSession, Flow], Awaitable[Any]]) -> Flow:
+    try:
+        async with services.db.transaction(tenant=workspace_id) as session:
+            flow = await claim_next_version(session, flow_id)
+            await change(session, flow)
+    except IntegrityError:
+        raise Conflict("The flow was published concurrently; try again") from None
+    return flow
+
+
+async def publish_flow(services: Services, *, workspace_id: str, flow_id: str) -> Flow:
+    """Publish: snapshot the (valid) steps as a new version that live triggers run."""
+
+    async def change(session: AsyncSession, flow: Flow) -> None:
+        engine.validate_steps(services.registry, flow.steps)
+        await publish(session, flow)
+
+    return await _publishing(services, workspace_id, flow_id, change)
+
+
+async def revert_flow(services: Services, *, workspace_id: str, flow_id: str, version: int) -> Flow:
+    """Restore the steps of ``version`` and publish them as a new version."""
+    return await _publishing(services, workspace_id, flow_id, lambda session, flow: revert(session, flow, version))
+
+
+async def flow_versions(services: Services, *, workspace_id: str, flow_id: str) -> list[FlowVersion]:
+    async with services.db.session(tenant=workspace_id) as session:
+        return await versions(session, (await get_flow(session, flow_id)).id)
+
+
+async def toggle_flow(services: Services, *, workspace_id: str, flow_id: str, active: bool | None) -> Flow:
+    """Set (``active``) or flip the live runs of a flow with a published version."""
+    async with services.db.transaction(tenant=workspace_id) as session:
+        flow = await get_flow(session, flow_id, lock=True)
+        if active is not None:
+            if flow.published_version is None:
+                toggle(flow)  # refuses with the reason
+            flow.is_active = active
+        else:
+            toggle(flow)
+    return flow
+
+
+async def archive_flow(services: Services, *, workspace_id: str, flow_id: str) -> Flow:
+    async with services.db.transaction(tenant=workspace_id) as session:
+        flow = await get_flow(session, flow_id, lock=True)
+        archive(flow)
+    return flow
+
+
+async def run_flow_now(services: Services, *, workspace_id: str, flow_id: str, payload: Any) -> tuple[FlowExecution, list[FlowExecutionStep]]:
+    """Run the flow's current steps now with ``payload`` as the trigger (no alerts); answers the
+    execution and its steps."""
+    flow = await load_flow(services, workspace_id=workspace_id, flow_id=flow_id)
+    steps = engine.validate_steps(services.registry, flow.steps)
+    execution_id = await engine.run_test(services, workspace_id=workspace_id, flow_id=flow.id, steps=steps, payload=payload)
+    async with services.db.session(tenant=workspace_id) as session:
+        return await session.get(FlowExecution, execution_id), await execution_steps(session, execution_id)

@@ -19,7 +19,7 @@ from typing import Any
 import aiohttp
 import attrs
 
-from patchbay.core.appkeys import DB, FLOW_RUNNER, OUTBOUND, REGISTRY
+from patchbay.core.errors import DomainError
 from patchbay.core.outbound import ResponseTooLarge, UnsafeTarget
 
 #: Delays up to this many seconds are waited inline; longer ones park the execution durably.
@@ -41,9 +41,10 @@ class Deferred(Exception):
 
 @attrs.define
 class RunContext:
-    """What a step sees: the app, the tenant, the trigger payload and earlier steps' outputs."""
+    """What a step sees: the services (``core.services.Services``), the tenant, the trigger payload
+    and earlier steps' outputs."""
 
-    app: Any
+    services: Any
     workspace_id: str
     flow_id: str
     execution_id: str
@@ -98,7 +99,7 @@ class Http:
         method = str(config.get("method") or "GET").upper()
         url = str(config["url"])
         try:
-            context.app[OUTBOUND].check(url)
+            context.services.outbound.check(url)
         except UnsafeTarget as error:
             raise StepFailed(str(error)) from None
         headers = {str(k): str(v) for k, v in (config.get("headers") or {}).items()}
@@ -114,7 +115,7 @@ class Http:
                 kwargs["data"] = aiohttp.JsonPayload(body, dumps=_sorted_json)
             else:
                 kwargs["data"] = str(body)
-        outbound = context.app[OUTBOUND]
+        outbound = context.services.outbound
         try:
             async with outbound.session.request(method, url, **kwargs, **outbound.follow()) as response:
                 text = _text(await outbound.read_body(response), response.charset)
@@ -153,19 +154,19 @@ class ActionStep:
     side_effects = True
 
     async def run(self, context: RunContext, config: dict[str, Any]) -> Any:
-        from patchbay.core.actions.service import ActionFailed, run_action
+        from patchbay.core.actions.service import run_action
 
         _require(config, "action", "connectionId")
         try:
             return await run_action(
-                context.app,
+                context.services,
                 workspace_id=context.workspace_id,
                 connection_id=str(config["connectionId"]),
                 action_name=str(config["action"]),
                 provider=config.get("provider"),
                 inputs=config.get("inputs") or {},
             )
-        except ActionFailed as error:
+        except DomainError as error:  # no such action or connection, bad inputs, the plan's cap, the provider failed
             raise StepFailed(error.message) from None
 
 
@@ -190,7 +191,7 @@ class TableUpsert:
         if not isinstance(data, dict):
             raise StepFailed("'data' must be an object")
         key = config.get("externalKey")
-        async with context.app[FLOW_RUNNER].step_sessions, context.app[DB].transaction(tenant=context.workspace_id) as session:
+        async with context.services.flow_runner.step_sessions, context.services.db.transaction(tenant=context.workspace_id) as session:
             row = await upsert_row(
                 session, workspace_id=context.workspace_id, table_slug=str(config["table"]),
                 external_key=None if key is None else str(key), data=data,
@@ -205,7 +206,7 @@ class TableLookup:
 
     async def run(self, context: RunContext, config: dict[str, Any]) -> Any:
         _require(config, "table", "column")
-        return _row_json(await context.app[FLOW_RUNNER].lookup(context.workspace_id, str(config["table"]), str(config["column"]), config.get("value")))
+        return _row_json(await context.services.flow_runner.lookup(context.workspace_id, str(config["table"]), str(config["column"]), config.get("value")))
 
 
 class Delay:
@@ -237,10 +238,10 @@ BUILT_IN: dict[str, Any] = {
 }
 
 
-def step_type(app: Any, name: str) -> Any | None:
+def step_type(registry: Any, name: str) -> Any | None:
     """The step type ``name``: built in, or registered by a plugin (``register_step_types``)."""
-    return BUILT_IN.get(name) or app[REGISTRY].get("step_types", name)
+    return BUILT_IN.get(name) or registry.get("step_types", name)
 
 
-def known_step_types(app: Any) -> list[str]:
-    return sorted({*BUILT_IN, *app[REGISTRY].objects("step_types")})
+def known_step_types(registry: Any) -> list[str]:
+    return sorted({*BUILT_IN, *registry.objects("step_types")})

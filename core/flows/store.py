@@ -7,7 +7,6 @@ process, and it runs on the transaction's connection without the ORM. PostgreSQL
 from __future__ import annotations
 
 import json
-import weakref
 from typing import Any
 
 from sqlalchemy import String, bindparam, func, text
@@ -66,20 +65,6 @@ _INSERT_STEPS_SQLITE = (
     f"INSERT INTO flow_execution_steps (id, {', '.join(STEP_COLUMNS)}) VALUES ({', '.join('?' * (1 + len(STEP_COLUMNS)))}) "
     "ON CONFLICT (execution_id, position) DO NOTHING"
 )
-#: per SQLite dialect: the bind processors of the columns that have one (input, output, the two
-#: timestamps), so the rows go to the driver as SQLAlchemy would send them, without its per-row work
-_SQLITE_PROCESSORS: weakref.WeakKeyDictionary[Any, tuple[Any, Any, Any]] = weakref.WeakKeyDictionary()
-
-
-def _sqlite_processors(dialect: Any) -> tuple[Any, Any, Any]:
-    found = _SQLITE_PROCESSORS.get(dialect)
-    if found is None:
-        found = _SQLITE_PROCESSORS[dialect] = tuple(
-            _STEPS.c[name].type.bind_processor(dialect) or (lambda value: value) for name in ("input", "output", "started_at")
-        )  # fmt: skip
-    return found
-
-
 async def start(connection: AsyncConnection, ids: list[str], now: Any) -> dict[str, dict[str, Any]]:
     """Mark the executions ``running`` (again, when resumed): one attempt more, ``started_at`` kept
     from the first. Answers the rows changed by id; an execution that has ended is left out."""
@@ -98,21 +83,34 @@ async def finish(connection: AsyncConnection, outcomes: list[tuple[str, str, str
     return set((await connection.execute(_FINISH[connection.dialect.name], {**params, "finished": finished_at})).scalars())
 
 
-async def insert_steps(connection: AsyncConnection, rows: list[tuple[Any, ...]]) -> None:
-    """Insert step records, each a tuple in ``STEP_COLUMNS`` order; one already stored (a checkpoint
-    written before a crash) is kept. On PostgreSQL one statement of arrays, the ids drawn by the
-    server; on SQLite one executemany, each value bound as SQLAlchemy binds it."""
-    if not rows:
-        return
-    if connection.dialect.name != "postgresql":
-        dump_input, dump_output, stamp = _sqlite_processors(connection.dialect)
-        await connection.exec_driver_sql(_INSERT_STEPS_SQLITE, [
-            (new_id(), workspace_id, execution_id, position, step_id, kind, status, dump_input(input_), dump_output(output), error,
-             stamp(started_at), stamp(finished_at), duration_ms)
-            for workspace_id, execution_id, position, step_id, kind, status, input_, output, error, started_at, finished_at, duration_ms in rows
-        ])  # fmt: skip
-        return
-    arrays = dict(zip(STEP_COLUMNS, map(list, zip(*rows, strict=True)), strict=True))
-    arrays["input"] = json.dumps(arrays["input"])
-    arrays["output"] = json.dumps(arrays["output"])
-    await connection.execute(_INSERT_STEPS_PG, arrays)
+class StepWriter:
+    """Inserts step records for one database (the runner's). On SQLite it keeps the bind processors
+    of the columns that have one (input, output, the two timestamps), so the rows go to the driver as
+    SQLAlchemy would send them, without its per-row work."""
+
+    def __init__(self) -> None:
+        self._sqlite_binds: tuple[Any, Any, Any] | None = None
+
+    def _binds(self, dialect: Any) -> tuple[Any, Any, Any]:
+        if self._sqlite_binds is None:
+            self._sqlite_binds = tuple(_STEPS.c[name].type.bind_processor(dialect) or (lambda value: value) for name in ("input", "output", "started_at"))
+        return self._sqlite_binds
+
+    async def insert(self, connection: AsyncConnection, rows: list[tuple[Any, ...]]) -> None:
+        """Insert step records, each a tuple in ``STEP_COLUMNS`` order; one already stored (a
+        checkpoint written before a crash) is kept. On PostgreSQL one statement of arrays, the ids
+        drawn by the server; on SQLite one executemany, each value bound as SQLAlchemy binds it."""
+        if not rows:
+            return
+        if connection.dialect.name != "postgresql":
+            dump_input, dump_output, stamp = self._binds(connection.dialect)
+            await connection.exec_driver_sql(_INSERT_STEPS_SQLITE, [
+                (new_id(), workspace_id, execution_id, position, step_id, kind, status, dump_input(input_), dump_output(output), error,
+                 stamp(started_at), stamp(finished_at), duration_ms)
+                for workspace_id, execution_id, position, step_id, kind, status, input_, output, error, started_at, finished_at, duration_ms in rows
+            ])  # fmt: skip
+            return
+        arrays = dict(zip(STEP_COLUMNS, map(list, zip(*rows, strict=True)), strict=True))
+        arrays["input"] = json.dumps(arrays["input"])
+        arrays["output"] = json.dumps(arrays["output"])
+        await connection.execute(_INSERT_STEPS_PG, arrays)

@@ -20,21 +20,28 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from patchbay.core.appkeys import DB, REGISTRY
+from patchbay.core.billing.limits import enforce_limit
+from patchbay.core.connections.models import Connection
+from patchbay.core.errors import Invalid, NotFound
 from patchbay.core.flows.engine import create_executions
 from patchbay.core.flows.models import Flow, FlowTriggerSubscription
-from patchbay.core.flows.service import is_live
+from patchbay.core.flows.service import get_flow, is_live
 from patchbay.core.storage.sql import one_of
-from patchbay.core.timeutil import utcnow
+from patchbay.core.timeutil import iso, utcnow
+
+if TYPE_CHECKING:
+    from patchbay.core.services import Services
 
 log = logging.getLogger(__name__)
 
 POLL_BATCH = 200
+#: seconds between two runs of the ``poll-triggers`` periodic job
+POLL_INTERVAL_SECONDS = 60
 
 
 def event_types_of(registry: Any, subscription: FlowTriggerSubscription) -> list[str]:
@@ -82,7 +89,7 @@ def _execution_rows(
 
 
 async def fire_matching_triggers(
-    app: Any,
+    services: Services,
     session: AsyncSession,
     *,
     workspace_id: str,
@@ -102,9 +109,9 @@ async def fire_matching_triggers(
     )
     found = (await session.execute(statement)).all()
     rows = _execution_rows(
-        app[REGISTRY], found, workspace_id=workspace_id, event_type=event_type, payload=payload, source=source, dedupe=dedupe, connection_id=connection_id
+        services.registry, found, workspace_id=workspace_id, event_type=event_type, payload=payload, source=source, dedupe=dedupe, connection_id=connection_id
     )
-    return len(await create_executions(app, session, rows))
+    return len(await create_executions(services, session, rows))
 
 
 class InboundEventListener:
@@ -112,8 +119,8 @@ class InboundEventListener:
     events: ``listener(session, event)`` for one, ``listener.many(session, events)`` for a batch
     (one query for the subscriptions of every workspace and provider of the batch, one INSERT)."""
 
-    def __init__(self, app: Any) -> None:
-        self.app = app
+    def __init__(self, services: Services) -> None:
+        self.services = services
 
     async def __call__(self, session: AsyncSession, event: Any) -> int:
         return await self.many(session, [event])
@@ -132,15 +139,10 @@ class InboundEventListener:
         rows = []
         for event in events:
             rows += _execution_rows(
-                self.app[REGISTRY], found.get((event.workspace_id, event.provider), []), workspace_id=event.workspace_id, event_type=event.event_type,
+                self.services.registry, found.get((event.workspace_id, event.provider), []), workspace_id=event.workspace_id, event_type=event.event_type,
                 payload=event.payload, source="webhook", dedupe=str(event.id), connection_id=getattr(event, "connection_id", None),
             )  # fmt: skip
-        return len(await create_executions(self.app, session, rows))
-
-
-def make_listener(app: Any) -> InboundEventListener:
-    """The inbound-webhook listener (see :class:`InboundEventListener`)."""
-    return InboundEventListener(app)
+        return len(await create_executions(self.services, session, rows))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -156,11 +158,11 @@ def _item_key(trigger: Any, item: Any) -> str:
     raise ValueError("a polled item has no id and the trigger defines no item_id")
 
 
-async def poll_subscription(app: Any, subscription: FlowTriggerSubscription, version: int) -> int:
+async def poll_subscription(services: Services, subscription: FlowTriggerSubscription, version: int) -> int:
     """Poll one subscription from its cursor; answers the executions started."""
     from patchbay.core.connections.client import open_client
 
-    trigger = (app[REGISTRY].get("triggers", subscription.provider_type) or {}).get(subscription.trigger_name)
+    trigger = (services.registry.get("triggers", subscription.provider_type) or {}).get(subscription.trigger_name)
     error: str | None = None
     created = 0
     next_cursor = subscription.cursor
@@ -169,7 +171,7 @@ async def poll_subscription(app: Any, subscription: FlowTriggerSubscription, ver
             raise ValueError(f"{subscription.provider_type} has no poll trigger named {subscription.trigger_name!r}")
         if not subscription.connection_id:
             raise ValueError("a poll trigger needs a connectionId")
-        client = await open_client(app, workspace_id=subscription.workspace_id, connection_id=subscription.connection_id)
+        client = await open_client(services, workspace_id=subscription.workspace_id, connection_id=subscription.connection_id)
         items, next_cursor = await trigger.poll(client, dict(subscription.config or {}), subscription.cursor)
         rows = [
             {"workspace_id": subscription.workspace_id, "flow_id": subscription.flow_id, "version": version, "trigger_source": "poll",
@@ -179,9 +181,9 @@ async def poll_subscription(app: Any, subscription: FlowTriggerSubscription, ver
     except Exception as failure:  # the provider's error: kept on the subscription, retried next tick
         error, rows = f"{type(failure).__name__}: {failure}"[:2000], []
         log.info("polling trigger subscription %s failed: %s", subscription.id, error)
-    async with app[DB].transaction() as session:
+    async with services.db.transaction() as session:
         if rows:
-            created = len(await create_executions(app, session, rows))
+            created = len(await create_executions(services, session, rows))
         values: dict[str, Any] = {"last_polled_at": utcnow(), "last_error": error}
         if error is None:
             values["cursor"] = next_cursor
@@ -191,9 +193,9 @@ async def poll_subscription(app: Any, subscription: FlowTriggerSubscription, ver
     return created
 
 
-async def poll_triggers(app: Any) -> dict[str, Any]:
+async def poll_triggers(services: Services) -> dict[str, Any]:
     """The ``poll-triggers`` periodic job: poll every active poll subscription of a live flow."""
-    async with app[DB].session() as session:
+    async with services.db.session() as session:
         rows = (
             await session.execute(
                 select(FlowTriggerSubscription, Flow.published_version)
@@ -205,16 +207,98 @@ async def poll_triggers(app: Any) -> dict[str, Any]:
         ).all()
     started = 0
     for subscription, version in rows:
-        started += await poll_subscription(app, subscription, version)
+        started += await poll_subscription(services, subscription, version)
     return {"subscriptions": len(rows), "executions": started}
 
 
 async def count_active_triggers(session: AsyncSession, workspace_id: str) -> int:
     """The billing counter of ``active_triggers``."""
-    from sqlalchemy import func
-
     return await session.scalar(
         select(func.count()).select_from(FlowTriggerSubscription).where(
             FlowTriggerSubscription.workspace_id == workspace_id, FlowTriggerSubscription.is_active.is_(True)
         )
     ) or 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Subscriptions (spec 4.10)
+# ---------------------------------------------------------------------------------------------
+
+
+def subscription_json(subscription: FlowTriggerSubscription) -> dict[str, Any]:
+    return {
+        "id": subscription.id,
+        "subscriptionId": subscription.id,
+        "flowId": subscription.flow_id,
+        "providerType": subscription.provider_type,
+        "triggerName": subscription.trigger_name,
+        "kind": subscription.kind,
+        "connectionId": subscription.connection_id,
+        "config": subscription.config,
+        "isActive": subscription.is_active,
+        "cursor": subscription.cursor,
+        "lastPolledAt": iso(subscription.last_polled_at),
+        "lastError": subscription.last_error,
+        "createdAt": iso(subscription.created_at),
+    }
+
+
+async def list_subscriptions(services: Services, *, workspace_id: str, flow_id: str) -> list[FlowTriggerSubscription]:
+    """The flow's trigger subscriptions, oldest first; ``NotFound`` without the flow."""
+    async with services.db.session(tenant=workspace_id) as session:
+        flow = await get_flow(session, flow_id)
+        statement = select(FlowTriggerSubscription).where(FlowTriggerSubscription.flow_id == flow.id).order_by(FlowTriggerSubscription.created_at)
+        return list((await session.scalars(statement)).all())
+
+
+async def subscribe(services: Services, *, workspace_id: str, flow_id: str, body: dict[str, Any]) -> FlowTriggerSubscription:
+    """Subscribe the flow to a provider trigger from ``{providerType, triggerName, kind?,
+    connectionId?, config?}``: ``Invalid`` naming the field, ``NotFound`` for an unknown provider or
+    flow, ``PlanLimitExceeded`` past the plan's ``active_triggers``."""
+    provider_type, trigger_name, kind = body.get("providerType"), body.get("triggerName"), body.get("kind")
+    connection_id, config = body.get("connectionId"), body.get("config") or {}
+    if not isinstance(provider_type, str) or not provider_type:
+        raise Invalid("providerType is required")
+    registry = services.registry
+    if registry.provider(provider_type) is None:
+        raise NotFound(f"Provider not found: {provider_type}")
+    if not isinstance(trigger_name, str) or not trigger_name:
+        raise Invalid("triggerName is required")
+    trigger = (registry.get("triggers", provider_type) or {}).get(trigger_name)
+    if trigger is None:
+        raise Invalid(f"triggerName: {provider_type} has no trigger named {trigger_name!r} (see GET /connect/v1/flows/trigger-options)")
+    kind = kind or trigger.kind
+    if kind not in ("webhook", "poll"):
+        raise Invalid("kind must be webhook or poll")
+    if kind != trigger.kind:
+        raise Invalid(f"kind: trigger {trigger_name!r} is a {trigger.kind} trigger")
+    if not isinstance(config, dict):
+        raise Invalid("config must be an object")
+    if connection_id is not None and not isinstance(connection_id, str):
+        raise Invalid("connectionId must be a string")
+    if kind == "poll" and not connection_id:
+        raise Invalid("connectionId is required for a poll trigger")
+    async with services.db.transaction(tenant=workspace_id) as session:
+        flow = await get_flow(session, flow_id)
+        if connection_id:
+            connection = await session.scalar(select(Connection).where(Connection.id == connection_id))
+            if connection is None or connection.status == "disconnected":
+                raise Invalid("connectionId: no such connection in this workspace")
+            if connection.provider != provider_type:
+                raise Invalid(f"connectionId: the connection is to {connection.provider}, not {provider_type}")
+        await enforce_limit(session, workspace_id, "active_triggers")
+        subscription = FlowTriggerSubscription(flow_id=flow.id, provider_type=provider_type, trigger_name=trigger_name, kind=kind,
+                                               connection_id=connection_id, config=config, is_active=True)  # fmt: skip
+        session.add(subscription)
+    return subscription
+
+
+async def unsubscribe(services: Services, *, workspace_id: str, flow_id: str, subscription_id: str) -> None:
+    """Remove a trigger subscription of the flow; ``NotFound`` when there is none."""
+    async with services.db.transaction(tenant=workspace_id) as session:
+        subscription = await session.scalar(
+            select(FlowTriggerSubscription).where(FlowTriggerSubscription.id == subscription_id, FlowTriggerSubscription.flow_id == flow_id)
+        )
+        if subscription is None:
+            raise NotFound("Trigger subscription not found")
+        await session.delete(subscription)

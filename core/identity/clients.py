@@ -16,6 +16,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from patchbay.core.identity.claims import SCOPES_SUPPORTED, scope_list
+from patchbay.core.identity.errors import OAuthRefusal
 from patchbay.core.identity.models import TRUST_LEVELS, OidcClient
 from patchbay.core.security.permissions import PERMISSIONS, permissions_for_roles
 from patchbay.core.security.secrets import SecretBox, random_token
@@ -28,13 +29,12 @@ DEFAULT_SCOPE = "openid profile email"
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
 
 
-class ClientMetadataError(ValueError):
+class ClientMetadataError(OAuthRefusal):
     """Registration metadata is invalid (RFC 7591 ``invalid_client_metadata`` or
     ``invalid_redirect_uri``)."""
 
     def __init__(self, message: str, error: str = "invalid_client_metadata") -> None:
-        super().__init__(message)
-        self.error = error
+        super().__init__(message, error=error)
 
 
 def _check_uri(uri: Any, name: str, *, redirect: bool = False) -> str:
@@ -144,8 +144,11 @@ class IssuedClient:
         return body
 
 
-class ClientConflict(ValueError):
-    pass
+class ClientConflict(OAuthRefusal):
+    """The application name is taken (answered as ``invalid_client_metadata``)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, error="invalid_client_metadata")
 
 
 async def create_client(session: AsyncSession, box: SecretBox, metadata: dict[str, Any], *, workspace_id: str | None = None,
@@ -217,11 +220,6 @@ class Client(ClientMixin):
     @property
     def is_platform(self) -> bool:
         return self.trust == "platform"
-
-    @property
-    def is_first_party(self) -> bool:
-        """The operator's own apps (and platform clients): their user tokens open the connect API."""
-        return self.trust in ("first_party", "platform")
 
     @property
     def allowed_scopes(self) -> set[str]:

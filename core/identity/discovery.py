@@ -1,20 +1,14 @@
-"""``/.well-known/openid-configuration`` and the JWKS (4.23): what is advertised is exactly what is
-implemented."""
+"""What the identity provider advertises in its discovery document (4.23): exactly what is implemented."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from aiohttp import web
-
-from patchbay.core.appkeys import SETTINGS, SIGNING_KEYS
 from patchbay.core.identity.claims import CLAIMS_SUPPORTED, SCOPES_SUPPORTED
 from patchbay.core.identity.clients import AUTH_METHODS, CONFIDENTIAL_METHODS, GRANT_TYPES
-from patchbay.core.http.responses import reply, returns
-from patchbay.core.identity.http import PREFIX, add_route
-from patchbay.core.identity.protocol_models import Jwks, OpenIdConfiguration, oauth_errors
 
-routes = web.RouteTableDef()
+#: where the identity provider's endpoints are, under the issuer
+PREFIX = "/api/v1/oidc"
 
 
 def discovery_document(issuer: str) -> dict[str, Any]:
@@ -46,21 +40,3 @@ def discovery_document(issuer: str) -> dict[str, Any]:
         "request_uri_parameter_supported": False,
         "authorization_response_iss_parameter_supported": True,
     }
-
-
-@returns(OpenIdConfiguration)
-@oauth_errors
-async def openid_configuration(request: web.Request) -> web.Response:
-    """The OpenID provider configuration document (cacheable for an hour)."""
-    return reply(request, discovery_document(request.app[SETTINGS].resolved_issuer), headers={"Cache-Control": "public, max-age=3600"})
-
-
-@returns(Jwks)
-@oauth_errors
-async def jwks(request: web.Request) -> web.Response:
-    """The public signing keys: the current one and, after a rotation, the previous one."""
-    return reply(request, await request.app[SIGNING_KEYS].jwks(), headers={"Cache-Control": "public, max-age=900"})
-
-
-add_route(routes, ("GET",), "/.well-known/openid-configuration", openid_configuration)
-add_route(routes, ("GET",), f"{PREFIX}/jwks", jwks)

@@ -3,25 +3,28 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 import functools
 import json
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import unquote
 
 from aiohttp import web
 from authlib.consts import default_json_headers
 
-from patchbay.core.appkeys import DB, RATE_LIMITER, SECRETS, SETTINGS, SIGNING_KEYS
+from patchbay.core.appkeys import SERVICES
+from patchbay.core.errors import RateLimited
 from patchbay.core.http.client_address import client_address
-from patchbay.core.http.errors import ApiError, register_error_format
-from patchbay.core.identity.clients import ClientCache
-from patchbay.core.identity.server import AioOAuth2Request, Context, OAuthResult, PatchbayAuthorizationServer
+from patchbay.core.http.errors import register_error_format
+from patchbay.core.identity.clients import Client
+from patchbay.core.identity.discovery import PREFIX
+from patchbay.core.identity.errors import OAuthRefusal
+from patchbay.core.identity.server import AioOAuth2Request, OAuthResult
 from patchbay.core.ratelimit.limiter import parse_limit
 from patchbay.core.settings import RATE_LIMIT_DEFAULTS
 
-PREFIX = "/api/v1/oidc"
-OAUTH_SERVER = web.AppKey("oidc_server", PatchbayAuthorizationServer)
-CLIENTS = web.AppKey("oidc_clients", ClientCache)
 
 CORS_HEADERS = {
     "Access-Control-Allow-Origin": "*",
@@ -39,6 +42,11 @@ OAUTH_ERRORS = {400: "invalid_request", 401: "invalid_client", 403: "access_deni
 
 def oauth_error(status: int, error: str, description: str, headers: dict[str, str] | None = None) -> web.Response:
     return web.json_response({"error": error, "error_description": description}, status=status, headers={**NO_STORE, **(headers or {})})
+
+
+def refusal(error: OAuthRefusal, headers: dict[str, str] | None = None) -> web.Response:
+    """A service's refusal in the shape of 7B (400), with ``headers`` (the rate limit's) added."""
+    return oauth_error(400, error.error, error.message, {**error.headers, **(headers or {})})
 
 
 def _format_error(status: int, message: str, _request: web.Request) -> web.Response:
@@ -77,15 +85,16 @@ async def rate_limit(request: web.Request, name: str, key: str | Callable[[], st
     """Count one request against ``[rate_limits] name`` for ``key`` (or what ``key()`` answers, asked
     only when the limit is on); 429 of 7B when exceeded. Returns the X-RateLimit headers to put on
     the answer."""
-    item = parse_limit(request.app[SETTINGS].rate_limits.get(name, RATE_LIMIT_DEFAULTS[name]))  # settings built in code may omit a key
+    services = request.app[SERVICES]
+    item = parse_limit(services.settings.rate_limits.get(name, RATE_LIMIT_DEFAULTS[name]))  # settings built in code may omit a key
     if item is None:
         return {}
     if callable(key):
         key = key()
-    decision = await request.app[RATE_LIMITER].hit(f"oidc:{name}:{key}", item)
+    decision = await services.rate_limiter.hit(f"oidc:{name}:{key}", item)
     headers = {"X-RateLimit-Limit": str(decision.limit), "X-RateLimit-Remaining": str(decision.remaining)}
     if not decision.allowed:
-        raise ApiError(429, "Rate limit exceeded", headers={**headers, **NO_STORE, "Retry-After": str(decision.retry_after)})
+        raise RateLimited("Rate limit exceeded", retry_after=decision.retry_after, headers={**headers, **NO_STORE})
     return headers
 
 
@@ -94,8 +103,30 @@ def client_ip(request: web.Request) -> str:
     return client_address(request)
 
 
-def new_context(app: web.Application) -> Context:
-    return Context(issuer=app[SETTINGS].resolved_issuer, keys=app[SIGNING_KEYS], box=app[SECRETS])
+def presented_credentials(request: web.Request, form) -> tuple[str | None, str | None]:
+    """``(client_id, client_secret)`` of client_secret_basic, else of the form."""
+    header = request.headers.get("Authorization", "")
+    if header[:6].lower() == "basic ":
+        try:
+            decoded = base64.b64decode(header[6:].strip()).decode()
+        except (binascii.Error, UnicodeDecodeError):
+            return form.get("client_id"), form.get("client_secret")
+        client_id, _, secret = decoded.partition(":")
+        return unquote(client_id) or None, unquote(secret) or None
+    return form.get("client_id"), form.get("client_secret")
+
+
+def limit_key(request: web.Request, client: Client | None, secret: str | None) -> Callable[[], str]:
+    """What a token, introspection or revocation request counts against: the client once its secret
+    checks out, else the caller's address (a made-up client id must not open a fresh limit).
+    Asked only when the limit is on (``rate_limit``), since it checks the secret."""
+
+    def key() -> str:
+        if client is not None and secret and client.check_client_secret(secret):
+            return f"client:{client.client_id}"
+        return f"ip:{client_ip(request)}"
+
+    return key
 
 
 @functools.lru_cache(maxsize=64)
@@ -110,7 +141,7 @@ def endpoint_uri(issuer: str, path: str) -> str:
 
 
 def oauth_request(request: web.Request, params) -> AioOAuth2Request:
-    return AioOAuth2Request(request.method, endpoint_uri(request.app[SETTINGS].resolved_issuer, request.path), request.headers, params)
+    return AioOAuth2Request(request.method, endpoint_uri(request.app[SERVICES].settings.resolved_issuer, request.path), request.headers, params)
 
 
 #: what authlib answers a token with (JSON, no-store), and what we answer it with
@@ -142,14 +173,5 @@ def to_response(result: OAuthResult, *, extra_headers: dict[str, str] | None = N
 
 
 def setup_common(app: web.Application) -> None:
-    settings = app[SETTINGS]
-    app[OAUTH_SERVER] = PatchbayAuthorizationServer(settings.resolved_issuer)
-    app[CLIENTS] = ClientCache(app[SECRETS])
     register_error_format(app, PREFIX + "/", _format_error)
     app.on_response_prepare.append(_add_cors)
-
-
-async def load_client(request: web.Request, client_id: str | None):
-    if not client_id:
-        return None
-    return await request.app[CLIENTS].get(request.app[DB].session, client_id)

@@ -3,30 +3,27 @@ protected, 303 after every POST, never framed) and RP-initiated logout (``end-se
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 import aiohttp_jinja2
 import jinja2
 from aiohttp import web
-from sqlalchemy import select, update
 
-from patchbay.core.appkeys import DB, SECRETS, SETTINGS, SIGNING_KEYS
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.http.bodies import read_form
 from patchbay.core.http.openapi import FORM, accepts, query, query_model
 from patchbay.core.http.responses import HTML, REDIRECT, returns
-from patchbay.core.identity.authorize import continue_signed_in, error_to_client, proceed, read_interaction, redirect, goes_on_after_post
+from patchbay.core.identity.routes_authorize import continue_signed_in, error_to_client, proceed, read_interaction, redirect, goes_on_after_post
 from patchbay.core.identity.claims import SCOPE_DESCRIPTIONS, scope_list
-from patchbay.core.identity.clients import borrows_a_name
-from patchbay.core.identity.http import PREFIX, add_route, client_ip, load_client, rate_limit
-from patchbay.core.identity.models import AuthorizationCode, Consent, Grant, RefreshToken
+from patchbay.core.identity.http import PREFIX, add_route, client_ip, rate_limit
 from patchbay.core.identity.protocol_models import ConsentForm, EndSessionRequest, LoginForm, SignOutConfirmation, oauth_errors
+from patchbay.core.identity.service import (
+    check_password, client_borrows_a_name, load_client, remember_consent, revoke_refresh_tokens, sessions_of_grant, sign_out,
+)  # fmt: skip
 from patchbay.core.identity.session import LoginSession, check_csrf, clear_cookie, csrf_token, current_session, seal, unseal
 from patchbay.core.security.signing_keys import InvalidToken
-from patchbay.core.timeutil import utcnow
-from patchbay.core.users.service import find_user_by_email, normalise_email, verify_password
-from patchbay.core.users.sessions import end_session as end_user_session
+from patchbay.core.users.service import normalise_email
 
 routes = web.RouteTableDef()
 JINJA = web.AppKey("oidc_jinja", jinja2.Environment)
@@ -51,7 +48,7 @@ def render(request: web.Request, template: str, context: dict[str, Any], *, stat
     response = web.Response(status=status, content_type="text/html", headers=PAGE_HEADERS)
     if form:
         context["csrf"] = csrf_token(request, response)
-    context["brand"] = request.app[SETTINGS].branding
+    context["brand"] = request.app[SERVICES].settings.branding
     response.text = aiohttp_jinja2.render_string(template, request, context, app_key=JINJA)
     return response
 
@@ -64,7 +61,7 @@ async def _interaction(request: web.Request, value: str | None):
     params = read_interaction(request, value)
     if params is None:
         return None, None
-    client = await load_client(request, params.get("client_id"))
+    client = await load_client(request.app[SERVICES], params.get("client_id"))
     if client is None or not client.check_redirect_uri(params.get("redirect_uri", "")):
         return None, None
     return params, client
@@ -77,7 +74,7 @@ async def throttle_login(request: web.Request, email: str) -> None:
     """Count a login attempt per client address and per account (two windows, so the wait grows
     from a minute to an hour); the 429 of 7B once one is exceeded."""
     await rate_limit(request, "oidc_login_ip", f"ip:{client_ip(request)}")
-    account = request.app[SECRETS].digest(normalise_email(email))  # no addresses in the counter table
+    account = request.app[SERVICES].secrets.digest(normalise_email(email))  # no addresses in the counter table
     await rate_limit(request, "oidc_login_account", account)
     await rate_limit(request, "oidc_login_account_hourly", account)
 
@@ -111,13 +108,11 @@ async def login_submit(request: web.Request) -> web.Response:
         return message(request, "Form expired", "Reload the page and try again.", 403)
     email = (form.get("email") or "").strip()
     await throttle_login(request, email)
-    async with request.app[DB].session() as session:
-        user = await find_user_by_email(session, email) if email else None
-    ok = await asyncio.to_thread(verify_password, user.password_hash if user else None, form.get("password") or "")
-    if not ok:
+    user_id = await check_password(request.app[SERVICES], email, form.get("password") or "")
+    if user_id is None:
         return render(request, "login.html", {"interaction": form["interaction"], "client": client, "email": email,
                                               "error": "The email or password is not correct."}, status=401)  # fmt: skip
-    return await continue_signed_in(request, params, client, user.id)
+    return await continue_signed_in(request, params, client, user_id)
 
 
 # -- consent --------------------------------------------------------------------------------------
@@ -133,8 +128,7 @@ async def consent_page(request: web.Request) -> web.Response:
     if params is None or await current_session(request) is None:
         return message(request, "Consent link expired", "Go back to the application and start again.", 400)
     scopes = [(scope, SCOPE_DESCRIPTIONS.get(scope, scope)) for scope in scope_list(params.get("scope") or "openid")]
-    async with request.app[DB].session() as session:
-        borrowed = await borrows_a_name(session, client, request.app[SETTINGS].branding.name)
+    borrowed = await client_borrows_a_name(request.app[SERVICES], client)
     return render(request, "consent.html", {"interaction": request.query["interaction"], "client": client, "scopes": scopes,
                                             "redirect_host": shown_host(params["redirect_uri"]), "borrowed_name": borrowed})  # fmt: skip
 
@@ -172,12 +166,7 @@ async def consent_submit(request: web.Request) -> web.Response:
     if form.get("decision") != "allow":
         return error_to_client(request, params, "access_denied", "the user denied the request")
     scopes = scope_list(params.get("scope") or "openid")
-    async with request.app[DB].transaction() as db_session:
-        row = await db_session.scalar(select(Consent).where(Consent.user_id == session.user_id, Consent.client_id == client.client_id))
-        if row is None:
-            db_session.add(Consent(user_id=session.user_id, client_id=client.client_id, scopes=sorted(set(scopes))))
-        else:
-            row.scopes = sorted(set(row.scopes) | set(scopes))
+    await remember_consent(request.app[SERVICES], session.user_id, client.client_id, scopes)
     return await proceed(request, params, client, session=session, consented=True)
 
 
@@ -198,30 +187,9 @@ def _with_state(uri: str, state: str | None) -> str:
     return uri + (("&" if "?" in uri else "?") + urlencode({"state": state}) if state else "")
 
 
-async def _sign_out(request: web.Request, session_ids: set[str]) -> None:
-    """End the sign-in sessions and revoke the grants (and their refresh tokens) issued in them."""
-    if not session_ids:
-        return
-    issued = select(AuthorizationCode.grant_id).where(AuthorizationCode.session_id.in_(session_ids), AuthorizationCode.grant_id.is_not(None))
-    now = utcnow()
-    async with request.app[DB].transaction() as db:
-        for session_id in session_ids:
-            await end_user_session(db, session_id)
-        await db.execute(update(Grant).where(Grant.id.in_(issued), Grant.revoked_at.is_(None)).values(revoked_at=now))
-        await db.execute(update(RefreshToken).where(RefreshToken.grant_id.in_(issued), RefreshToken.revoked_at.is_(None)).values(revoked_at=now))
-
-
-async def _sessions_of_grant(request: web.Request, grant_id: str | None) -> set[str]:
-    if not grant_id:
-        return set()
-    async with request.app[DB].session() as db:
-        found = await db.scalar(select(AuthorizationCode.session_id).where(AuthorizationCode.grant_id == grant_id))
-    return {found} if found else set()
-
-
 def _confirm_sign_out(request: web.Request, session: LoginSession, client, target: str | None) -> web.Response:
     """The "Sign out?" page; its form posts a ticket bound to this browser's session."""
-    ticket = seal(request.app, "signout-confirm", {"to": target, "s": session.id}, 600)
+    ticket = seal(request.app[SERVICES], "signout-confirm", {"to": target, "s": session.id}, 600)
     scheme, host, port = _origin(target) if target else ("", "", None)
     return render(request, "logout.html", {"client": client, "target": target, "ticket": ticket,
                                            "target_origin": f"{scheme}://{host}" + (f":{port}" if port else "")})  # fmt: skip
@@ -240,42 +208,39 @@ async def end_session_endpoint(request: web.Request) -> web.Response:
     tokens of the client, then return to a registered URL. Without one, or with the hint of another
     user than the browser's, nothing is confirmed, so the user is asked first (RP-Initiated Logout
     1.0, section 2) and only then signed out."""
+    services = request.app[SERVICES]
     params = request.query if request.method == "GET" else await read_form(request)
     hint, client_id = params.get("id_token_hint"), params.get("client_id")
     post_logout = params.get("post_logout_redirect_uri")
     session = await current_session(request)
     if not hint:
-        client = await load_client(request, client_id)
+        client = await load_client(services, client_id)
         if session is None:
             return message(request, "Signed out", "You are signed out.", 200)
         target = _with_state(post_logout, params.get("state")) if post_logout and _return_allowed(client, post_logout) else None
         return _confirm_sign_out(request, session, client, target)
     try:
-        claims = await request.app[SIGNING_KEYS].verify(hint)  # an expired hint still names the user
+        claims = await services.signing_keys.verify(hint)  # an expired hint still names the user
     except InvalidToken:
         return message(request, "Sign-out failed", "The id_token_hint is not valid.", 400)
-    if claims.get("iss") != request.app[SETTINGS].resolved_issuer or claims.get("token_type", "id_token") != "id_token":
+    if claims.get("iss") != services.settings.resolved_issuer or claims.get("token_type", "id_token") != "id_token":
         return message(request, "Sign-out failed", "The id_token_hint was not issued here.", 400)
     if client_id and client_id != claims.get("aud"):
         return message(request, "Sign-out failed", "client_id does not match the id_token_hint.", 400)
-    client = await load_client(request, claims.get("aud"))
+    client = await load_client(services, claims.get("aud"))
     if post_logout and not _return_allowed(client, post_logout):
         return message(request, "Sign-out failed", "post_logout_redirect_uri is not allowed for this client.", 400)
     user_id = claims.get("sub")
     target = _with_state(post_logout, params.get("state")) if post_logout else None
     if session is not None and session.user_id != user_id:  # someone else's hint: this browser's user decides
         return _confirm_sign_out(request, session, client, target)
-    ending = await _sessions_of_grant(request, claims.get("sid"))
+    ending = await sessions_of_grant(services, claims.get("sid"))
     if session is not None:
         ending.add(session.id)
-    await _sign_out(request, ending)
+    await sign_out(services, ending)
     if user_id and client is not None:
-        async with request.app[DB].transaction() as db:
-            await db.execute(
-                update(RefreshToken).where(RefreshToken.user_id == user_id, RefreshToken.client_id == client.client_id, RefreshToken.revoked_at.is_(None))
-                .values(revoked_at=utcnow())
-            )  # fmt: skip
-    return redirect(f"{PREFIX}/signout?" + urlencode({"t": seal(request.app, "signout", {"to": target}, 300)}), post=request.method == "POST")
+        await revoke_refresh_tokens(services, user_id, client.client_id)
+    return redirect(f"{PREFIX}/signout?" + urlencode({"t": seal(services, "signout", {"to": target}, 300)}), post=request.method == "POST")
 
 
 @returns(HTML, description="Signed out (no return URL)")
@@ -284,7 +249,7 @@ async def end_session_endpoint(request: web.Request) -> web.Response:
 @query(t={"type": "string", "description": "The sealed return URL of a sign-out (five minutes)"})
 async def signout(request: web.Request) -> web.Response:
     """Clear the session cookie, then return to the application (or say so)."""
-    data = unseal(request.app, "signout", request.query.get("t"))
+    data = unseal(request.app[SERVICES], "signout", request.query.get("t"))
     target = data.get("to") if data else None
     response = redirect(target, post=False) if target else message(request, "Signed out", "You are signed out.", 200)
     clear_cookie(request, response)
@@ -299,12 +264,12 @@ async def signout(request: web.Request) -> web.Response:
 async def signout_confirmed(request: web.Request) -> web.Response:
     """The user clicked "Sign out" on the confirmation page: end the session, then return."""
     form = await read_form(request)
-    data = unseal(request.app, "signout-confirm", form.get("t"))
+    data = unseal(request.app[SERVICES], "signout-confirm", form.get("t"))
     session = await current_session(request)
     if data is None or not check_csrf(request, form.get("csrf")):
         return message(request, "Form expired", "Reload the page and try again.", 403)
     if session is not None and session.id == data.get("s"):
-        await _sign_out(request, {session.id})
+        await sign_out(request.app[SERVICES], {session.id})
     target = data.get("to")
     response = redirect(target, post=True) if target else message(request, "Signed out", "You are signed out.", 200)
     clear_cookie(request, response)

@@ -1,24 +1,24 @@
-"""``POST /api/v1/oidc/register``: dynamic client registration (RFC 7591 with the rules of 2.15).
-authlib's registration endpoint checks the RFC 7591 metadata against what discovery advertises;
-:func:`validate_metadata` adds the rules of 2.15 (https, public clients, PKCE, lifetimes)."""
+"""Dynamic client registration (RFC 7591 with the rules of 2.15). authlib's registration endpoint
+checks the RFC 7591 metadata against what discovery advertises; :func:`validate_metadata` adds the
+rules of 2.15 (https, public clients, PKCE, lifetimes); ``[identity]`` caps the token lifetimes."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
+from authlib.oauth2.rfc6749 import OAuth2Error
 from authlib.oauth2.rfc6749.requests import JsonPayload, JsonRequest
 from authlib.oauth2.rfc7591 import ClientRegistrationEndpoint, InvalidClientMetadataError
-from authlib.oauth2.rfc6749 import OAuth2Error
-from aiohttp import web
 
-from patchbay.core.appkeys import DB, SECRETS, SETTINGS
-from patchbay.core.http.bodies import read_object
-from patchbay.core.http.errors import ApiError
-from patchbay.core.http.responses import reply, returns
-from patchbay.core.identity.clients import ClientConflict, ClientMetadataError, create_client, validate_metadata
+from patchbay.core.identity.clients import IssuedClient, create_client, validate_metadata
 from patchbay.core.identity.discovery import discovery_document
-from patchbay.core.identity.http import NO_STORE, PREFIX, add_route, client_ip, oauth_error, rate_limit
-from patchbay.core.identity.protocol_models import ClientRegistration, oauth_errors
+from patchbay.core.identity.errors import OAuthRefusal
 
-routes = web.RouteTableDef()
+if TYPE_CHECKING:
+    from patchbay.core.services import Services
+
+#: our own metadata, which authlib's RFC 7591 checks do not know
+OWN_METADATA = ("require_pkce", "refresh_token_rotation", "application", "access_token_ttl", "refresh_token_ttl", "permissions")
 
 
 class _Payload(JsonPayload):
@@ -45,37 +45,28 @@ class Registration(ClientRegistrationEndpoint):
         return True
 
 
-@returns(ClientRegistration, status=201, description="Registered (RFC 7591 3.2.1)")
-@oauth_errors
-async def register(request: web.Request) -> web.Response:
-    """Register a client; its secret is in this answer and never again."""
-    headers = await rate_limit(request, "oidc_register", f"ip:{client_ip(request)}")
+def checked_metadata(services: Services, body: dict[str, Any], uri: str, headers: dict[str, str]) -> dict[str, Any]:
+    """The metadata of a registration request (``body``, sent to ``uri`` with ``headers``) with its
+    defaults; :class:`OAuthRefusal` with the RFC 7591 error when it is not acceptable."""
+    json_request = JsonRequest("POST", uri, headers)
+    json_request.payload = _Payload({k: v for k, v in body.items() if k not in OWN_METADATA})
     try:
-        body = await read_object(request)
-    except ApiError as error:
-        return oauth_error(400, "invalid_client_metadata", error.message, headers)
-    json_request = JsonRequest(request.method, str(request.url), dict(request.headers))
-    json_request.payload = _Payload({k: v for k, v in body.items() if k not in ("require_pkce", "refresh_token_rotation", "application", "access_token_ttl", "refresh_token_ttl", "permissions")})
-    try:
-        Registration(request.app[SETTINGS].resolved_issuer).extract_client_metadata(json_request)
-        metadata = validate_metadata(body)
+        Registration(services.settings.resolved_issuer).extract_client_metadata(json_request)
     except InvalidClientMetadataError as error:
-        return oauth_error(400, "invalid_client_metadata", error.description or "invalid client metadata", headers)
+        raise OAuthRefusal(error.description or "invalid client metadata", error="invalid_client_metadata") from None
     except OAuth2Error as error:
-        return oauth_error(400, error.error, error.description or error.error, headers)
-    except ClientMetadataError as error:
-        return oauth_error(400, error.error, str(error), headers)
-    limits = request.app[SETTINGS].identity
+        raise OAuthRefusal(error.description or error.error, error=error.error) from None
+    metadata = validate_metadata(body)
+    limits = services.settings.identity
     for name, most in (("access_token_ttl", limits.max_access_token_ttl), ("refresh_token_ttl", limits.max_refresh_token_ttl)):
         if metadata[name] > most:
-            return oauth_error(400, "invalid_client_metadata", f"{name} may be at most {most} seconds for a registered client", headers)
+            raise OAuthRefusal(f"{name} may be at most {most} seconds for a registered client", error="invalid_client_metadata")
     metadata["permissions"] = None  # a dynamically registered client is bound to no workspace
-    try:
-        async with request.app[DB].transaction() as session:
-            issued = await create_client(session, request.app[SECRETS], metadata, self_registered=True)
-    except ClientConflict as error:
-        return oauth_error(400, "invalid_client_metadata", str(error), headers)
-    return reply(request, issued.registration_response(), status=201, headers={**NO_STORE, **headers})
+    return metadata
 
 
-add_route(routes, ("POST",), f"{PREFIX}/register", register)
+async def register_client(services: Services, body: dict[str, Any], uri: str, headers: dict[str, str]) -> IssuedClient:
+    """Register a self-registered, third-party client; its secret is in the answer and nowhere else."""
+    metadata = checked_metadata(services, body, uri, headers)
+    async with services.db.transaction() as session:
+        return await create_client(session, services.secrets, metadata, self_registered=True)

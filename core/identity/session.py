@@ -7,15 +7,17 @@ from __future__ import annotations
 import base64
 import json
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from patchbay.core.appkeys import DB, IDP_SESSION, SECRETS, SETTINGS
+from patchbay.core.appkeys import IDP_SESSION, SERVICES
+from patchbay.core.identity.service import session_of_token, sign_in
 from patchbay.core.security.secrets import random_token
-from patchbay.core.users.sessions import LiveSession, find_session
-from patchbay.core.users.sessions import end_session as end_user_session
-from patchbay.core.users.sessions import start_session as start_user_session
+from patchbay.core.users.sessions import LiveSession
+
+if TYPE_CHECKING:
+    from patchbay.core.services import Services
 
 SESSION_COOKIE = "pb_idp_session"
 CSRF_COOKIE = "pb_idp_csrf"
@@ -23,16 +25,16 @@ SESSION_SECONDS = 12 * 3600
 INTERACTION_SECONDS = 30 * 60
 
 
-def _encode(app: web.Application, purpose: str, data: dict[str, Any]) -> str:
+def _encode(services: Services, purpose: str, data: dict[str, Any]) -> str:
     payload = base64.urlsafe_b64encode(json.dumps(data, separators=(",", ":")).encode()).rstrip(b"=").decode()
-    return f"{payload}.{app[SECRETS].sign(f'{purpose}:{payload}'.encode())}"
+    return f"{payload}.{services.secrets.sign(f'{purpose}:{payload}'.encode())}"
 
 
-def _decode(app: web.Application, purpose: str, value: str | None) -> dict[str, Any] | None:
+def _decode(services: Services, purpose: str, value: str | None) -> dict[str, Any] | None:
     if not value or "." not in value:
         return None
     payload, _, signature = value.rpartition(".")
-    if not app[SECRETS].verify_signature(f"{purpose}:{payload}".encode(), signature):
+    if not services.secrets.verify_signature(f"{purpose}:{payload}".encode(), signature):
         return None
     try:
         data = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
@@ -43,20 +45,20 @@ def _decode(app: web.Application, purpose: str, value: str | None) -> dict[str, 
     return data
 
 
-def seal(app: web.Application, purpose: str, data: dict[str, Any], lifetime: int) -> str:
+def seal(services: Services, purpose: str, data: dict[str, Any], lifetime: int) -> str:
     """A signed, expiring value for a URL or a form (not encrypted: put no secret in it)."""
-    return _encode(app, purpose, {**data, "exp": int(time.time()) + lifetime})
+    return _encode(services, purpose, {**data, "exp": int(time.time()) + lifetime})
 
 
-def unseal(app: web.Application, purpose: str, value: str | None) -> dict[str, Any] | None:
-    return _decode(app, purpose, value)
+def unseal(services: Services, purpose: str, value: str | None) -> dict[str, Any] | None:
+    return _decode(services, purpose, value)
 
 
 LoginSession = LiveSession
 
 
-def _secure(app: web.Application) -> bool:
-    return app[SETTINGS].resolved_issuer.startswith("https://")
+def _secure(request: web.Request) -> bool:
+    return request.app[SERVICES].settings.resolved_issuer.startswith("https://")
 
 
 async def current_session(request: web.Request) -> LoginSession | None:
@@ -65,8 +67,7 @@ async def current_session(request: web.Request) -> LoginSession | None:
         token = request.cookies.get(SESSION_COOKIE)
         found = None
         if token:
-            async with request.app[DB].session() as db:
-                found = await find_session(db, request.app[SECRETS], token)
+            found = await session_of_token(request.app[SERVICES], token)
         request[IDP_SESSION] = found
     return request[IDP_SESSION]
 
@@ -75,17 +76,14 @@ async def start_session(request: web.Request, response: web.StreamResponse, user
     """Sign ``user_id`` in: a new session row, its token in the cookie of ``response``; the browser's
     previous session ends (a copy of its old cookie opens nothing)."""
     previous = await current_session(request)
-    async with request.app[DB].transaction() as db:
-        if previous is not None:
-            await end_user_session(db, previous.id)
-        token, session = await start_user_session(db, request.app[SECRETS], user_id, SESSION_SECONDS)
-    response.set_cookie(SESSION_COOKIE, token, httponly=True, samesite="Lax", secure=_secure(request.app), path="/", max_age=SESSION_SECONDS)
+    token, session = await sign_in(request.app[SERVICES], user_id, SESSION_SECONDS, previous=previous)
+    response.set_cookie(SESSION_COOKIE, token, httponly=True, samesite="Lax", secure=_secure(request), path="/", max_age=SESSION_SECONDS)
     request[IDP_SESSION] = session
     return session
 
 
 def clear_cookie(request: web.Request, response: web.StreamResponse) -> None:
-    response.del_cookie(SESSION_COOKIE, path="/", secure=_secure(request.app), httponly=True, samesite="Lax")
+    response.del_cookie(SESSION_COOKIE, path="/", secure=_secure(request), httponly=True, samesite="Lax")
 
 
 def csrf_token(request: web.Request, response: web.StreamResponse) -> str:
@@ -93,10 +91,10 @@ def csrf_token(request: web.Request, response: web.StreamResponse) -> str:
     secret = request.cookies.get(CSRF_COOKIE)
     if not secret:
         secret = random_token(16)
-        response.set_cookie(CSRF_COOKIE, secret, httponly=True, samesite="Lax", secure=_secure(request.app), path="/api/v1/oidc/")
-    return request.app[SECRETS].sign(f"csrf:{secret}".encode())
+        response.set_cookie(CSRF_COOKIE, secret, httponly=True, samesite="Lax", secure=_secure(request), path="/api/v1/oidc/")
+    return request.app[SERVICES].secrets.sign(f"csrf:{secret}".encode())
 
 
 def check_csrf(request: web.Request, presented: str | None) -> bool:
     secret = request.cookies.get(CSRF_COOKIE)
-    return bool(secret and presented and request.app[SECRETS].verify_signature(f"csrf:{secret}".encode(), presented))
+    return bool(secret and presented and request.app[SERVICES].secrets.verify_signature(f"csrf:{secret}".encode(), presented))

@@ -9,6 +9,14 @@ keyed by a provider name must name an installed provider (a plugin lists provide
 adds to in a module attribute ``extends``, and is then skipped for those not installed); a hook
 implementation whose name is no hook below is refused.
 
+Each kind of registered object has a typed shape in the public facade: a base class
+(``patchbay.ProviderAuth``, ``patchbay.WebhookHandler``, ``patchbay.PaymentProvider``), a record
+(``patchbay.Action``, ``patchbay.Trigger``, ``patchbay.RecordSource``) or a protocol to implement
+without subclassing (``patchbay.ProxyCustomizer``, ``CrmMapper``, ``AlertChannel``,
+``CrmDestination``, ``FederatedLogin``, ``StepType``, ``DeauthorizationCallback``,
+``DeletionCallback``; ``core/plugins/protocols.py``). The registry checks each object against it when
+it loads: an object lacking a required method stops the start with an error naming the plugin.
+
 Implement a hook with ``from patchbay import hookimpl``. Provider packs live in the entry-point group
 ``patchbay.providers``, every other plugin in ``patchbay.plugins``.
 """

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import pluggy
 
+from patchbay.core.plugins.protocols import contract_problem
 from patchbay.core.plugins.provider import DefinitionError, Provider
 from patchbay.core.settings import Settings, SettingsError, load_section
 
@@ -131,6 +132,9 @@ class Registry:
         self.provider_pack[provider.name] = pack
 
     def add_object(self, kind: str, key: str, obj: Any, plugin: str) -> None:
+        problem = contract_problem(kind, obj)
+        if problem is not None:
+            raise PluginError(f"plugin {self.describe(plugin)}: the {kind} object for {key!r} {problem}", plugin=plugin)
         if kind in MULTI_KINDS:
             sub_key = getattr(obj, MULTI_KINDS[kind], None)
             if not sub_key:

@@ -2,7 +2,7 @@
 
 A key works while it is neither revoked nor past its optional ``expires_at``. Listing never shows
 the key or its digest. Revocation is checked on every database read of a key; processes remember a
-verified key for ``security.auth.API_KEY_CACHE_SECONDS``, so a revoked key stops working everywhere
+verified key for ``security.service.API_KEY_CACHE_SECONDS``, so a revoked key stops working everywhere
 within that time (at once in the process that revoked it).
 """
 

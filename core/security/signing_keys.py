@@ -6,7 +6,7 @@ later, or at once when a token names a kid they have not seen).
 
 A JWT is built in two steps so that only the RSA signature leaves the event loop: :meth:`SigningKeys.prepare`
 makes the signing input (header and claims, on the caller's thread) and :meth:`SigningKeys.finish`
-signs it on a small pool of threads (``cryptography`` releases the GIL while signing, so both cores
+signs it on the keys' own threads (``cryptography`` releases the GIL while signing, so both cores
 sign while the loop serves the next requests). joserfc signs a JWS only in one call that also
 encodes it, hence the compact serialization is assembled here; verification is joserfc's.
 """
@@ -94,21 +94,27 @@ class _Inbox:
                 future.set_exception(error)
 
 
-class _SigningThreads:
+class SigningThreads:
     """Threads that only sign, one per core (a signature holds a core for about 0.3 ms without the
     GIL; more threads than cores would only queue). A job is a queue entry and the answer one
     entry of its loop's inbox: a ``concurrent.futures`` executor costs a Future, locks and a loop
-    wake-up per signature, Python work that holds the GIL the event loop is waiting for."""
+    wake-up per signature, Python work that holds the GIL the event loop is waiting for.
+
+    The threads start with the first signature and stop at :meth:`close` (a signature asked for
+    after it starts them again)."""
 
     def __init__(self, count: int) -> None:
-        self._jobs: queue.SimpleQueue[tuple[_Inbox, asyncio.Future[str], UnsignedJWT]] = queue.SimpleQueue()
+        self._count = count
+        self._jobs: queue.SimpleQueue[tuple[_Inbox, asyncio.Future[str], UnsignedJWT] | None] = queue.SimpleQueue()
         self._inboxes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Inbox] = weakref.WeakKeyDictionary()
         self._last_inbox: _Inbox | None = None
-        for number in range(count):
-            threading.Thread(target=self._work, name=f"patchbay-sign-{number}", daemon=True).start()
+        self._threads: list[threading.Thread] = []
+        self._starting = threading.Lock()
 
     def sign(self, unsigned: UnsignedJWT) -> asyncio.Future[str]:
         loop = asyncio.get_running_loop()
+        if not self._threads:
+            self._start()
         inbox = self._last_inbox  # one loop per process serves: skip the weak mapping's lookup
         if inbox is None or inbox._loop is not loop:
             inbox = self._inboxes.get(loop)
@@ -119,23 +125,30 @@ class _SigningThreads:
         self._jobs.put((inbox, future, unsigned))
         return future
 
+    def _start(self) -> None:
+        with self._starting:
+            if not self._threads:
+                threads = [threading.Thread(target=self._work, name=f"patchbay-sign-{number}", daemon=True) for number in range(self._count)]
+                for thread in threads:
+                    thread.start()
+                self._threads = threads
+
+    def close(self) -> None:
+        """Stop the threads once they have signed what was asked before."""
+        with self._starting:
+            threads, self._threads = self._threads, []
+            for _ in threads:
+                self._jobs.put(None)
+        for thread in threads:
+            thread.join()
+
     def _work(self) -> None:
-        while True:
-            inbox, future, unsigned = self._jobs.get()
+        while (job := self._jobs.get()) is not None:
+            inbox, future, unsigned = job
             try:
                 inbox.put(future, unsigned.sign(), None)
             except Exception as error:  # noqa: BLE001 (the waiting request gets it)
                 inbox.put(future, None, error)
-
-
-_signing_threads: _SigningThreads | None = None
-
-
-def signing_threads() -> _SigningThreads:
-    global _signing_threads
-    if _signing_threads is None:
-        _signing_threads = _SigningThreads(os.cpu_count() or 1)
-    return _signing_threads
 
 
 @attrs.frozen
@@ -154,6 +167,7 @@ class SigningKeys:
         self._jwks: dict[str, Any] = {"keys": []}
         self._loaded_at = 0.0
         self._forced_reload_at = 0.0
+        self._threads = SigningThreads(os.cpu_count() or 1)
 
     async def ensure(self) -> None:
         """Create the first key if there is none, then load."""
@@ -230,7 +244,11 @@ class SigningKeys:
 
     async def finish(self, unsigned: UnsignedJWT) -> str:
         """Sign ``unsigned`` on a signing thread; the event loop serves other requests meanwhile."""
-        return await signing_threads().sign(unsigned)
+        return await self._threads.sign(unsigned)
+
+    def close(self) -> None:
+        """Stop the signing threads (:meth:`finish` starts them again when asked)."""
+        self._threads.close()
 
     def sign_blocking(self, claims: dict[str, Any], *, typ: str = "JWT") -> str:
         """Sign on the calling thread with the key loaded last: for code already running off the

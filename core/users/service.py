@@ -10,14 +10,19 @@ from argon2.exceptions import InvalidHashError, VerificationError
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from patchbay.core.errors import Conflict, Invalid
 from patchbay.core.users.models import User
 from patchbay.core.users.sessions import end_user_sessions
 
 _hasher = PasswordHasher()
 
 
-class UserError(ValueError):
-    pass
+class UserError(Invalid):
+    """The email address or the password of a new user is not acceptable."""
+
+
+class UserExists(Conflict):
+    """A user with this email address exists already."""
 
 
 def hash_password(password: str) -> str:
@@ -53,7 +58,7 @@ async def create_user(session: AsyncSession, *, email: str, password: str | None
     if password is not None and len(password) < 8:
         raise UserError("password must have at least 8 characters")
     if await find_user_by_email(session, email):
-        raise UserError(f"a user with email {email} already exists")
+        raise UserExists(f"a user with email {email} already exists")
     given, _, family = (name or "").partition(" ")
     user = User(
         email=email,
@@ -84,6 +89,8 @@ async def delete_user(session: AsyncSession, user: User) -> None:
     """Delete a user; memberships, grants and sessions go with it through the foreign keys."""
     await session.delete(user)
     await session.flush()
+
+
 async def change_password(session: AsyncSession, user: User, password: str) -> None:
     """Set ``user``'s password and end all their sign-in sessions (whoever knew the old one is out)."""
     user.password_hash = hash_password(password)

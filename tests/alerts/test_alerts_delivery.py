@@ -9,7 +9,7 @@ import json
 import pytest
 from sqlalchemy import func, select
 
-from patchbay.core.appkeys import DB
+from patchbay.core.appkeys import DB, SERVICES
 from patchbay.core.flows.engine import create_executions
 from patchbay.core.flows.testing import drain as drain_jobs
 from patchbay.core.jobs.models import Job
@@ -21,9 +21,9 @@ async def _run_live(app, client, h, workspace_id, steps, drain_jobs, payload=Non
     flow = await (await client.post("/connect/v1/flows", json={"name": "Nightly sync", "steps": steps}, headers=h)).json()
     await client.post(f"/connect/v1/flows/{flow['id']}/publish", headers=h)
     async with app[DB].transaction() as session:
-        (execution_id,) = await create_executions(app, session, [{"workspace_id": workspace_id, "flow_id": flow["id"], "version": 1,
+        (execution_id,) = await create_executions(app[SERVICES], session, [{"workspace_id": workspace_id, "flow_id": flow["id"], "version": 1,
                                                                   "trigger_source": "webhook", "trigger_payload": payload or {}}])  # fmt: skip
-    await drain_jobs(app)
+    await drain_jobs(app[SERVICES])
     return flow["id"], execution_id
 
 

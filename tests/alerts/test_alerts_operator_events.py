@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy import func, select, update
 
 from patchbay.core.alerts import operator_events
-from patchbay.core.appkeys import DB
+from patchbay.core.appkeys import DB, SERVICES
 from patchbay.core.connections.models import Connection
 from patchbay.core.flows.testing import drain
 from patchbay.core.jobs.models import Job
@@ -69,14 +69,14 @@ async def test_a_connection_refused_for_good_reaches_email_webhook_and_chat(aioh
     connection_id = await oauth_steps.connect_oauth(api, ws)
     fake.refresh_error = "temporarily_unavailable"
     await api.post(f"/auth/fakeoauth/refresh/{ws['workspace_id']}", headers=ws["headers"])
-    await drain(app)
+    await drain(app[SERVICES])
     assert receiver.requests == [] and mailbox.messages == [], "a passing failure is not an operator event"
 
     async with app[DB].transaction() as session:
         await session.execute(update(Connection).values(refresh_retry_at=None))
     fake.refresh_error = "invalid_grant"
     await api.post(f"/auth/fakeoauth/refresh/{ws['workspace_id']}", headers=ws["headers"])
-    await drain(app)
+    await drain(app[SERVICES])
 
     by_path = {r["path"]: json.loads(r["body"]) for r in receiver.requests}
     assert set(by_path) == {"/hook", "/chat"}
@@ -93,7 +93,7 @@ async def test_a_connection_refused_for_good_reaches_email_webhook_and_chat(aioh
 
     receiver.requests.clear()
     await api.post(f"/auth/fakeoauth/refresh/{ws['workspace_id']}", headers=ws["headers"])
-    await drain(app)
+    await drain(app[SERVICES])
     assert receiver.requests == [], "an invalid connection is told once"
 
 
@@ -145,7 +145,7 @@ async def test_a_job_kind_failing_repeatedly_is_told_once_per_window(aiohttp_cli
     await _fail_jobs(app, "cron:maintenance", None, threshold)  # the deployment's own job
 
     assert await operator_events.check_job_failures(app) == {"failingKinds": 2, "told": 2}
-    await drain(app)
+    await drain(app[SERVICES])
     received = sorted((r["path"], json.loads(r["body"])["details"]["kind"]) for r in receiver.requests)
     assert received == [("/mine", "crm_push.sync"), ("/mine", "cron:maintenance"), ("/other", "cron:maintenance")]
     mine = next(json.loads(r["body"]) for r in receiver.requests if r["path"] == "/mine" and b"crm_push" in r["body"])
@@ -155,7 +155,7 @@ async def test_a_job_kind_failing_repeatedly_is_told_once_per_window(aiohttp_cli
 
     receiver.requests.clear()
     assert (await operator_events.check_job_failures(app))["told"] == 0
-    await drain(app)
+    await drain(app[SERVICES])
     assert receiver.requests == []
     async with app[DB].session() as session:
         assert await session.scalar(select(func.count()).select_from(Job).where(Job.kind == operator_events.FANOUT_JOB)) == 2

@@ -7,7 +7,7 @@ from __future__ import annotations
 from sqlalchemy import select
 
 from patchbay import Provider, hookimpl
-from patchbay.core.appkeys import DB
+from patchbay.core.appkeys import DB, SERVICES
 from patchbay.core.approvals.models import ApprovalRequest
 from patchbay.core.approvals.service import gate_connect
 from patchbay.core.connections.models import Connection
@@ -39,7 +39,7 @@ async def _member(app, workspace_id, address, role):
 
 async def _gate(app, workspace_id, provider, principal, payload):
     async with app[DB].transaction(tenant=workspace_id) as session:
-        return await gate_connect(session, workspace_id=workspace_id, provider=provider, principal=principal, payload=payload)
+        return await gate_connect(app[SERVICES], session, workspace_id=workspace_id, provider=provider, principal=principal, payload=payload)
 
 
 async def test_gated_connect_approved_and_denied(aiohttp_client, make_app, database_url):

@@ -25,7 +25,7 @@ from sqlalchemy import select
 
 from patchbay.core.appkeys import DB, SECRETS
 from patchbay.core.identity.clients import create_client, validate_metadata
-from patchbay.core.identity.federation import CALLBACK
+from patchbay.core.identity.routes_federation import CALLBACK
 from patchbay.core.identity.models import FederatedIdentity
 from patchbay.core.users.models import User
 

@@ -15,7 +15,7 @@ import pytest
 
 from sqlalchemy import delete, select
 
-from patchbay.core.appkeys import DB, SECRETS, SETTINGS, SIGNING_KEYS
+from patchbay.core.appkeys import DB, SECRETS, SERVICES, SETTINGS, SIGNING_KEYS
 from patchbay.core.identity.clients import create_client, validate_metadata
 from patchbay.core.identity.models import Grant
 from patchbay.core.security.secrets import SecretBox, load_or_create_secrets
@@ -90,7 +90,7 @@ async def test_rotating_the_secret_key_keeps_sessions_and_signed_values_alive(id
     response = await idp.authorize(client, prompt="login", code_challenge=idp.pkce_pair()[1], code_challenge_method="S256")
     login_page = response.headers["Location"]  # a signed interaction, signed with the old key
     configured = load_or_create_secrets(idp.app[SETTINGS].secret_key, idp.app[SETTINGS].data_dir)
-    idp.app[SECRETS] = SecretBox(["a new first key", *configured])  # what a restart with the rotated list loads
+    idp.app[SECRETS] = idp.app[SERVICES].secrets = SecretBox(["a new first key", *configured])  # what a restart with the rotated list loads
     assert "code" in await prompt_none(idp, client)
     signed_in_again = await idp.login(login_page)  # the old interaction and CSRF signatures still verify
     assert signed_in_again.status == 303, await signed_in_again.text()

@@ -12,10 +12,10 @@ from sqlalchemy import func, select, update
 
 from patchbay import Provider, WebhookHandler, hookimpl
 from patchbay.cli.main import cli
-from patchbay.core.appkeys import DB, SECRETS
+from patchbay.core.appkeys import DB, SECRETS, SERVICES
 from patchbay.core.approvals.models import ApprovalPolicy
 from patchbay.core.connections.models import Connection
-from patchbay.core.security import auth
+from patchbay.core.security import service as credentials
 from patchbay.core.security.api_keys import IssuedKey, create_api_key
 from patchbay.core.security.models import ApiKey
 from patchbay.core.security.permissions import ROLE_PERMISSIONS
@@ -108,7 +108,7 @@ async def test_revocation_reaches_another_process_within_the_cache_lifetime(aioh
     assert (await second.get(KEYS, headers={"x-api-key": leaked.key})).status == 200  # now cached there
 
     assert (await first.delete(f"{KEYS}/{leaked.record.id}", headers=admin["headers"])).status == 200
-    deadline = time.monotonic() + auth.API_KEY_CACHE_SECONDS + 5  # the documented lifetime, plus slack for a loaded machine
+    deadline = time.monotonic() + credentials.API_KEY_CACHE_SECONDS + 5  # the documented lifetime, plus slack for a loaded machine
     status = 200
     while status == 200 and time.monotonic() < deadline:
         status = (await second.get(KEYS, headers={"x-api-key": leaked.key})).status
@@ -122,7 +122,7 @@ async def test_last_used_is_written_at_most_once_a_minute(client, workspace):
     key = await _leaked_key(app, workspace["workspace_id"])
 
     async def use_and_read():
-        auth.forget_cached_api_keys(app)  # every call reads the database, as after the cache lifetime
+        credentials.forget_cached_api_keys(app[SERVICES])  # every call reads the database, as after the cache lifetime
         assert (await client.get(KEYS, headers={"x-api-key": key.key})).status == 200
         async with app[DB].session() as session:
             return await session.scalar(select(ApiKey.last_used_at).where(ApiKey.id == key.record.id))

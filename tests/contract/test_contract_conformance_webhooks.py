@@ -13,6 +13,7 @@ from __future__ import annotations
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.flows.testing import drain
 from patchbay.core.testing import create_workspace_with_key
 from patchbay.testing import Receiver
@@ -53,7 +54,7 @@ async def _seed(api, receiver: Receiver) -> dict[str, str]:
     ]  # fmt: skip
     await api.call("POST", f"/connect/v1/providers/{api.provider}/connect", expect=201, json={"credentials": {"apiKey": "k-1"}})
     await api.call("DELETE", f"/connect/v1/providers/{api.provider}/disconnect", expect=200)
-    await drain(api.server.app)
+    await drain(api.server.app[SERVICES])
     deliveries = await api.call("GET", "/connect/v1/webhooks/deliveries", expect=200, params={"subscriptionId": subscription["subscriptionId"]})
     delivery = deliveries["data"][0]
     assert delivery["status"] == "succeeded" and delivery["attemptLog"], delivery

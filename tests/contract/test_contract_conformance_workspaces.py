@@ -17,7 +17,7 @@ from datetime import timedelta
 import aiohttp
 import pytest
 
-from patchbay.core.appkeys import DB, SECRETS
+from patchbay.core.appkeys import DB, SECRETS, SERVICES
 from patchbay.core.approvals.service import gate_connect
 from patchbay.core.security.api_keys import create_api_key
 from patchbay.core.security.auth import Principal
@@ -90,7 +90,7 @@ async def _seed(api) -> dict[str, str]:
     approvals, joins = [], []
     for _ in range(3):
         async with app[DB].transaction(tenant=workspace_id) as db:
-            approvals.append(await gate_connect(db, workspace_id=workspace_id, provider=api.provider, principal=end_user,
+            approvals.append(await gate_connect(app[SERVICES], db, workspace_id=workspace_id, provider=api.provider, principal=end_user,
                                                 payload={"credentials": {"apiKey": "k"}, "metadata": {}, "params": {}}))  # fmt: skip
     for name in ("joiner-1", "joiner-2"):
         async with app[DB].transaction() as db:

@@ -141,7 +141,7 @@ async def test_data_sync_ingests_incrementally_with_a_stored_cursor(api, fake):
     connection_id = await add_connection(app, api.ws["workspace_id"], "testcrm", credentials={"api_key": "k-123"})
     summary = await app[CRON].jobs["data-sync"].run(app[SERVICES])
     assert summary["connections"] == 1
-    await drain(app, kinds=("records.sync",))
+    await drain(app[SERVICES], kinds=("records.sync",))
     body = await (await api.get("/connect/v1/records", params={"providerType": "testcrm", "limit": "100"}, headers=api.ws["headers"])).json()
     assert sorted(r["externalId"] for r in body["data"]) == ["c0", "c1", "c2", "c3", "c4"]
     assert {r["connectionId"] for r in body["data"]} == {connection_id} and {r["source"] for r in body["data"]} == {"sync"}
@@ -177,6 +177,6 @@ async def test_replay_starts_the_matching_published_flow(api):
     assert response.status == 201 and (await response.json())["fired"] == 1
     unmatched = await (await api.post(f"/connect/v1/records/{records['1']['id']}/replay", headers=headers)).json()
     assert unmatched["fired"] == 0  # no subscription listens to invoices
-    await drain(api.server.app)
+    await drain(api.server.app[SERVICES])
     row = await (await api.get("/connect/v1/tables/seen/rows/lookup", params={"column": "external_key", "value": "x1"}, headers=headers)).json()
     assert row is not None and row["data"] == {"email": "ann@example.com"}

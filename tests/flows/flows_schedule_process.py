@@ -10,22 +10,21 @@ import json
 import sys
 from datetime import datetime
 
-from patchbay.core.app import create_app
-from patchbay.core.appkeys import DB
 from patchbay.core.flows.schedules import run_schedules
+from patchbay.core.services import build_services
 from patchbay.core.settings import load_settings
 
 
 async def main(url: str, data_dir: str, moments: list[str]) -> None:
     environ = {"PATCHBAY_DATABASE_URL": url, "PATCHBAY_DATA_DIR": data_dir, "PATCHBAY_SECRET_KEY": "test-secret-key-0123456789",
                "PATCHBAY_SCHEDULER": "false"}  # fmt: skip
-    app = create_app(load_settings({}, environ), background=False)
+    services = build_services(load_settings({}, environ))  # no web application: the services stand alone
     print("ready", flush=True)
     await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
     fired = 0
     for moment in moments:
-        fired += (await run_schedules(app, now=datetime.fromisoformat(moment)))["fired"]
-    await app[DB].close()
+        fired += (await run_schedules(services, now=datetime.fromisoformat(moment)))["fired"]
+    await services.db.close()
     print(json.dumps({"fired": fired}), flush=True)
 
 

@@ -12,7 +12,7 @@ from aiohttp import web
 from sqlalchemy import event, func, select
 
 from patchbay import hookimpl
-from patchbay.core.appkeys import DB
+from patchbay.core.appkeys import DB, SERVICES
 from patchbay.core.flows import runner
 from patchbay.core.flows.engine import EXECUTIONS_PER_JOB, create_executions, run_execution
 from patchbay.core.flows.models import Flow, FlowExecution, FlowExecutionStep
@@ -77,7 +77,7 @@ async def _published(app, workspace_id: str, steps) -> str:
 async def _create(app, workspace_id: str, flow_id: str, payloads, version: int = 1) -> list[str]:
     rows = [{"workspace_id": workspace_id, "flow_id": flow_id, "version": version, "trigger_source": "webhook", "trigger_payload": p} for p in payloads]
     async with app[DB].transaction() as session:
-        return await create_executions(app, session, rows)
+        return await create_executions(app[SERVICES], session, rows)
 
 
 async def _statuses(app, ids) -> dict[str, tuple[str, int, str | None]]:
@@ -97,7 +97,7 @@ async def test_one_job_runs_a_batch_of_executions_each_exactly_once(batch_client
     async with app[DB].session() as session:
         jobs = (await session.scalars(select(Job.payload).where(Job.kind == "flows.execute"))).all()
     assert len(jobs) == 2 and sorted(len(job["executionIds"]) for job in jobs) == [20, EXECUTIONS_PER_JOB]
-    assert await drain_jobs(app, kinds=("flows.execute",)) == 2
+    assert await drain_jobs(app[SERVICES], kinds=("flows.execute",)) == 2
     assert set(await _statuses(app, ids)) == set(ids)
     assert set((await _statuses(app, ids)).values()) == {("completed", 1, None)}
     assert sorted(target["keys"]) == sorted(f"{execution_id}:notify" for execution_id in ids)
@@ -105,7 +105,7 @@ async def test_one_job_runs_a_batch_of_executions_each_exactly_once(batch_client
     async with app[DB].transaction() as session:
         job = await session.scalar(select(Job).where(Job.kind == "flows.execute").limit(1))
         job.status, job.run_at = "queued", job.created_at
-    assert await drain_jobs(app, kinds=("flows.execute",)) == 1
+    assert await drain_jobs(app[SERVICES], kinds=("flows.execute",)) == 1
     assert len(target["keys"]) == count
     async with app[DB].session() as session:
         stored = await session.scalar(select(func.count()).select_from(FlowExecutionStep).where(FlowExecutionStep.execution_id.in_(ids)))
@@ -122,7 +122,7 @@ async def test_a_failing_execution_does_not_fail_the_others_of_its_batch(batch_c
     ok = await _create(app, ws, flow_id, [{"divisor": 1, "path": "/hook"}] * 4)
     broken_template, refused = await _create(app, ws, flow_id, [{"divisor": 0, "path": "/hook"}, {"divisor": 1, "path": "/fail"}])
     (unstored,) = await _create(app, ws, unstorable, [{}])
-    await drain_jobs(app, kinds=("flows.execute",))
+    await drain_jobs(app[SERVICES], kinds=("flows.execute",))
     statuses = await _statuses(app, [*ok, broken_template, refused, unstored])
     assert all(statuses[execution_id] == ("completed", 1, None) for execution_id in ok)
     assert statuses[broken_template][0] == "failed" and "ZeroDivisionError" in statuses[broken_template][2]
@@ -137,13 +137,13 @@ async def test_plans_are_cached_per_version_and_a_new_version_runs_its_new_steps
     steps = [{"id": "say", "type": "transform", "output": "one {{ trigger.n }}"}]
     flow_id = await _published(app, ws["workspace_id"], steps)
     first = await _create(app, ws["workspace_id"], flow_id, [{"n": 1}])
-    assert await run_execution(app, first[0]) == "completed"
+    assert await run_execution(app[SERVICES], first[0]) == "completed"
     reads: list[str] = []
     listen = lambda *args: reads.append(args[2]) if args[2].startswith("SELECT flow_versions") else None  # noqa: E731
     event.listen(app[DB].engine.sync_engine, "before_cursor_execute", listen)
     try:
         (again,) = await _create(app, ws["workspace_id"], flow_id, [{"n": 2}])
-        assert await run_execution(app, again) == "completed"
+        assert await run_execution(app[SERVICES], again) == "completed"
         assert reads == []  # version 1's plan came from the cache
         response = await batch_client.patch(f"/connect/v1/flows/{flow_id}", json={"steps": [{"id": "say", "type": "transform", "output": "two {{ trigger.n }}"}]},
                                             headers=ws["headers"])  # fmt: skip
@@ -152,9 +152,9 @@ async def test_plans_are_cached_per_version_and_a_new_version_runs_its_new_steps
         assert response.status == 201 and (await response.json())["version"] == 2
         newer = await _create(app, ws["workspace_id"], flow_id, [{"n": 3}] * 5, version=2)
         (older,) = await _create(app, ws["workspace_id"], flow_id, [{"n": 4}], version=1)
-        assert await asyncio.gather(*(run_execution(app, execution_id) for execution_id in newer)) == ["completed"] * 5
+        assert await asyncio.gather(*(run_execution(app[SERVICES], execution_id) for execution_id in newer)) == ["completed"] * 5
         assert len(reads) == 1  # five executions missed version 2 at once: one load
-        assert await run_execution(app, older) == "completed"
+        assert await run_execution(app[SERVICES], older) == "completed"
     finally:
         event.remove(app[DB].engine.sync_engine, "before_cursor_execute", listen)
     async with app[DB].session() as session:
@@ -167,7 +167,7 @@ async def test_http_steps_share_one_keep_alive_session(batch_client, target):
     ws = (await create_workspace_with_key(app))["workspace_id"]
     flow_id = await _published(app, ws, [{"id": "notify", "type": "http", "method": "POST", "url": target["url"] + "/hook", "body": {}}])
     for execution_id in await _create(app, ws, flow_id, [{}] * 5):
-        assert await run_execution(app, execution_id) == "completed"
+        assert await run_execution(app[SERVICES], execution_id) == "completed"
     assert len(target["keys"]) == 5 and len(target["peers"]) == 1  # one connection, kept alive between calls
 
 
@@ -177,7 +177,7 @@ async def test_an_idempotency_key_of_the_step_is_kept_whatever_its_case(batch_cl
     step = {"id": "notify", "type": "http", "method": "POST", "url": target["url"] + "/hook", "headers": {"idempotency-key": "{{ trigger.key }}"}, "body": {}}
     flow_id = await _published(app, ws, [step])
     (execution_id,) = await _create(app, ws, flow_id, [{"key": "mine-1"}])
-    assert await run_execution(app, execution_id) == "completed"
+    assert await run_execution(app[SERVICES], execution_id) == "completed"
     assert target["keys"] == ["mine-1"]
 
 
@@ -189,7 +189,7 @@ async def test_a_job_queued_before_batches_still_runs_its_execution(batch_client
     async with app[DB].transaction() as session:
         job = await session.scalar(select(Job).where(Job.kind == "flows.execute"))
         job.payload = {"executionId": execution_id}  # the payload of one execution per job
-    assert await drain_jobs(app, kinds=("flows.execute",)) == 1
+    assert await drain_jobs(app[SERVICES], kinds=("flows.execute",)) == 1
     assert (await _statuses(app, [execution_id]))[execution_id] == ("completed", 1, None)
 
 
@@ -212,11 +212,11 @@ async def test_a_slow_render_does_not_hold_up_the_renders_of_other_executions(ba
     flow_id = await _published(app, ws, [{"id": "say", "type": "transform", "output": "n={{ trigger.n }}"}])
     (slow,) = await _create(app, ws, flow_id, [{"n": "slow", "hold": True}])
     quick = await _create(app, ws, flow_id, [{"n": n} for n in range(3)])
-    spinning = asyncio.create_task(run_execution(app, slow))
+    spinning = asyncio.create_task(run_execution(app[SERVICES], slow))
     assert await asyncio.to_thread(holding.wait, WAIT_SECONDS)
     try:
         for execution_id in quick:  # one after another, each rendered while the slow one is held
-            assert await asyncio.wait_for(run_execution(app, execution_id), WAIT_SECONDS) == "completed"
+            assert await asyncio.wait_for(run_execution(app[SERVICES], execution_id), WAIT_SECONDS) == "completed"
         assert not spinning.done()
     finally:
         released.set()
@@ -244,9 +244,9 @@ async def test_a_step_of_path_templates_renders_on_the_loop_while_every_render_t
     light = await _create(app, ws, flow_id, [{"email": "ADA@EXAMPLE.COM", "n": n} for n in range(3)])
     (missing,) = await _create(app, ws, flow_id, [{"n": "no email"}])
     try:
-        blocked = asyncio.create_task(run_execution(app, missing))
+        blocked = asyncio.create_task(run_execution(app[SERVICES], missing))
         for execution_id in light:
-            assert await asyncio.wait_for(run_execution(app, execution_id), WAIT_SECONDS) == "completed"
+            assert await asyncio.wait_for(run_execution(app[SERVICES], execution_id), WAIT_SECONDS) == "completed"
         assert not blocked.done()
     finally:
         released.set()

@@ -11,7 +11,7 @@ from aiohttp import web
 from sqlalchemy import func, select
 
 from patchbay import hookimpl
-from patchbay.core.appkeys import DB
+from patchbay.core.appkeys import DB, SERVICES
 from patchbay.core.flows.models import FlowExecution
 from patchbay.core.jobs.models import Job
 from patchbay.core.tables.service import create_table, upsert_row
@@ -170,7 +170,7 @@ async def test_test_runs_send_no_alerts_while_replays_do(engine_client, ws, drai
     assert replay.status == 201
     replayed = await replay.json()
     assert replayed["status"] == "pending" and replayed["triggerSource"] == "replay" and replayed["replayOf"] == execution["id"]
-    await drain_jobs(app, kinds=("flows.execute",))
+    await drain_jobs(app[SERVICES], kinds=("flows.execute",))
     assert await alert_jobs() == 1
     steps = await (await engine_client.get(f"/connect/v1/flows/{flow_id}/executions/{replayed['id']}/steps", headers=h)).json()
     assert steps[0]["output"] == 1
@@ -186,7 +186,7 @@ async def test_replay_runs_the_published_version_with_the_original_payload(engin
     await engine_client.patch(f"/connect/v1/flows/{flow_id}", json={"steps": [{"id": "t", "type": "transform", "output": "draft {{ trigger.n }}"}]}, headers=h)
     published = await (await engine_client.post(f"/connect/v1/flows/{flow_id}/executions/{first['id']}/replay", headers=h)).json()
     assert published["version"] == 1
-    await drain_jobs(app)
+    await drain_jobs(app[SERVICES])
     for execution_id, expected in ((never_published["id"], "v1 7"), (published["id"], "v1 7")):
         body = await (await engine_client.get(f"/connect/v1/flows/{flow_id}/executions/{execution_id}", headers=h)).json()
         assert body["status"] == "completed" and body["steps"][0]["output"] == expected
@@ -243,9 +243,9 @@ async def test_a_long_delay_parks_the_execution_durably_and_resumes_it(client, w
     flow_id = await _create(client, h, steps)
     await client.post(f"/connect/v1/flows/{flow_id}/publish", headers=h)
     async with app[DB].transaction() as session:
-        (execution_id,) = await create_executions(app, session, [{"workspace_id": workspace["workspace_id"], "flow_id": flow_id, "version": 1,
+        (execution_id,) = await create_executions(app[SERVICES], session, [{"workspace_id": workspace["workspace_id"], "flow_id": flow_id, "version": 1,
                                                                   "trigger_source": "schedule", "trigger_payload": {"n": 1}}])  # fmt: skip
-    await drain_jobs(app)
+    await drain_jobs(app[SERVICES])
     parked = await (await client.get(f"/connect/v1/flows/{flow_id}/executions/{execution_id}", headers=h)).json()
     assert parked["status"] == "running" and [s["stepId"] for s in parked["steps"]] == ["a", "wait"]
     async with app[DB].session() as session:
@@ -253,7 +253,7 @@ async def test_a_long_delay_parks_the_execution_durably_and_resumes_it(client, w
     assert waiting.run_at > utcnow() + timedelta(minutes=59)
     async with app[DB].transaction() as session:
         await session.execute(update(Job).where(Job.id == waiting.id).values(run_at=utcnow()))
-    await drain_jobs(app)
+    await drain_jobs(app[SERVICES])
     done = await (await client.get(f"/connect/v1/flows/{flow_id}/executions/{execution_id}", headers=h)).json()
     assert done["status"] == "completed" and [(s["stepId"], s["output"]) for s in done["steps"]][2] == ("b", 2)
     tested = await _test(client, h, flow_id, {"n": 1})  # a test run does not wait

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.flows.steps import BUILT_IN, RunContext
 from patchbay.testing import Receiver
 
@@ -17,7 +18,7 @@ async def test_a_json_body_is_the_same_bytes_in_any_key_order(aiohttp_client, ma
     try:
         as_first_run = {"zulu": 1, "alpha": {"yankee": [{"x-ray": True, "bravo": None}], "charlie": "é"}, "mike": 2.5}
         as_stored = {"mike": 2.5, "zulu": 1, "alpha": {"charlie": "é", "yankee": [{"bravo": None, "x-ray": True}]}}
-        context = RunContext(app, "ws-1", "flow-1", "execution-1", {}, step_id="notify")
+        context = RunContext(app[SERVICES], "ws-1", "flow-1", "execution-1", {}, step_id="notify")
         for body in (as_first_run, as_stored):
             output = await BUILT_IN["http"].run(context, {"method": "POST", "url": receiver.url + "/hook", "body": body})
             assert output["status"] == 200

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy import select
 
-from patchbay.core.appkeys import DB
+from patchbay.core.appkeys import DB, SERVICES
 from patchbay.core.flows.models import FlowExecution
 from patchbay.core.flows.triggers import fire_matching_triggers
 from patchbay.core.testing import create_workspace_with_key
@@ -78,7 +78,7 @@ async def test_an_edit_makes_a_published_flow_draft_while_its_published_version_
     edited = await (await flows_client.patch(f"/connect/v1/flows/{flow['id']}", json={"steps": STEPS_V2}, headers=h)).json()
     assert edited["status"] == "draft" and edited["publishedVersion"] == 1 and edited["steps"] == STEPS_V2
     async with app[DB].transaction() as session:
-        fired = await fire_matching_triggers(app, session, workspace_id=ws, provider_type="facebook", event_type="leadgen", payload={}, source="webhook")
+        fired = await fire_matching_triggers(app[SERVICES], session, workspace_id=ws, provider_type="facebook", event_type="leadgen", payload={}, source="webhook")
     assert fired == 1
     async with app[DB].session() as session:
         execution = await session.scalar(select(FlowExecution))
@@ -91,7 +91,7 @@ async def test_a_draft_never_published_does_not_run_live(flows_client, flows_ws)
     response = await flows_client.post(f"/connect/v1/flows/{flow['id']}/triggers", json={"providerType": "facebook", "triggerName": "leadgen", "kind": "webhook"}, headers=h)
     assert response.status == 201
     async with app[DB].transaction() as session:
-        assert await fire_matching_triggers(app, session, workspace_id=ws, provider_type="facebook", event_type="leadgen", payload={}, source="webhook") == 0
+        assert await fire_matching_triggers(app[SERVICES], session, workspace_id=ws, provider_type="facebook", event_type="leadgen", payload={}, source="webhook") == 0
 
 
 async def test_toggle_pauses_and_resumes_live_runs_without_changing_status(flows_client, flows_ws):
@@ -106,7 +106,7 @@ async def test_toggle_pauses_and_resumes_live_runs_without_changing_status(flows
 
     async def fire():
         async with app[DB].transaction() as session:
-            return await fire_matching_triggers(app, session, workspace_id=ws, provider_type="facebook", event_type="leadgen", payload={}, source="webhook")
+            return await fire_matching_triggers(app[SERVICES], session, workspace_id=ws, provider_type="facebook", event_type="leadgen", payload={}, source="webhook")
 
     assert await fire() == 0
     resumed = await (await flows_client.patch(f"/connect/v1/flows/{flow['id']}/toggle", json={"isActive": True}, headers=h)).json()
@@ -122,7 +122,7 @@ async def test_archive_retires_a_flow_and_publish_brings_it_back(flows_client, f
     archived = await (await flows_client.post(f"/connect/v1/flows/{flow['id']}/archive", headers=h)).json()
     assert archived["status"] == "archived"
     async with app[DB].transaction() as session:
-        assert await fire_matching_triggers(app, session, workspace_id=ws, provider_type="facebook", event_type="leadgen", payload={}, source="webhook") == 0
+        assert await fire_matching_triggers(app[SERVICES], session, workspace_id=ws, provider_type="facebook", event_type="leadgen", payload={}, source="webhook") == 0
     listed = await (await flows_client.get("/connect/v1/flows?status=archived", headers=h)).json()
     assert [f["id"] for f in listed["data"]] == [flow["id"]]
     back = await (await flows_client.post(f"/connect/v1/flows/{flow['id']}/publish", headers=h)).json()

@@ -7,7 +7,7 @@ import asyncio
 
 from sqlalchemy import event, func, select
 
-from patchbay.core.appkeys import DB, FLOW_RUNNER
+from patchbay.core.appkeys import DB, SERVICES
 from patchbay.core.flows.engine import create_executions, run_execution
 from patchbay.core.flows.models import Flow, FlowExecutionStep
 from patchbay.core.errors import Invalid, NotFound
@@ -50,7 +50,7 @@ async def test_concurrent_lookups_get_their_own_rows_and_never_another_workspace
     theirs = (await create_workspace_with_key(app))["workspace_id"]
     await _customers(app, mine, "m", 20)
     await _customers(app, theirs, "t", 10)
-    runner = app[FLOW_RUNNER]
+    runner = app[SERVICES].flow_runner
     asks = [(workspace, n) for n in range(20) for workspace in (mine, theirs)]
     statements: list[str] = []
     listen = lambda *args: statements.append(args[2])  # noqa: E731
@@ -87,8 +87,8 @@ async def test_concurrent_executions_with_lookups_and_checkpoints_all_complete(f
     rows = [{"workspace_id": ws, "flow_id": flow.id, "steps": steps, "trigger_source": "webhook", "trigger_payload": {"email": f"user{n}@example.com"}}
             for n in range(30)]  # fmt: skip
     async with app[DB].transaction() as session:
-        ids = await create_executions(app, session, rows)
-    assert await asyncio.gather(*(run_execution(app, execution_id) for execution_id in ids)) == ["completed"] * 30
+        ids = await create_executions(app[SERVICES], session, rows)
+    assert await asyncio.gather(*(run_execution(app[SERVICES], execution_id) for execution_id in ids)) == ["completed"] * 30
     async with app[DB].session() as session:
         outputs = (await session.scalars(select(FlowExecutionStep.output).where(FlowExecutionStep.step_id == "echo"))).all()
         stored = await session.scalar(select(func.count()).select_from(FlowExecutionStep).where(FlowExecutionStep.execution_id.in_(ids)))
@@ -103,12 +103,12 @@ async def test_a_last_step_with_side_effects_is_stored_by_the_finish_alone(flows
         flow = Flow(name="last", steps=steps, status="draft", version=1)
         session.add(flow)
     async with app[DB].transaction() as session:
-        (execution_id,) = await create_executions(app, session, [{"workspace_id": ws, "flow_id": flow.id, "steps": steps, "trigger_source": "webhook"}])
+        (execution_id,) = await create_executions(app[SERVICES], session, [{"workspace_id": ws, "flow_id": flow.id, "steps": steps, "trigger_source": "webhook"}])
     commits: list[object] = []
     listen = commits.append
     event.listen(app[DB].engine.sync_engine, "commit", listen)
     try:
-        assert await run_execution(app, execution_id) == "completed"
+        assert await run_execution(app[SERVICES], execution_id) == "completed"
     finally:
         event.remove(app[DB].engine.sync_engine, "commit", listen)
     assert len(commits) == 3  # the start, the checkpoint after "first", the finish with "last" (no checkpoint of its own)

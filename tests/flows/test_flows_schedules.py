@@ -11,7 +11,7 @@ from pathlib import Path
 
 from sqlalchemy import select, update
 
-from patchbay.core.appkeys import DB
+from patchbay.core.appkeys import DB, SERVICES
 from patchbay.core.flows.models import FlowExecution, FlowSchedule
 from patchbay.core.flows.schedules import next_run, run_schedules
 from patchbay.core.testing import create_workspace_with_key
@@ -75,7 +75,7 @@ async def _check_once_per_tick(app, flow_id, start, fired, drain_jobs):
         (start + timedelta(minutes=n)).isoformat(timespec="milliseconds").replace("+00:00", "Z") for n in range(3)
     ]
     assert all(e.trigger_source == "schedule" and e.version == 1 and e.trigger_payload["report"] == "r" for e in executions)
-    await drain_jobs(app)
+    await drain_jobs(app[SERVICES])
     async with app[DB].session() as session:
         assert {e.status for e in (await session.scalars(select(FlowExecution))).all()} == {"completed"}
 
@@ -96,7 +96,7 @@ async def test_a_schedule_on_two_processes_fires_once_per_tick(aiohttp_client, m
         process.stdin.flush()
 
         async def here() -> int:
-            return sum([(await run_schedules(app, now=moment))["fired"] for moment in moments])
+            return sum([(await run_schedules(app[SERVICES], now=moment))["fired"] for moment in moments])
 
         mine, theirs = await asyncio.gather(here(), asyncio.to_thread(process.stdout.readline))
     finally:
@@ -113,7 +113,7 @@ async def test_two_apps_on_one_database_fire_once_per_tick(flows_client, flows_w
     await _due_schedule(flows_client, h, flow_id, start)
 
     async def runner(target) -> int:
-        return sum([(await run_schedules(target, now=moment))["fired"] for moment in _moments(start)])
+        return sum([(await run_schedules(target[SERVICES], now=moment))["fired"] for moment in _moments(start)])
 
     try:
         fired = sum(await asyncio.gather(runner(app), runner(other), runner(app)))
@@ -128,12 +128,12 @@ async def test_missed_ticks_fire_once_and_paused_flows_do_not_fire(client, works
     flow_id = await _published_flow(flows_client, h)
     start = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(hours=2)
     schedule_id = await _due_schedule(flows_client, h, flow_id, start)
-    assert (await run_schedules(app))["fired"] == 1  # two hours of missed minutes: one run, not 120
-    assert (await run_schedules(app))["fired"] == 0
+    assert (await run_schedules(app[SERVICES]))["fired"] == 1  # two hours of missed minutes: one run, not 120
+    assert (await run_schedules(app[SERVICES]))["fired"] == 0
     async with app[DB].session() as session:
         schedule = await session.get(FlowSchedule, schedule_id)
     assert schedule.next_run_at > datetime.now(UTC)
     await flows_client.patch(f"/connect/v1/flows/{flow_id}/toggle", headers=h)
     async with app[DB].transaction() as session:
         await session.execute(update(FlowSchedule).where(FlowSchedule.id == schedule_id).values(next_run_at=start))
-    assert (await run_schedules(app))["fired"] == 0
+    assert (await run_schedules(app[SERVICES]))["fired"] == 0

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from patchbay.core.appkeys import DB, REGISTRY
+from patchbay.core.appkeys import DB, REGISTRY, SERVICES
 from patchbay.core.flows import template_review
 from patchbay.core.flows.engine import validate_steps
-from patchbay.core.flows.routes_templates import system_templates
+from patchbay.core.flows.templates import system_templates
 from patchbay.core.plugins.registry import PluginError
 from patchbay.core.flows.testing import drain
 from patchbay.core.flows.triggers import fire_matching_triggers
@@ -23,7 +23,7 @@ def test_the_system_templates_are_valid_flows(make_app):
     assert len(templates) >= 12 and len({t["slug"] for t in templates}) == len(templates)
     assert {app[REGISTRY].provider_pack[t["trigger"]["providerType"]] for t in templates} >= {"meta", "hubspot", "stripe", "slack"}
     for template in templates:
-        validate_steps(app, template["steps"])
+        validate_steps(app[REGISTRY], template["steps"])
         trigger = template["trigger"]
         assert trigger["triggerName"] in (app[REGISTRY].get("triggers", trigger["providerType"]) or {}), template["slug"]
         for step in template["steps"]:
@@ -111,15 +111,15 @@ async def test_from_template_to_published_to_triggered_to_inspected_to_replayed(
     assert (await flows_client.post(f"/connect/v1/flows/{flow['id']}/publish", headers=h)).status == 201
     event = {"event": {"type": "message", "channel": "C1", "user": "U1", "text": "hello", "ts": "1700000000.1"}}
     async with app[DB].transaction() as session:
-        assert await fire_matching_triggers(app, session, workspace_id=ws, provider_type="slack", event_type="message", payload=event, source="webhook", dedupe="e1") == 1
-    await drain(app)
+        assert await fire_matching_triggers(app[SERVICES], session, workspace_id=ws, provider_type="slack", event_type="message", payload=event, source="webhook", dedupe="e1") == 1
+    await drain(app[SERVICES])
     executions = await (await flows_client.get(f"/connect/v1/flows/{flow['id']}/executions", headers=h)).json()
     (execution,) = executions["data"]
     assert execution["status"] == "completed" and execution["triggerSource"] == "webhook"
     steps = await (await flows_client.get(f"/connect/v1/flows/{flow['id']}/executions/{execution['id']}/steps", headers=h)).json()
     assert steps[0]["output"]["external_key"] == "1700000000.1" and steps[0]["output"]["data"]["text"] == "hello"
     replay = await (await flows_client.post(f"/connect/v1/flows/{flow['id']}/executions/{execution['id']}/replay", headers=h)).json()
-    await drain(app)
+    await drain(app[SERVICES])
     replayed = await (await flows_client.get(f"/connect/v1/flows/{flow['id']}/executions/{replay['id']}", headers=h)).json()
     assert replayed["status"] == "completed" and replayed["triggerPayload"] == event and replayed["steps"][0]["output"]["external_key"] == "1700000000.1"
 

@@ -10,7 +10,7 @@ import attrs
 from sqlalchemy import func, select
 
 from patchbay import Trigger, hookimpl
-from patchbay.core.appkeys import DB
+from patchbay.core.appkeys import DB, SERVICES
 from patchbay.core.flows.models import FlowExecution, FlowTriggerSubscription
 from patchbay.core.flows.triggers import poll_triggers
 from patchbay.core.testing import create_workspace_with_key
@@ -55,11 +55,11 @@ async def test_a_webhook_event_reaches_a_published_flow_and_not_a_draft(aiohttp_
         response = await client.post("/webhook/facebook", data=body, headers={"x-hub-signature-256": meta_signature(SECRET, body), "Content-Type": "application/json"})
         assert response.status == 200
         for _ in range(50):
-            await drain_jobs(app)
+            await drain_jobs(app[SERVICES])
             if await _executions(app):
                 break
             await asyncio.sleep(0.05)
-        await drain_jobs(app)
+        await drain_jobs(app[SERVICES])
         assert await _executions(app, draft) == []
         (execution,) = await _executions(app, published)
         assert execution.status == "completed" and execution.trigger_source == "webhook" and execution.version == 1
@@ -102,7 +102,7 @@ async def test_republishing_neither_drops_nor_doubles_events(flows_client, flows
     executions = await _executions(app, flow_id)
     assert sorted(e.trigger_payload["n"] for e in executions) == list(range(40))
     assert all(e.version is not None and 1 <= e.version <= 9 for e in executions)
-    await drain_jobs(app)
+    await drain_jobs(app[SERVICES])
     assert {e.status for e in await _executions(app, flow_id)} == {"completed"}
 
 
@@ -134,13 +134,13 @@ async def test_a_poll_trigger_runs_an_item_once_and_keeps_its_cursor(aiohttp_cli
     assert no_connection.status == 400
     created = await client.post(f"/connect/v1/flows/{flow_id}/triggers", json={"providerType": "hubspot", "triggerName": "test_items", "kind": "poll", "connectionId": connection_id}, headers=h)
     assert created.status == 201
-    first = await poll_triggers(app)
+    first = await poll_triggers(app[SERVICES])
     assert first == {"subscriptions": 1, "executions": 1}
     plugin.items.append({"id": "2"})
-    second = await poll_triggers(app)  # sees item 1 again and item 2 for the first time
+    second = await poll_triggers(app[SERVICES])  # sees item 1 again and item 2 for the first time
     assert second["executions"] == 1
     assert plugin.cursors == [None, 1]
-    await drain_jobs(app)
+    await drain_jobs(app[SERVICES])
     executions = await _executions(app, flow_id)
     assert sorted(e.trigger_payload["id"] for e in executions) == ["1", "2"]
     assert all(e.status == "completed" and e.trigger_source == "poll" for e in executions)
@@ -194,12 +194,12 @@ async def test_records_replay_fires_subscriptions_of_either_kind_by_resource_typ
         body = {"providerType": "hubspot", "triggerName": "test_items", "kind": "poll", "connectionId": connection_id, "config": {"eventTypes": types}}
         assert (await client.post(f"/connect/v1/flows/{flow_id}/triggers", json=body, headers=h)).status == 201
     async with app[DB].transaction() as session:
-        fired = await fire_matching_triggers(app, session, workspace_id=ws["workspace_id"], provider_type="hubspot", event_type="contacts",
+        fired = await fire_matching_triggers(app[SERVICES], session, workspace_id=ws["workspace_id"], provider_type="hubspot", event_type="contacts",
                                              payload={"email": "ada@example.com"}, source="records")  # fmt: skip
-        webhook_only = await fire_matching_triggers(app, session, workspace_id=ws["workspace_id"], provider_type="hubspot", event_type="contacts",
+        webhook_only = await fire_matching_triggers(app[SERVICES], session, workspace_id=ws["workspace_id"], provider_type="hubspot", event_type="contacts",
                                                     payload={}, source="webhook")  # fmt: skip
     assert (fired, webhook_only) == (1, 0)
-    await drain_jobs(app)
+    await drain_jobs(app[SERVICES])
     (execution,) = await _executions(app, contacts)
     assert execution.trigger_source == "records" and execution.status == "completed"
     assert await _executions(app, deals) == []

@@ -57,3 +57,4 @@ async def test_federated_login_round_trip_links_the_user_and_resumes(upstream, s
             assert response.headers["Location"].startswith("/api/v1/oidc/login")  # unknown hints are ignored
         forged = await http.get(f"{server.url}/api/v1/oidc/federation/callback?code=x&state=forged", allow_redirects=False)
         assert forged.status == 400
+        assert (await forged.json()) == {"error": "invalid_request", "error_description": "federated login state is missing or does not match"}

@@ -4,7 +4,7 @@ from datetime import timedelta
 
 from sqlalchemy import select, update
 
-from patchbay.core.appkeys import CRON, DB, SECRETS
+from patchbay.core.appkeys import CRON, DB, SECRETS, SERVICES
 from patchbay.core.timeutil import utcnow
 from patchbay.core.users.models import SignInSession
 from patchbay.core.users.sessions import end_session, find_session, start_session
@@ -20,7 +20,7 @@ async def test_the_purge_removes_ended_and_expired_sessions_only(idp):
         await db.execute(update(SignInSession).where(SignInSession.id == expired.id).values(expires_at=utcnow() - timedelta(seconds=1)))
     async with idp.app[DB].session() as db:
         assert await find_session(db, box, expired_token) is None
-    summary = await idp.app[CRON].jobs["identity-sessions"].run(idp.app)
+    summary = await idp.app[CRON].jobs["identity-sessions"].run(idp.app[SERVICES])
     assert summary == {"sessionsPurged": 2}
     async with idp.app[DB].session() as db:
         assert (await db.scalars(select(SignInSession.id))).all() == [live.id]

@@ -11,17 +11,16 @@ from joserfc import jwt
 from joserfc.jwk import KeySet, RSAKey
 from joserfc.util import json_b64encode
 
-from patchbay.core.appkeys import SIGNING_KEYS
+from patchbay.core.appkeys import SERVICES, SIGNING_KEYS
 from patchbay.core.identity import server
-from patchbay.core.identity.http import OAUTH_SERVER
 from patchbay.core.security import signing_keys
-from patchbay.core.security.signing_keys import UnsignedJWT, signing_threads
+from patchbay.core.security.signing_keys import SigningThreads, UnsignedJWT
 
 
 async def test_client_credentials_runs_on_the_loop_and_only_the_signature_on_a_signing_thread(idp, monkeypatch):
     client = await idp.register(grant_types=["client_credentials"], scope="openid")
     seen: dict[str, str] = {}
-    server = idp.app[OAUTH_SERVER]
+    server = idp.app[SERVICES].identity.server
     create = server.create_token_response
 
     def spy_create(request):
@@ -62,11 +61,15 @@ class _Broken:
 async def test_a_failed_signature_reaches_its_request_and_the_threads_keep_signing():
     key = RSAKey.generate_key(2048)
     signing_input = json_b64encode({"alg": "RS256"}) + b".e30"  # {} signed by RS256
-    with pytest.raises(ValueError, match="no signature today"):
-        await signing_threads().sign(UnsignedJWT(b"e30.e30", _Broken()))
-    abandoned = signing_threads().sign(UnsignedJWT(signing_input, key.get_op_key("sign")))
-    abandoned.cancel()  # the client went away: its signature is dropped, not an error
-    good = await asyncio.wait_for(signing_threads().sign(UnsignedJWT(signing_input, key.get_op_key("sign"))), timeout=10)
+    threads = SigningThreads(2)
+    try:
+        with pytest.raises(ValueError, match="no signature today"):
+            await threads.sign(UnsignedJWT(b"e30.e30", _Broken()))
+        abandoned = threads.sign(UnsignedJWT(signing_input, key.get_op_key("sign")))
+        abandoned.cancel()  # the client went away: its signature is dropped, not an error
+        good = await asyncio.wait_for(threads.sign(UnsignedJWT(signing_input, key.get_op_key("sign"))), timeout=10)
+    finally:
+        threads.close()
     assert jwt.decode(good, key).claims == {}
 
 

@@ -20,12 +20,12 @@ from multidict import CIMultiDict, MultiDict
 from sqlalchemy import delete, update
 
 from patchbay.core import shared_reads
-from patchbay.core.appkeys import DB, SECRETS
+from patchbay.core.appkeys import DB, SECRETS, SERVICES
 from patchbay.core.identity.clients import Client, create_client, validate_metadata
-from patchbay.core.identity.http import CLIENTS, to_response
+from patchbay.core.identity.http import to_response
 from patchbay.core.identity.models import OidcClient
 from patchbay.core.identity.server import AioOAuth2Request, Context, OAuthResult, access_token_claims, service_claims
-from patchbay.core.security.signing_keys import UnsignedJWT, signing_threads
+from patchbay.core.security.signing_keys import SigningThreads, UnsignedJWT
 
 TOKEN = "/api/v1/oidc/token"
 
@@ -87,7 +87,7 @@ async def test_a_deleted_client_is_refused_once_the_client_is_read_again(idp, mo
     assert (await idp.http.post(TOKEN, data={"grant_type": "client_credentials"}, headers=_basic(client_id, secret))).status == 200
     async with idp.app[DB].transaction() as session:
         await session.execute(delete(OidcClient).where(OidcClient.client_id == client_id))
-    idp.app[CLIENTS].forget(client_id)
+    idp.app[SERVICES].identity.clients.forget(client_id)
     response = await idp.http.post(TOKEN, data={"grant_type": "client_credentials"}, headers=_basic(client_id, secret))
     assert response.status == 401 and (await response.json())["error"] == "invalid_client"
 
@@ -122,7 +122,7 @@ def _counted_sessions(app, reads: list[str], reading: asyncio.Event, hold: async
 
 async def test_requests_that_find_a_client_gone_from_the_cache_at_once_share_one_read(idp, monkeypatch):
     client_id, secret = await _service_client(idp)
-    cache, reads, reading, hold = idp.app[CLIENTS], [], asyncio.Event(), asyncio.Event()
+    cache, reads, reading, hold = idp.app[SERVICES].identity.clients, [], asyncio.Event(), asyncio.Event()
     cache.forget(client_id)
     factory = _counted_sessions(idp.app, reads, reading, hold)
     waiting = [asyncio.create_task(cache.get(factory, client_id)) for _ in range(20)]
@@ -138,7 +138,7 @@ async def test_requests_that_find_a_client_gone_from_the_cache_at_once_share_one
 
 async def test_a_client_forgotten_while_it_is_read_is_not_remembered_from_that_read(idp):
     client_id, secret = await _service_client(idp)
-    cache, reads, reading, hold = idp.app[CLIENTS], [], asyncio.Event(), asyncio.Event()
+    cache, reads, reading, hold = idp.app[SERVICES].identity.clients, [], asyncio.Event(), asyncio.Event()
     cache.forget(client_id)
     factory = _counted_sessions(idp.app, reads, reading, hold)
     first = asyncio.create_task(cache.get(factory, client_id))
@@ -160,7 +160,7 @@ async def test_service_token_claims_are_those_of_access_token_claims(idp):
         response = await idp.http.post(TOKEN, data={"grant_type": "client_credentials"}, headers=_basic(client_id, secret))
         assert response.status == 200, await response.text()
         tokens.append(await _claims(idp, (await response.json())["access_token"]))
-    client = await idp.app[CLIENTS].get(idp.app[DB].session, client_id)
+    client = await idp.app[SERVICES].identity.clients.get(idp.app[DB].session, client_id)
     ctx = Context(issuer=tokens[0]["iss"], keys=None, box=idp.app[SECRETS])
     expected = access_token_claims(ctx, client, None, "openid")
     for claims in tokens:
@@ -264,8 +264,13 @@ def test_a_signature_is_answered_on_the_loop_that_asked_for_it():
     key = RSAKey.generate_key(2048)
     unsigned = UnsignedJWT(b"e30.e30", key.get_op_key("sign"))
 
-    async def ask() -> str:
-        return await asyncio.wait_for(signing_threads().sign(unsigned), timeout=10)
+    threads = SigningThreads(1)
 
-    first, second = asyncio.run(ask()), asyncio.run(ask())  # a second loop after the first closed
+    async def ask() -> str:
+        return await asyncio.wait_for(threads.sign(unsigned), timeout=10)
+
+    try:
+        first, second = asyncio.run(ask()), asyncio.run(ask())  # a second loop after the first closed
+    finally:
+        threads.close()
     assert first == second and first.startswith("e30.e30.")

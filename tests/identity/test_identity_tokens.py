@@ -10,7 +10,7 @@ from joserfc import jwt
 from joserfc.jwk import KeySet
 from sqlalchemy import select, update
 
-from patchbay.core.appkeys import DB, SECRETS, SETTINGS, SIGNING_KEYS
+from patchbay.core.appkeys import DB, SECRETS, SERVICES, SETTINGS, SIGNING_KEYS
 from patchbay.core.identity.models import AuthorizationCode, RefreshToken
 from patchbay.core.security.auth import authenticate
 from patchbay.core.security.permissions import ROLE_PERMISSIONS
@@ -229,12 +229,11 @@ async def test_per_client_lifetimes(idp):
 
 
 async def test_server_errors_answer_500_in_the_oauth_shape(idp, monkeypatch):
-    from patchbay.core.identity.http import OAUTH_SERVER
 
     def explode(_request):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(idp.app[OAUTH_SERVER], "create_token_response", explode)
+    monkeypatch.setattr(idp.app[SERVICES].identity.server, "create_token_response", explode)
     client = await idp.register(grant_types=["client_credentials"], scope="openid")
     response = await idp.token(client, grant_type="client_credentials")
     assert response.status == 500

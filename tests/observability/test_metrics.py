@@ -9,7 +9,7 @@ import asyncpg
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from patchbay.core.appkeys import DB, JOBS, READINESS
+from patchbay.core.appkeys import DB, JOBS, READINESS, SERVICES
 from patchbay.core.connections.models import Connection
 from patchbay.core.flows.engine import create_executions
 from patchbay.core.flows.testing import drain
@@ -140,8 +140,8 @@ async def test_every_documented_figure_is_exposed(aiohttp_client, make_app, data
     flow = await (await client.post("/connect/v1/flows", json={"name": "m", "steps": [{"id": "ok", "type": "transform", "output": 1}]}, headers=h)).json()
     await client.post(f"/connect/v1/flows/{flow['id']}/publish", headers=h)
     async with app[DB].transaction() as session:
-        await create_executions(app, session, [{"workspace_id": ws["workspace_id"], "flow_id": flow["id"], "version": 1, "trigger_source": "webhook", "trigger_payload": {}}])
-    await drain(app)
+        await create_executions(app[SERVICES], session, [{"workspace_id": ws["workspace_id"], "flow_id": flow["id"], "version": 1, "trigger_source": "webhook", "trigger_payload": {}}])
+    await drain(app[SERVICES])
     async with app[DB].transaction() as session:
         for status in ("succeeded", "succeeded", "failed"):
             session.add(WebhookDelivery(workspace_id=ws["workspace_id"], event_id="e", subscription_id="s", status=status))

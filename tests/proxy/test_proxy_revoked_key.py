@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 
 from patchbay.core.appkeys import DB, SECRETS
-from patchbay.core.security import auth
+from patchbay.core.security import service as credentials
 from patchbay.core.security.api_keys import create_api_key, find_api_key
 from patchbay.core.testing import create_workspace_with_key
 
@@ -56,7 +56,7 @@ async def test_a_key_revoked_while_its_verification_is_under_way_is_refused_once
             await asyncio.wait_for(release.wait(), 20)
         return found
 
-    monkeypatch.setattr(auth, "find_api_key", held_first_read)
+    monkeypatch.setattr(credentials, "find_api_key", held_first_read)
     before = asyncio.create_task(api.get("/connect/v1/proxy/fakekey/me", headers=thief))
     await asyncio.wait_for(reading.wait(), 20)
     revoked = await api.delete(f"/connect/v1/api-keys/{leaked.record.id}", headers=ws["headers"])

@@ -5,16 +5,15 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from patchbay.core.appkeys import DB
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.http.bodies import read_form
 from patchbay.core.http.openapi import FORM, accepts
 from patchbay.core.http.responses import EMPTY, reply, returns
-from patchbay.core.identity.http import NO_STORE, OAUTH_SERVER, PREFIX, add_route, load_client, new_context, oauth_request, rate_limit, to_response
+from patchbay.core.identity.http import NO_STORE, PREFIX, add_route, limit_key, oauth_request, presented_credentials, rate_limit, to_response
 from patchbay.core.identity.protocol_models import TokenIntrospection, TokenOfClient, oauth_errors
 from patchbay.core.identity.server import CURRENT, AccessView, apply_writes
-from patchbay.core.identity.token_endpoint import limit_key, load_refresh, presented_credentials
-from patchbay.core.identity.userinfo import grant_revoked
-from patchbay.core.security.auth import verify_access_token
+from patchbay.core.identity.service import grant_revoked, load_client, load_refresh, new_context
+from patchbay.core.security.service import verify_access_token
 from patchbay.core.security.signing_keys import InvalidToken
 
 routes = web.RouteTableDef()
@@ -23,12 +22,13 @@ routes = web.RouteTableDef()
 async def _prepare(request: web.Request, limit: str):
     form = await read_form(request)
     client_id, secret = presented_credentials(request, form)
-    client = await load_client(request, client_id)
+    services = request.app[SERVICES]
+    client = await load_client(services, client_id)
     headers = await rate_limit(request, limit, limit_key(request, client, secret))
-    ctx = new_context(request.app)
+    ctx = new_context(services)
     if client is not None:
         ctx.clients[client.client_id] = client
-    await load_refresh(request, ctx, form.get("token"))
+    await load_refresh(services, ctx, form.get("token"))
     return form, headers, ctx
 
 
@@ -40,12 +40,12 @@ async def introspect(request: web.Request) -> web.Response:
     form, headers, ctx = await _prepare(request, "oidc_introspect")
     if ctx.refresh is None and form.get("token"):
         try:
-            claims = await verify_access_token(request.app, form["token"])
-            ctx.access = AccessView(claims, await grant_revoked(request.app, claims))
+            claims = await verify_access_token(request.app[SERVICES], form["token"])
+            ctx.access = AccessView(claims, await grant_revoked(request.app[SERVICES], claims))
         except InvalidToken:
             pass
     CURRENT.set(ctx)
-    result = request.app[OAUTH_SERVER].create_endpoint_response("introspection", oauth_request(request, form))
+    result = request.app[SERVICES].identity.server.create_endpoint_response("introspection", oauth_request(request, form))
     if result.status != 200:
         return to_response(result, extra_headers=headers)
     body = {key: value for key, value in result.body.items() if value is not None}
@@ -59,8 +59,9 @@ async def revoke(request: web.Request) -> web.Response:
     """Revoke a refresh token; always 200 with an empty body for a valid client."""
     form, headers, ctx = await _prepare(request, "oidc_revoke")
     CURRENT.set(ctx)
-    result = request.app[OAUTH_SERVER].create_endpoint_response("revocation", oauth_request(request, form))
-    await apply_writes(request.app[DB], ctx)
+    services = request.app[SERVICES]
+    result = services.identity.server.create_endpoint_response("revocation", oauth_request(request, form))
+    await apply_writes(services.db, ctx)
     if result.status == 200:
         result.body = ""
     return to_response(result, extra_headers=headers)

@@ -11,18 +11,17 @@ from urllib.parse import urlencode
 from aiohttp import web
 from authlib.oauth2.rfc6749 import OAuth2Error
 from multidict import MultiDict
-from sqlalchemy import select
 
-from patchbay.core.appkeys import DB, REGISTRY, SETTINGS, SIGNING_KEYS
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.http.bodies import read_form
 from patchbay.core.http.openapi import FORM, accepts, query_model
 from patchbay.core.http.responses import REDIRECT, returns
-from patchbay.core.identity.claims import UserFacts, load_user_facts, scope_list
+from patchbay.core.identity.claims import UserFacts
 from patchbay.core.identity.clients import Client
-from patchbay.core.identity.http import OAUTH_SERVER, PREFIX, add_route, client_ip, load_client, new_context, oauth_error, oauth_request, rate_limit
-from patchbay.core.identity.models import Consent
+from patchbay.core.identity.http import PREFIX, add_route, client_ip, oauth_error, oauth_request, rate_limit
 from patchbay.core.identity.protocol_models import AuthorizationRequest, oauth_errors
 from patchbay.core.identity.server import CURRENT, apply_writes, error_redirect
+from patchbay.core.identity.service import consent_covers, load_client, new_context, user_facts
 from patchbay.core.identity.session import INTERACTION_SECONDS, LoginSession, current_session, seal, start_session, unseal
 from patchbay.core.security.signing_keys import InvalidToken
 
@@ -35,30 +34,25 @@ def redirect(location: str, *, post: bool) -> web.Response:
 
 
 def error_to_client(request: web.Request, params: dict[str, Any], error: str, description: str) -> web.Response:
-    issuer = request.app[SETTINGS].resolved_issuer
+    issuer = request.app[SERVICES].settings.resolved_issuer
     return redirect(error_redirect(params["redirect_uri"], error, description, params.get("state"), issuer), post=request.method == "POST")
 
 
 def interaction_url(request: web.Request, page: str, params: dict[str, Any]) -> str:
-    return f"{PREFIX}/{page}?" + urlencode({"interaction": seal(request.app, "interaction", {"p": params}, INTERACTION_SECONDS)})
+    return f"{PREFIX}/{page}?" + urlencode({"interaction": seal(request.app[SERVICES], "interaction", {"p": params}, INTERACTION_SECONDS)})
 
 
 def read_interaction(request: web.Request, value: str | None) -> dict[str, Any] | None:
-    data = unseal(request.app, "interaction", value)
+    data = unseal(request.app[SERVICES], "interaction", value)
     return data["p"] if data else None
-
-
-async def consent_covers(request: web.Request, user_id: str, client_id: str, scope: str) -> bool:
-    async with request.app[DB].session() as session:
-        stored = await session.scalar(select(Consent.scopes).where(Consent.user_id == user_id, Consent.client_id == client_id))
-    return stored is not None and set(scope_list(scope)) <= set(stored)
 
 
 def federation_hint(request: web.Request, params: dict[str, Any]) -> str | None:
     """The ``idp`` (or legacy ``kc_idp_hint``) when it names a configured provider; else None."""
     name = params.get("idp") or params.get("kc_idp_hint")
-    table = request.app[SETTINGS].federation.get(name or "")
-    if not table or request.app[REGISTRY].get("federated_login", table.get("protocol", "oidc")) is None:
+    services = request.app[SERVICES]
+    table = services.settings.federation.get(name or "")
+    if not table or services.registry.get("federated_login", table.get("protocol", "oidc")) is None:
         return None
     return name
 
@@ -66,18 +60,16 @@ def federation_hint(request: web.Request, params: dict[str, Any]) -> str | None:
 async def proceed(request: web.Request, params: dict[str, Any], client: Client, *, session: LoginSession | None = None,
                   fresh_login: bool = False, consented: bool = False) -> web.Response:  # fmt: skip
     """Continue an authorization request whose client and redirect_uri are already validated."""
+    services = request.app[SERVICES]
     post = request.method == "POST"
     session = session or await current_session(request)
-    facts: UserFacts | None = None
-    if session is not None:
-        async with request.app[DB].session() as db_session:
-            facts = await load_user_facts(db_session, session.user_id)
-    ctx = new_context(request.app)
+    facts: UserFacts | None = await user_facts(services, session.user_id) if session is not None else None
+    ctx = new_context(services)
     ctx.clients[client.client_id] = client
     ctx.auth_time = session.auth_time if session else None
     ctx.session_id = session.id if session else None
     CURRENT.set(ctx)
-    server = request.app[OAUTH_SERVER]
+    server = services.identity.server
     oauth = oauth_request(request, MultiDict(params))
     try:
         grant = server.get_consent_grant(oauth, end_user=facts)
@@ -99,10 +91,10 @@ async def proceed(request: web.Request, params: dict[str, Any], client: Client, 
         hint = params.get("id_token_hint")
         if hint:
             try:
-                claims = await request.app[SIGNING_KEYS].verify(hint)
+                claims = await services.signing_keys.verify(hint)
             except InvalidToken:
                 return error_to_client(request, params, "invalid_request", "id_token_hint is not a valid ID token of this issuer")
-            if claims.get("iss") != request.app[SETTINGS].resolved_issuer:
+            if claims.get("iss") != services.settings.resolved_issuer:
                 return error_to_client(request, params, "invalid_request", "id_token_hint was issued by another issuer")
             if claims.get("sub") != facts.id:
                 need_login = True
@@ -111,18 +103,18 @@ async def proceed(request: web.Request, params: dict[str, Any], client: Client, 
             return error_to_client(request, params, "login_required", "the user is not signed in")
         idp = federation_hint(request, params) if facts is None else None
         if idp is not None:
-            from patchbay.core.identity.federation import start_federation
+            from patchbay.core.identity.routes_federation import start_federation
 
             return await start_federation(request, params, idp)
         return redirect(interaction_url(request, "login", params), post=post)
 
-    if not consented and ("consent" in prompts or not await consent_covers(request, facts.id, client.client_id, oauth.scope)):
+    if not consented and ("consent" in prompts or not await consent_covers(services, facts.id, client.client_id, oauth.scope)):
         if "none" in prompts:
             return error_to_client(request, params, "consent_required", "the user has not consented to these scopes")
         return redirect(interaction_url(request, "consent", params), post=post)
 
     result = server.create_authorization_response(oauth, grant_user=facts, grant=grant)
-    await apply_writes(request.app[DB], ctx)
+    await apply_writes(services.db, ctx)
     return redirect(result.location, post=post)
 
 
@@ -144,7 +136,7 @@ async def authorize(request: web.Request) -> web.Response:
     duplicated = sorted({key for key in params if len(params.getall(key)) > 1})
     if "client_id" in duplicated or "redirect_uri" in duplicated:
         return oauth_error(400, "invalid_request", "client_id and redirect_uri must be sent once", headers)
-    client = await load_client(request, params.get("client_id"))
+    client = await load_client(request.app[SERVICES], params.get("client_id"))
     if client is None:
         return oauth_error(400, "invalid_client", "unknown or missing client_id", headers)
     redirect_uri = params.get("redirect_uri")

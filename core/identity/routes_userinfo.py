@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from patchbay.core.appkeys import DB, SECRETS
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.http.bodies import read_form
 from patchbay.core.http.openapi import FORM, accepts
 from patchbay.core.http.responses import reply, returns
-from patchbay.core.identity.claims import load_user_facts, scope_list, user_claims
+from patchbay.core.identity.claims import scope_list, user_claims
 from patchbay.core.identity.http import NO_STORE, PREFIX, add_route, rate_limit
-from patchbay.core.identity.models import Grant
 from patchbay.core.identity.protocol_models import UserInfo, UserInfoRequest, oauth_errors
-from patchbay.core.security.auth import verify_access_token
+from patchbay.core.identity.service import grant_revoked, user_facts
+from patchbay.core.security.service import verify_access_token
 from patchbay.core.security.signing_keys import InvalidToken
 
 routes = web.RouteTableDef()
@@ -22,15 +22,6 @@ def invalid_token(description: str, headers: dict[str, str] | None = None) -> we
     challenge = f'Bearer error="invalid_token", error_description="{description}"'
     return web.json_response({"error": "invalid_token", "error_description": description}, status=401,
                              headers={**NO_STORE, **(headers or {}), "WWW-Authenticate": challenge})  # fmt: skip
-
-
-async def grant_revoked(app: web.Application, claims: dict) -> bool:
-    grant_id = claims.get("grant_id")
-    if not grant_id:
-        return False
-    async with app[DB].session() as session:
-        grant = await session.get(Grant, grant_id)
-    return grant is None or grant.revoked_at is not None
 
 
 @returns(UserInfo)
@@ -45,17 +36,17 @@ async def userinfo(request: web.Request) -> web.Response:
         return web.json_response({"error": "invalid_token", "error_description": "Bearer access token required"}, status=401,
                                  headers={**NO_STORE, "WWW-Authenticate": 'Bearer realm="patchbay"'})  # fmt: skip
     token = token.strip()
-    headers = await rate_limit(request, "oidc_userinfo", "token:" + request.app[SECRETS].digest(token)[:32])
+    services = request.app[SERVICES]
+    headers = await rate_limit(request, "oidc_userinfo", "token:" + services.secrets.digest(token)[:32])
     try:
-        claims = await verify_access_token(request.app, token)
+        claims = await verify_access_token(services, token)
     except InvalidToken as error:
         return invalid_token(f"the access token is invalid ({error})", headers)
     if claims.get("sub") == claims.get("client_id") or "openid" not in scope_list(claims.get("scope")):
         return invalid_token("the access token was not issued to a user with the openid scope", headers)
-    if await grant_revoked(request.app, claims):
+    if await grant_revoked(services, claims):
         return invalid_token("the grant of this token was revoked", headers)
-    async with request.app[DB].session() as session:
-        facts = await load_user_facts(session, claims["sub"])
+    facts = await user_facts(services, claims["sub"])
     if facts is None:
         return invalid_token("the user no longer exists", headers)
     return reply(request, user_claims(facts, claims.get("scope")), headers={**NO_STORE, **headers})

@@ -1,0 +1,171 @@
+"""The declared-actions format: one TOML file per provider, ``providers/<provider>/actions.toml``.
+
+A file holds data only; :mod:`.loader` structures it into the classes below with cattrs (an unknown
+key or a value of the wrong type is refused, naming the file and the key) and then checks what types
+cannot say (JSON Schemas, JMESPath expressions, path placeholders, examples). :mod:`.runner` turns
+the result into calls through the connection client. docs/provider-packs.md shows whole examples.
+
+Values that name inputs (``query``, ``body``) are input names; ``fixed_query`` and ``fixed_body``
+are constants. A ``body`` key is a path into the JSON body, dots nesting (``"fields.summary" =
+"summary"`` sends ``{"fields": {"summary": <inputs.summary>}}``); a form body takes keys as they are.
+An input that is not given is left out of the query and the body. Selectors (``select``, ``items``,
+``item_id``, ``cursor``, ``next_cursor``, ``event_type``, ``item``) are JMESPath expressions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+import attrs
+
+Method = Literal["GET", "POST", "PUT", "PATCH", "DELETE"]
+
+
+@attrs.frozen(kw_only=True)
+class Request:
+    """One HTTP call, relative to the provider's ``api_base_url``. ``path`` placeholders
+    (``/repos/{owner}/{repo}``) are filled from the inputs, each percent-encoded as one segment."""
+
+    method: Method
+    path: str
+    query: Mapping[str, str] = attrs.field(factory=dict)  # query parameter -> input name
+    fixed_query: Mapping[str, Any] = attrs.field(factory=dict)  # query parameter -> a string, integer or boolean
+    headers: Mapping[str, str] = attrs.field(factory=dict)  # constant headers
+    body: Mapping[str, str] = attrs.field(factory=dict)  # body key path -> input name
+    fixed_body: Mapping[str, Any] = attrs.field(factory=dict)  # constant JSON, the inputs placed over it
+    body_format: Literal["json", "form"] = "json"
+
+
+@attrs.frozen(kw_only=True)
+class Pagination:
+    """How to ask for the next page. ``cursor``: the next cursor is ``next_cursor`` of the answer,
+    sent as the query parameter ``cursor_param`` (or at the body path ``cursor_body``); ``offset``:
+    ``offset_param`` grows by the items received; ``page``: ``page_param`` counts from
+    ``first_page``; ``link``: the ``Link`` header's ``rel="next"`` URL. ``size_param`` (with
+    ``page_size``) asks for a page size; offset and page paging stop on a short page. Every style
+    stops on an empty page and after ``max_pages``."""
+
+    style: Literal["cursor", "offset", "page", "link"]
+    next_cursor: str | None = None
+    cursor_param: str | None = None
+    cursor_body: str | None = None
+    offset_param: str | None = None
+    page_param: str | None = None
+    first_page: int = 1
+    size_param: str | None = None
+    page_size: int = 100
+    max_pages: int = 10
+
+
+@attrs.frozen(kw_only=True)
+class Errors:
+    """Statuses that mean something the caller can act on: raised as ``NotFound``, ``Conflict``,
+    ``RateLimited`` (with the answer's ``Retry-After``); any other non-2xx is ``UpstreamFailed``."""
+
+    not_found: tuple[int, ...] = (404,)
+    conflict: tuple[int, ...] = (409,)
+    rate_limited: tuple[int, ...] = (429,)
+
+
+@attrs.frozen(kw_only=True)
+class Output:
+    """``select`` picks the result out of the answer (the whole answer when unset; with pagination,
+    each page's item list). ``schema``, when given, is what the selected ``sample`` must satisfy
+    (checked by the tests, not at run time)."""
+
+    select: str | None = None
+    schema: Mapping[str, Any] | None = None
+
+
+@attrs.frozen(kw_only=True)
+class Action:
+    """An operation. ``input`` is a JSON Schema object, ``example`` inputs it accepts, ``sample``
+    the provider's documented answer to such a request; ``docs`` the page documenting the call."""
+
+    name: str
+    title: str
+    description: str = ""
+    docs: str
+    scopes: tuple[str, ...] = ()
+    input: Mapping[str, Any]
+    example: Mapping[str, Any]
+    request: Request
+    output: Output = Output()
+    pagination: Pagination | None = None
+    errors: Errors | None = None
+    sample: Any
+
+
+@attrs.frozen(kw_only=True)
+class Trigger:
+    """A poll trigger lists items with ``request`` (its inputs are the subscription's ``config``,
+    described by the JSON Schema ``config`` and shown by ``example``), picks them with ``items``,
+    keys them by ``item_id`` and keeps the highest ``cursor`` value as its high-water mark (sent as
+    the query parameter ``cursor_param`` when set; items at or below it are dropped either way).
+    A webhook trigger matches the provider's ``events`` (the file's ``[webhooks]`` says how they are
+    verified and typed); ``item`` picks the object a flow receives from each event body. ``sample``
+    is one item as the flow receives it."""
+
+    name: str
+    title: str
+    description: str = ""
+    docs: str
+    kind: Literal["poll", "webhook"]
+    config: Mapping[str, Any] = attrs.field(factory=lambda: {"type": "object"})
+    example: Mapping[str, Any] = attrs.field(factory=dict)
+    request: Request | None = None
+    items: str | None = None
+    item_id: str = "id"
+    cursor: str | None = None
+    cursor_param: str | None = None
+    pagination: Pagination | None = None
+    errors: Errors | None = None
+    events: tuple[str, ...] = ()
+    item: str | None = None
+    sample: Mapping[str, Any]
+    response: Any = None  # poll: the provider's documented answer to ``request`` (the tests serve it)
+
+
+@attrs.frozen(kw_only=True)
+class Verification:
+    """How an inbound webhook proves it comes from the provider, under the deployment's
+    ``webhook_secret``: ``hmac`` (``header`` carries ``prefix`` + the HMAC of the raw body in
+    ``encoding``), ``token`` (``header`` carries the secret itself) or ``none``."""
+
+    scheme: Literal["hmac", "token", "none"]
+    header: str | None = None
+    algorithm: Literal["sha1", "sha256", "sha512"] = "sha256"
+    encoding: Literal["hex", "base64"] = "hex"
+    prefix: str = ""
+
+
+@attrs.frozen(kw_only=True)
+class Webhooks:
+    """The provider's inbound webhooks: ``events`` lists the events of one body (the body itself
+    when unset), ``event_type`` and ``event_id`` read each event's type and id."""
+
+    docs: str
+    verify: Verification
+    event_type: str
+    event_id: str | None = None
+    events: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class Declaration:
+    """One file. ``provider`` names the catalog provider; ``also`` other providers with the same API
+    under the same base URL (``github-pat`` beside ``github``). ``headers`` are sent on every call;
+    ``errors`` is the default of every action and trigger."""
+
+    provider: str
+    also: tuple[str, ...] = ()
+    headers: Mapping[str, str] = attrs.field(factory=dict)
+    errors: Errors = Errors()
+    webhooks: Webhooks | None = None
+    actions: tuple[Action, ...] = ()
+    triggers: tuple[Trigger, ...] = ()
+
+    @property
+    def providers(self) -> tuple[str, ...]:
+        return (self.provider, *self.also)

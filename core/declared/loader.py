@@ -1,0 +1,253 @@
+"""Reads ``providers/*/actions.toml`` into checked :class:`~.format.Declaration` objects.
+
+Structuring is cattrs' (``forbid_extra_keys``, no coercion: ``"3"`` is no integer); the checks after
+it cover what the types cannot: JSON Schemas are valid (Draft 2020-12) and each ``example`` satisfies
+its schema, every JMESPath expression compiles, path placeholders are required inputs, names are
+unique, and each pagination style has what it needs. Every problem raises :class:`DeclarationError`
+naming the file and the key.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import string
+import tomllib
+from collections.abc import Iterable, Iterator, Mapping
+from importlib.resources import files
+from importlib.resources.abc import Traversable
+from typing import Any
+
+import cattrs
+import jmespath
+import jsonschema
+from jmespath.exceptions import JMESPathError
+
+from patchbay.core.declared.format import Action, Declaration, Pagination, Request, Trigger
+
+FILE_NAME = "actions.toml"
+_NAME = re.compile(r"^[a-z][a-z0-9_.]*$")
+_PAGINATION_NEEDS = {"cursor": ("next_cursor",), "offset": ("offset_param",), "page": ("page_param",), "link": ()}
+
+
+class DeclarationError(ValueError):
+    """A declared-actions file is wrong; the message starts with the file and names the key."""
+
+
+def _strict(kind: type):
+    def structure(value, _type):
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise TypeError(f"expected {kind.__name__}, got {type(value).__name__} {value!r}")
+        return value
+
+    return structure
+
+
+def _tuple_of(kind: type):
+    def structure(value, _type):
+        if not isinstance(value, list) or not all(isinstance(item, kind) and not isinstance(item, bool) or kind is bool for item in value):
+            raise TypeError(f"expected a list of {kind.__name__}, got {value!r}")
+        return tuple(value)
+
+    return structure
+
+
+def _table(value, _type):
+    if not isinstance(value, dict):
+        raise TypeError(f"expected a table, got {type(value).__name__} {value!r}")
+    return value
+
+
+@functools.cache
+def _converter() -> cattrs.Converter:
+    converter = cattrs.Converter(forbid_extra_keys=True)
+    for kind in (str, int, bool):
+        converter.register_structure_hook(kind, _strict(kind))
+    converter.register_structure_hook_func(lambda kind: kind == tuple[str, ...], _tuple_of(str))
+    converter.register_structure_hook_func(lambda kind: kind == tuple[int, ...], _tuple_of(int))
+    converter.register_structure_hook_func(lambda kind: kind == Mapping[str, Any], _table)
+    return converter
+
+
+def parse(text: str, source: str) -> Declaration:
+    """The checked declaration in ``text``; ``source`` names the file in errors."""
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise DeclarationError(f"{source}: not valid TOML: {error}") from None
+    try:
+        declaration = _converter().structure(raw, Declaration)
+    except Exception as error:  # cattrs wraps every problem; name each one
+        problems = [re.sub(r"@ $", "@ the top level", problem.replace("@ .", "@ ")) for problem in cattrs.transform_error(error, path="")] if isinstance(error, cattrs.BaseValidationError) else [repr(error)]
+        raise DeclarationError(f"{source}: " + "; ".join(problems)) from None
+    problems = list(_problems(declaration))
+    if problems:
+        raise DeclarationError(f"{source}: " + "; ".join(problems))
+    return declaration
+
+
+def load_file(path: Traversable) -> Declaration:
+    return parse(path.read_text(encoding="utf-8"), _display(path))
+
+
+def _display(path: Traversable) -> str:
+    parts = str(path).replace("\\", "/").split("/")
+    return "/".join(["providers", *parts[-2:]]) if len(parts) >= 2 else str(path)
+
+
+def declared_files(root: Traversable | None = None) -> list[Traversable]:
+    """Every ``actions.toml`` one level under ``root`` (the installed ``providers`` package)."""
+    root = files("patchbay.providers") if root is None else root
+    found = [folder / FILE_NAME for folder in root.iterdir() if folder.is_dir() and (folder / FILE_NAME).is_file()]
+    return sorted(found, key=str)
+
+
+@functools.cache
+def declarations(root: Traversable | None = None) -> tuple[Declaration, ...]:
+    """Every declaration under ``root``, parsed once per process; two files declaring one provider
+    are refused."""
+    loaded = tuple(load_file(path) for path in declared_files(root))
+    owners: dict[str, str] = {}
+    for path, declaration in zip(declared_files(root), loaded, strict=True):
+        for provider in declaration.providers:
+            if provider in owners:
+                raise DeclarationError(f"{_display(path)}: provider {provider!r} is also declared in {owners[provider]}")
+            owners[provider] = _display(path)
+    return loaded
+
+
+# -- checks beyond types -----------------------------------------------------------------------
+
+
+def _problems(declaration: Declaration) -> Iterator[str]:
+    yield from _unique("actions", [action.name for action in declaration.actions])
+    yield from _unique("triggers", [trigger.name for trigger in declaration.triggers])
+    if declaration.webhooks is not None:
+        hooks = declaration.webhooks
+        yield from _url("webhooks.docs", hooks.docs)
+        yield from _jmespath("webhooks", event_type=hooks.event_type, event_id=hooks.event_id, events=hooks.events)
+        if hooks.verify.scheme != "none" and not hooks.verify.header:
+            yield f"webhooks.verify.header: scheme {hooks.verify.scheme!r} needs the header that carries it"
+    for index, action in enumerate(declaration.actions):
+        yield from (f"actions[{index}] ({action.name}).{problem}" for problem in _action_problems(action))
+    claimed: dict[str, str | None] = {}
+    for index, trigger in enumerate(declaration.triggers):
+        where = f"triggers[{index}] ({trigger.name})"
+        yield from (f"{where}.{problem}" for problem in _trigger_problems(trigger))
+        if trigger.kind == "webhook":
+            if declaration.webhooks is None:
+                yield f"{where}: a webhook trigger needs the file's [webhooks] table"
+            for event in trigger.events:
+                if event in claimed and claimed[event] != trigger.item:
+                    yield f"{where}.events: {event!r} is claimed by another trigger with another item"
+                claimed[event] = trigger.item
+
+
+def _action_problems(action: Action) -> Iterator[str]:
+    if not _NAME.match(action.name):
+        yield f"name: {action.name!r} is not lowercase letters, digits and underscores"
+    yield from _url("docs", action.docs)
+    yield from _schema_and_example("input", action.input, action.example)
+    yield from _request_problems(action.request, action.input)
+    yield from _jmespath("output", select=action.output.select)
+    if action.output.schema is not None:
+        yield from _schema("output.schema", action.output.schema)
+    if action.pagination is not None:
+        yield from _pagination_problems(action.pagination)
+        if action.request.method != "GET" and action.pagination.style == "link":
+            yield "pagination: link paging follows GET URLs; the request must be a GET"
+
+
+def _trigger_problems(trigger: Trigger) -> Iterator[str]:
+    if not _NAME.match(trigger.name):
+        yield f"name: {trigger.name!r} is not lowercase letters, digits, dots and underscores"
+    yield from _url("docs", trigger.docs)
+    poll_keys = {"request": trigger.request, "items": trigger.items, "cursor": trigger.cursor}
+    if trigger.kind == "poll":
+        yield from (f"{key}: a poll trigger needs it" for key, value in poll_keys.items() if value is None)
+        if trigger.events or trigger.item:
+            yield "events: only a webhook trigger has events and item"
+        yield from _schema_and_example("config", trigger.config, trigger.example)
+        if trigger.request is not None:
+            yield from _request_problems(trigger.request, trigger.config)
+        yield from _jmespath("", items=trigger.items, item_id=trigger.item_id, cursor=trigger.cursor)
+        if trigger.pagination is not None:
+            yield from _pagination_problems(trigger.pagination)
+    else:
+        set_poll_keys = [key for key, value in {**poll_keys, "cursor_param": trigger.cursor_param, "pagination": trigger.pagination}.items() if value]
+        if set_poll_keys:
+            yield f"{set_poll_keys[0]}: only a poll trigger has it"
+        if not trigger.events:
+            yield "events: a webhook trigger names at least one event"
+        yield from _jmespath("", item=trigger.item)
+
+
+def _request_problems(request: Request, inputs: Mapping[str, Any]) -> Iterator[str]:
+    properties = inputs.get("properties") or {}
+    required = set(inputs.get("required") or ())
+    for field in (name for _, name, _, _ in string.Formatter().parse(request.path) if name is not None):
+        if field not in required:
+            yield f"request.path: placeholder {{{field}}} is not a required input"
+    if not request.path.startswith("/"):
+        yield f"request.path: {request.path!r} does not start with /"
+    for key in ("query", "body"):
+        for target, name in getattr(request, key).items():
+            if name not in properties:
+                yield f"request.{key}.{target}: {name!r} is not an input"
+    for target, value in request.fixed_query.items():
+        if not isinstance(value, str | int | bool):
+            yield f"request.fixed_query.{target}: expected a string, integer or boolean"
+    if request.body_format == "form" and any(not isinstance(value, str | int | bool) for value in request.fixed_body.values()):
+        yield "request.fixed_body: a form body holds strings, integers and booleans"
+
+
+def _pagination_problems(pagination: Pagination) -> Iterator[str]:
+    for key in _PAGINATION_NEEDS[pagination.style]:
+        if getattr(pagination, key) is None:
+            yield f"pagination.{key}: style {pagination.style!r} needs it"
+    if pagination.style == "cursor" and not (pagination.cursor_param or pagination.cursor_body):
+        yield "pagination.cursor_param: style 'cursor' sends the cursor as cursor_param or cursor_body"
+    if pagination.max_pages < 1 or pagination.page_size < 1:
+        yield "pagination.max_pages: max_pages and page_size are at least 1"
+    yield from _jmespath("pagination", next_cursor=pagination.next_cursor)
+
+
+def _schema_and_example(key: str, schema: Mapping[str, Any], example: Mapping[str, Any]) -> Iterator[str]:
+    problems = list(_schema(key, schema))
+    yield from problems
+    if not problems:
+        if schema.get("type") != "object":
+            yield f"{key}.type: the schema describes an object"
+        error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(dict(example)))
+        if error is not None:
+            yield f"example: does not satisfy {key} at {error.json_path}: {error.message}"
+
+
+def _schema(key: str, schema: Mapping[str, Any]) -> Iterator[str]:
+    try:
+        jsonschema.Draft202012Validator.check_schema(schema)
+    except jsonschema.SchemaError as error:
+        yield f"{key}: not a valid JSON Schema at {error.json_path}: {error.message}"
+
+
+def _jmespath(prefix: str, **expressions: str | None) -> Iterator[str]:
+    for key, expression in expressions.items():
+        if expression is None:
+            continue
+        try:
+            jmespath.compile(expression)
+        except JMESPathError as error:
+            yield f"{prefix + '.' if prefix else ''}{key}: not a JMESPath expression: {str(error).splitlines()[0]}"
+
+
+def _url(key: str, url: str) -> Iterator[str]:
+    if not url.startswith("https://"):
+        yield f"{key}: expected the https:// URL of the provider's documentation, got {url!r}"
+
+
+def _unique(key: str, names: Iterable[str]) -> Iterator[str]:
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            yield f"{key}: {name!r} is declared twice"
+        seen.add(name)

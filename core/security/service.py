@@ -1,0 +1,179 @@
+"""Who is calling, from the credentials a request presented (contract section 4): a :class:`Principal`.
+
+An API key (``x-api-key``) is a key of one workspace with a set of permissions. An access token of
+our own identity provider has its signature checked against our signing keys, then issuer, expiry
+and token type, then that its client may open the connect API (a user's token: first-party client,
+grant not revoked); the tenant is its ``organization_id`` and the permissions its ``permissions``.
+``core.security.auth`` reads the credentials of a request and asks here.
+
+What a process has verified is remembered a few seconds in the services' :class:`CredentialCaches`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import time
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any, Literal
+
+import attrs
+from sqlalchemy import select, update
+
+from patchbay.core.errors import NotFound
+from patchbay.core.identity.models import Grant, OidcClient
+from patchbay.core.security.api_keys import find_api_key, list_api_keys, revoke_api_key
+from patchbay.core.security.models import ApiKey
+from patchbay.core.security.signing_keys import InvalidToken
+from patchbay.core.shared_reads import SharedReads
+from patchbay.core.timeutil import utcnow
+
+if TYPE_CHECKING:
+    from patchbay.core.services import Services
+
+#: Verified API keys are remembered this long per process, so that a burst of calls (the proxy)
+#: does not pay a database read each; a key revoked in another process stops working within this
+#: time (in this process at once), a key reaching its ``expires_at`` stops working then.
+API_KEY_CACHE_SECONDS = 5.0
+#: the most (client, grant) trust answers remembered; past it they are all forgotten
+TOKEN_TRUST_LIMIT = 10_000
+
+
+@attrs.frozen
+class Principal:
+    kind: Literal["api_key", "access_token"]
+    workspace_id: str | None
+    permissions: frozenset[str]
+    subject: str | None = None  # user id, or client id for client_credentials
+    client_id: str | None = None
+    claims: dict[str, Any] = attrs.field(factory=dict)
+
+    def can(self, permission: str) -> bool:
+        return permission in self.permissions
+
+
+@attrs.define
+class CredentialCaches:
+    """This process's verified credentials: API keys (principal, or None for no active key) and,
+    per (client id, grant id), when it was checked whether their tokens open the connect API and the
+    answer (a revoked grant or a demoted client stops working within ``[identity] grant_check_seconds``)."""
+
+    api_keys: SharedReads[str, Principal | None] = attrs.field(factory=SharedReads)
+    token_trust: dict[tuple[str, str | None], tuple[float, bool]] = attrs.field(factory=dict)
+
+
+def install(services: Services) -> None:
+    """The credential caches, and the signing threads stopped when the services stop."""
+    services.credential_caches = CredentialCaches()
+    services.add_resource(_signing_threads)
+
+
+@contextlib.asynccontextmanager
+async def _signing_threads(services: Services) -> AsyncIterator[None]:
+    try:
+        yield
+    finally:
+        services.signing_keys.close()
+
+
+async def verify_access_token(services: Services, token: str) -> dict[str, Any]:
+    """Claims of a valid access token of this identity provider; raises ``InvalidToken``."""
+    claims = await services.signing_keys.verify(token)
+    if claims.get("iss") != services.settings.resolved_issuer:
+        raise InvalidToken("wrong issuer")
+    if not isinstance(claims.get("exp"), int | float) or claims["exp"] <= time.time():
+        raise InvalidToken("expired")
+    if claims.get("token_type") != "access_token":
+        raise InvalidToken("not an access token")
+    return claims
+
+
+async def api_key_principal(services: Services, key: str) -> Principal | None:
+    """The principal of an active API key (remembered ``API_KEY_CACHE_SECONDS``); None for no such key."""
+    return await services.credential_caches.api_keys.get(key, functools.partial(_lookup_api_key, services, key))
+
+
+def forget_cached_api_keys(services: Services) -> None:
+    """Drop this process's verified keys and the reads under way, so that a revocation made here
+    takes effect at once."""
+    services.credential_caches.api_keys.clear()
+
+
+async def _lookup_api_key(services: Services, key: str) -> tuple[Principal | None, float]:
+    """The key's principal (None for no active key) and how long this answer may be remembered."""
+    async with services.db.session() as session:
+        record = await find_api_key(session, services.secrets, key)
+        if record is None:
+            return None, API_KEY_CACHE_SECONDS
+        if record.last_used_at is None or (utcnow() - record.last_used_at).total_seconds() > 60:
+            await session.execute(update(ApiKey).where(ApiKey.id == record.id).values(last_used_at=utcnow()))
+            await session.commit()
+    lifetime = API_KEY_CACHE_SECONDS
+    if record.expires_at is not None:
+        lifetime = min(lifetime, (record.expires_at - utcnow()).total_seconds())
+    return Principal("api_key", record.workspace_id, frozenset(record.permissions), subject=record.id), lifetime
+
+
+async def _opens_connect_api(services: Services, claims: dict[str, Any]) -> bool:
+    """An access token opens the connect API only if its client still exists and, for a user's
+    token, the client is first-party (or platform) and the grant it came from is not revoked.
+    Third-party apps a user signed in to get identity, not the keys to the user's workspaces."""
+    client_id = claims.get("client_id")
+    if not isinstance(client_id, str):
+        return False
+    service = claims.get("sub") == client_id  # client_credentials: its workspace was bound by the operator
+    grant_id = None if service else claims.get("grant_id")  # every user token of the token endpoint names its grant
+    cache = services.credential_caches.token_trust
+    hit = cache.get((client_id, grant_id))
+    ttl = services.settings.identity.grant_check_seconds
+    if hit is not None and time.monotonic() - hit[0] < ttl:
+        return hit[1]
+    async with services.db.session() as session:
+        trust = await session.scalar(select(OidcClient.trust).where(OidcClient.client_id == client_id))
+        allowed = trust is not None
+        if allowed and not service:
+            allowed = trust in ("first_party", "platform")
+        if allowed and isinstance(grant_id, str):
+            revoked = await session.execute(select(Grant.revoked_at).where(Grant.id == grant_id, Grant.client_id == client_id))
+            row = revoked.first()
+            allowed = row is not None and row.revoked_at is None
+    if len(cache) > TOKEN_TRUST_LIMIT:
+        cache.clear()
+    cache[(client_id, grant_id)] = (time.monotonic(), allowed)
+    return allowed
+
+
+async def token_principal(services: Services, token: str) -> Principal | None:
+    """The principal of an access token, wherever the request carried it (the ``Authorization``
+    header, or ``token=`` on a login link): None unless the token is valid and opens the connect
+    API (its client still exists and may, its grant is not revoked)."""
+    try:
+        claims = await verify_access_token(services, token)
+    except InvalidToken:
+        return None
+    if not await _opens_connect_api(services, claims):
+        return None
+    permissions = claims.get("permissions") or []
+    return Principal(
+        "access_token",
+        claims.get("organization_id"),
+        frozenset(p for p in permissions if isinstance(p, str)),
+        subject=claims.get("sub"),
+        client_id=claims.get("client_id") or claims.get("aud"),
+        claims=claims,
+    )
+
+
+async def workspace_api_keys(services: Services, workspace_id: str) -> list[ApiKey]:
+    """Every key of a workspace, revoked and expired ones included, newest first."""
+    async with services.db.session(tenant=workspace_id) as session:
+        return await list_api_keys(session, workspace_id)
+
+
+async def revoke_workspace_api_key(services: Services, workspace_id: str, key_id: str) -> None:
+    """Revoke an active key of the workspace (NotFound otherwise); this process refuses it at once."""
+    async with services.db.transaction(tenant=workspace_id) as session:
+        revoked = await revoke_api_key(session, key_id, workspace_id=workspace_id)
+    if not revoked:
+        raise NotFound("no active API key with this id in this workspace")
+    forget_cached_api_keys(services)
