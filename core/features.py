@@ -29,5 +29,4 @@ FEATURES: tuple[str, ...] = (
     "patchbay.core.crm_push.feature",
     "patchbay.core.http.openapi",
     "patchbay.core.identity.feature",
-    "patchbay.core.jobs.maintenance",
 )

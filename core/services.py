@@ -51,6 +51,7 @@ Resource = Callable[["Services"], contextlib.AbstractAsyncContextManager[None]]
 #: the modules whose ``install(services)`` adds a domain's job kinds, periodic jobs and runtime
 #: objects, in order (their HTTP routes are added by ``core.features``)
 SERVICE_MODULES: tuple[str, ...] = (
+    "patchbay.core.billing.limits",
     "patchbay.core.connections.service",
     "patchbay.core.connect_ui.service",
     "patchbay.core.security.service",
@@ -60,6 +61,11 @@ SERVICE_MODULES: tuple[str, ...] = (
     "patchbay.core.webhooks.service",
     "patchbay.core.leads.service",
     "patchbay.core.crm_push.service",
+    "patchbay.core.workspaces.mail",
+    "patchbay.core.compliance.service",
+    "patchbay.core.records.sync",
+    "patchbay.core.tables.service",
+    "patchbay.core.jobs.maintenance",
 )
 
 

@@ -20,22 +20,22 @@ go over the workspace plan's limit. Resources (``RESOURCES``):
   ``template_clones`` (Free 3, Starter 10, Professional and Enterprise unlimited: spec 8A),
   ``action_executions``;
 - totals counted now by the owning feature: ``active_triggers``, ``table_rows``, ``providers``
-  (connected providers). The owner registers a counter in its ``setup(app)``, so this module never
-  imports another feature's models::
+  (connected providers). The owner registers a counter in its ``install(services)``, so this module
+  never imports another feature's models::
 
       from patchbay.core.billing.limits import register_counter
 
       async def count_rows(session, workspace_id: str) -> int: ...
-      register_counter(app, "table_rows", count_rows)
+      register_counter(services, "table_rows", count_rows)
 
   A total resource without a registered counter counts as 0 (nothing to limit yet).
 
 Limits per plan come from ``DEFAULT_LIMITS`` overridden by the settings tables ``[plans.<plan>]``
 (``template_clones = 5``; ``"unlimited"`` or ``-1`` for no limit); an unknown plan or resource there
 stops the start with a message naming it. ``enforce_limit`` and ``record_usage`` take only a session:
-the limits of the app the session belongs to are found through the session's ``info``, which each
-app's ``Database`` fills (``Database.context``), and defaults apply to a session of an app without
-the billing feature.
+the limits of the services the session belongs to are found through the session's ``info``, which
+:func:`install` fills through the services' ``Database`` (``Database.context``), and defaults apply
+to a session of a database without services.
 """
 
 from __future__ import annotations
@@ -43,20 +43,21 @@ from __future__ import annotations
 import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from aiohttp import web
 from sqlalchemy import select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from patchbay.core.appkeys import DB, LIMITS, SETTINGS
 from patchbay.core.billing.models import UsageCounter
 from patchbay.core.errors import PlanLimitExceeded
 from patchbay.core.settings import SettingsError
 from patchbay.core.timeutil import new_id, utcnow
 from patchbay.core.workspaces.models import PLANS, Workspace
+
+if TYPE_CHECKING:
+    from patchbay.core.services import Services
 
 MONTHLY_RESOURCES = ("template_clones", "action_executions")
 TOTAL_RESOURCES = ("active_triggers", "table_rows", "providers")
@@ -102,7 +103,7 @@ def resolve_limits(overrides: Mapping[str, Mapping[str, Any]] | None) -> dict[st
 
 
 class PlanLimits:
-    """The limits of every plan and the counters of total resources, for one app."""
+    """The limits of every plan and the counters of total resources, for one set of services."""
 
     def __init__(self, limits: dict[str, dict[str, int | None]] | None = None) -> None:
         self.limits = limits or resolve_limits(None)
@@ -126,39 +127,36 @@ class PlanLimits:
         return int(await counter(session, workspace_id)) if counter is not None else 0
 
 
-#: the key of ``Database.context`` (so of every session's ``info``) naming the app that owns it
-_APP = "patchbay.app"
-_DEFAULT = PlanLimits()
+#: the key of ``Database.context`` (so of every session's ``info``) naming the services that own it
+_SERVICES = "patchbay.services"
 
 
-def attach_app(app: web.Application) -> None:
-    """Let services that are handed only a session find ``app`` (its limits, secrets, registry)."""
-    app[DB].context[_APP] = weakref.ref(app)
+def install(services: Services) -> None:
+    """The plan limits of ``services`` (the ``[plans.<plan>]`` tables are checked here, at start),
+    and the services made findable from any session of their database."""
+    services.limits = PlanLimits(resolve_limits(services.settings.plans))
+    services.db.context[_SERVICES] = weakref.ref(services)
 
 
-def app_of(session: AsyncSession) -> web.Application | None:
-    """The application whose database ``session`` was opened on (None outside an app)."""
-    ref = session.info.get(_APP)
+def services_of(session: AsyncSession) -> Services | None:
+    """The services whose database ``session`` was opened on (None for a database without them)."""
+    ref = session.info.get(_SERVICES)
     return ref() if ref is not None else None
 
 
-def limits_of(app: web.Application) -> PlanLimits:
-    """The app's :class:`PlanLimits`, created on first use (any feature's ``setup`` may come first)."""
-    if LIMITS not in app:
-        app[LIMITS] = PlanLimits(resolve_limits(app[SETTINGS].plans))
-        attach_app(app)
-    return app[LIMITS]
+def limits_of(services: Services | None) -> PlanLimits:
+    """The plan limits of ``services``; the defaults when there are none."""
+    limits = services.limits if services is not None else None
+    return limits if limits is not None else PlanLimits()
 
 
-def register_counter(app_or_limits: web.Application | PlanLimits, resource: str, counter: Counter) -> None:
+def register_counter(services: Services, resource: str, counter: Counter) -> None:
     """Register ``async counter(session, workspace_id) -> int`` counting a total resource now."""
-    limits = app_or_limits if isinstance(app_or_limits, PlanLimits) else limits_of(app_or_limits)
-    limits.register_counter(resource, counter)
+    services.limits.register_counter(resource, counter)
 
 
 def _limits_for_session(session: AsyncSession) -> PlanLimits:
-    app = app_of(session)
-    return limits_of(app) if app is not None else _DEFAULT
+    return limits_of(services_of(session))
 
 
 async def workspace_plan(session: AsyncSession, workspace_id: str) -> str:

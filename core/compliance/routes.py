@@ -9,7 +9,7 @@ from typing import Any
 
 from aiohttp import web
 
-from patchbay.core.appkeys import DB, JOBS, REGISTRY, SETTINGS
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.compliance import service
 from patchbay.core.compliance.api_models import DeletionInformation, DeletionRequested, DeletionStatus
 from patchbay.core.http.bodies import parse_json, read_form
@@ -35,7 +35,7 @@ the app from your Facebook settings. You receive a confirmation code to follow t
 async def privacy_policy(request: web.Request) -> web.Response:
     """The privacy policy: a redirect to ``[compliance] privacy_policy_url`` or a page of
     ``privacy_policy_text``."""
-    settings = request.app[SETTINGS]
+    settings = request.app[SERVICES].settings
     if settings.compliance.privacy_policy_url:
         raise web.HTTPFound(settings.compliance.privacy_policy_url)
     name = settings.branding.name
@@ -55,8 +55,8 @@ async def privacy_policy(request: web.Request) -> web.Response:
 @returns(DeletionInformation)
 async def deletion_information(request: web.Request) -> web.Response:
     """How to request the deletion of one's data, with the provider callbacks installed packs read."""
-    base = request.app[SETTINGS].public_base_url
-    callbacks = [{"source": source, "field": callback.field} for source, callback in sorted(request.app[REGISTRY].objects("deletion_callbacks").items())]
+    base = request.app[SERVICES].settings.public_base_url
+    callbacks = [{"source": source, "field": callback.field} for source, callback in sorted(request.app[SERVICES].registry.objects("deletion_callbacks").items())]
     return reply(
         request,
         {
@@ -83,8 +83,8 @@ async def request_deletion(request: web.Request) -> web.Response:
     """Handle a deletion request: a provider's data deletion callback (form or JSON; Meta's
     ``signed_request``), or a signed-in user's own; answers ``{url, confirmation_code}`` and deletes
     in the background."""
-    settings = request.app[SETTINGS]
-    registry = request.app[REGISTRY]
+    settings = request.app[SERVICES].settings
+    registry = request.app[SERVICES].registry
     fields = await _fields(request)
     found = service.callback_subject(registry, settings.compliance, fields)
     if found is None:
@@ -95,8 +95,7 @@ async def request_deletion(request: web.Request) -> web.Response:
             raise service.no_requester(registry, fields)
         found = "user", principal.subject
     source, subject = found
-    async with request.app[DB].transaction() as session:
-        deletion = await service.request_deletion(request.app, session, source=source, subject=subject)
+    deletion = await service.request_deletion(request.app[SERVICES], source=source, subject=subject)
     code = deletion.confirmation_code
     return reply(request, {"url": f"{settings.public_base_url}/compliance/data-deletion/status?code={code}", "confirmation_code": code}, status=201)
 
@@ -110,20 +109,17 @@ async def deletion_status(request: web.Request) -> web.Response:
     code = request.query.get("code")
     if not code:
         raise bad_request("Query parameter 'code' is required")
-    async with request.app[DB].session() as session:
-        deletion = await service.deletion_by_code(session, code)
+    deletion = await service.deletion_by_code(request.app[SERVICES], code)
     body = {"confirmationCode": deletion.confirmation_code, "status": deletion.status, "requestedAt": iso(deletion.created_at), "completedAt": iso(deletion.completed_at)}
     accept = request.headers.get("Accept", "")
     if "text/html" in accept and "application/json" not in accept:  # a person following Meta's link
         words = {"pending": "is being processed", "completed": "has been completed", "failed": "could not be completed yet; we are looking into it"}
         text = f"Your data deletion request {html.escape(deletion.confirmation_code)} {words.get(deletion.status, deletion.status)}."
-        name = html.escape(request.app[SETTINGS].branding.name)
+        name = html.escape(request.app[SERVICES].settings.branding.name)
         page = f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Data deletion · {name}</title></head><body style="font-family: system-ui, sans-serif; max-width: 42rem; margin: 2rem auto"><h1>Data deletion</h1><p>{text}</p></body></html>'
         return web.Response(text=page, content_type="text/html")
     return reply(request, body)
 
 
 def setup(app: web.Application) -> None:
-    service.register_eraser(app, "users", service.users_eraser(app[REGISTRY].objects("deletion_identities")))
-    app[JOBS].register(service.DELETE_JOB, service.run_deletion, max_attempts=5)
     app.router.add_routes(routes)

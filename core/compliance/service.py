@@ -3,11 +3,11 @@
 user's own request, both carried out by the ``compliance.delete_user_data`` job.
 
 What is deleted comes from *erasers*: ``async eraser(session, request) -> int`` (rows removed), each
-registered under a name by the feature owning the data, in its ``setup(app)``::
+registered under a name by the feature owning the data, in its ``install(services)``::
 
     from patchbay.core.compliance.service import register_eraser
 
-    register_eraser(app, "leads", erase_leads)
+    register_eraser(services, "leads", erase_leads)
 
 ``request`` is the :class:`~patchbay.core.compliance.models.DeletionRequest` (``source`` the
 callback's, e.g. ``meta`` with ``subject`` the app-scoped Meta user id, or ``user`` with ``subject``
@@ -23,13 +23,11 @@ attempt.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from aiohttp import web
 from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from patchbay.core.appkeys import DB, ERASERS, JOBS
 from patchbay.core.compliance.callbacks import DeletionCallbackError, DeletionContext
 from patchbay.core.compliance.models import DeletionRequest
 from patchbay.core.errors import Invalid, NotFound
@@ -41,14 +39,24 @@ from patchbay.core.timeutil import utcnow
 from patchbay.core.users.models import User
 from patchbay.core.workspaces.models import Invite
 
+if TYPE_CHECKING:
+    from patchbay.core.services import Services
+
 DELETE_JOB = "compliance.delete_user_data"
 
 Eraser = Callable[[AsyncSession, DeletionRequest], Awaitable[int]]
 
 
-async def deletion_by_code(session: AsyncSession, code: str) -> DeletionRequest:
+def install(services: Services) -> None:
+    """The deletion job, and the built-in ``users`` eraser."""
+    register_eraser(services, "users", users_eraser(services.registry.objects("deletion_identities")))
+    services.jobs.register(DELETE_JOB, run_deletion, max_attempts=5)
+
+
+async def deletion_by_code(services: Services, code: str) -> DeletionRequest:
     """The deletion request of confirmation ``code``; NotFound when there is none."""
-    deletion = await session.scalar(select(DeletionRequest).where(DeletionRequest.confirmation_code == code))
+    async with services.db.session() as session:
+        deletion = await session.scalar(select(DeletionRequest).where(DeletionRequest.confirmation_code == code))
     if deletion is None:
         raise NotFound("Deletion request not found")
     return deletion
@@ -85,19 +93,19 @@ def no_requester(registry: Registry, body: Mapping[str, Any]) -> Invalid:
     return Invalid(message)
 
 
-def register_eraser(app: web.Application, name: str, eraser: Eraser) -> None:
-    erasers = app.setdefault(ERASERS, {})
-    if name in erasers:
+def register_eraser(services: Services, name: str, eraser: Eraser) -> None:
+    if name in services.erasers:
         raise ValueError(f"data eraser {name!r} is already registered")
-    erasers[name] = eraser
+    services.erasers[name] = eraser
 
 
-async def request_deletion(app: web.Application, session: AsyncSession, *, source: str, subject: str) -> DeletionRequest:
-    """Record a deletion request and enqueue its job in the caller's transaction."""
-    request = DeletionRequest(confirmation_code=random_token(12), source=source, subject=str(subject), status="pending", result={})
-    session.add(request)
-    await session.flush()
-    app[JOBS].enqueue(session, DELETE_JOB, {"request_id": request.id})
+async def request_deletion(services: Services, *, source: str, subject: str) -> DeletionRequest:
+    """Record a deletion request and enqueue its job, in one transaction."""
+    async with services.db.transaction() as session:
+        request = DeletionRequest(confirmation_code=random_token(12), source=source, subject=str(subject), status="pending", result={})
+        session.add(request)
+        await session.flush()
+        services.jobs.enqueue(session, DELETE_JOB, {"request_id": request.id})
     return request
 
 
@@ -132,14 +140,14 @@ async def _erase(session: AsyncSession, user_ids: list[str]) -> int:
 
 async def run_deletion(ctx: JobContext) -> None:
     """Job: carry out a deletion request once (a completed request is left alone)."""
-    app = ctx.app
+    services = ctx.services
     try:
-        async with app[DB].transaction() as session:
+        async with services.db.transaction() as session:
             request = await session.get(DeletionRequest, ctx.payload["request_id"])
             if request is None or request.status == "completed":
                 return
             result = {}
-            for name, eraser in sorted(app.get(ERASERS, {}).items()):
+            for name, eraser in sorted(services.erasers.items()):
                 result[name] = int(await eraser(session, request))
             request.result = result
             request.status = "completed"
@@ -147,7 +155,7 @@ async def run_deletion(ctx: JobContext) -> None:
             request.error = None
     except Exception as error:
         if ctx.is_last_attempt:
-            async with app[DB].transaction() as session:
+            async with services.db.transaction() as session:
                 request = await session.get(DeletionRequest, ctx.payload["request_id"])
                 if request is not None:
                     request.status = "failed"

@@ -47,4 +47,4 @@ async def delete_trigger(request: web.Request) -> web.Response:
 
 def setup(app: web.Application) -> None:
     app.router.add_routes(routes)
-    register_counter(app, "active_triggers", triggers.count_active_triggers)  # transitional: until billing's limits are on the services at install
+    register_counter(app[SERVICES], "active_triggers", triggers.count_active_triggers)

@@ -13,7 +13,7 @@ from typing import TypeAlias
 
 from aiohttp import web
 
-from patchbay.core.appkeys import SETTINGS
+from patchbay.core.appkeys import SERVICES
 
 Network: TypeAlias = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -35,7 +35,7 @@ def _trusted(address: str, networks: tuple[Network, ...]) -> bool:
 def client_address(request: web.BaseRequest) -> str:
     peer = request.remote or "unknown"
     app = getattr(request, "app", None)
-    networks = parse_networks(tuple(app[SETTINGS].trusted_proxies)) if app is not None and SETTINGS in app else ()
+    networks = parse_networks(tuple(app[SERVICES].settings.trusted_proxies)) if app is not None and SERVICES in app else ()
     if not networks or not _trusted(peer, networks):
         return peer
     hops = [hop.strip() for header in request.headers.getall("X-Forwarded-For", []) for hop in header.split(",") if hop.strip()]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from patchbay.core.appkeys import CRON, SERVICES, SETTINGS
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.http.bearer import bearer_matches
 from patchbay.core.http.errors import not_found, unauthorized
 from patchbay.core.http.probe_models import CronRun
@@ -30,10 +30,10 @@ CRON_JOB_NAMES = (
 @returns(CronRun)
 async def run_cron_job(request: web.Request) -> web.Response:
     """Run the named periodic job now and answer its summary."""
-    if not bearer_matches(request, request.app[SETTINGS].cron_secret):
+    if not bearer_matches(request, request.app[SERVICES].settings.cron_secret):
         raise unauthorized()
     name = request.path.rsplit("/", 1)[1]
-    job = request.app[CRON].jobs.get(name)
+    job = request.app[SERVICES].cron.jobs.get(name)
     if job is None:
         raise not_found(f"Cron job not found: {name}")
     summary = await job.run(request.app[SERVICES])

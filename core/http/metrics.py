@@ -34,7 +34,7 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from sqlalchemy import func, select
 
-from patchbay.core.appkeys import DB, METRICS, SETTINGS
+from patchbay.core.appkeys import METRICS, SERVICES
 from patchbay.core.connections.models import Connection
 from patchbay.core.flows.models import FlowExecution
 from patchbay.core.http.bearer import bearer_matches
@@ -146,7 +146,7 @@ PROMETHEUS_TEXT = Media("text/plain", {"type": "string", "description": "Prometh
 async def metrics(request: web.Request) -> web.Response:
     """Prometheus text exposition of this process's figures and the shared state; needs
     ``Authorization: Bearer <[metrics] token>`` (401), and answers 404 when no token is configured."""
-    token = request.app[SETTINGS].metrics.token
+    token = request.app[SERVICES].settings.metrics.token
     if not token:
         raise not_found()
     if not bearer_matches(request, token):
@@ -156,7 +156,7 @@ async def metrics(request: web.Request) -> web.Response:
 
 async def _exposition(app: web.Application) -> web.Response:
     collected = app[METRICS]
-    await collected.read_shared_state(app[DB])
+    await collected.read_shared_state(app[SERVICES].db)
     response = web.Response(body=generate_latest(collected.registry))
     response.content_type = CONTENT_TYPE_LATEST.split(";")[0]
     return response
@@ -187,6 +187,6 @@ def listener(address: str) -> Callable[[web.Application], AsyncIterator[None]]:
 
 
 def setup(app: web.Application) -> None:
-    app[METRICS] = Metrics()
+    app[METRICS] = app[SERVICES].metrics = Metrics()  # the services record through it (the proxy's upstream latency)
     app.middlewares.insert(0, metrics_middleware)  # outermost: it sees the final status of every answer
     app.router.add_routes(routes)

@@ -14,7 +14,7 @@ from json import encoder as json_encoder
 from aiohttp import web
 from aiohttp.abc import AbstractAccessLogger
 
-from patchbay.core.appkeys import RATE_LIMITER, REQUEST_ID, SETTINGS
+from patchbay.core.appkeys import REQUEST_ID, SERVICES
 from patchbay.core.http.client_address import client_address
 from patchbay.core.http.errors import ApiError
 from patchbay.core.ratelimit.limiter import parse_limit
@@ -55,12 +55,12 @@ async def throttle_middleware(request: web.Request, handler) -> web.StreamRespon
     path = request.path
     if not path.startswith(THROTTLED_PREFIXES) or path.startswith(UNTHROTTLED_PREFIXES):
         return await handler(request)
-    item = parse_limit(request.app[SETTINGS].rate_limits["connect_api"])
+    item = parse_limit(request.app[SERVICES].settings.rate_limits["connect_api"])
     if item is None:
         return await handler(request)
     principal = await authenticate(request)
     key = f"connect:ws:{principal.workspace_id}" if principal and principal.workspace_id else f"connect:ip:{client_address(request)}"
-    decision = await request.app[RATE_LIMITER].hit(key, item)
+    decision = await request.app[SERVICES].rate_limiter.hit(key, item)
     if not decision.allowed:
         raise ApiError(429, "ThrottlerException: Too Many Requests", headers={"Retry-After": str(decision.retry_after)})
     return await handler(request)

@@ -11,7 +11,7 @@ from typing import Any
 
 from aiohttp import web
 
-from patchbay.core.appkeys import REGISTRY, SETTINGS
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.connections.facts import connect_facts, logo_svg
 from patchbay.core.http.errors import bad_request, not_found
 from patchbay.core.http.openapi import PAGE_QUERY, query
@@ -144,7 +144,7 @@ async def list_providers(request: web.Request) -> web.Response:
     ``?page=``/``?limit=`` page (``X-Total-Count`` tells how many match)."""
     page = _positive(request.query, "page")
     limit = _positive(request.query, "limit", maximum=MAX_LIMIT)
-    providers = matching_providers(request.app[REGISTRY], request.query)
+    providers = matching_providers(request.app[SERVICES].registry, request.query)
     total = len(providers)
     if page is not None or limit is not None:
         size = limit or 20
@@ -158,8 +158,8 @@ async def list_providers(request: web.Request) -> web.Response:
 @requires()
 async def get_provider_route(request: web.Request) -> web.Response:
     """One provider with what connecting it takes (``connect``); unknown type: 404."""
-    provider = get_provider(request.app[REGISTRY], request.match_info["providerType"])
-    return reply(request, {**provider_json(provider), "connect": connect_facts(provider, request.app[SETTINGS].public_base_url)})
+    provider = get_provider(request.app[SERVICES].registry, request.match_info["providerType"])
+    return reply(request, {**provider_json(provider), "connect": connect_facts(provider, request.app[SERVICES].settings.public_base_url)})
 
 
 @routes.get("/connect/v1/providers/{providerType}/logo.svg")
@@ -167,7 +167,7 @@ async def get_provider_route(request: web.Request) -> web.Response:
 async def provider_logo(request: web.Request) -> web.Response:
     """The provider's logo (an SVG monogram), public so that an ``<img>`` can show it; unknown
     type: 404."""
-    provider = get_provider(request.app[REGISTRY], request.match_info["providerType"])
+    provider = get_provider(request.app[SERVICES].registry, request.match_info["providerType"])
     return web.Response(text=logo_svg(provider), content_type="image/svg+xml",
                         headers={"Cache-Control": "public, max-age=86400", "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'"})  # fmt: skip
 

@@ -9,7 +9,7 @@ import attrs
 from aiohttp import web
 from sqlalchemy import text
 
-from patchbay.core.appkeys import DB, READINESS, REGISTRY, SETTINGS
+from patchbay.core.appkeys import READINESS, SERVICES
 from patchbay.core.http.probe_models import Health, ProbeOk, ProbeUnavailable, ServiceInfo, Unhealthy
 from patchbay.core.http.responses import reply, returns
 
@@ -20,7 +20,7 @@ routes = web.RouteTableDef()
 @returns(ServiceInfo)
 async def root(request: web.Request) -> web.Response:
     """Service information and where its interfaces live."""
-    settings = request.app[SETTINGS]
+    settings = request.app[SERVICES].settings
     return reply(
         request,
         {
@@ -29,7 +29,7 @@ async def root(request: web.Request) -> web.Response:
             "issuer": settings.resolved_issuer,
             "discovery": f"{settings.resolved_issuer}/.well-known/openid-configuration",
             "openapi": f"{settings.public_base_url}/openapi.json",
-            "providers": len(request.app[REGISTRY].providers),
+            "providers": len(request.app[SERVICES].registry.providers),
         }
     )
 
@@ -43,7 +43,7 @@ class Readiness:
 
 async def _database_error(request: web.Request) -> str | None:
     try:
-        async with request.app[DB].session() as session:
+        async with request.app[SERVICES].db.session() as session:
             await session.execute(text("SELECT 1"))
     except Exception as error:  # any database failure makes the service unhealthy
         return type(error).__name__
@@ -59,8 +59,8 @@ async def health(request: web.Request) -> web.Response:
     error = await _database_error(request)
     if error:
         return reply(request, {"status": "error", "database": error}, status=503)
-    body = {"status": "ok", "database": request.app[DB].dialect}
-    load_errors = request.app[REGISTRY].load_errors
+    body = {"status": "ok", "database": request.app[SERVICES].db.dialect}
+    load_errors = request.app[SERVICES].registry.load_errors
     if load_errors:
         body |= {"status": "degraded", "pluginErrors": [error.as_json() for error in load_errors]}
     return reply(request, body)
@@ -100,7 +100,7 @@ async def _stop_accepting(app: web.Application) -> None:
 
 
 def setup(app: web.Application) -> None:
-    app[READINESS] = Readiness()
+    app[READINESS] = app[SERVICES].readiness = Readiness()
     app.cleanup_ctx.append(_accept_traffic)
     app.on_shutdown.append(_stop_accepting)
     app.router.add_routes(routes)

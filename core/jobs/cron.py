@@ -25,7 +25,7 @@ log = logging.getLogger(__name__)
 class CronJob:
     name: str
     interval_seconds: int
-    run: Callable[[Any], Awaitable[dict[str, Any] | None]]  # run(app) -> summary
+    run: Callable[[Any], Awaitable[dict[str, Any] | None]]  # run(services) -> summary
 
 
 class CronRegistry:

@@ -126,14 +126,12 @@ class JobKind:
         return min(self.backoff_cap, self.backoff_base * 2 ** max(0, attempt - 1))
 
 
-@event.listens_for(Session, "after_commit")
 def _wake_after_commit(session: Session) -> None:
     wake = session.info.pop(_NOTIFY_KEY, None)
     if wake is not None:
         wake.set()
 
 
-@event.listens_for(Session, "after_rollback")
 def _forget_after_rollback(session: Session) -> None:
     session.info.pop(_NOTIFY_KEY, None)
 
@@ -145,6 +143,8 @@ class LostLease(Exception):
 class JobQueue:
     def __init__(self, db: Database, *, lease_seconds: float = LEASE_SECONDS) -> None:
         self.db = db
+        event.listen(db.session_class, "after_commit", _wake_after_commit)
+        event.listen(db.session_class, "after_rollback", _forget_after_rollback)
         self.lease_seconds = lease_seconds
         self.kinds: dict[str, JobKind] = {}
         self.wake = asyncio.Event()

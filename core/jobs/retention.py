@@ -10,15 +10,17 @@ with their step records.
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import delete, select, update
 
-from patchbay.core.appkeys import DB, SETTINGS
 from patchbay.core.connections.models import ProxyCallLog
 from patchbay.core.flows.models import FlowExecution, FlowExecutionStep
 from patchbay.core.timeutil import utcnow
 from patchbay.core.webhooks.models import WebhookAttempt, WebhookEvent
+
+if TYPE_CHECKING:
+    from patchbay.core.services import Services
 
 BATCH = 1000
 MAX_BATCHES = 100
@@ -56,10 +58,10 @@ def _clearing_event_bodies(cutoff):
     return stored, lambda ids: update(WebhookEvent).where(WebhookEvent.id.in_(ids)).values(body=None)
 
 
-async def purge_expired(app) -> dict[str, Any]:
+async def purge_expired(services: Services) -> dict[str, Any]:
     """Apply the retention settings once; answers how many records of each kind were purged."""
-    retention = app[SETTINGS].retention
-    db = app[DB]
+    retention = services.settings.retention
+    db = services.db
     now = utcnow()
     plans = {
         "webhookEventBodiesCleared": (retention.webhook_event_days, _clearing_event_bodies),

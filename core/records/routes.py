@@ -5,17 +5,16 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from patchbay.core.appkeys import DB, SERVICES
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.http.bodies import page_params
 from patchbay.core.http.openapi import PAGE_QUERY, accepts, query
 from patchbay.core.http.responses import reply, returns
 from patchbay.core.records import service
 from patchbay.core.records.api_models import KIND_QUERY, RecordDeleted, RecordOut, RecordPage, RecordReplayed, RecordsCsvDto, RecordSummary
-from patchbay.core.records.sync import setup_sync
 from patchbay.core.records.transfer import import_records
 from patchbay.core.security.auth import principal_of, requires
 from patchbay.core.tables.api_models import ImportReport
-from patchbay.core.tables.csvstream import csv_source
+from patchbay.core.http.csv_bodies import csv_source
 
 routes = web.RouteTableDef()
 PREFIX = "/connect/v1/records"
@@ -34,10 +33,9 @@ async def list_records(request: web.Request) -> web.Response:
     page, limit = page_params(request)
     workspace_id = _tenant(request)
     params = request.query
-    async with request.app[DB].session(tenant=workspace_id) as session:
-        records, total = await service.list_records(
-            session, workspace_id, page=page, limit=limit, resource_type=params.get("resourceType"), provider_type=params.get("providerType"), search=params.get("search")
-        )
+    records, total = await service.list_records(
+        request.app[SERVICES], workspace_id, page=page, limit=limit, resource_type=params.get("resourceType"), provider_type=params.get("providerType"), search=params.get("search")
+    )
     return reply(request, {"data": [service.record_json(record) for record in records], "page": page, "limit": limit, "total": total})
 
 
@@ -47,9 +45,7 @@ async def list_records(request: web.Request) -> web.Response:
 async def records_summary(request: web.Request) -> web.Response:
     """Record counts grouped by resource type and provider."""
     workspace_id = _tenant(request)
-    async with request.app[DB].session(tenant=workspace_id) as session:
-        summary = await service.summary(session, workspace_id)
-    return reply(request, summary)
+    return reply(request, await service.summary(request.app[SERVICES], workspace_id))
 
 
 @routes.post(PREFIX + "/import")
@@ -62,7 +58,7 @@ async def import_records_route(request: web.Request) -> web.Response:
     ``external_id`` or ``id`` column makes a re-import update instead of duplicating."""
     chunks, body = await csv_source(request)
     report = await import_records(
-        request.app[DB], workspace_id=_tenant(request), chunks=chunks,
+        request.app[SERVICES].db, workspace_id=_tenant(request), chunks=chunks,
         provider_type=request.query.get("providerType", body.get("providerType")),
         resource_type=request.query.get("resourceType", body.get("resourceType")),
     )  # fmt: skip
@@ -75,8 +71,7 @@ async def import_records_route(request: web.Request) -> web.Response:
 async def get_record(request: web.Request) -> web.Response:
     """One record."""
     workspace_id = _tenant(request)
-    async with request.app[DB].session(tenant=workspace_id) as session:
-        record = await service.get_record(session, workspace_id, request.match_info["id"])
+    record = await service.record_of(request.app[SERVICES], workspace_id, request.match_info["id"])
     return reply(request, service.record_json(record))
 
 
@@ -86,8 +81,7 @@ async def get_record(request: web.Request) -> web.Response:
 async def delete_record(request: web.Request) -> web.Response:
     """Delete one record."""
     workspace_id = _tenant(request)
-    async with request.app[DB].transaction(tenant=workspace_id) as session:
-        await service.delete_record(session, workspace_id, request.match_info["id"])
+    await service.delete_record(request.app[SERVICES], workspace_id, request.match_info["id"])
     return reply(request, {"deleted": True, "id": request.match_info["id"]})
 
 
@@ -98,12 +92,9 @@ async def replay_record(request: web.Request) -> web.Response:
     """Re-fire the active trigger subscriptions matching the record's provider and resource type,
     with the record as the trigger payload; answers how many flows were started."""
     workspace_id = _tenant(request)
-    async with request.app[DB].transaction(tenant=workspace_id) as session:
-        record = await service.get_record(session, workspace_id, request.match_info["id"])
-        fired = await service.replay(request.app[SERVICES], session, record)
-    return reply(request, {"recordId": record.id, "fired": fired}, status=201)
+    fired = await service.replay(request.app[SERVICES], workspace_id, request.match_info["id"])
+    return reply(request, {"recordId": request.match_info["id"], "fired": fired}, status=201)
 
 
 def setup(app: web.Application) -> None:
     app.router.add_routes(routes)
-    setup_sync(app)

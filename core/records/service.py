@@ -9,17 +9,20 @@ Records without an external id are always added.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import String, and_, func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from patchbay.core.http.errors import not_found
+from patchbay.core.errors import NotFound
 from patchbay.core.records.models import Record
 from patchbay.core.tables import bulk
 from patchbay.core.tables.service import paged
 from patchbay.core.tables.search import index_bulk_inserts, last_rowid, matches, search_text_of
 from patchbay.core.timeutil import iso, utcnow
+
+if TYPE_CHECKING:
+    from patchbay.core.services import Services
 
 MAX_EXTERNAL_ID = 255
 
@@ -41,38 +44,47 @@ def record_json(record: Record) -> dict[str, Any]:
 async def get_record(session: AsyncSession, workspace_id: str, record_id: str) -> Record:
     record = await session.scalar(select(Record).where(Record.id == record_id, Record.workspace_id == workspace_id))
     if record is None:
-        raise not_found(f"Record not found: {record_id}")
+        raise NotFound(f"Record not found: {record_id}")
     return record
 
 
-async def delete_record(session: AsyncSession, workspace_id: str, record_id: str) -> None:
-    await session.delete(await get_record(session, workspace_id, record_id))
+async def record_of(services: Services, workspace_id: str, record_id: str) -> Record:
+    """The workspace's record ``record_id``; NotFound when there is none."""
+    async with services.db.session(tenant=workspace_id) as session:
+        return await get_record(session, workspace_id, record_id)
+
+
+async def delete_record(services: Services, workspace_id: str, record_id: str) -> None:
+    async with services.db.transaction(tenant=workspace_id) as session:
+        await session.delete(await get_record(session, workspace_id, record_id))
 
 
 async def list_records(
-    session: AsyncSession, workspace_id: str, *, page: int, limit: int, resource_type: str | None = None, provider_type: str | None = None, search: str | None = None
+    services: Services, workspace_id: str, *, page: int, limit: int, resource_type: str | None = None, provider_type: str | None = None, search: str | None = None
 ) -> tuple[list[Record], int]:
     conditions = [Record.workspace_id == workspace_id]
     if resource_type:
         conditions.append(Record.resource_type == resource_type)
     if provider_type:
         conditions.append(Record.provider_type == provider_type)
-    if search:
-        condition = matches(session.bind.dialect.name, Record.__table__, search)
-        if condition is not None:
-            conditions.append(condition)
-    return await paged(session, Record, and_(*conditions), (Record.updated_at.desc(), Record.id.desc()), page, limit)
+    async with services.db.session(tenant=workspace_id) as session:
+        if search:
+            condition = matches(session.bind.dialect.name, Record.__table__, search)
+            if condition is not None:
+                conditions.append(condition)
+        return await paged(session, Record, and_(*conditions), (Record.updated_at.desc(), Record.id.desc()), page, limit)
 
 
-async def summary(session: AsyncSession, workspace_id: str) -> dict[str, Any]:
+async def summary(services: Services, workspace_id: str) -> dict[str, Any]:
     """Counts by (resource type, provider), and the totals per resource type and per provider."""
-    result = await session.execute(
-        select(Record.resource_type, Record.provider_type, func.count())
-        .where(Record.workspace_id == workspace_id)
-        .group_by(Record.resource_type, Record.provider_type)
-        .order_by(Record.resource_type, Record.provider_type)
-    )
-    groups = [{"resourceType": resource, "providerType": provider, "count": count} for resource, provider, count in result.all()]
+    async with services.db.session(tenant=workspace_id) as session:
+        result = await session.execute(
+            select(Record.resource_type, Record.provider_type, func.count())
+            .where(Record.workspace_id == workspace_id)
+            .group_by(Record.resource_type, Record.provider_type)
+            .order_by(Record.resource_type, Record.provider_type)
+        )
+        groups = [{"resourceType": resource, "providerType": provider, "count": count} for resource, provider, count in result.all()]
     by_resource: dict[str, int] = {}
     by_provider: dict[str, int] = {}
     for group in groups:
@@ -154,12 +166,14 @@ async def store_records(
     return len(inserts), len(updates)
 
 
-async def replay(app: Any, session: AsyncSession, record: Record) -> int:
+async def replay(services: Services, workspace_id: str, record_id: str) -> int:
     """Re-fire every active trigger subscription matching the record's (providerType,
     resourceType) with the record as the trigger payload; answers the executions started."""
     from patchbay.core.flows.triggers import fire_matching_triggers
 
-    return await fire_matching_triggers(
-        app, session, workspace_id=record.workspace_id, provider_type=record.provider_type, event_type=record.resource_type,
-        payload=record_json(record), source="records",
-    )  # fmt: skip
+    async with services.db.transaction(tenant=workspace_id) as session:
+        record = await get_record(session, workspace_id, record_id)
+        return await fire_matching_triggers(
+            services, session, workspace_id=record.workspace_id, provider_type=record.provider_type, event_type=record.resource_type,
+            payload=record_json(record), source="records",
+        )  # fmt: skip

@@ -13,17 +13,19 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
 
-from patchbay.core.appkeys import CRON, DB, JOBS, REGISTRY
 from patchbay.core.connections.models import ACTIVE_STATUSES, Connection
 from patchbay.core.jobs.cron import CronJob
 from patchbay.core.jobs.queue import JobContext
 from patchbay.core.records.models import RecordSyncCursor
 from patchbay.core.records.service import external_id_of, store_records
 from patchbay.core.timeutil import utcnow
+
+if TYPE_CHECKING:
+    from patchbay.core.services import Services
 
 log = logging.getLogger(__name__)
 
@@ -32,12 +34,12 @@ INTERVAL_SECONDS = 15 * 60
 MAX_PAGES = 20
 
 
-async def schedule_syncs(app: Any) -> dict[str, Any]:
+async def schedule_syncs(services: Services) -> dict[str, Any]:
     """Enqueue a sync of every active connection of a provider with record sources."""
-    sources = app[REGISTRY].objects("record_sources")
+    sources = services.registry.objects("record_sources")
     if not sources:
         return {"connections": 0}
-    async with app[DB].session() as session:
+    async with services.db.session() as session:
         rows = (
             await session.execute(
                 select(Connection.id, Connection.workspace_id).where(Connection.provider.in_(list(sources)), Connection.status.in_(ACTIVE_STATUSES))
@@ -47,28 +49,28 @@ async def schedule_syncs(app: Any) -> dict[str, Any]:
     enqueued = 0
     for connection_id, workspace_id in rows:
         payload = {"connection_id": connection_id, "workspace_id": workspace_id}
-        if await app[JOBS].enqueue_once(JOB_KIND, payload, f"{JOB_KIND}:{connection_id}:{tick}"):
+        if await services.jobs.enqueue_once(JOB_KIND, payload, f"{JOB_KIND}:{connection_id}:{tick}"):
             enqueued += 1
     return {"connections": len(rows), "enqueued": enqueued}
 
 
-async def sync_connection(app: Any, *, workspace_id: str, connection_id: str) -> dict[str, int]:
+async def sync_connection(services: Services, *, workspace_id: str, connection_id: str) -> dict[str, int]:
     """Run every record source of the connection's provider; answers records stored per resource."""
     from patchbay.core.connections.client import open_client
 
-    async with app[DB].session(tenant=workspace_id) as session:
+    async with services.db.session(tenant=workspace_id) as session:
         connection = await session.get(Connection, connection_id)
     if connection is None or connection.status not in ACTIVE_STATUSES:
         return {}
-    sources = app[REGISTRY].get("record_sources", connection.provider) or {}
-    client = await open_client(app, workspace_id=workspace_id, connection_id=connection_id, source="data-sync")
+    sources = services.registry.get("record_sources", connection.provider) or {}
+    client = await open_client(services, workspace_id=workspace_id, connection_id=connection_id, source="data-sync")
     stored: dict[str, int] = {}
     for resource_type, source in sources.items():
         try:
-            stored[resource_type] = await _sync_source(app, client, connection, resource_type, source)
+            stored[resource_type] = await _sync_source(services, client, connection, resource_type, source)
         except Exception as error:  # one failing source must not stop the others; its error is kept
             log.warning("data sync of %s %s (%s) failed: %r", connection.provider, resource_type, connection_id, error)
-            await _save_error(app, connection, resource_type, f"{type(error).__name__}: {error}"[:2000])
+            await _save_error(services, connection, resource_type, f"{type(error).__name__}: {error}"[:2000])
     return stored
 
 
@@ -82,8 +84,8 @@ async def _cursor_row(session, connection: Connection, resource_type: str) -> Re
     return row
 
 
-async def _sync_source(app: Any, client: Any, connection: Connection, resource_type: str, source: Any) -> int:
-    db = app[DB]
+async def _sync_source(services: Services, client: Any, connection: Connection, resource_type: str, source: Any) -> int:
+    db = services.db
     async with db.session(tenant=connection.workspace_id) as session:
         row = await session.scalar(
             select(RecordSyncCursor).where(RecordSyncCursor.connection_id == connection.id, RecordSyncCursor.resource_type == resource_type)
@@ -112,17 +114,17 @@ async def _sync_source(app: Any, client: Any, connection: Connection, resource_t
     return total
 
 
-async def _save_error(app: Any, connection: Connection, resource_type: str, message: str) -> None:
-    async with app[DB].transaction(tenant=connection.workspace_id) as session:
+async def _save_error(services: Services, connection: Connection, resource_type: str, message: str) -> None:
+    async with services.db.transaction(tenant=connection.workspace_id) as session:
         row = await _cursor_row(session, connection, resource_type)
         row.last_error = message
 
 
 async def _handle(context: JobContext) -> None:
-    await sync_connection(context.app, workspace_id=context.payload["workspace_id"], connection_id=context.payload["connection_id"])
+    await sync_connection(context.services, workspace_id=context.payload["workspace_id"], connection_id=context.payload["connection_id"])
 
 
-def setup_sync(app: Any) -> None:
-    app[JOBS].register(JOB_KIND, _handle, max_attempts=3)
-    app[CRON].add(CronJob("data-sync", INTERVAL_SECONDS, schedule_syncs))
+def install(services: Services) -> None:
+    services.jobs.register(JOB_KIND, _handle, max_attempts=3)
+    services.cron.add(CronJob("data-sync", INTERVAL_SECONDS, schedule_syncs))
 

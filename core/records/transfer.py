@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-from patchbay.core.http.errors import bad_request
+from patchbay.core.errors import Invalid
 from patchbay.core.records.service import MAX_EXTERNAL_ID, external_id_of, store_records
 from patchbay.core.storage.db import Database
 from patchbay.core.tables.csvstream import csv_records, read_header
@@ -17,7 +17,7 @@ _NAME_LIMIT = 100
 
 def _kind(value, field: str) -> str:
     if not isinstance(value, str) or not value.strip() or len(value) > _NAME_LIMIT:
-        raise bad_request(f"Validation failed: '{field}' is required (query parameter or JSON field)")
+        raise Invalid(f"Validation failed: '{field}' is required (query parameter or JSON field)")
     return value.strip()
 
 
@@ -57,6 +57,6 @@ async def import_records(db: Database, *, workspace_id: str, provider_type, reso
             if len(pending) >= BATCH:
                 await flush()
     if header is None:
-        raise bad_request("CSV header line is missing")
+        raise Invalid("CSV header line is missing")
     await flush()
     return report

@@ -1,6 +1,7 @@
 """The declarative base, column types shared by every model, and tenant scoping.
 
-Tenant scoping lives here, in one place: a session opened for a workspace
+Tenant scoping lives here, in one place (:func:`guard_tenancy`, which each ``Database`` applies to
+its own session class): a session opened for a workspace
 (``Database.session(tenant=...)``) adds ``workspace_id = <tenant>`` to every ORM query of a
 :class:`TenantScoped` model, loads included, and stamps the tenant on every new row; writing a row of
 another tenant raises. A handler cannot forget the filter because it never writes it.
@@ -131,7 +132,13 @@ def _scope_core_statement(statement: Any, tenant: str) -> Any:
     return statement
 
 
-@event.listens_for(Session, "do_orm_execute")
+def guard_tenancy(session_class: type[Session]) -> None:
+    """Scope the tenant sessions of ``session_class`` (a Database's own ``Session`` subclass, never
+    the global one): reads see only the tenant's rows, writes are stamped and checked."""
+    event.listen(session_class, "do_orm_execute", _scope_queries_to_tenant)
+    event.listen(session_class, "before_flush", _stamp_tenant_on_writes)
+
+
 def _scope_queries_to_tenant(state: ORMExecuteState) -> None:
     """In a tenant session, every SELECT, UPDATE and DELETE sees only the tenant's rows: ORM entities
     through ``with_loader_criteria``, plain Core tables (``Model.__table__``) by an added WHERE."""
@@ -145,7 +152,6 @@ def _scope_queries_to_tenant(state: ORMExecuteState) -> None:
         )
 
 
-@event.listens_for(Session, "before_flush")
 def _stamp_tenant_on_writes(session: Session, flush_context, instances) -> None:
     tenant = session.info.get(TENANT_KEY)
     if tenant is None:

@@ -15,8 +15,9 @@ from typing import Any
 
 from sqlalchemy import event, exc
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+from sqlalchemy.orm import Session
 
-from patchbay.core.storage.base import TENANT_KEY
+from patchbay.core.storage.base import TENANT_KEY, guard_tenancy
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 IDLE_PING_SECONDS = 5.0
@@ -62,7 +63,11 @@ def _ping_if_idle(dbapi_connection, record, _proxy) -> None:
 
 class Database:
     """The engine and a session factory. ``session(tenant=...)`` scopes every ORM query to one
-    workspace (see ``storage.base``); ``session()`` without a tenant is for system work (jobs, CLI)."""
+    workspace (see ``storage.base``); ``session()`` without a tenant is for system work (jobs, CLI).
+
+    Its sessions are of its own ``Session`` subclass, :attr:`session_class`: the session events a
+    part of patchbay listens to (the tenancy guard, the job queue's wake-up) are attached to it, so
+    two databases in one process never share them."""
 
     def __init__(self, url: str) -> None:
         self.url = url
@@ -70,7 +75,9 @@ class Database:
         #: what a service handed only a session needs of the app owning this database (billing's
         #: plan limits): every session's ``info`` starts with these entries
         self.context: dict[str, Any] = {}
-        self._sessions = async_sessionmaker(self.engine, expire_on_commit=False, info=self.context)
+        self.session_class: type[Session] = type("DatabaseSession", (Session,), {})
+        guard_tenancy(self.session_class)
+        self._sessions = async_sessionmaker(self.engine, expire_on_commit=False, info=self.context, sync_session_class=self.session_class)
 
     @property
     def dialect(self) -> str:

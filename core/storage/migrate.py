@@ -11,7 +11,6 @@ from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import text
 
@@ -34,17 +33,6 @@ async def upgrade(db: Database) -> None:
         if db.is_postgres:
             await connection.execute(text(f"SELECT pg_advisory_xact_lock({_ADVISORY_LOCK_ID})"))
         await connection.run_sync(lambda sync: command.upgrade(alembic_config(sync), "heads"))
-
-
-async def is_current(db: Database) -> bool:
-    """True when the database is at every head revision."""
-
-    def check(sync) -> bool:
-        heads = set(ScriptDirectory.from_config(alembic_config()).get_heads())
-        return set(MigrationContext.configure(sync).get_current_heads()) == heads
-
-    async with db.engine.connect() as connection:
-        return await connection.run_sync(check)
 
 
 async def new_revision(db: Database, *, branch: str, message: str) -> str:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from patchbay.core.appkeys import DB
-from patchbay.core.billing.limits import register_counter
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.http.bodies import page_params, read_body, read_object, structure
+from patchbay.core.http.csv_bodies import csv_source
 from patchbay.core.http.errors import bad_request
 from patchbay.core.http.openapi import PAGE_QUERY, accepts, query
 from patchbay.core.http.responses import Media, reply, returns
@@ -17,7 +17,6 @@ from patchbay.core.tables.api_models import (
     CreateTableDto, CsvDto, ImportReport, RowDeleted, RowDto, RowOut, RowPage, TableDeleted, TableOut, UpdateTableDto, UpsertedRow,
     UpsertRowDto,
 )  # fmt: skip
-from patchbay.core.tables.csvstream import csv_source
 from patchbay.core.tables.transfer import export_csv, import_csv
 
 routes = web.RouteTableDef()
@@ -34,10 +33,8 @@ def _tenant(request: web.Request) -> str:
 async def list_tables(request: web.Request) -> web.Response:
     """The caller account's tables, with their row counts."""
     workspace_id = _tenant(request)
-    async with request.app[DB].session(tenant=workspace_id) as session:
-        tables = await service.list_tables(session)
-        counts = await service.row_counts(session, [table.id for table in tables])
-    return reply(request, [service.table_json(table, counts.get(table.id, 0)) for table in tables])
+    tables = await service.tables_with_counts(request.app[SERVICES], workspace_id)
+    return reply(request, [service.table_json(table, count) for table, count in tables])
 
 
 @routes.post(PREFIX)
@@ -49,8 +46,7 @@ async def create_table(request: web.Request) -> web.Response:
     dto = await read_body(request, CreateTableDto)
     workspace_id = _tenant(request)
     columns = [{"name": column.name, "type": column.type} for column in dto.columns]
-    async with request.app[DB].transaction(tenant=workspace_id) as session:
-        table = await service.create_table(session, workspace_id=workspace_id, name=dto.name, slug=dto.slug, columns=columns, description=dto.description)
+    table = await service.add_table(request.app[SERVICES], workspace_id, name=dto.name, slug=dto.slug, columns=columns, description=dto.description)
     return reply(request, service.table_json(table, 0), status=201)
 
 
@@ -60,10 +56,8 @@ async def create_table(request: web.Request) -> web.Response:
 async def get_table(request: web.Request) -> web.Response:
     """One table with its schema and row count."""
     workspace_id = _tenant(request)
-    async with request.app[DB].session(tenant=workspace_id) as session:
-        table = await service.get_table(session, workspace_id, request.match_info["slug"])
-        counts = await service.row_counts(session, [table.id])
-    return reply(request, service.table_json(table, counts.get(table.id, 0)))
+    table, count = await service.table_with_count(request.app[SERVICES], workspace_id, request.match_info["slug"])
+    return reply(request, service.table_json(table, count))
 
 
 @routes.patch(PREFIX + "/{slug}")
@@ -75,11 +69,8 @@ async def update_table(request: web.Request) -> web.Response:
     body = await read_object(request)
     structure(body, UpdateTableDto)  # 400 naming a field of the wrong type; the service reads the keys given
     workspace_id = _tenant(request)
-    async with request.app[DB].transaction(tenant=workspace_id) as session:
-        table = await service.get_table(session, workspace_id, request.match_info["slug"])
-        await service.update_table(session, table, body)
-        counts = await service.row_counts(session, [table.id])
-    return reply(request, service.table_json(table, counts.get(table.id, 0)))
+    table, count = await service.table_with_count(request.app[SERVICES], workspace_id, request.match_info["slug"], changes=body)
+    return reply(request, service.table_json(table, count))
 
 
 @routes.delete(PREFIX + "/{slug}")
@@ -88,9 +79,7 @@ async def update_table(request: web.Request) -> web.Response:
 async def delete_table(request: web.Request) -> web.Response:
     """Delete the table and all its rows."""
     workspace_id = _tenant(request)
-    async with request.app[DB].transaction(tenant=workspace_id) as session:
-        table = await service.get_table(session, workspace_id, request.match_info["slug"])
-        await service.delete_table(session, table)
+    await service.remove_table(request.app[SERVICES], workspace_id, request.match_info["slug"])
     return reply(request, {"deleted": True, "slug": request.match_info["slug"]})
 
 
@@ -107,9 +96,7 @@ async def list_rows(request: web.Request) -> web.Response:
     """Rows of the table, a page at a time; ``search`` finds rows by the words of their values."""
     page, limit = page_params(request)
     workspace_id = _tenant(request)
-    async with request.app[DB].session(tenant=workspace_id) as session:
-        table = await service.get_table(session, workspace_id, request.match_info["slug"])
-        rows, total = await service.list_rows(session, table, page=page, limit=limit, search=request.query.get("search"))
+    rows, total = await service.rows_of(request.app[SERVICES], workspace_id, request.match_info["slug"], page=page, limit=limit, search=request.query.get("search"))
     return reply(request, {"data": [service.row_json(row) for row in rows], "page": page, "limit": limit, "total": total})
 
 
@@ -121,9 +108,7 @@ async def create_row(request: web.Request) -> web.Response:
     """Create a row: ``{data: {}, external_key?}``; the plan caps the account's total rows."""
     dto = await read_body(request, RowDto)
     workspace_id = _tenant(request)
-    async with request.app[DB].transaction(tenant=workspace_id) as session:
-        table = await service.get_table(session, workspace_id, request.match_info["slug"])
-        row = await service.create_row(session, table, dto.data, dto.external_key)
+    row = await service.add_row(request.app[SERVICES], workspace_id, request.match_info["slug"], dto.data, dto.external_key)
     return reply(request, service.row_json(row), status=201)
 
 
@@ -135,9 +120,7 @@ async def upsert_row(request: web.Request) -> web.Response:
     """Create the row of ``external_key`` or merge ``data`` into it; ``created`` says which."""
     dto = await read_body(request, UpsertRowDto)
     workspace_id = _tenant(request)
-    async with request.app[DB].transaction(tenant=workspace_id) as session:
-        table = await service.get_table(session, workspace_id, request.match_info["slug"])
-        row, created = await service.upsert(session, table, dto.data, dto.external_key)
+    row, created = await service.upsert_by_key(request.app[SERVICES], workspace_id, request.match_info["slug"], dto.data, dto.external_key)
     return reply(request, {**service.row_json(row), "created": created}, status=201)
 
 
@@ -153,9 +136,7 @@ async def lookup_row(request: web.Request) -> web.Response:
     if "value" not in request.query:
         raise bad_request("Query parameter 'value' is required")
     workspace_id = _tenant(request)
-    async with request.app[DB].session(tenant=workspace_id) as session:
-        table = await service.get_table(session, workspace_id, request.match_info["slug"])
-        row = await service.find_row(session, table, column, request.query["value"])
+    row = await service.newest_row_where(request.app[SERVICES], workspace_id, request.match_info["slug"], column, request.query["value"])
     return reply(request, service.row_json(row) if row is not None else None)
 
 
@@ -167,9 +148,7 @@ async def update_row(request: web.Request) -> web.Response:
     """Merge ``data`` into the row."""
     dto = await read_body(request, RowDto)
     workspace_id = _tenant(request)
-    async with request.app[DB].transaction(tenant=workspace_id) as session:
-        table = await service.get_table(session, workspace_id, request.match_info["slug"])
-        row = await service.update_row(session, table, request.match_info["rowId"], dto.data)
+    row = await service.change_row(request.app[SERVICES], workspace_id, request.match_info["slug"], request.match_info["rowId"], dto.data)
     return reply(request, service.row_json(row))
 
 
@@ -179,9 +158,7 @@ async def update_row(request: web.Request) -> web.Response:
 async def delete_row(request: web.Request) -> web.Response:
     """Delete the row."""
     workspace_id = _tenant(request)
-    async with request.app[DB].transaction(tenant=workspace_id) as session:
-        table = await service.get_table(session, workspace_id, request.match_info["slug"])
-        await service.delete_row(session, table, request.match_info["rowId"])
+    await service.remove_row(request.app[SERVICES], workspace_id, request.match_info["slug"], request.match_info["rowId"])
     return reply(request, {"deleted": True, "id": request.match_info["rowId"]})
 
 
@@ -197,10 +174,9 @@ async def delete_row(request: web.Request) -> web.Response:
 async def import_rows(request: web.Request) -> web.Response:
     """Import CSV (raw ``text/csv`` body or ``{csv}``): answers rows created, updated and rejected."""
     workspace_id = _tenant(request)
-    async with request.app[DB].session(tenant=workspace_id) as session:
-        table = await service.get_table(session, workspace_id, request.match_info["slug"])
+    table = await service.table_of(request.app[SERVICES], workspace_id, request.match_info["slug"])
     chunks, _ = await csv_source(request)
-    report = await import_csv(request.app[DB], table, chunks)
+    report = await import_csv(request.app[SERVICES].db, table, chunks)
     return reply(request, report.json(), status=201)
 
 
@@ -210,12 +186,11 @@ async def import_rows(request: web.Request) -> web.Response:
 async def export_rows(request: web.Request) -> web.StreamResponse:
     """All rows as CSV text, streamed."""
     workspace_id = _tenant(request)
-    async with request.app[DB].session(tenant=workspace_id) as session:
-        table = await service.get_table(session, workspace_id, request.match_info["slug"])
+    table = await service.table_of(request.app[SERVICES], workspace_id, request.match_info["slug"])
     response = web.StreamResponse(headers={"Content-Type": "text/csv; charset=utf-8", "Content-Disposition": f'attachment; filename="{table.slug}.csv"'})
     response.enable_chunked_encoding()
     await response.prepare(request)
-    async for text in export_csv(request.app[DB], table):
+    async for text in export_csv(request.app[SERVICES].db, table):
         await response.write(text.encode())
     await response.write_eof()
     return response
@@ -223,4 +198,3 @@ async def export_rows(request: web.Request) -> web.StreamResponse:
 
 def setup(app: web.Application) -> None:
     app.router.add_routes(routes)
-    register_counter(app, "table_rows", service.count_workspace_rows)

@@ -1,8 +1,9 @@
 """Tables and rows: the operations behind the HTTP routes and the flow steps ``table.upsert`` and
 ``table.lookup``.
 
-Every function takes a session and the workspace explicitly (and filters by it), so it is correct in a
-tenant session and in a system session alike. Errors are domain errors (``core.errors``: NotFound
+Every function of a session takes the workspace explicitly (and filters by it), so it is correct in a
+tenant session and in a system session alike; the operations of the HTTP API, at the end, take the
+services and open the workspace's session themselves. Errors are domain errors (``core.errors``: NotFound
 for an unknown table or row, Invalid naming the column for a value that does not fit the schema,
 Conflict for a slug or key already taken), mapped to HTTP by ``core.http.errors``.
 """
@@ -13,7 +14,7 @@ import contextlib
 import json
 import re
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Integer, String, and_, delete, func, select, text
 from sqlalchemy import column as sql_column
@@ -26,9 +27,19 @@ from patchbay.core.tables.schema import Schema, ValueRejected, coerce, is_column
 from patchbay.core.tables.search import matches, search_text_of
 from patchbay.core.timeutil import iso, utcnow
 
+if TYPE_CHECKING:
+    from patchbay.core.services import Services
+
 SLUG_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,99}$"
 _SLUG = re.compile(SLUG_PATTERN)
 MAX_KEY_LENGTH = 255
+
+
+def install(services: Services) -> None:
+    """The plan's ``table_rows`` counter."""
+    from patchbay.core.billing.limits import register_counter
+
+    register_counter(services, "table_rows", count_workspace_rows)
 
 
 @contextlib.asynccontextmanager
@@ -467,3 +478,72 @@ _NEWEST_OF_MANY_SQLITE = text("""
     ) AS id
     FROM json_each(:lookups) AS v
 """).columns(sql_column("idx", Integer), sql_column("id", String))
+
+
+# ---------------------------------------------------------------------------------------------
+# Operations of the HTTP API: each in a session of the workspace
+# ---------------------------------------------------------------------------------------------
+
+
+async def tables_with_counts(services: Services, workspace_id: str) -> list[tuple[DataTable, int]]:
+    """The workspace's tables with their row counts."""
+    async with services.db.session(tenant=workspace_id) as session:
+        tables = await list_tables(session)
+        counts = await row_counts(session, [table.id for table in tables])
+    return [(table, counts.get(table.id, 0)) for table in tables]
+
+
+async def add_table(services: Services, workspace_id: str, *, name: str, slug: str | None, columns: Any, description: str | None) -> DataTable:
+    async with services.db.transaction(tenant=workspace_id) as session:
+        return await create_table(session, workspace_id=workspace_id, name=name, slug=slug, columns=columns, description=description)
+
+
+async def table_of(services: Services, workspace_id: str, slug: str) -> DataTable:
+    """The workspace's table ``slug``; NotFound when there is none."""
+    async with services.db.session(tenant=workspace_id) as session:
+        return await get_table(session, workspace_id, slug)
+
+
+async def table_with_count(services: Services, workspace_id: str, slug: str, changes: dict[str, Any] | None = None) -> tuple[DataTable, int]:
+    """The table ``slug`` (after ``changes``, see :func:`update_table`) with its row count."""
+    async with services.db.transaction(tenant=workspace_id) as session:
+        table = await get_table(session, workspace_id, slug)
+        if changes is not None:
+            await update_table(session, table, changes)
+        counts = await row_counts(session, [table.id])
+    return table, counts.get(table.id, 0)
+
+
+async def remove_table(services: Services, workspace_id: str, slug: str) -> None:
+    async with services.db.transaction(tenant=workspace_id) as session:
+        await delete_table(session, await get_table(session, workspace_id, slug))
+
+
+async def rows_of(services: Services, workspace_id: str, slug: str, *, page: int, limit: int, search: str | None) -> tuple[list[TableRow], int]:
+    async with services.db.session(tenant=workspace_id) as session:
+        return await list_rows(session, await get_table(session, workspace_id, slug), page=page, limit=limit, search=search)
+
+
+async def add_row(services: Services, workspace_id: str, slug: str, data: Any, external_key: Any) -> TableRow:
+    async with services.db.transaction(tenant=workspace_id) as session:
+        return await create_row(session, await get_table(session, workspace_id, slug), data, external_key)
+
+
+async def upsert_by_key(services: Services, workspace_id: str, slug: str, data: Any, external_key: Any) -> tuple[TableRow, bool]:
+    async with services.db.transaction(tenant=workspace_id) as session:
+        return await upsert(session, await get_table(session, workspace_id, slug), data, external_key)
+
+
+async def newest_row_where(services: Services, workspace_id: str, slug: str, column: str, value: Any) -> TableRow | None:
+    async with services.db.session(tenant=workspace_id) as session:
+        return await find_row(session, await get_table(session, workspace_id, slug), column, value)
+
+
+async def change_row(services: Services, workspace_id: str, slug: str, row_id: str, data: Any) -> TableRow:
+    async with services.db.transaction(tenant=workspace_id) as session:
+        return await update_row(session, await get_table(session, workspace_id, slug), row_id, data)
+
+
+async def remove_row(services: Services, workspace_id: str, slug: str, row_id: str) -> None:
+    async with services.db.transaction(tenant=workspace_id) as session:
+        await delete_row(session, await get_table(session, workspace_id, slug), row_id)

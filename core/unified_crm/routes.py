@@ -18,6 +18,7 @@ from typing import Any
 
 from aiohttp import web
 
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.http.bodies import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, query_int
 from patchbay.core.http.errors import not_found, unauthorized
 from patchbay.core.http.openapi import query
@@ -56,7 +57,7 @@ def _user(request: web.Request) -> Principal:
 @requires()
 async def crm_providers(request: web.Request) -> web.Response:
     """The CRM providers with unified support and the resources each offers."""
-    return reply(request, service.supported(request.app))
+    return reply(request, service.supported(request.app[SERVICES]))
 
 
 def _list_handler(resource: str, caller: Callable[[web.Request], Principal], name: str, doc: str, parameters: dict[str, Any]):
@@ -66,7 +67,7 @@ def _list_handler(resource: str, caller: Callable[[web.Request], Principal], nam
         principal = caller(request)
         limit = query_int(request, "limit", DEFAULT_PAGE_SIZE, maximum=MAX_PAGE_SIZE)
         page = await service.list_items(
-            request.app, workspace_id=principal.workspace_id, connection_id=request.query.get("connectionId"), resource=resource,
+            request.app[SERVICES], workspace_id=principal.workspace_id, connection_id=request.query.get("connectionId"), resource=resource,
             limit=limit, cursor=request.query.get("cursor"),
         )  # fmt: skip
         return reply(request, page)
@@ -82,7 +83,7 @@ def _get_handler(resource: str, caller: Callable[[web.Request], Principal], name
     async def handler(request: web.Request) -> web.Response:
         principal = caller(request)
         item = await service.get_item(
-            request.app, workspace_id=principal.workspace_id, connection_id=request.query.get("connectionId"), resource=resource,
+            request.app[SERVICES], workspace_id=principal.workspace_id, connection_id=request.query.get("connectionId"), resource=resource,
             item_id=request.match_info["itemId"],
         )  # fmt: skip
         return reply(request, item)

@@ -17,17 +17,18 @@ import base64
 import binascii
 import json
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from aiohttp import web
 from sqlalchemy import select
 
-from patchbay.core.appkeys import DB, REGISTRY, SERVICES
 from patchbay.core.connections.models import ACTIVE_STATUSES, Connection
-from patchbay.core.errors import DomainError
-from patchbay.core.http.errors import ApiError, bad_request, not_found
+from patchbay.core.errors import DomainError, Invalid, NotFound, UpstreamFailed
+from patchbay.core.http.errors import ApiError  # transitional: what the connection client still raises, let through as it is
 from patchbay.core.unified_crm.models import RESOURCES, unify
+
+if TYPE_CHECKING:
+    from patchbay.core.services import Services
 
 log = logging.getLogger(__name__)
 
@@ -45,9 +46,9 @@ def decode_cursor(provider: str, resource: str, token: str | None) -> Any:
     try:
         body = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
     except (binascii.Error, ValueError, UnicodeDecodeError):
-        raise bad_request("Query parameter 'cursor' is not a cursor of this API") from None
+        raise Invalid("Query parameter 'cursor' is not a cursor of this API") from None
     if not isinstance(body, dict) or body.get("p") != provider or body.get("r") != resource or "c" not in body:
-        raise bad_request("Query parameter 'cursor' belongs to another provider or resource")
+        raise Invalid("Query parameter 'cursor' belongs to another provider or resource")
     return body["c"]
 
 
@@ -55,13 +56,13 @@ def path_segment(item_id: str) -> str:
     """``item_id`` as one path segment: percent-encoded (``/``, ``?``, ``#``, ``%`` included); 400
     for an empty id or a dot segment (``.``, ``..``), which a URL resolves into another path."""
     if item_id in ("", ".", ".."):
-        raise bad_request(f"Not an item id: {item_id!r}")
+        raise Invalid(f"Not an item id: {item_id!r}")
     return quote(item_id, safe="")
 
 
-def supported(app: web.Application) -> list[dict[str, Any]]:
+def supported(services: Services) -> list[dict[str, Any]]:
     """The CRM providers with a unified mapper (and an installed definition)."""
-    registry = app[REGISTRY]
+    registry = services.registry
     result = []
     for name in sorted(registry.objects("crm_mappers")):
         provider = registry.provider(name)
@@ -73,11 +74,11 @@ def supported(app: web.Application) -> list[dict[str, Any]]:
     return result
 
 
-async def _connection_id(app: web.Application, workspace_id: str, connection_id: str | None) -> str:
+async def _connection_id(services: Services, workspace_id: str, connection_id: str | None) -> str:
     if connection_id:
         return connection_id
-    mappers = list(app[REGISTRY].objects("crm_mappers"))
-    async with app[DB].session(tenant=workspace_id) as session:
+    mappers = list(services.registry.objects("crm_mappers"))
+    async with services.db.session(tenant=workspace_id) as session:
         found = await session.scalar(
             select(Connection.id)
             .where(Connection.provider.in_(mappers), Connection.status.in_(ACTIVE_STATUSES))
@@ -85,27 +86,27 @@ async def _connection_id(app: web.Application, workspace_id: str, connection_id:
             .limit(1)
         )
     if found is None:
-        raise not_found("No active CRM connection; pass connectionId")
+        raise NotFound("No active CRM connection; pass connectionId")
     return found
 
 
-async def _open(app: web.Application, workspace_id: str, connection_id: str | None, resource: str):
+async def _open(services: Services, workspace_id: str, connection_id: str | None, resource: str):
     from patchbay.core.connections.client import open_client
 
     if resource not in RESOURCES:
-        raise not_found(f"Unknown CRM resource: {resource}")
-    client = await open_client(app[SERVICES], workspace_id=workspace_id, connection_id=await _connection_id(app, workspace_id, connection_id), source="unified-crm")
+        raise NotFound(f"Unknown CRM resource: {resource}")
+    client = await open_client(services, workspace_id=workspace_id, connection_id=await _connection_id(services, workspace_id, connection_id), source="unified-crm")
     provider = client.provider.name
-    mapper = app[REGISTRY].get("crm_mappers", provider)
+    mapper = services.registry.get("crm_mappers", provider)
     if mapper is None:
-        raise bad_request(f"Provider {provider} has no unified CRM support (see /api/unified/crm/providers)")
+        raise Invalid(f"Provider {provider} has no unified CRM support (see /api/unified/crm/providers)")
     if resource not in getattr(mapper, "resources", RESOURCES):
-        raise bad_request(f"Provider {provider} does not offer unified {resource}")
+        raise Invalid(f"Provider {provider} does not offer unified {resource}")
     return client, provider, mapper
 
 
-async def list_items(app: web.Application, *, workspace_id: str, connection_id: str | None, resource: str, limit: int, cursor: str | None) -> dict[str, Any]:
-    client, provider, mapper = await _open(app, workspace_id, connection_id, resource)
+async def list_items(services: Services, *, workspace_id: str, connection_id: str | None, resource: str, limit: int, cursor: str | None) -> dict[str, Any]:
+    client, provider, mapper = await _open(services, workspace_id, connection_id, resource)
     provider_cursor = decode_cursor(provider, resource, cursor)
     try:
         items, next_cursor = await mapper.list(client, resource, limit, provider_cursor)
@@ -114,13 +115,13 @@ async def list_items(app: web.Application, *, workspace_id: str, connection_id: 
         raise
     except Exception as error:  # the CRM's error or an unexpected answer, reported by the mapper
         log.info("unified %s list from %s failed: %r", resource, provider, error)
-        raise ApiError(502, f"{provider} request failed: {error}") from None
+        raise UpstreamFailed(f"{provider} request failed: {error}") from None
     return {"data": data, "nextCursor": encode_cursor(provider, resource, next_cursor)}
 
 
-async def get_item(app: web.Application, *, workspace_id: str, connection_id: str | None, resource: str, item_id: str) -> dict[str, Any]:
+async def get_item(services: Services, *, workspace_id: str, connection_id: str | None, resource: str, item_id: str) -> dict[str, Any]:
     segment = path_segment(item_id)
-    client, provider, mapper = await _open(app, workspace_id, connection_id, resource)
+    client, provider, mapper = await _open(services, workspace_id, connection_id, resource)
     try:
         item = await mapper.get(client, resource, segment)
         result = unify(resource, item, provider) if item is not None else None
@@ -128,7 +129,7 @@ async def get_item(app: web.Application, *, workspace_id: str, connection_id: st
         raise
     except Exception as error:
         log.info("unified %s get from %s failed: %r", resource, provider, error)
-        raise ApiError(502, f"{provider} request failed: {error}") from None
+        raise UpstreamFailed(f"{provider} request failed: {error}") from None
     if result is None:
-        raise not_found(f"{resource[:-1].capitalize() if resource != 'companies' else 'Company'} not found: {item_id}")
+        raise NotFound(f"{resource[:-1].capitalize() if resource != 'companies' else 'Company'} not found: {item_id}")
     return result

@@ -7,18 +7,25 @@ from __future__ import annotations
 
 import logging
 from email.message import EmailMessage
+from typing import TYPE_CHECKING
 
 import aiosmtplib
 
-from patchbay.core.appkeys import DB, SECRETS, SETTINGS
 from patchbay.core.jobs.queue import JobContext, PermanentFailure, RetryLater
 from patchbay.core.settings import Settings, SmtpSettings
 from patchbay.core.timeutil import utcnow
 from patchbay.core.workspaces.models import Invite, Workspace
 
+if TYPE_CHECKING:
+    from patchbay.core.services import Services
+
 log = logging.getLogger(__name__)
 
 INVITE_EMAIL_JOB = "workspaces.invite_email"
+
+
+def install(services: Services) -> None:
+    services.jobs.register(INVITE_EMAIL_JOB, send_invite_email, max_attempts=5)
 
 
 class MailNotConfigured(RuntimeError):
@@ -55,14 +62,14 @@ def link_url(settings: Settings, *, token: str, workspace_id: str) -> str:
 
 async def send_invite_email(ctx: JobContext) -> None:
     """Job: email an invite. Skipped when the invite was already sent, used or has expired."""
-    app = ctx.app
-    settings = app[SETTINGS]
-    async with app[DB].session() as session:
+    services = ctx.services
+    settings = services.settings
+    async with services.db.session() as session:
         invite = await session.get(Invite, ctx.payload["invite_id"])
         if invite is None or invite.email_sent_at is not None or invite.accepted_at is not None or invite.expires_at <= utcnow():
             return
         workspace = await session.get(Workspace, invite.workspace_id)
-    token = app[SECRETS].decrypt(ctx.payload["token"])
+    token = services.secrets.decrypt(ctx.payload["token"])
     url = invite_url(settings, token=token, workspace_id=invite.workspace_id)
     brand = settings.branding.name
     text = (
@@ -76,6 +83,6 @@ async def send_invite_email(ctx: JobContext) -> None:
         raise PermanentFailure(str(error)) from None
     except (aiosmtplib.SMTPException, OSError) as error:
         raise RetryLater(min(300, 10 * ctx.attempt), f"SMTP: {error}") from None
-    async with app[DB].transaction() as session:
+    async with services.db.transaction() as session:
         invite = await session.get(Invite, invite.id)
         invite.email_sent_at = utcnow()

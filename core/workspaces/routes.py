@@ -13,28 +13,23 @@ Who may call what:
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 from aiohttp import web
 
 from patchbay.core.accounts.auth import is_operator, require_user
-from patchbay.core.appkeys import DB, JOBS, SECRETS, SETTINGS
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.http.bodies import page_params, read_body
-from patchbay.core.http.errors import ApiError, bad_request, conflict, forbidden, not_found, unauthorized
+from patchbay.core.http.errors import ApiError, bad_request, forbidden, not_found, unauthorized
 from patchbay.core.http.openapi import PAGE_QUERY, accepts, query
 from patchbay.core.http.responses import reply, returns
 from patchbay.core.security.auth import Principal, authenticate, principal_of, requires
 from patchbay.core.timeutil import iso
-from patchbay.core.users.models import User
-from patchbay.core.users.service import find_user_by_email
 from patchbay.core.workspaces import service
 from patchbay.core.workspaces.api_models import (
     ApproveJoinDto, CreatedInvite, CreatedWorkspace, CreateInviteDto, CreateWorkspaceDto, InviteValidation, JoinByLinkDto, JoinedByLink,
     JoinedWorkspace, JoinRequestOut, JoinRequestPage, LinkRevoked, PublicWorkspace, RequestJoinDto, ShareableLinkDto, ShareableLinkOut,
     WorkspacePage, invite_json, join_request_json, workspace_json,
 )  # fmt: skip
-from patchbay.core.workspaces.mail import INVITE_EMAIL_JOB, invite_url, link_url, send_invite_email
-from patchbay.core.workspaces.models import Workspace
+from patchbay.core.workspaces.mail import invite_url, link_url
 
 routes = web.RouteTableDef()
 PREFIX = "/connect/v1/workspaces"
@@ -43,13 +38,6 @@ PREFIX = "/connect/v1/workspaces"
 def _refused(error: service.TokenRefused) -> ApiError:
     status = {"not_found": 404, "wrong_user": 403}.get(error.reason, 410)
     return ApiError(status, str(error))
-
-
-async def _user(session, principal) -> User:
-    user = await session.get(User, principal.subject)
-    if user is None:
-        raise unauthorized()
-    return user
 
 
 def _admin_of(request: web.Request) -> str:
@@ -76,14 +64,7 @@ async def list_workspaces(request: web.Request) -> web.Response:
     if principal is None:
         raise unauthorized()
     page, limit = page_params(request)
-    async with request.app[DB].session() as session:
-        if principal.kind == "access_token" and principal.subject and principal.subject != principal.client_id and await session.get(User, principal.subject):
-            items = [workspace_json(w, role) for w, role in await service.memberships_of(session, principal.subject)]
-        elif principal.workspace_id:
-            workspace = await session.get(Workspace, principal.workspace_id)
-            items = [workspace_json(workspace)] if workspace else []
-        else:
-            items = []
+    items = [workspace_json(workspace, role) for workspace, role in await service.workspaces_of(request.app[SERVICES], principal)]
     return reply(request, {"data": items[(page - 1) * limit : page * limit], "page": page, "limit": limit, "total": len(items)})
 
 
@@ -100,14 +81,6 @@ async def _server_caller(request: web.Request) -> Principal | None:
     return principal
 
 
-async def _member_owner(session, workspace_id: str, body: CreateWorkspaceDto) -> str:
-    """The owner named by a workspace's credential, who must be a member of that workspace."""
-    owner = await session.get(User, body.ownerUserId) if body.ownerUserId else await find_user_by_email(session, body.ownerEmail or "")
-    if owner is None or not await service.is_member(session, workspace_id, owner.id):
-        raise bad_request("Validation failed: the owner must be a member of the calling workspace")
-    return owner.id
-
-
 @routes.post(PREFIX)
 @accepts(CreateWorkspaceDto)
 @returns(CreatedWorkspace, status=201, description="Created, or the workspace of this externalId")
@@ -121,28 +94,13 @@ async def create_workspace(request: web.Request) -> web.Response:
     body = await read_body(request, CreateWorkspaceDto)
     if body.plan and not operator:
         raise bad_request("Validation failed: plan can only be set with the admin API key")
-    async with request.app[DB].transaction() as session:
-        owner_id = principal.subject if principal else None
-        if server and (body.ownerUserId or body.ownerEmail):
-            owner_id = await _member_owner(session, server.workspace_id, body)
-        elif operator and body.ownerUserId:
-            owner_id = body.ownerUserId if await session.get(User, body.ownerUserId) else None
-            if owner_id is None:
-                raise bad_request("Validation failed: ownerUserId is not a user")
-        elif operator and body.ownerEmail:
-            owner = await find_user_by_email(session, body.ownerEmail)
-            if owner is None:
-                raise bad_request("Validation failed: ownerEmail is not a user")
-            owner_id = owner.id
-        elif principal is not None:
-            await _user(session, principal)
-        try:
-            workspace, created = await service.create_workspace(session, name=body.name, plan=body.plan or request.app[SETTINGS].workspaces.default_plan, external_id=body.externalId)
-        except service.WorkspaceError as error:
-            raise bad_request(f"Validation failed: {error}") from None
-        if created and owner_id:
-            await service.add_member(session, workspace_id=workspace.id, user_id=owner_id, role="admin")
-        return reply(request, {**workspace_json(workspace), "created": created}, status=201)
+    services = request.app[SERVICES]
+    named = {"owner_user_id": body.ownerUserId, "owner_email": body.ownerEmail} if operator or server else {}
+    workspace, created = await service.open_workspace(
+        services, name=body.name, plan=body.plan or services.settings.workspaces.default_plan, external_id=body.externalId,
+        user_id=principal.subject if principal else None, owners_workspace=server.workspace_id if server else None, **named,
+    )  # fmt: skip
+    return reply(request, {**workspace_json(workspace), "created": created}, status=201)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -155,12 +113,10 @@ async def create_workspace(request: web.Request) -> web.Response:
 async def validate_invite(request: web.Request) -> web.Response:
     """Validate an invite token: 200 with the workspace, email and role; 404 unknown, 410 used or
     expired."""
-    async with request.app[DB].session() as session:
-        try:
-            invite = await service.find_invite(session, request.app[SECRETS], request.match_info["token"])
-        except service.TokenRefused as error:
-            raise _refused(error) from None
-        workspace = await session.get(Workspace, invite.workspace_id)
+    try:
+        invite, workspace = await service.invite_of(request.app[SERVICES], request.match_info["token"])
+    except service.TokenRefused as error:
+        raise _refused(error) from None
     return reply(request, {"valid": True, "workspace": {"id": workspace.id, "name": workspace.name, "slug": workspace.slug}, "email": invite.email,
                            "role": invite.role, "expiresAt": iso(invite.expires_at)})  # fmt: skip
 
@@ -170,14 +126,11 @@ async def validate_invite(request: web.Request) -> web.Response:
 async def accept_invite(request: web.Request) -> web.Response:
     """Accept an invite as the signed-in user it was sent to (single use)."""
     principal = await require_user(request)
-    async with request.app[DB].transaction() as session:
-        user = await _user(session, principal)
-        try:
-            invite, membership = await service.accept_invite(session, request.app[SECRETS], token=request.match_info["token"], user=user)
-        except service.TokenRefused as error:
-            raise _refused(error) from None
-        workspace = await session.get(Workspace, invite.workspace_id)
-        return reply(request, {"workspace": workspace_json(workspace, membership.role), "role": membership.role}, status=201)
+    try:
+        workspace, membership = await service.accept(request.app[SERVICES], token=request.match_info["token"], user_id=principal.subject)
+    except service.TokenRefused as error:
+        raise _refused(error) from None
+    return reply(request, {"workspace": workspace_json(workspace, membership.role), "role": membership.role}, status=201)
 
 
 @routes.post(PREFIX + "/{id}/invite")
@@ -188,21 +141,11 @@ async def create_invite(request: web.Request) -> web.Response:
     """Invite an email address (``{email, role?, expiresInHours?}``); the invite is emailed."""
     workspace_id = _admin_of(request)
     body = await read_body(request, CreateInviteDto)
-    settings = request.app[SETTINGS]
-    hours = body.expiresInHours or settings.workspaces.invite_ttl_hours
-    if not 0 < hours <= 24 * 90:
-        raise bad_request("Validation failed: expiresInHours must be between 1 and 2160")
-    async with request.app[DB].transaction(tenant=workspace_id) as session:
-        try:
-            invite, token = await service.create_invite(
-                session, request.app[SECRETS], workspace_id=workspace_id, email=body.email, role=body.role, ttl=timedelta(hours=hours), invited_by=principal_of(request).subject
-            )
-        except service.AlreadyMember as error:
-            raise conflict(str(error)) from None
-        except service.WorkspaceError as error:
-            raise bad_request(f"Validation failed: {error}") from None
-        request.app[JOBS].enqueue(session, INVITE_EMAIL_JOB, {"invite_id": invite.id, "token": request.app[SECRETS].encrypt(token)}, workspace_id=workspace_id)
-        return reply(request, {**invite_json(invite), "inviteUrl": invite_url(settings, token=token, workspace_id=workspace_id)}, status=201)
+    services = request.app[SERVICES]
+    invite, token = await service.invite(
+        services, workspace_id=workspace_id, email=body.email, role=body.role, hours=body.expiresInHours, invited_by=principal_of(request).subject
+    )
+    return reply(request, {**invite_json(invite), "inviteUrl": invite_url(services.settings, token=token, workspace_id=workspace_id)}, status=201)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -214,11 +157,7 @@ async def create_invite(request: web.Request) -> web.Response:
 @returns(PublicWorkspace)
 async def public_info(request: web.Request) -> web.Response:
     """Public information of a workspace by slug (no credential)."""
-    async with request.app[DB].session() as session:
-        workspace = await service.find_workspace(session, slug=request.match_info["slug"])
-        if workspace is None:
-            raise not_found("Workspace not found")
-        members = await service.member_count(session, workspace.id)
+    workspace, members = await service.public_workspace(request.app[SERVICES], request.match_info["slug"])
     return reply(request, {"id": workspace.id, "name": workspace.name, "slug": workspace.slug, "memberCount": members, "createdAt": iso(workspace.created_at)})
 
 
@@ -229,18 +168,8 @@ async def request_join(request: web.Request) -> web.Response:
     """Ask to join a workspace (``{workspaceId | slug, message?}``) as the signed-in user."""
     principal = await require_user(request)
     body = await read_body(request, RequestJoinDto)
-    if not body.workspaceId and not body.slug:
-        raise bad_request("Validation failed: workspaceId or slug is required")
-    async with request.app[DB].transaction() as session:
-        await _user(session, principal)
-        workspace = await service.find_workspace(session, workspace_id=body.workspaceId, slug=body.slug)
-        if workspace is None:
-            raise not_found("Workspace not found")
-        try:
-            join = await service.request_join(session, workspace_id=workspace.id, user_id=principal.subject, message=body.message)
-        except service.WorkspaceError as error:
-            raise conflict(str(error)) from None
-        return reply(request, join_request_json(join), status=201)
+    join = await service.ask_to_join(request.app[SERVICES], user_id=principal.subject, workspace_id=body.workspaceId, slug=body.slug, message=body.message)
+    return reply(request, join_request_json(join), status=201)
 
 
 @routes.post(PREFIX + "/join/link/{workspaceId}")
@@ -255,15 +184,11 @@ async def join_by_link(request: web.Request) -> web.Response:
         token = (await read_body(request, JoinByLinkDto)).token
     if not token:
         raise bad_request("Validation failed: token is required")
-    workspace_id = request.match_info["workspaceId"]
-    async with request.app[DB].transaction() as session:
-        await _user(session, principal)
-        try:
-            membership, joined = await service.join_by_link(session, request.app[SECRETS], workspace_id=workspace_id, token=token, user_id=principal.subject)
-        except service.TokenRefused as error:
-            raise _refused(error) from None
-        workspace = await session.get(Workspace, workspace_id)
-        return reply(request, {"workspace": workspace_json(workspace, membership.role), "role": membership.role, "joined": joined}, status=201)
+    try:
+        workspace, membership, joined = await service.join_with_link(request.app[SERVICES], workspace_id=request.match_info["workspaceId"], token=token, user_id=principal.subject)
+    except service.TokenRefused as error:
+        raise _refused(error) from None
+    return reply(request, {"workspace": workspace_json(workspace, membership.role), "role": membership.role, "joined": joined}, status=201)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -279,8 +204,7 @@ async def list_join_requests(request: web.Request) -> web.Response:
     """Pending join requests of the workspace, oldest first."""
     workspace_id = _admin_of(request)
     page, limit = page_params(request)
-    async with request.app[DB].session(tenant=workspace_id) as session:
-        rows, total = await service.pending_join_requests(session, page=page, limit=limit)
+    rows, total = await service.join_requests(request.app[SERVICES], workspace_id, page=page, limit=limit)
     return reply(request, {"data": [join_request_json(r, u) for r, u in rows], "page": page, "limit": limit, "total": total})
 
 
@@ -289,14 +213,10 @@ async def _decide(request: web.Request, approve: bool) -> web.Response:
     role = "viewer"
     if approve and (await request.read()).strip():
         role = (await read_body(request, ApproveJoinDto)).role
-    async with request.app[DB].transaction(tenant=workspace_id) as session:
-        try:
-            join = await service.decide_join_request(session, workspace_id=workspace_id, request_id=request.match_info["requestId"], approve=approve, role=role, decided_by=principal_of(request).subject)
-        except service.WorkspaceError as error:
-            raise (bad_request(f"Validation failed: {error}") if "role" in str(error) else conflict(str(error))) from None
-        if join is None:
-            raise not_found("Join request not found")
-        return reply(request, join_request_json(join, await session.get(User, join.user_id)), status=201)
+    join, user = await service.decide(
+        request.app[SERVICES], workspace_id=workspace_id, request_id=request.match_info["requestId"], approve=approve, role=role, decided_by=principal_of(request).subject
+    )
+    return reply(request, join_request_json(join, user), status=201)
 
 
 @routes.post(PREFIX + "/{id}/join-requests/{requestId}/approve")
@@ -324,21 +244,13 @@ async def create_shareable_link(request: web.Request) -> web.Response:
     """Generate the shareable link (``{role?, expiresInHours?}``); the previous one stops working."""
     workspace_id = _admin_of(request)
     body = await read_body(request, ShareableLinkDto) if (await request.read()).strip() else ShareableLinkDto()
-    hours = body.expiresInHours
-    if hours is not None and hours <= 0:
-        raise bad_request("Validation failed: expiresInHours must be a positive integer")
-    async with request.app[DB].transaction(tenant=workspace_id) as session:
-        try:
-            link, token = await service.create_link(
-                session, request.app[SECRETS], workspace_id=workspace_id, role=body.role, ttl=timedelta(hours=hours) if hours else None, created_by=principal_of(request).subject
-            )
-        except service.WorkspaceError as error:
-            raise bad_request(f"Validation failed: {error}") from None
-        return reply(
-            request,
-            {"url": link_url(request.app[SETTINGS], token=token, workspace_id=workspace_id), "token": token, "role": link.role, "expiresAt": iso(link.expires_at), "createdAt": iso(link.created_at)},
-            status=201,
-        )
+    services = request.app[SERVICES]
+    link, token = await service.new_link(services, workspace_id=workspace_id, role=body.role, hours=body.expiresInHours, created_by=principal_of(request).subject)
+    return reply(
+        request,
+        {"url": link_url(services.settings, token=token, workspace_id=workspace_id), "token": token, "role": link.role, "expiresAt": iso(link.expires_at), "createdAt": iso(link.created_at)},
+        status=201,
+    )
 
 
 @routes.delete(PREFIX + "/{id}/shareable-link")
@@ -347,12 +259,9 @@ async def create_shareable_link(request: web.Request) -> web.Response:
 async def revoke_shareable_link(request: web.Request) -> web.Response:
     """Revoke the shareable link."""
     workspace_id = _admin_of(request)
-    async with request.app[DB].transaction(tenant=workspace_id) as session:
-        if not await service.revoke_link(session, workspace_id):
-            raise not_found("No active shareable link")
+    await service.revoke(request.app[SERVICES], workspace_id)
     return reply(request, {"revoked": True})
 
 
 def setup(app: web.Application) -> None:
-    app[JOBS].register(INVITE_EMAIL_JOB, send_invite_email, max_attempts=5)
     app.router.add_routes(routes)

@@ -1,19 +1,35 @@
 """Creating and finding workspaces and their members (used by the CLI and the HTTP layer), and the
 ways in: single-use expiring invites, join requests, shareable links. Tokens are random, shown once
-and stored as keyed digests (``SecretBox.digest``)."""
+and stored as keyed digests (``SecretBox.digest``).
+
+The functions of a session serve the CLI and other features; the operations of the workspaces API,
+at the end, take the services and open their own transaction. Refusals are domain errors, except
+:class:`TokenRefused` (an invite or link token that is unknown, used, expired or revoked: its
+``reason`` picks 404, 403 or 410) and :class:`WorkspaceError` (a value the callers refuse with 400)."""
 
 from __future__ import annotations
 
 import re
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from patchbay.core.errors import Conflict, Invalid, NotFound, Unauthenticated
 from patchbay.core.security.secrets import SecretBox, random_token
 from patchbay.core.timeutil import utcnow
 from patchbay.core.users.models import User
+from patchbay.core.users.service import find_user_by_email
+from patchbay.core.workspaces.mail import INVITE_EMAIL_JOB
 from patchbay.core.workspaces.models import PLANS, ROLES, Invite, JoinRequest, Membership, ShareableLink, Workspace
+
+if TYPE_CHECKING:
+    from patchbay.core.security.auth import Principal
+    from patchbay.core.services import Services
+
+#: the longest an invite may stay valid
+MAX_INVITE_HOURS = 24 * 90
 
 
 class WorkspaceError(ValueError):
@@ -96,10 +112,6 @@ def _check_role(role: str) -> None:
         raise WorkspaceError(f"role must be one of {', '.join(ROLES)}")
 
 
-class AlreadyMember(WorkspaceError):
-    pass
-
-
 class TokenRefused(WorkspaceError):
     """An invite or link token that is unknown (``reason`` not_found), expired, used or revoked."""
 
@@ -123,7 +135,7 @@ async def create_invite(session: AsyncSession, box: SecretBox, *, workspace_id: 
         select(Membership.id).join(User, User.id == Membership.user_id).where(Membership.workspace_id == workspace_id, User.email == email)
     )
     if member is not None:
-        raise AlreadyMember(f"{email} is already a member of this workspace")
+        raise Conflict(f"{email} is already a member of this workspace")
     token = random_token(32)
     invite = Invite(workspace_id=workspace_id, email=email, role=role, token_digest=box.digest(token), expires_at=utcnow() + ttl, invited_by=invited_by)
     session.add(invite)
@@ -192,10 +204,10 @@ async def is_member(session: AsyncSession, workspace_id: str, user_id: str) -> b
 
 async def request_join(session: AsyncSession, *, workspace_id: str, user_id: str, message: str | None) -> JoinRequest:
     if await is_member(session, workspace_id, user_id):
-        raise WorkspaceError("You are already a member of this workspace")
+        raise Conflict("You are already a member of this workspace")
     pending = await session.scalar(select(JoinRequest).where(JoinRequest.workspace_id == workspace_id, JoinRequest.user_id == user_id, JoinRequest.status == "pending"))
     if pending is not None:
-        raise WorkspaceError("A join request is already pending")
+        raise Conflict("A join request is already pending")
     request = JoinRequest(workspace_id=workspace_id, user_id=user_id, message=message, status="pending")
     session.add(request)
     await session.flush()
@@ -204,7 +216,7 @@ async def request_join(session: AsyncSession, *, workspace_id: str, user_id: str
 
 async def decide_join_request(session: AsyncSession, *, workspace_id: str, request_id: str, approve: bool, role: str = "viewer", decided_by: str | None) -> JoinRequest | None:
     """Approve (membership with ``role``) or deny a pending request; None when there is no such
-    request; WorkspaceError when it was already decided."""
+    request; Conflict when it was already decided."""
     _check_role(role)
     request = await session.scalar(select(JoinRequest).where(JoinRequest.id == request_id, JoinRequest.workspace_id == workspace_id))
     if request is None:
@@ -215,7 +227,7 @@ async def decide_join_request(session: AsyncSession, *, workspace_id: str, reque
         update(JoinRequest).where(JoinRequest.id == request_id, JoinRequest.status == "pending").values(status=status, role=role if approve else None, decided_by=decided_by, decided_at=now, updated_at=now)
     )
     if decided.rowcount != 1:
-        raise WorkspaceError(f"Join request is already {request.status}")
+        raise Conflict(f"Join request is already {request.status}")
     if approve:
         await add_member(session, workspace_id=workspace_id, user_id=request.user_id, role=role)
     await session.refresh(request)
@@ -237,10 +249,6 @@ async def pending_join_requests(session: AsyncSession, *, page: int, limit: int)
 # ---------------------------------------------------------------------------------------------
 # Shareable links
 # ---------------------------------------------------------------------------------------------
-
-
-async def active_link(session: AsyncSession, workspace_id: str) -> ShareableLink | None:
-    return await session.scalar(select(ShareableLink).where(ShareableLink.workspace_id == workspace_id, ShareableLink.revoked_at.is_(None)))
 
 
 async def revoke_link(session: AsyncSession, workspace_id: str) -> bool:
@@ -276,3 +284,150 @@ async def join_by_link(session: AsyncSession, box: SecretBox, *, workspace_id: s
         return existing, False
     await session.execute(update(ShareableLink).where(ShareableLink.id == link.id).values(uses=ShareableLink.uses + 1, updated_at=utcnow()))
     return await add_member(session, workspace_id=workspace_id, user_id=user_id, role=link.role), True
+
+
+# ---------------------------------------------------------------------------------------------
+# Operations of the workspaces API: each in a transaction of its own
+# ---------------------------------------------------------------------------------------------
+
+
+def _invalid(error: WorkspaceError) -> Invalid:
+    return Invalid(f"Validation failed: {error}")
+
+
+async def _user(session: AsyncSession, user_id: str) -> User:
+    """The signed-in user ``user_id``; Unauthenticated when the account is gone."""
+    user = await session.get(User, user_id)
+    if user is None:
+        raise Unauthenticated("Unauthorized")
+    return user
+
+
+async def workspaces_of(services: Services, principal: Principal) -> list[tuple[Workspace, str | None]]:
+    """The caller's workspaces: a user's memberships with the role, or a credential's own workspace."""
+    async with services.db.session() as session:
+        if principal.kind == "access_token" and principal.subject and principal.subject != principal.client_id and await session.get(User, principal.subject):
+            return list(await memberships_of(session, principal.subject))
+        workspace = await session.get(Workspace, principal.workspace_id) if principal.workspace_id else None
+        return [(workspace, None)] if workspace else []
+
+
+async def open_workspace(
+    services: Services, *, name: str, plan: str, external_id: str | None, user_id: str | None = None, owner_user_id: str | None = None,
+    owner_email: str | None = None, owners_workspace: str | None = None,
+) -> tuple[Workspace, bool]:  # fmt: skip
+    """Create a workspace (or answer the one of ``external_id``); a new one gets an admin: the
+    signed-in ``user_id``, or the owner named by id or email (who must be a member of
+    ``owners_workspace`` when the caller is that workspace's credential)."""
+    async with services.db.transaction() as session:
+        owner_id = user_id
+        if user_id is not None:
+            await _user(session, user_id)
+        elif owner_user_id or owner_email:
+            owner = await session.get(User, owner_user_id) if owner_user_id else await find_user_by_email(session, owner_email or "")
+            if owners_workspace is not None and (owner is None or not await is_member(session, owners_workspace, owner.id)):
+                raise Invalid("Validation failed: the owner must be a member of the calling workspace")
+            if owner is None:
+                raise Invalid(f"Validation failed: {'ownerUserId' if owner_user_id else 'ownerEmail'} is not a user")
+            owner_id = owner.id
+        try:
+            workspace, created = await create_workspace(session, name=name, plan=plan, external_id=external_id)
+        except WorkspaceError as error:
+            raise _invalid(error) from None
+        if created and owner_id:
+            await add_member(session, workspace_id=workspace.id, user_id=owner_id, role="admin")
+    return workspace, created
+
+
+async def invite_of(services: Services, token: str) -> tuple[Invite, Workspace]:
+    """The usable invite of ``token`` and its workspace; :class:`TokenRefused` otherwise."""
+    async with services.db.session() as session:
+        invite = await find_invite(session, services.secrets, token)
+        return invite, await session.get(Workspace, invite.workspace_id)
+
+
+async def accept(services: Services, *, token: str, user_id: str) -> tuple[Workspace, Membership]:
+    """Accept the invite of ``token`` as the signed-in user it was sent to."""
+    async with services.db.transaction() as session:
+        user = await _user(session, user_id)
+        invite, membership = await accept_invite(session, services.secrets, token=token, user=user)
+        return await session.get(Workspace, invite.workspace_id), membership
+
+
+async def invite(services: Services, *, workspace_id: str, email: str, role: str, hours: int | None, invited_by: str | None) -> tuple[Invite, str]:
+    """Invite ``email`` for ``hours`` (default ``[workspaces] invite_ttl_hours``) and enqueue its
+    email; answers the invite and its token."""
+    hours = hours or services.settings.workspaces.invite_ttl_hours
+    if not 0 < hours <= MAX_INVITE_HOURS:
+        raise Invalid(f"Validation failed: expiresInHours must be between 1 and {MAX_INVITE_HOURS}")
+    async with services.db.transaction(tenant=workspace_id) as session:
+        try:
+            row, token = await create_invite(session, services.secrets, workspace_id=workspace_id, email=email, role=role, ttl=timedelta(hours=hours), invited_by=invited_by)
+        except WorkspaceError as error:
+            raise _invalid(error) from None
+        services.jobs.enqueue(session, INVITE_EMAIL_JOB, {"invite_id": row.id, "token": services.secrets.encrypt(token)}, workspace_id=workspace_id)
+    return row, token
+
+
+async def public_workspace(services: Services, slug: str) -> tuple[Workspace, int]:
+    """The workspace of ``slug`` and its member count; NotFound when there is none."""
+    async with services.db.session() as session:
+        workspace = await find_workspace(session, slug=slug)
+        if workspace is None:
+            raise NotFound("Workspace not found")
+        return workspace, await member_count(session, workspace.id)
+
+
+async def ask_to_join(services: Services, *, user_id: str, workspace_id: str | None, slug: str | None, message: str | None) -> JoinRequest:
+    """A pending join request of the signed-in user to the workspace of ``workspace_id`` or ``slug``."""
+    if not workspace_id and not slug:
+        raise Invalid("Validation failed: workspaceId or slug is required")
+    async with services.db.transaction() as session:
+        await _user(session, user_id)
+        workspace = await find_workspace(session, workspace_id=workspace_id, slug=slug)
+        if workspace is None:
+            raise NotFound("Workspace not found")
+        return await request_join(session, workspace_id=workspace.id, user_id=user_id, message=message)
+
+
+async def join_with_link(services: Services, *, workspace_id: str, token: str, user_id: str) -> tuple[Workspace, Membership, bool]:
+    """Join through the workspace's shareable link as the signed-in user; ``joined`` False for a member."""
+    async with services.db.transaction() as session:
+        await _user(session, user_id)
+        membership, joined = await join_by_link(session, services.secrets, workspace_id=workspace_id, token=token, user_id=user_id)
+        return await session.get(Workspace, workspace_id), membership, joined
+
+
+async def join_requests(services: Services, workspace_id: str, *, page: int, limit: int) -> tuple[list[tuple[JoinRequest, User]], int]:
+    async with services.db.session(tenant=workspace_id) as session:
+        return await pending_join_requests(session, page=page, limit=limit)
+
+
+async def decide(services: Services, *, workspace_id: str, request_id: str, approve: bool, role: str, decided_by: str | None) -> tuple[JoinRequest, User | None]:
+    """Approve or deny a pending join request; NotFound when there is none."""
+    async with services.db.transaction(tenant=workspace_id) as session:
+        try:
+            join = await decide_join_request(session, workspace_id=workspace_id, request_id=request_id, approve=approve, role=role, decided_by=decided_by)
+        except WorkspaceError as error:
+            raise _invalid(error) from None
+        if join is None:
+            raise NotFound("Join request not found")
+        return join, await session.get(User, join.user_id)
+
+
+async def new_link(services: Services, *, workspace_id: str, role: str, hours: int | None, created_by: str | None) -> tuple[ShareableLink, str]:
+    """A new shareable link (the previous one stops working) valid for ``hours`` (None: no expiry)."""
+    if hours is not None and hours <= 0:
+        raise Invalid("Validation failed: expiresInHours must be a positive integer")
+    async with services.db.transaction(tenant=workspace_id) as session:
+        try:
+            return await create_link(session, services.secrets, workspace_id=workspace_id, role=role, ttl=timedelta(hours=hours) if hours else None, created_by=created_by)
+        except WorkspaceError as error:
+            raise _invalid(error) from None
+
+
+async def revoke(services: Services, workspace_id: str) -> None:
+    """Revoke the workspace's shareable link; NotFound when there is no active one."""
+    async with services.db.transaction(tenant=workspace_id) as session:
+        if not await revoke_link(session, workspace_id):
+            raise NotFound("No active shareable link")

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from patchbay.cli.main import cli
-from patchbay.core.appkeys import DB
+from patchbay.core.appkeys import DB, SERVICES
 from patchbay.core.billing.limits import enforce_limit, register_counter
 from patchbay.core.errors import PlanLimitExceeded
 from patchbay.core.http.errors import domain_status
@@ -59,7 +59,7 @@ async def test_the_plan_limit_message_names_the_remedy(make_app):
     async def three(_session, _workspace_id):
         return 3
 
-    register_counter(app, "providers", three)
+    register_counter(app[SERVICES], "providers", three)
     async with app[DB].transaction(tenant=ws) as session:
         with pytest.raises(PlanLimitExceeded) as refused:
             await enforce_limit(session, ws, "providers")

@@ -8,7 +8,7 @@ import shutil
 import pytest
 from sqlalchemy import select
 
-from patchbay.core.appkeys import DB
+from patchbay.core.appkeys import DB, SERVICES
 from patchbay.core.billing.limits import DEFAULT_LIMITS, RESOURCES, enforce_limit, monthly_usage, record_usage, register_counter, resolve_limits
 from patchbay.core.billing.models import UsageCounter
 from patchbay.core.errors import PlanLimitExceeded
@@ -62,7 +62,7 @@ async def test_counted_limit_reached_and_refused(make_app, resource):
         seen.append(workspace_id)
         return current["n"]
 
-    register_counter(app, resource, counter)
+    register_counter(app[SERVICES], resource, counter)
     assert await _refusal(app, ws, resource, adding=2) is None
     current["n"] = 1
     assert await _refusal(app, ws, resource) is None
@@ -103,7 +103,7 @@ async def test_usage_and_history_routes(client, workspace):
     async def rows(session, workspace_id):
         return 7
 
-    register_counter(app, "table_rows", rows)
+    register_counter(app[SERVICES], "table_rows", rows)
     async with app[DB].transaction(tenant=ws) as session:
         await record_usage(session, ws, "action_executions", 5)
         await record_usage(session, ws, "template_clones")

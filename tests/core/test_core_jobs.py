@@ -199,7 +199,7 @@ async def test_maintenance_purges_old_finished_jobs_only(make_app, aiohttp_clien
 
     from sqlalchemy import update
 
-    from patchbay.core.appkeys import DB, JOBS
+    from patchbay.core.appkeys import DB, JOBS, SERVICES
     from patchbay.core.jobs.maintenance import purge
     from patchbay.core.timeutil import utcnow
 
@@ -212,7 +212,7 @@ async def test_maintenance_purges_old_finished_jobs_only(make_app, aiohttp_clien
     async with app[DB].transaction() as session:
         await session.execute(update(Job).where(Job.id.in_([kept.id, old.id])).values(status="done"))
         await session.execute(update(Job).where(Job.id.in_([old.id, pending.id])).values(updated_at=utcnow() - timedelta(days=8)))
-    assert (await purge(app))["jobsPurged"] == 1
+    assert (await purge(app[SERVICES]))["jobsPurged"] == 1
     async with app[DB].session() as session:
         assert set(await session.scalars(select(Job.id))) == {kept.id, pending.id}
 
@@ -290,7 +290,7 @@ async def test_a_stop_while_the_database_is_gone_still_ends_and_says_what_it_lef
 async def test_maintenance_purges_records_past_their_retention_in_batches(make_app, aiohttp_client, monkeypatch):
     from datetime import timedelta
 
-    from patchbay.core.appkeys import DB
+    from patchbay.core.appkeys import DB, SERVICES
     from patchbay.core.connections.models import ProxyCallLog
     from patchbay.core.flows.models import Flow, FlowExecution, FlowExecutionStep
     from patchbay.core.jobs import retention
@@ -323,7 +323,7 @@ async def test_maintenance_purges_records_past_their_retention_in_batches(make_a
         await session.flush()
         for execution in executions:
             session.add(FlowExecutionStep(workspace_id=ws, execution_id=execution.id, position=0, step_id="s", type="log", status="completed"))
-    result = await purge(app)
+    result = await purge(app[SERVICES])
     assert {k: result[k] for k in ("webhookEventBodiesCleared", "proxyCallLogsPurged", "executionsPurged", "deliveryAttemptsPurged")} == {
         "webhookEventBodiesCleared": 3, "proxyCallLogsPurged": 5, "executionsPurged": 3, "deliveryAttemptsPurged": 0}  # fmt: skip
     async with app[DB].session() as session:

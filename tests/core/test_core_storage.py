@@ -114,3 +114,41 @@ async def test_a_connection_in_steady_use_is_not_pinged_an_idle_dead_one_is_repl
         assert pings
     finally:
         await db.close()
+
+
+def test_importing_storage_and_the_queue_attaches_nothing_to_the_global_session():
+    import subprocess
+    import sys
+
+    code = (
+        "import patchbay.core.storage.base as base, patchbay.core.jobs.queue as queue\n"
+        "from sqlalchemy import event\nfrom sqlalchemy.orm import Session\n"
+        "hooks = [('do_orm_execute', base._scope_queries_to_tenant), ('before_flush', base._stamp_tenant_on_writes),"
+        " ('after_commit', queue._wake_after_commit), ('after_rollback', queue._forget_after_rollback)]\n"
+        "print(sum(event.contains(Session, name, fn) for name, fn in hooks))\n"
+    )
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "0"
+
+
+async def test_each_database_guards_its_own_sessions(sqlite_url, tmp_path):
+    """The tenancy guard is attached to each Database's own session class: a session of another
+    Database (or a plain SQLAlchemy session) carries no listener of the first."""
+    from sqlalchemy import event
+    from sqlalchemy.orm import Session
+
+    from patchbay.core.jobs.queue import JobQueue, _wake_after_commit
+    from patchbay.core.storage.base import _stamp_tenant_on_writes
+
+    first, second = Database(sqlite_url), Database(f"sqlite+aiosqlite:///{tmp_path / 'other.db'}")
+    try:
+        JobQueue(first)
+        assert first.session_class is not second.session_class
+        assert event.contains(first.session_class, "before_flush", _stamp_tenant_on_writes)
+        assert event.contains(second.session_class, "before_flush", _stamp_tenant_on_writes)
+        assert event.contains(first.session_class, "after_commit", _wake_after_commit)
+        assert not event.contains(second.session_class, "after_commit", _wake_after_commit)
+        assert not event.contains(Session, "before_flush", _stamp_tenant_on_writes)
+        assert isinstance(first.session().sync_session, first.session_class)
+    finally:
+        await first.close()
+        await second.close()
