@@ -34,10 +34,7 @@ def _apply(schedule: FlowSchedule, body: dict[str, Any]) -> None:
     except InvalidSchedule as error:
         raise bad_request(str(error)) from None
     if "payload" in body or schedule.payload is None:
-        payload = body.get("payload") or {}
-        if not isinstance(payload, dict):
-            raise bad_request("payload must be an object")
-        schedule.payload = payload
+        schedule.payload = body.get("payload") or {}
     if "isActive" in body or schedule.is_active is None:
         active = body.get("isActive", True)
         if not isinstance(active, bool):

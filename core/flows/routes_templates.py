@@ -27,7 +27,6 @@ from patchbay.core.timeutil import iso, new_id, utcnow
 
 routes = web.RouteTableDef()
 
-VISIBILITIES = ("private", "public", "pending_review")
 _PLACEHOLDER = "$connection:"
 
 
@@ -104,8 +103,6 @@ async def clone_template(request: web.Request) -> web.Response:
     workspace's connection to the trigger's provider); monthly cap per plan."""
     body = await read_checked(request, CloneTemplateDto, optional=True)
     name = body.get("name")
-    if name is not None and (not isinstance(name, str) or not name.strip()):
-        raise bad_request("name must be a non-empty string")
     trigger_connection_id = body.get("triggerConnectionId")
     workspace_id = principal_of(request).workspace_id
     async with request.app[DB].transaction(tenant=workspace_id) as session:
@@ -173,11 +170,7 @@ async def publish_as_template(request: web.Request) -> web.Response:
     ``patchbay templates approve``; republishing a public template sends it back to review."""
     body = await read_checked(request, PublishTemplateDto, optional=True)
     visibility = body.get("visibility", "private")
-    if visibility not in VISIBILITIES:
-        raise bad_request(f"visibility must be one of {', '.join(VISIBILITIES)}")
     category = body.get("category", "custom")
-    if not isinstance(category, str) or not category:
-        raise bad_request("category must be a string")
     workspace_id = principal_of(request).workspace_id
     async with request.app[DB].transaction(tenant=workspace_id) as session:
         flow = await service.get_flow(session, request.match_info["flowId"])

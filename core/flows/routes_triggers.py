@@ -63,25 +63,15 @@ async def create_trigger(request: web.Request) -> web.Response:
     body = await read_checked(request, CreateTriggerDto)
     provider_type, trigger_name, kind = body.get("providerType"), body.get("triggerName"), body.get("kind")
     connection_id, config = body.get("connectionId"), body.get("config") or {}
-    if not isinstance(provider_type, str) or not provider_type:
-        raise bad_request("providerType is required")
     registry = request.app[REGISTRY]
     if registry.provider(provider_type) is None:
         raise not_found(f"Provider not found: {provider_type}")
-    if not isinstance(trigger_name, str) or not trigger_name:
-        raise bad_request("triggerName is required")
     trigger = (registry.get("triggers", provider_type) or {}).get(trigger_name)
     if trigger is None:
         raise bad_request(f"triggerName: {provider_type} has no trigger named {trigger_name!r} (see GET /connect/v1/flows/trigger-options)")
     kind = kind or trigger.kind
-    if kind not in ("webhook", "poll"):
-        raise bad_request("kind must be webhook or poll")
     if kind != trigger.kind:
         raise bad_request(f"kind: trigger {trigger_name!r} is a {trigger.kind} trigger")
-    if not isinstance(config, dict):
-        raise bad_request("config must be an object")
-    if connection_id is not None and not isinstance(connection_id, str):
-        raise bad_request("connectionId must be a string")
     if kind == "poll" and not connection_id:
         raise bad_request("connectionId is required for a poll trigger")
     workspace_id = principal_of(request).workspace_id

@@ -1,5 +1,6 @@
-"""One validation path: bodies are read into attrs models by cattrs (``core.http.bodies``), which
-take a value only as JSON gave it and answer 400 naming the field."""
+"""One validation path: bodies are validated by pydantic against the dataclasses ``/openapi.json``
+publishes (``core.http.bodies``), in strict mode, so a value is taken only as JSON gave it, and a
+refusal is a 400 naming the field."""
 
 from __future__ import annotations
 
@@ -65,9 +66,9 @@ async def test_an_unknown_execution_status_is_400(client, workspace, path):
      ({"ratio": "1"}, "ratio must be a number")],
 )  # fmt: skip
 def test_the_converter_does_not_coerce(value, message):
-    import attrs
+    from dataclasses import dataclass
 
-    @attrs.define
+    @dataclass
     class Model:
         flag: bool = False
         count: int = 0
