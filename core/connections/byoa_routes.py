@@ -9,10 +9,12 @@ from sqlalchemy import select
 
 from patchbay.core.appkeys import DB, SECRETS
 from patchbay.core.connections import service
+from patchbay.core.connections.api_models import SaveByoaCredentialDto
 from patchbay.core.connections.models import ByoaCredential
 from patchbay.core.connections.oauth_models import ByoaDeleted, ByoaSaved, ByoaStatus
-from patchbay.core.http.bodies import read_object
+from patchbay.core.http.bodies import read_body
 from patchbay.core.http.errors import bad_request, not_found
+from patchbay.core.http.openapi import accepts
 from patchbay.core.http.responses import reply, returns
 from patchbay.core.security.auth import principal_of, requires
 from patchbay.core.timeutil import iso
@@ -32,6 +34,7 @@ def _status(row: ByoaCredential | None, provider: str) -> dict:
 
 
 @routes.post("/byoa/{providerType}/credentials")
+@accepts(SaveByoaCredentialDto)
 @returns(ByoaSaved, status=201, description="Saved")
 @requires("connections.write")
 async def save_credentials(request: web.Request) -> web.Response:
@@ -41,16 +44,10 @@ async def save_credentials(request: web.Request) -> web.Response:
     provider = service.provider_or_404(request.app, request.match_info["providerType"])
     if provider.auth_mode not in ("oauth2",):
         raise bad_request(f"{provider.display_name} does not use an OAuth app")
-    body = await read_object(request)
-    client_id, client_secret, scopes = body.get("clientId"), body.get("clientSecret"), body.get("scopes")
-    if not isinstance(client_id, str) or not client_id.strip():
-        raise bad_request("Validation failed: clientId is required")
-    if not isinstance(client_secret, str) or not client_secret:
-        raise bad_request("Validation failed: clientSecret is required")
+    dto = await read_body(request, SaveByoaCredentialDto)
+    client_id, client_secret, scopes = dto.clientId, dto.clientSecret, dto.scopes
     if isinstance(scopes, str):
         scopes = [s for s in scopes.replace(",", " ").split() if s]
-    if scopes is not None and not (isinstance(scopes, list) and all(isinstance(s, str) for s in scopes)):
-        raise bad_request("Validation failed: scopes must be a list of strings")
     async with request.app[DB].transaction(tenant=principal.workspace_id) as session:
         row = await _find(session, provider.name)
         if row is None:

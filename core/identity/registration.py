@@ -10,9 +10,11 @@ from authlib.oauth2.rfc6749 import OAuth2Error
 from aiohttp import web
 
 from patchbay.core.appkeys import DB, SECRETS, SETTINGS
-from patchbay.core.http.bodies import read_object
+from patchbay.core.http.bodies import read_object, structure
 from patchbay.core.http.errors import ApiError
+from patchbay.core.http.openapi import accepts
 from patchbay.core.http.responses import reply, returns
+from patchbay.core.identity.api_models import ClientRegistrationRequest
 from patchbay.core.identity.clients import ClientConflict, ClientMetadataError, create_client, validate_metadata
 from patchbay.core.identity.discovery import discovery_document
 from patchbay.core.identity.http import NO_STORE, PREFIX, add_route, client_ip, oauth_error, rate_limit
@@ -45,6 +47,7 @@ class Registration(ClientRegistrationEndpoint):
         return True
 
 
+@accepts(ClientRegistrationRequest)
 @returns(ClientRegistration, status=201, description="Registered (RFC 7591 3.2.1)")
 @oauth_errors
 async def register(request: web.Request) -> web.Response:
@@ -59,12 +62,15 @@ async def register(request: web.Request) -> web.Response:
     try:
         Registration(request.app[SETTINGS].resolved_issuer).extract_client_metadata(json_request)
         metadata = validate_metadata(body)
+        structure(body, ClientRegistrationRequest)  # the published model holds too (an ApiError names the field)
     except InvalidClientMetadataError as error:
         return oauth_error(400, "invalid_client_metadata", error.description or "invalid client metadata", headers)
     except OAuth2Error as error:
         return oauth_error(400, error.error, error.description or error.error, headers)
     except ClientMetadataError as error:
         return oauth_error(400, error.error, str(error), headers)
+    except ApiError as error:
+        return oauth_error(400, "invalid_client_metadata", error.message.removeprefix("Validation failed: "), headers)
     limits = request.app[SETTINGS].identity
     for name, most in (("access_token_ttl", limits.max_access_token_ttl), ("refresh_token_ttl", limits.max_refresh_token_ttl)):
         if metadata[name] > most:
