@@ -11,8 +11,7 @@ from aiohttp import web
 from pydantic import Field
 
 from patchbay.core.alerts.models import EVENT_TYPES
-from patchbay.core.http.bodies import read_object, structure
-from patchbay.core.http.errors import bad_request
+from patchbay.core.http.bodies import read_body
 from patchbay.core.http.responses import response_model
 
 #: flow.failed, flow.succeeded (spec 6.1) and the operator events (``operator_events``)
@@ -47,12 +46,8 @@ class UpdateAlertDto:
 
 
 async def read_alert(request: web.Request, model: type[CreateAlertDto] | type[UpdateAlertDto]) -> CreateAlertDto | UpdateAlertDto:
-    """The body as ``model``, 400 naming a field of the wrong type; ``eventTypes`` that is not a
-    non-empty list is refused first (cattrs would read a string as the list of its characters)."""
-    body = await read_object(request)
-    if "eventTypes" in body and body["eventTypes"] is not None and (not isinstance(body["eventTypes"], list) or not body["eventTypes"]):
-        raise bad_request(f"Validation failed: eventTypes must be a non-empty list of {', '.join(EVENT_TYPES)}")
-    return structure(body, model)
+    """The body as ``model``, 400 naming a field of the wrong type or outside its constraints."""
+    return await read_body(request, model)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -45,8 +45,8 @@ ALLOWED_PROVIDERS_ERROR = "allowedProviders must be a non-empty list of provider
 
 async def read_session_request(request: web.Request) -> CreateConnectSessionDto:
     """The body as :class:`CreateConnectSessionDto` (400 naming a field of the wrong type).
-    ``allowedProviders`` that is not a list is refused here: cattrs would read a string as the list
-    of its characters."""
+    ``allowedProviders`` that is not a list is refused here first, in the words the API has always
+    used."""
     body = await read_object(request)
     if body.get("allowedProviders") is not None and not isinstance(body["allowedProviders"], list):
         raise bad_request(f"Validation failed: {ALLOWED_PROVIDERS_ERROR}")

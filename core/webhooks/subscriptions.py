@@ -23,7 +23,7 @@ from patchbay.core.security.auth import principal_of, requires
 from patchbay.core.timeutil import iso
 from patchbay.core.webhooks import subscriptions_service as service
 from patchbay.core.webhooks.api_models import (
-    RotatedSubscription, RotateSecretDto, SubscribeDto, SubscriptionDeleted, UpdateSubscriptionDto, WebhookSubscriptionOut, check_secret,
+    RotatedSubscription, RotateSecretDto, SubscribeDto, SubscriptionDeleted, UpdateSubscriptionDto, WebhookSubscriptionOut,
     event_types, read_dto,
 )  # fmt: skip
 from patchbay.core.webhooks.models import WebhookSubscription
@@ -92,7 +92,7 @@ async def subscribe(request: web.Request) -> web.Response:
     if url is None:
         raise bad_request("Validation failed: url (or callbackUrl) is required")
     events = _events(provider, dto)
-    secret = check_secret(dto.callbackSecret)
+    secret = dto.callbackSecret
     async with request.app[DB].transaction(tenant=principal_of(request).workspace_id) as session:
         subscription = await service.create_subscription(
             session, request.app[SECRETS], provider=provider.name, url=url, events=events, long_tail=dto.longTailRetries or False, secret=secret
@@ -148,7 +148,7 @@ async def rotate_secret(request: web.Request) -> web.Response:
 
     The new secret (generated when the body names none) is in the answer, this once."""
     dto = await read_dto(request, RotateSecretDto, optional=True)
-    new_secret = check_secret(dto.callbackSecret) or generate_secret()
+    new_secret = dto.callbackSecret or generate_secret()
     overlap = request.app[SETTINGS].webhooks.secret_overlap_hours * 3600 if dto.overlapSeconds is None else dto.overlapSeconds
     if overlap < 0:
         raise bad_request("Validation failed: overlapSeconds must be a whole number of seconds")
