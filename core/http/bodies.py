@@ -1,4 +1,5 @@
-"""Reading request bodies and query parameters into typed values, with 400s that name the field."""
+"""Reading request bodies (validated by pydantic against the models ``/openapi.json`` publishes) and
+query parameters into typed values, with 400s that name the field."""
 
 from __future__ import annotations
 
