@@ -1,7 +1,8 @@
 """The body of dynamic client registration (``core.identity.registration``; RFC 7591 with the
-rules of spec 2.15): the model ``/openapi.json`` publishes, which also validates the body once
-authlib and ``core.identity.clients.validate_metadata`` have answered in the protocol's own words
-(``invalid_redirect_uri``, ``invalid_client_metadata``). Other RFC 7591 metadata is taken as sent."""
+rules of spec 2.15): the model ``/openapi.json`` publishes, which validates the body first (a
+refusal is ``invalid_redirect_uri`` or ``invalid_client_metadata`` naming the field); authlib and
+``core.identity.clients.validate_metadata`` then check what a schema cannot say (https redirect
+URIs, known scopes, the lifetime caps). Other RFC 7591 metadata is taken as sent."""
 
 from __future__ import annotations
 

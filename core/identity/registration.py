@@ -55,22 +55,21 @@ async def register(request: web.Request) -> web.Response:
     headers = await rate_limit(request, "oidc_register", f"ip:{client_ip(request)}")
     try:
         body = await read_object(request)
+        structure(body, ClientRegistrationRequest)  # the published model first: authlib's checks assume its types
     except ApiError as error:
-        return oauth_error(400, "invalid_client_metadata", error.message, headers)
+        problem = error.message.removeprefix("Validation failed: ")
+        return oauth_error(400, "invalid_redirect_uri" if problem.startswith("redirect_uris") else "invalid_client_metadata", problem, headers)
     json_request = JsonRequest(request.method, str(request.url), dict(request.headers))
     json_request.payload = _Payload({k: v for k, v in body.items() if k not in ("require_pkce", "refresh_token_rotation", "application", "access_token_ttl", "refresh_token_ttl", "permissions")})
     try:
         Registration(request.app[SETTINGS].resolved_issuer).extract_client_metadata(json_request)
         metadata = validate_metadata(body)
-        structure(body, ClientRegistrationRequest)  # the published model holds too (an ApiError names the field)
     except InvalidClientMetadataError as error:
         return oauth_error(400, "invalid_client_metadata", error.description or "invalid client metadata", headers)
     except OAuth2Error as error:
         return oauth_error(400, error.error, error.description or error.error, headers)
     except ClientMetadataError as error:
         return oauth_error(400, error.error, str(error), headers)
-    except ApiError as error:
-        return oauth_error(400, "invalid_client_metadata", error.message.removeprefix("Validation failed: "), headers)
     limits = request.app[SETTINGS].identity
     for name, most in (("access_token_ttl", limits.max_access_token_ttl), ("refresh_token_ttl", limits.max_refresh_token_ttl)):
         if metadata[name] > most:
