@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from string import Template
 
-import attrs
 import click
 
 from patchbay.cli.runtime import emit, json_option, registry_from, settings_from
@@ -17,7 +16,7 @@ def _inventory(*, skip_broken: bool) -> tuple[list[dict], frozenset[str]]:
     from patchbay.core.plugins.inventory import describe_plugins
 
     settings = settings_from()
-    settings.plugins = attrs.evolve(settings.plugins, skip_broken=skip_broken)
+    settings.plugins = settings.plugins.model_copy(update={"skip_broken": skip_broken})
     pm, registry = registry_from(settings, quiet=True)
     data_only = frozenset(name for plugin in pm.get_plugins() if getattr(plugin, "data_only", False) and (name := pm.get_name(plugin)))
     return describe_plugins(pm, registry, disabled=frozenset(settings.plugins.disable)), data_only

@@ -8,7 +8,6 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import attrs
 import click
 
 from patchbay.core.security.secrets import SecretBox, load_or_create_secrets
@@ -38,7 +37,7 @@ def settings_from(flags: dict[str, Any] | None = None) -> Settings:
 def _refuse_a_stray_data_folder(settings: Settings) -> None:
     """An admin command run from another folder must not quietly start a second, empty installation
     (with its own secret key) in ``./patchbay-data`` there."""
-    default = attrs.fields(Settings).data_dir.default
+    default = Settings.model_fields["data_dir"].default
     if settings.database_url is None and settings.data_dir == default and not settings.data_dir.exists():
         raise click.ClickException(
             f"no patchbay data in {settings.data_dir.resolve()}: run this where `patchbay serve` runs, "

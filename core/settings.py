@@ -7,20 +7,28 @@ Top-level settings are ``PATCHBAY_<NAME>`` and a top-level TOML key; a section's
 ``[providers.<name>]``, ``[federation.<name>]`` and ``[plans.<plan>]`` come only from the file.
 Any other table is a plugin's own section (``[stripe]`` of the billing plugin), read the same way
 once the plugin has declared it (``register_settings``; see ``core/plugins/registry.py``).
+
+The settings and their sections are pydantic models, and every value, whatever its source, is read
+by pydantic (:func:`read_values`): a string of the environment or a flag becomes the field's type
+(``yes`` a boolean, ``a, b`` a list), a TOML number may stand for a string, and a boolean is no
+number. A bad value is a :class:`SettingsError` naming where it came from.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import ipaddress
-
 import os
 import tomllib
+import typing
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, get_args, get_origin
+from typing import Any
 
 import attrs
 import limits
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, create_model, field_validator
 
 ENV_PREFIX = "PATCHBAY_"
 
@@ -46,14 +54,37 @@ class SettingsError(ValueError):
     """A setting has a bad value; the message names the setting and where it came from."""
 
 
+class Section(BaseModel):
+    """A group of settings: each field has a default; an unknown key is an error. Values are read
+    as :func:`read_values` says."""
+
+    model_config = ConfigDict(extra="forbid", coerce_numbers_to_str=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _as_configured(cls, value: Any, info: ValidationInfo) -> Any:
+        return _raw_value(value, cls.model_fields[info.field_name].annotation) if info.field_name else value
+
+
+def _raw_value(value: Any, kind: Any) -> Any:
+    """What a source gives, before pydantic reads it as ``kind``: a string for a list is its
+    comma-separated items; ``true`` for a number is refused (pydantic would read it as 1)."""
+    members = [member for member in typing.get_args(kind) if member is not type(None)] if typing.get_origin(kind) in (typing.Union, type(int | None)) else [kind]
+    if any(typing.get_origin(member) is list for member in members):
+        items = value if isinstance(value, list) else str(value).split(",") if value is not None else value
+        return [str(item).strip() for item in items if str(item).strip()] if items is not None else None
+    if isinstance(value, bool) and int in members and bool not in members:
+        raise ValueError("expected a whole number")
+    return value
+
+
 def _rate_limit(value: str) -> str:
     if value != "off":
         limits.parse(value)
     return value
 
 
-@attrs.define(kw_only=True)
-class SmtpSettings:
+class SmtpSettings(Section):
     host: str | None = None
     port: int = 25
     username: str | None = None
@@ -63,31 +94,27 @@ class SmtpSettings:
     use_tls: bool = False
 
 
-@attrs.define(kw_only=True)
-class BrandingSettings:
+class BrandingSettings(Section):
     name: str = "patchbay"
     logo_url: str | None = None
     primary_color: str = "#3b5bdb"
     background_color: str = "#f8f9fa"
 
 
-@attrs.define(kw_only=True)
-class ComplianceSettings:
+class ComplianceSettings(Section):
     privacy_policy_url: str | None = None
     privacy_policy_text: str | None = None
     #: deprecated: the meta pack's ``[meta] app_secret``, which the pack falls back on when unset
     meta_app_secret: str | None = None
 
 
-@attrs.define(kw_only=True)
-class AdminSettings:
+class AdminSettings(Section):
     #: the operator's credential for /accounts and server-to-server workspace creation
     #: (``x-api-key`` or ``Authorization: Bearer``); unset: those routes answer 401
     api_key: str | None = None
 
 
-@attrs.define(kw_only=True)
-class WorkspacesSettings:
+class WorkspacesSettings(Section):
     #: where invite emails and shareable links point; ``{token}``, ``{workspace_id}``, ``{base_url}``
     invite_url: str = "{base_url}/connect/v1/workspaces/invite/validate/{token}"
     link_url: str = "{base_url}/connect/v1/workspaces/join/link/{workspace_id}?token={token}"
@@ -97,15 +124,14 @@ class WorkspacesSettings:
     default_plan: str = "enterprise"
 
 
-@attrs.define(kw_only=True)
-class WebhooksSettings:
+class WebhooksSettings(Section):
     """Inbound ingestion and outbound forwarding (docs/webhooks.md)."""
 
     max_retries: int = 3
     retry_base_ms: int = 1000
     retry_cap_ms: int = 15000
     retry_after_cap_seconds: int = 3600
-    long_tail_schedule: list[str] = attrs.field(factory=lambda: ["300", "1800", "7200", "18000", "36000"])
+    long_tail_schedule: list[str] = Field(default_factory=lambda: ["300", "1800", "7200", "18000", "36000"])
     disable_after_minutes: int = 4320
     secret_overlap_hours: int = 24
     attempt_timeout_seconds: int = 15
@@ -114,8 +140,7 @@ class WebhooksSettings:
     crm_sync_max_attempts: int = 5
 
 
-@attrs.define(kw_only=True)
-class RetentionSettings:
+class RetentionSettings(Section):
     """Days each kind of record is kept before the maintenance job purges it (0: forever);
     docs/reliability.md."""
 
@@ -125,8 +150,7 @@ class RetentionSettings:
     delivery_attempt_days: int = 30
 
 
-@attrs.define(kw_only=True)
-class OutboundSettings:
+class OutboundSettings(Section):
     """Caps on calls to tenant-controlled targets (docs/security-outbound.md)."""
 
     #: a response body longer than this (as received, compressed or not) is refused
@@ -142,8 +166,7 @@ class OutboundSettings:
 
 
 
-@attrs.define(kw_only=True)
-class IdentitySettings:
+class IdentitySettings(Section):
     """Limits of the identity provider for clients it does not trust (docs/security-identity-trust.md)."""
 
     #: the longest access / refresh token lifetime a self-registered (third-party) client may ask for
@@ -154,8 +177,7 @@ class IdentitySettings:
 
 
 
-@attrs.define(kw_only=True)
-class ConnectUiSettings:
+class ConnectUiSettings(Section):
     """The hosted connect page (docs/connect-ui.md)."""
 
     #: how long a connect session's token works when its creator does not say
@@ -165,8 +187,7 @@ class ConnectUiSettings:
 
 
 
-@attrs.define(kw_only=True)
-class MetricsSettings:
+class MetricsSettings(Section):
     """Who may read ``/metrics`` (docs/scaling.md)."""
 
     #: the main port answers ``/metrics`` only with ``Authorization: Bearer <token>``; unset: 404 there
@@ -175,14 +196,13 @@ class MetricsSettings:
     listen: str | None = None
 
 
-@attrs.define(kw_only=True)
-class PluginsSettings:
+class PluginsSettings(Section):
     """Which installed plugins load (docs/provider-packs.md)."""
 
     #: entry-point names of plugins not to load
-    disable: list[str] = attrs.field(factory=list)
+    disable: list[str] = Field(default_factory=list)
     #: plugins whose providers replace same-named providers of other plugins, with their behaviour
-    replace: list[str] = attrs.field(factory=list)
+    replace: list[str] = Field(default_factory=list)
     #: leave a broken plugin out (reported by /health and the CLI) instead of refusing to start
     skip_broken: bool = False
 
@@ -192,11 +212,10 @@ FREE_TABLES = ("providers", "federation", "plans", "rate_limits")
 PLUGIN_FIELDS = ("plugin_sections", "plugin_environ")
 
 
-@attrs.define(kw_only=True)
-class Settings:
+class Settings(Section):
     data_dir: Path = Path("./patchbay-data")
     database_url: str | None = None
-    secret_key: list[str] = attrs.field(factory=list)
+    secret_key: list[str] = Field(default_factory=list)
     #: unset: ``http://{host}:{port}`` of this server, so that ``serve --port`` also moves the URLs
     #: it advertises and the issuer; set it when a proxy or another name stands in front
     base_url: str | None = None
@@ -205,7 +224,7 @@ class Settings:
     scheduler: bool = True
     allow_insecure_targets: bool = False
     host: str = "127.0.0.1"
-    trusted_proxies: list[str] = attrs.field(factory=list)  # networks whose X-Forwarded-For is believed
+    trusted_proxies: list[str] = Field(default_factory=list)  # networks whose X-Forwarded-For is believed
     port: int = 8080
     workers: int = 16
     log_level: str = "INFO"
@@ -217,27 +236,27 @@ class Settings:
     #: Redis for the rate limiter's counters across processes (``redis://host:6379/0``); unset: the
     #: database on PostgreSQL, process memory on SQLite
     redis_url: str | None = None
-    plugins: PluginsSettings = attrs.field(factory=PluginsSettings)
-    smtp: SmtpSettings = attrs.field(factory=SmtpSettings)
-    branding: BrandingSettings = attrs.field(factory=BrandingSettings)
-    compliance: ComplianceSettings = attrs.field(factory=ComplianceSettings)
-    admin: AdminSettings = attrs.field(factory=AdminSettings)
-    workspaces: WorkspacesSettings = attrs.field(factory=WorkspacesSettings)
-    webhooks: WebhooksSettings = attrs.field(factory=WebhooksSettings)
-    retention: RetentionSettings = attrs.field(factory=RetentionSettings)
-    outbound: OutboundSettings = attrs.field(factory=OutboundSettings)
-    identity: IdentitySettings = attrs.field(factory=IdentitySettings)
-    connect_ui: ConnectUiSettings = attrs.field(factory=ConnectUiSettings)
-    metrics: MetricsSettings = attrs.field(factory=MetricsSettings)
-    providers: dict[str, dict[str, Any]] = attrs.field(factory=dict)
-    federation: dict[str, dict[str, Any]] = attrs.field(factory=dict)
-    plans: dict[str, dict[str, Any]] = attrs.field(factory=dict)
-    rate_limits: dict[str, str] = attrs.field(factory=lambda: dict(RATE_LIMIT_DEFAULTS))
+    plugins: PluginsSettings = Field(default_factory=PluginsSettings)
+    smtp: SmtpSettings = Field(default_factory=SmtpSettings)
+    branding: BrandingSettings = Field(default_factory=BrandingSettings)
+    compliance: ComplianceSettings = Field(default_factory=ComplianceSettings)
+    admin: AdminSettings = Field(default_factory=AdminSettings)
+    workspaces: WorkspacesSettings = Field(default_factory=WorkspacesSettings)
+    webhooks: WebhooksSettings = Field(default_factory=WebhooksSettings)
+    retention: RetentionSettings = Field(default_factory=RetentionSettings)
+    outbound: OutboundSettings = Field(default_factory=OutboundSettings)
+    identity: IdentitySettings = Field(default_factory=IdentitySettings)
+    connect_ui: ConnectUiSettings = Field(default_factory=ConnectUiSettings)
+    metrics: MetricsSettings = Field(default_factory=MetricsSettings)
+    providers: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    federation: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    plans: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    rate_limits: dict[str, str] = Field(default_factory=lambda: dict(RATE_LIMIT_DEFAULTS))
     #: tables of the settings file that no core setting reads: plugins' own sections (a plugin
     #: declares its section with ``register_settings``), checked and structured by the registry
-    plugin_sections: dict[str, dict[str, Any]] = attrs.field(factory=dict)
+    plugin_sections: dict[str, dict[str, Any]] = Field(default_factory=dict)
     #: the ``PATCHBAY_*`` environment variables, which fill plugin sections (``PATCHBAY_<SECTION>_<KEY>``)
-    plugin_environ: dict[str, str] = attrs.field(factory=dict, repr=False)
+    plugin_environ: dict[str, str] = Field(default_factory=dict, repr=False)
 
     @property
     def resolved_database_url(self) -> str:
@@ -256,46 +275,38 @@ class Settings:
         return f"http://{host}:{self.port}"
 
 
-def _convert(name: str, value: Any, kind: Any) -> Any:
-    """Turn a raw value (a string from the environment or a flag, or a TOML value) into ``kind``."""
-    origin = get_origin(kind)
-    if origin is not None and type(None) in get_args(kind):
-        (kind,) = [arg for arg in get_args(kind) if arg is not type(None)]
-        if value is None:
-            return None
-    try:
-        if kind is bool:
-            if isinstance(value, bool):
-                return value
-            text = str(value).strip().lower()
-            if text in {"1", "true", "yes", "on"}:
-                return True
-            if text in {"0", "false", "no", "off"}:
-                return False
-            raise ValueError("expected true or false")
-        if kind is int:
-            if isinstance(value, bool):
-                raise ValueError("expected a whole number")
-            return int(value)
-        if kind is Path:
-            return Path(value)
-        if get_origin(kind) is list:
-            items = value if isinstance(value, list) else str(value).split(",")
-            return [str(item).strip() for item in items if str(item).strip()]
-        if kind is str:
-            if not isinstance(value, str | int | float):
-                raise ValueError("expected a string")
-            return str(value)
-    except ValueError as error:
-        raise SettingsError(f"{name}: {value!r} is not valid ({error})") from None
-    return value
+def field_names(cls: type) -> list[str]:
+    """The fields of a settings class: a pydantic model, a dataclass or an attrs class."""
+    if isinstance(cls, type) and issubclass(cls, BaseModel):
+        return list(cls.model_fields)
+    if dataclasses.is_dataclass(cls):
+        return [field.name for field in dataclasses.fields(cls)]
+    if attrs.has(cls):
+        return [field.name for field in attrs.fields(cls)]
+    raise TypeError(f"{cls!r} is not a settings class (a pydantic model, a dataclass or an attrs class)")
 
 
-def _field_types(cls: type) -> dict[str, Any]:
-    import typing
-
+@functools.cache
+def _reader(cls: type) -> type[Section]:
+    """A :class:`Section` with ``cls``'s fields and types, which reads the raw values of any
+    settings class (a plugin's attrs class or dataclass too) the way core sections are read."""
+    if isinstance(cls, type) and issubclass(cls, Section):
+        return cls
     hints = typing.get_type_hints(cls)
-    return {field.name: hints[field.name] for field in attrs.fields(cls)}
+    return create_model(f"{cls.__name__}Reader", __base__=Section, **{name: (hints[name], None) for name in field_names(cls)})  # type: ignore[call-overload]
+
+
+def read_values(cls: type, raw: Mapping[str, Any], sources: Mapping[str, str]) -> dict[str, Any]:
+    """``raw`` (by field of ``cls``) read by pydantic as the fields' types; a bad value is a
+    :class:`SettingsError` naming its source (``sources``: the variable, flag or table key)."""
+    try:
+        read = _reader(cls).model_validate(dict(raw))
+    except ValidationError as error:
+        first = error.errors(include_url=False)[0]
+        name = str(first["loc"][0]) if first["loc"] else ""
+        reason = first["msg"].removeprefix("Value error, ")
+        raise SettingsError(f"{sources.get(name, name)}: {raw.get(name)!r} is not valid ({reason[:1].lower() + reason[1:]})") from None
+    return {name: getattr(read, name) for name in raw}
 
 
 def load_settings(flags: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None) -> Settings:
@@ -312,14 +323,16 @@ def load_settings(flags: Mapping[str, Any] | None = None, environ: Mapping[str, 
         except tomllib.TOMLDecodeError as error:
             raise SettingsError(f"PATCHBAY_CONFIG: {config_path} is not valid TOML: {error}") from None
 
-    top_types = {name: kind for name, kind in _field_types(Settings).items() if name not in PLUGIN_FIELDS}
+    top_types = [name for name in Settings.model_fields if name not in PLUGIN_FIELDS]
     plugin_sections = {name: table for name, table in file_values.items() if name not in top_types and isinstance(table, dict)}
     unknown = set(file_values) - set(top_types) - set(plugin_sections)
     if unknown:
         raise SettingsError(f"PATCHBAY_CONFIG: unknown setting(s) {', '.join(sorted(unknown))}")
 
     values: dict[str, Any] = {}
-    for name, kind in top_types.items():
+    raw: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for name in top_types:
         if name in SECTIONS:
             values[name] = load_section(name, SECTIONS[name], file_values.get(name, {}), environ)
             continue
@@ -330,10 +343,11 @@ def load_settings(flags: Mapping[str, Any] | None = None, environ: Mapping[str, 
             values[name] = table
             continue
         env_name = f"{ENV_PREFIX}{name.upper()}"
-        for source, raw in ((f"--{name.replace('_', '-')}", flags.get(name)), (env_name, environ.get(env_name)), (f"{name} (config file)", file_values.get(name))):
-            if raw is not None:
-                values[name] = _convert(source, raw, kind)
+        for source, value in ((f"--{name.replace('_', '-')}", flags.get(name)), (env_name, environ.get(env_name)), (f"{name} (config file)", file_values.get(name))):
+            if value is not None:
+                raw[name], sources[name] = value, source
                 break
+    values.update(read_values(Settings, raw, sources))
 
     rate_limits = dict(RATE_LIMIT_DEFAULTS)
     for key, value in values.pop("rate_limits").items():
@@ -350,23 +364,24 @@ def load_settings(flags: Mapping[str, Any] | None = None, environ: Mapping[str, 
 
 
 def load_section(section: str, cls: type, table: Any, environ: Mapping[str, str]) -> Any:
-    """``cls`` (an attrs class whose fields have defaults) from the ``[section]`` table, each field
-    overridden by ``PATCHBAY_<SECTION>_<FIELD>``; an unknown key or a bad value is a
-    :class:`SettingsError` naming it. Core sections and plugins' own sections load alike."""
+    """``cls`` (a pydantic model, a dataclass or an attrs class whose fields have defaults) from the
+    ``[section]`` table, each field overridden by ``PATCHBAY_<SECTION>_<FIELD>``, every value read
+    by pydantic (:func:`read_values`); an unknown key or a bad value is a :class:`SettingsError`
+    naming it. Core sections and plugins' own sections load alike."""
     if not isinstance(table, dict):
         raise SettingsError(f"[{section}] must be a table")
-    types = _field_types(cls)
-    unknown = set(table) - set(types)
+    names = field_names(cls)
+    unknown = set(table) - set(names)
     if unknown:
         raise SettingsError(f"[{section}]: unknown key(s) {', '.join(sorted(unknown))}")
-    values = {}
-    for name, kind in types.items():
+    raw, sources = {}, {}
+    for name in names:
         env_name = f"{ENV_PREFIX}{section.upper()}_{name.upper()}"
         if env_name in environ:
-            values[name] = _convert(env_name, environ[env_name], kind)
+            raw[name], sources[name] = environ[env_name], env_name
         elif name in table:
-            values[name] = _convert(f"[{section}] {name}", table[name], kind)
-    return cls(**values)
+            raw[name], sources[name] = table[name], f"[{section}] {name}"
+    return cls(**read_values(cls, raw, sources))
 
 
 def listen_address(value: str) -> tuple[str, int]:

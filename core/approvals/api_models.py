@@ -43,8 +43,8 @@ POLICY_FIELDS = {"enabled": "enabled", "providers": "providers", "categories": "
 
 async def read_policy_changes(request: web.Request) -> dict[str, Any]:
     """The fields the body sets, by attribute of :class:`ApprovalPolicy`; 400 naming an unknown
-    field, a null one or one of the wrong type (a list that is not a JSON array is refused before
-    cattrs, which would read a string as the list of its characters)."""
+    field, a null one or one of the wrong type (a list that is not a JSON array is refused first, in
+    the words the API has always used)."""
     body = await read_object(request)
     unknown = set(body) - set(POLICY_FIELDS)
     if unknown:

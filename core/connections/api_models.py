@@ -4,7 +4,9 @@ validate and serialize them are the ones ``/openapi.json`` publishes."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field
 
 from patchbay.core.errors import Invalid
 from patchbay.core.http.responses import cursor_page_of, page_of, response_model
@@ -58,6 +60,16 @@ class ImportConnectionDto:
     metadata: dict[str, Any] | None = None
     params: dict[str, Any] | None = None
     scopes: list[str] | None = None
+
+
+@dataclass
+class SaveByoaCredentialDto:
+    """The body of ``POST /byoa/{providerType}/credentials``: the workspace's own OAuth app;
+    ``scopes`` is a list or one string of space- or comma-separated scopes."""
+
+    clientId: Annotated[str, Field(min_length=1, pattern=r"\S")]
+    clientSecret: Annotated[str, Field(min_length=1)]
+    scopes: str | list[str] | None = None
 
 
 def refuse_control_characters(**credentials: str | None) -> None:

@@ -33,20 +33,16 @@ def require_oauth(provider: Provider) -> None:
         raise Invalid(f"{provider.display_name} does not use an OAuth app")
 
 
-async def save(services: Services, *, workspace_id: str, provider: Provider, body: dict[str, Any]) -> dict[str, Any]:
-    """Save the workspace's OAuth app for ``provider`` (:func:`require_oauth`) from ``{clientId,
-    clientSecret, scopes?}`` (scopes a list, or a space or comma separated string), replacing an
-    earlier one; answers its status."""
+async def save(
+    services: Services, *, workspace_id: str, provider: Provider, client_id: str, client_secret: str, scopes: str | list[str] | None
+) -> dict[str, Any]:
+    """Save the workspace's OAuth app for ``provider`` (:func:`require_oauth`), replacing an earlier
+    one (``scopes``: a list, or one string of space- or comma-separated scopes); answers its status."""
     require_oauth(provider)
-    client_id, client_secret, scopes = body.get("clientId"), body.get("clientSecret"), body.get("scopes")
-    if not isinstance(client_id, str) or not client_id.strip():
-        raise Invalid("Validation failed: clientId is required")
-    if not isinstance(client_secret, str) or not client_secret:
-        raise Invalid("Validation failed: clientSecret is required")
+    if not client_id.strip() or not client_secret:
+        raise Invalid("Validation failed: clientId and clientSecret are required")
     if isinstance(scopes, str):
         scopes = [s for s in scopes.replace(",", " ").split() if s]
-    if scopes is not None and not (isinstance(scopes, list) and all(isinstance(s, str) for s in scopes)):
-        raise Invalid("Validation failed: scopes must be a list of strings")
     async with services.db.transaction(tenant=workspace_id) as session:
         row = await _find(session, provider.name)
         if row is None:

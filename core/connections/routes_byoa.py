@@ -8,7 +8,9 @@ from aiohttp import web
 from patchbay.core.appkeys import SERVICES
 from patchbay.core.connections import byoa, service
 from patchbay.core.connections.oauth_models import ByoaDeleted, ByoaSaved, ByoaStatus
-from patchbay.core.http.bodies import read_object
+from patchbay.core.connections.api_models import SaveByoaCredentialDto
+from patchbay.core.http.bodies import read_body
+from patchbay.core.http.openapi import accepts
 from patchbay.core.http.responses import reply, returns
 from patchbay.core.security.auth import principal_of, requires
 
@@ -16,16 +18,19 @@ routes = web.RouteTableDef()
 
 
 @routes.post("/byoa/{providerType}/credentials")
+@accepts(SaveByoaCredentialDto)
 @returns(ByoaSaved, status=201, description="Saved")
 @requires("connections.write")
 async def save_credentials(request: web.Request) -> web.Response:
-    """Save the workspace's OAuth app for the provider (SaveByoaCredentialDto:
-    ``{clientId, clientSecret, scopes?}``); replaces an earlier one."""
+    """Save the workspace's OAuth app for the provider; replaces an earlier one."""
     principal = principal_of(request)
     services = request.app[SERVICES]
     provider = service.provider_named(services, request.match_info["providerType"])
     byoa.require_oauth(provider)
-    answer = await byoa.save(services, workspace_id=principal.workspace_id, provider=provider, body=await read_object(request))
+    dto = await read_body(request, SaveByoaCredentialDto)
+    answer = await byoa.save(
+        services, workspace_id=principal.workspace_id, provider=provider, client_id=dto.clientId, client_secret=dto.clientSecret, scopes=dto.scopes
+    )
     return reply(request, {"success": True, **answer}, status=201)
 
 

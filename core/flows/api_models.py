@@ -12,7 +12,7 @@ from aiohttp import web
 from pydantic import ConfigDict, Field, with_config
 
 from patchbay.core.actions.api_models import ActionOption
-from patchbay.core.http.bodies import read_object, structure
+from patchbay.core.http.bodies import named_values, read_object, structure
 from patchbay.core.http.responses import page_of, response_model
 
 #: a flow's or a template's name (trimmed, never blank)
@@ -27,14 +27,13 @@ Timestamp = str | None
 
 
 async def read_checked(request: web.Request, model: type, *, optional: bool = False) -> dict[str, Any]:
-    """The JSON object of the body, its fields' types checked against ``model`` (400 naming the
-    field); answered as given, since an update changes only the keys it names. ``optional``: no
-    body at all is ``{}``."""
+    """The body validated as ``model`` (400 naming the field), answered as the validated values of
+    only the keys it names, since an update changes only those. ``optional``: no body at all is
+    ``{}``."""
     if optional and not (await request.read()).strip():
         return {}
     body = await read_object(request)
-    structure(body, model)
-    return body
+    return named_values(structure(body, model), body)
 
 
 @with_config(ConfigDict(extra="allow"))

@@ -1,21 +1,19 @@
-"""Reading request bodies and query parameters into typed values, with 400s that name the field."""
+"""Reading request bodies (validated by pydantic against the models ``/openapi.json`` publishes) and
+query parameters into typed values, with 400s that name the field."""
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import re
-import types
-import typing
+from collections.abc import Mapping
 from typing import Any, TypeVar
 
-import attrs
-import cattrs
-import cattrs.gen
-from cattrs.cols import list_structure_factory
 from aiohttp import web
 from aiohttp.hdrs import CONTENT_ENCODING
 from multidict import MultiDictProxy
+from pydantic import TypeAdapter, ValidationError
 
 from patchbay.core.appkeys import SETTINGS
 from patchbay.core.http.errors import ApiError, bad_request, not_found
@@ -23,114 +21,17 @@ from patchbay.core.security.auth import authenticate
 
 T = TypeVar("T")
 
-converter = cattrs.Converter(forbid_extra_keys=False)
-
-
-class WrongType(TypeError):
-    """A JSON value of the wrong type where a model field wants a scalar or an object."""
-
-
-def _exactly(kind: type | tuple[type, ...], label: str):
-    """A structure hook that takes a value only as JSON gave it: cattrs' own would turn ``"yes"``
-    into ``True`` and ``5`` into ``"5"``."""
-    wants_bool = kind is bool
-
-    def hook(value: Any, _type: Any) -> Any:
-        if isinstance(value, bool) is not wants_bool or not isinstance(value, kind):
-            raise WrongType(f"must be {label}")
-        return value
-
-    return hook
-
-
-for _kind, _label in ((str, "a string"), (bool, "true or false"), (int, "an integer"), ((int, float), "a number")):
-    converter.register_structure_hook(float if _kind == (int, float) else _kind, _exactly(_kind, _label))
-converter.register_structure_hook_func(lambda kind: kind == dict[str, Any], _exactly(dict, "an object"))
-
-_SCALARS = {str: "a string", int: "an integer", float: "a number", bool: "true or false", type(None): "null"}
-
-
-def _scalar_union(kind: Any) -> bool:
-    return typing.get_origin(kind) in (typing.Union, types.UnionType) and all(member in _SCALARS for member in typing.get_args(kind))
-
-
-@converter.register_structure_hook_factory(_scalar_union)
-def _one_of_scalars(kind: Any) -> Any:
-    """A union of JSON scalars (``str | float | None``): the value as JSON gave it, when it is one
-    of them (an integer is a number; ``true`` is neither)."""
-    members = typing.get_args(kind)
-    label = " or ".join(_SCALARS[member] for member in members if member is not type(None))
-
-    def hook(value: Any, _type: Any) -> Any:
-        fits = any(type(value) is member or (member is float and type(value) is int) for member in members)
-        if not fits:
-            raise WrongType(f"must be {label}")
-        return value
-
-    return hook
-
-
-def _array(kind: Any) -> bool:
-    return typing.get_origin(kind) is list
-
-
-@converter.register_structure_hook_factory(_array)
-def _only_arrays(kind: Any) -> Any:
-    """A list field takes only a JSON array (cattrs would read ``"abc"`` as ``["a", "b", "c"]``)."""
-    inner = list_structure_factory(kind, converter)
-    check = _exactly(list, "an array")
-
-    def hook(value: Any, _type: Any) -> Any:
-        return inner(check(value, _type), _type)
-
-    return hook
-
-
-def _scalar_or_array(kind: Any) -> bool:
-    members = [member for member in typing.get_args(kind) if member is not type(None)]
-    arrays = [member for member in members if _array(member)]
-    return typing.get_origin(kind) in (typing.Union, types.UnionType) and 0 < len(arrays) < len(members) and all(
-        _array(member) or member in _SCALARS for member in members
-    )
-
-
-@converter.register_structure_hook_factory(_scalar_or_array)
-def _one_of_scalar_or_array(kind: Any) -> Any:
-    """``str | list[str]`` and the like: an array goes to the list member, anything else to the
-    union of the scalar members."""
-    members = typing.get_args(kind)
-    array = next(member for member in members if _array(member))
-    scalars = [member for member in members if not _array(member)]
-    scalar_kind = typing.Union[tuple(scalars)] if len(scalars) > 1 else scalars[0]  # noqa: UP007 (built at run time)
-    label = " or ".join([_SCALARS[member] for member in scalars if member is not type(None)] + ["an array"])
-
-    def hook(value: Any, _type: Any) -> Any:
-        if isinstance(value, list):
-            return converter.structure(value, array)
-        try:
-            return converter.structure(value, scalar_kind)
-        except WrongType:
-            raise WrongType(f"must be {label}") from None
-
-    return hook
-
 
 def is_model(kind: Any) -> bool:
-    """A request model: an attrs class, or a dataclass (whose JSON Schema ``core.http.openapi``
-    publishes through pydantic)."""
-    return isinstance(kind, type) and (attrs.has(kind) or dataclasses.is_dataclass(kind))
+    """A request model: a dataclass, whose JSON Schema ``core.http.openapi`` publishes and whose
+    pydantic ``TypeAdapter`` validates the body (one model, one library, both directions)."""
+    return isinstance(kind, type) and dataclasses.is_dataclass(kind)
 
 
-@converter.register_structure_hook_factory(is_model)
-def _object_model(cls: type) -> Any:
-    """A model takes only a JSON object (cattrs would read ``"x"`` as an object without fields)."""
-    inner = cattrs.gen.make_dict_structure_fn(cls, converter, _cattrs_forbid_extra_keys=False)
-    check = _exactly(dict, "an object")
-
-    def hook(value: Any, kind: Any) -> Any:
-        return inner(check(value, kind), kind)
-
-    return hook
+@functools.cache
+def adapter_of(model: Any) -> TypeAdapter:
+    """The ``TypeAdapter`` of a request model, made once per model."""
+    return TypeAdapter(model)
 
 MAX_PAGE_SIZE = 100
 
@@ -236,35 +137,123 @@ async def read_object(request: web.Request) -> dict[str, Any]:
 
 
 def structure(data: Any, cls: type[T]) -> T:
-    """Structure ``data`` into ``cls`` (an attrs class); 400 naming the first bad field."""
+    """``data`` (parsed JSON) validated as ``cls`` by pydantic in strict mode, so a value is taken
+    only as JSON gave it (``"yes"`` is no boolean, ``"1"`` no integer, ``"abc"`` no array) and every
+    constraint the document publishes holds; 400 ``Validation failed: ...`` naming each bad field
+    by its dotted path (``credentials.apiKey must be a string``, ``steps[0].id is required``)."""
     try:
-        return converter.structure(data, cls)
-    except cattrs.BaseValidationError as error:
-        details = [_named(detail) for detail in cattrs.transform_error(error, path="body", format_exception=_format)]
-        raise bad_request("Validation failed: " + "; ".join(details)) from None
-    except (TypeError, ValueError) as error:
-        raise bad_request(f"Validation failed: {error}") from None
+        return adapter_of(cls).validate_json(json.dumps(data), strict=True)
+    except ValidationError as error:
+        raise bad_request("Validation failed: " + "; ".join(validation_messages(error.errors(include_url=False), data))) from None
 
 
-def _format(error: BaseException, kind: type | None) -> str:
-    if isinstance(error, WrongType):
-        return str(error)
-    if typing.get_origin(kind) is typing.Literal:
-        return "must be one of " + ", ".join(str(choice) for choice in typing.get_args(kind))
-    return cattrs.v.format_exception(error, kind)
+#: the JSON type a pydantic type error wanted
+_WANTED = {
+    "string_type": "a string", "bool_type": "true or false", "int_type": "an integer", "float_type": "a number",
+    "list_type": "an array", "dict_type": "an object", "dataclass_type": "an object", "model_type": "an object",
+    "model_attributes_type": "an object", "none_required": "null",
+}  # fmt: skip
 
 
-def _named(detail: str) -> str:
-    """``"must be a string @ body.credentials.apiKey"`` as ``"credentials.apiKey must be a string"``,
-    ``"required field missing @ body.email"`` as ``"email is required"``."""
-    message, _, path = detail.rpartition(" @ ")
-    if message == "required field missing":
-        return f"{path.removeprefix('body.')} is required"
-    return f"{path.removeprefix('body.')} {message}" if message.startswith("must be ") else detail
+def _choices(expected: str) -> str:
+    """``"'a', 'b' or 'c'"`` (pydantic's ``expected``) as ``"a, b, c"``."""
+    return ", ".join(choice.strip().strip("'") for choice in re.split(r", | or ", expected))
+
+
+def _problem(error: Mapping[str, Any]) -> str:
+    """What is wrong with the value, as the message says it after the field's name."""
+    kind, ctx = error["type"], error.get("ctx") or {}
+    if kind == "missing":
+        return "is required"
+    if kind in _WANTED:
+        return f"must be {_WANTED[kind]}"
+    if kind in ("literal_error", "enum"):
+        return f"must be one of {_choices(str(ctx.get('expected', '')))}"
+    if kind == "string_too_short":
+        return "must not be empty" if ctx["min_length"] == 1 else f"must have at least {ctx['min_length']} characters"
+    if kind == "string_too_long":
+        return f"must have at most {ctx['max_length']} characters"
+    if kind == "string_pattern_mismatch":
+        return f"must match the pattern {ctx['pattern']}"
+    if kind == "too_short":
+        return f"must have at least {ctx['min_length']} item{'s' if ctx['min_length'] != 1 else ''}"
+    if kind == "too_long":
+        return f"must have at most {ctx['max_length']} items"
+    bounds = {"greater_than_equal": ("at least", "ge"), "greater_than": ("greater than", "gt"), "less_than_equal": ("at most", "le"), "less_than": ("less than", "lt")}
+    if kind in bounds:
+        words, key = bounds[kind]
+        return f"must be {words} {ctx[key]}"
+    message = str(error.get("msg", "is not valid"))
+    return message[:1].lower() + message[1:]
+
+
+def _located(loc: tuple[Any, ...], data: Any, missing: bool) -> tuple[str, int | None]:
+    """The dotted path of ``loc`` in ``data`` (``steps[0].id``) and where in ``loc`` the tag of a
+    union's member stands (pydantic names the member it tried: ``('status', 'str')``), if anywhere:
+    an item that is neither a key of the object nor an index of the array it is read from."""
+    path, tag, current = "", None, data
+    for position, item in enumerate(loc):
+        if isinstance(item, int) and isinstance(current, list):
+            path, current = f"{path}[{item}]", current[item] if -len(current) <= item < len(current) else None
+        elif isinstance(item, str) and isinstance(current, dict) and (item in current or (missing and position == len(loc) - 1)):
+            path, current = f"{path}.{item}" if path else item, current.get(item)
+        elif tag is None:
+            tag = position
+    return path, tag
+
+
+def _message(path: str, error: Mapping[str, Any]) -> str:
+    return f"{path} {_problem(error)}" if path else f"the body {_problem(error)}"
+
+
+def validation_messages(errors: list[Mapping[str, Any]], data: Any) -> list[str]:
+    """One message per bad field: ``"<path> <problem>"``. Of a union's members, the one whose type
+    the value had speaks (``status[0] must be a string``); when it had none of them, the message
+    lists the types it may be (``status must be a string or an array``)."""
+    messages: list[str] = []
+    unions: dict[str, list[tuple[Mapping[str, Any], str, tuple[Any, ...], bool]]] = {}
+    for error in errors:
+        loc = tuple(error["loc"])
+        path, tag = _located(loc, data, error["type"] == "missing")
+        if tag is None:
+            messages.append(_message(path, error))
+            continue
+        deep = len(loc) > tag + 1 or error["type"] not in _WANTED
+        unions.setdefault(_located(loc[:tag], data, False)[0], []).append((error, path, loc[: tag + 1], deep))
+    for at, members in unions.items():
+        chosen = next((branch for _, _, branch, deep in members if deep), None)
+        if chosen is not None:
+            messages += [_message(path, error) for error, path, branch, _ in members if branch == chosen]
+        else:
+            wanted = dict.fromkeys(_WANTED[error["type"]] for error, *_ in members)
+            messages.append(f"{at or 'the body'} must be {' or '.join(wanted)}")
+    return list(dict.fromkeys(messages))
 
 
 async def read_body(request: web.Request, cls: type[T]) -> T:
+    """The JSON object of the body validated as ``cls`` (:func:`structure`)."""
     return structure(await read_object(request), cls)
+
+
+def named_values(instance: Any, body: Mapping[str, Any]) -> dict[str, Any]:
+    """The validated values of the keys ``body`` names (those ``instance``'s model declares), as
+    plain JSON values: a nested model is the dict of the keys it was given, the keys its model does
+    not declare kept where the model allows them (a flow step's own keys)."""
+    names = {field.name for field in dataclasses.fields(instance)}
+    return {key: _plain(getattr(instance, key), value) for key, value in body.items() if key in names}
+
+
+def _plain(value: Any, raw: Any) -> Any:
+    model = type(value)
+    if is_model(model) and isinstance(raw, dict):
+        names = {field.name for field in dataclasses.fields(model)}
+        extra = (getattr(model, "__pydantic_config__", None) or {}).get("extra") == "allow"
+        return {key: _plain(getattr(value, key), item) if key in names else item for key, item in raw.items() if extra or key in names}
+    if isinstance(value, list) and isinstance(raw, list):
+        return [_plain(item, item_raw) for item, item_raw in zip(value, raw, strict=True)]
+    if isinstance(value, dict) and isinstance(raw, dict):
+        return {key: _plain(value[key], raw[key]) for key in value}
+    return value
 
 
 def query_int(request: web.Request, name: str, default: int, *, minimum: int = 1, maximum: int | None = None) -> int:

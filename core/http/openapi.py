@@ -5,8 +5,9 @@ handler requires (``security.auth.requires``) are listed in ``x-permissions``. A
 docstring is a documentation bug that the test suite reports.
 
 Request bodies: a handler decorated with :func:`accepts` names the model it reads with
-``core.http.bodies.structure``; that dataclass is both what validates the body (cattrs) and what the
-document publishes, its JSON Schema made by pydantic's ``TypeAdapter`` (no converter of our own).
+``core.http.bodies.structure``; that dataclass is both what validates the body and what the document
+publishes, through the same pydantic ``TypeAdapter`` (``core.http.bodies.adapter_of``), so every
+constraint the document states is one the server enforces.
 A form body (``media=FORM``, read with ``core.http.bodies.read_form``) is a :func:`form_model`: its
 fields are the form's fields, all text, optional where they default to None; absent is how a form
 says "no value", so the document gives them no ``null``. Query parameters are named one by one with
@@ -35,7 +36,7 @@ from pydantic import ConfigDict, TypeAdapter, with_config
 from pydantic.json_schema import DEFAULT_REF_TEMPLATE, GenerateJsonSchema
 
 from patchbay.core.appkeys import SETTINGS
-from patchbay.core.http.bodies import MAX_PAGE
+from patchbay.core.http.bodies import MAX_PAGE, adapter_of
 from patchbay.core.http.responses import Bodiless, Declared, Media, declared_responses, returns
 
 _OPENAPI = web.AppKey("openapi_document", dict)
@@ -102,7 +103,7 @@ def _for_method(handler: Any, attribute: str, method: str) -> Any:
 def accepts(model: type, *, required: bool = True, also: dict[str, dict[str, Any]] | None = None,
             media: str = "application/json", method: str | None = None) -> Any:  # fmt: skip
     """Decorate a handler (above ``@requires``): its JSON body is ``model``, a dataclass read with
-    ``core.http.bodies.structure`` (``required=False``: the body may be left out); ``also`` maps
+    ``core.http.bodies.read_body`` or ``structure`` (``required=False``: the body may be left out); ``also`` maps
     the other media types it takes to their schemas (``{"text/csv": {"type": "string"}}``).
     ``media=FORM``: the body is a form whose fields ``model`` (a :func:`form_model`) names.
     ``method``: the body of that method only, for a handler that serves several."""
@@ -235,7 +236,8 @@ def _schema(adapter: TypeAdapter | None, model: Any, mode: str, schemas: dict[st
 def _request_body(body: Body, schemas: dict[str, Any]) -> dict[str, Any]:
     """The ``requestBody`` of ``body``; its schema and the ones it refers to go to ``schemas``."""
     generator = _FormJsonSchema if body.media == FORM else GenerateJsonSchema
-    content = {body.media: {"schema": _schema(None, body.model, "validation", schemas, generator)}}
+    adapter = None if body.media == FORM else adapter_of(body.model)
+    content = {body.media: {"schema": _schema(adapter, body.model, "validation", schemas, generator)}}
     content.update({media_type: {"schema": schema} for media_type, schema in body.also.items()})
     return {"required": body.required, "content": content}
 

@@ -295,9 +295,10 @@ def register_federated_login(register):
 def register_settings(register):
     """Declare this plugin's own settings section.
 
-    :param register: ``register(section, cls)``; ``cls`` is an attrs class (keyword-only fields,
-        each with a default) filled from the settings file's ``[section]`` table and the variables
-        ``PATCHBAY_<SECTION>_<FIELD>``, like a core section. An unknown key, a bad value, a table no
+    :param register: ``register(section, cls)``; ``cls`` is a pydantic model, a dataclass or an
+        attrs class (keyword-only fields, each with a default) filled from the settings file's
+        ``[section]`` table and the variables ``PATCHBAY_<SECTION>_<FIELD>``, like a core section:
+        pydantic reads every value as its field's type (``core.settings.load_section``). An unknown key, a bad value, a table no
         loaded plugin declares, and a section named like a core setting stop the start, naming the
         table. The plugin reads its section from the context the core hands it (a payment
         provider's ``PaymentContext.config`` is the section named like the provider).

@@ -44,7 +44,7 @@ PROVIDER_KINDS = frozenset({"auth", "proxy", "webhooks", "crm_mappers", "crm_des
 DERIVED_CAPABILITIES = {"actions": "actions", "triggers": "triggers", "crm_mappers": "unified_crm", "record_sources": "records"}
 
 #: Top-level settings of the core, which no plugin section may take.
-CORE_SETTINGS = frozenset(field.name for field in attrs.fields(Settings))
+CORE_SETTINGS = frozenset(Settings.model_fields)
 
 #: Keys of ``[providers.<name>]`` that are deployment secrets, not definition fields.
 PROVIDER_SECRET_KEYS = frozenset({"client_id", "client_secret", "webhook_verify_token", "webhook_secret"})

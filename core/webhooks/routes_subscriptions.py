@@ -23,7 +23,7 @@ from patchbay.core.security.auth import principal_of, requires
 from patchbay.core.timeutil import iso
 from patchbay.core.webhooks import subscriptions_service as service
 from patchbay.core.webhooks.api_models import (
-    RotatedSubscription, RotateSecretDto, SubscribeDto, SubscriptionDeleted, UpdateSubscriptionDto, WebhookSubscriptionOut, check_secret,
+    RotatedSubscription, RotateSecretDto, SubscribeDto, SubscriptionDeleted, UpdateSubscriptionDto, WebhookSubscriptionOut,
     event_types,
 )  # fmt: skip
 from patchbay.core.webhooks.models import WebhookSubscription
@@ -96,7 +96,7 @@ async def subscribe(request: web.Request) -> web.Response:
     if url is None:
         raise bad_request("Validation failed: url (or callbackUrl) is required")
     events = _events(provider, dto)
-    secret = check_secret(dto.callbackSecret)
+    secret = dto.callbackSecret
     subscription = await service.subscribe(
         services, principal_of(request).workspace_id, provider=provider.name, url=url, events=events, long_tail=dto.longTailRetries or False, secret=secret
     )
@@ -151,7 +151,7 @@ async def rotate_secret(request: web.Request) -> web.Response:
 
     The new secret (generated when the body names none) is in the answer, this once."""
     dto = await read_dto(request, RotateSecretDto, optional=True)
-    new_secret = check_secret(dto.callbackSecret) or generate_secret()
+    new_secret = dto.callbackSecret or generate_secret()
     subscription = await service.rotate(
         request.app[SERVICES], principal_of(request).workspace_id, request.match_info["type"], request.match_info["id"],
         new_secret=new_secret, overlap_seconds=dto.overlapSeconds,

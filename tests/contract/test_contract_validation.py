@@ -1,5 +1,6 @@
-"""One validation path: bodies are read into attrs models by cattrs (``core.http.bodies``), which
-take a value only as JSON gave it and answer 400 naming the field."""
+"""One validation path: bodies are validated by pydantic against the dataclasses ``/openapi.json``
+publishes (``core.http.bodies``), in strict mode, so a value is taken only as JSON gave it, and a
+refusal is a 400 naming the field."""
 
 from __future__ import annotations
 
@@ -65,9 +66,9 @@ async def test_an_unknown_execution_status_is_400(client, workspace, path):
      ({"ratio": "1"}, "ratio must be a number")],
 )  # fmt: skip
 def test_the_converter_does_not_coerce(value, message):
-    import attrs
+    from dataclasses import dataclass
 
-    @attrs.define
+    @dataclass
     class Model:
         flag: bool = False
         count: int = 0
@@ -78,3 +79,19 @@ def test_the_converter_does_not_coerce(value, message):
         structure(value, Model)
     assert raised.value.message == f"Validation failed: {message}"
     assert structure({"ratio": 2}, Model).ratio == 2
+
+
+@pytest.mark.parametrize(
+    ("body", "error", "named"),
+    [
+        ({"client_name": "x", "redirect_uris": ["https://app.example.com/cb"], "logo_uri": ["https://x"]}, "invalid_client_metadata", "logo_uri must be a string"),
+        ({"client_name": "x", "redirect_uris": "https://app.example.com/cb"}, "invalid_redirect_uri", "redirect_uris must be an array"),
+        ({"client_name": 5, "redirect_uris": ["https://app.example.com/cb"]}, "invalid_client_metadata", "client_name must be a string"),
+    ],
+)
+async def test_registration_checks_its_published_model_before_authlib(client, body, error, named):
+    """A value of the wrong type is refused by the model in the protocol's words (authlib's own
+    checks assume the types: a list for ``logo_uri`` crashed them)."""
+    response = await client.post("/api/v1/oidc/register", json=body)
+    answer = await response.json()
+    assert response.status == 400 and answer["error"] == error and answer["error_description"] == named

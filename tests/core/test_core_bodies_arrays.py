@@ -1,21 +1,21 @@
-"""List fields of request models take JSON arrays only (cattrs alone read ``"abc"`` as
+"""List fields of request models take JSON arrays only (cattrs read ``"abc"`` as
 ``["a", "b", "c"]`` and an object as the list of its keys), and a field that is a scalar or an
 array (``str | list[str]``) takes either; anything else is a 400 naming the field."""
 
 from __future__ import annotations
 
-import attrs
+from dataclasses import dataclass, field
 import pytest
 
 from patchbay.core.http.bodies import structure
 from patchbay.core.http.errors import ApiError
 
 
-@attrs.define
+@dataclass
 class Body:
     ids: list[str] | None = None
     status: str | list[str] | None = None
-    counts: list[int] = attrs.field(factory=list)
+    counts: list[int] = field(default_factory=list)
 
 
 @pytest.mark.parametrize(

@@ -49,13 +49,14 @@ async def test_request_id_is_echoed(client):
 
 
 async def test_malformed_json_and_validation_errors_are_400_naming_the_field(aiohttp_client):
-    import attrs
+    import dataclasses
+
     from aiohttp import web
 
     from patchbay.core.http.bodies import read_body
     from patchbay.core.http.errors import error_middleware
 
-    @attrs.define
+    @dataclasses.dataclass
     class Body:
         name: str
         count: int

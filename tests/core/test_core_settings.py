@@ -1,8 +1,14 @@
-"""Settings: flag > environment > TOML file > default, and clear messages for bad values."""
+"""Settings: flag > environment > TOML file > default, every value read by pydantic as its field's
+type, and clear messages naming the source of a bad value."""
 
+import dataclasses
+from pathlib import Path
+
+import attrs
 import pytest
+from pydantic import BaseModel, Field
 
-from patchbay.core.settings import SettingsError, load_settings
+from patchbay.core.settings import Settings, SettingsError, SmtpSettings, load_section, load_settings
 
 
 def write_config(tmp_path, text):
@@ -68,3 +74,62 @@ def test_bad_values_are_named(tmp_path, flags, environ, config, message):
 def test_missing_config_file_is_named(tmp_path):
     with pytest.raises(SettingsError, match="cannot read"):
         load_settings({}, {"PATCHBAY_CONFIG": str(tmp_path / "absent.toml")})
+
+
+def test_values_are_read_by_pydantic_as_the_fields_types(tmp_path):
+    config = write_config(tmp_path, 'log_level = "DEBUG"\ntrusted_proxies = ["10.0.0.0/8"]\n[smtp]\nusername = 1234\n')
+    settings = load_settings({}, {"PATCHBAY_CONFIG": config, "PATCHBAY_WEBHOOKS_LONG_TAIL_SCHEDULE": "60, 120,", "PATCHBAY_SMTP_STARTTLS": "on"})
+    assert settings.webhooks.long_tail_schedule == ["60", "120"] and settings.trusted_proxies == ["10.0.0.0/8"]
+    assert settings.smtp.username == "1234" and settings.smtp.starttls is True  # a TOML number may stand for a string
+    assert isinstance(settings.smtp, SmtpSettings) and Settings.model_fields["data_dir"].default == Path("./patchbay-data")
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ("port = true\n", "port (config file): True is not valid (expected a whole number)"),
+        ("[smtp]\nport = 2.5\n", "[smtp] port: 2.5 is not valid"),
+        ("[smtp]\nhost = true\n", "[smtp] host: True is not valid"),
+        ("[webhooks]\nmax_retries = 'many'\n", "[webhooks] max_retries: 'many' is not valid"),
+    ],
+)
+def test_a_value_of_the_wrong_type_is_named_with_its_source(tmp_path, config, message):
+    with pytest.raises(SettingsError) as raised:
+        load_settings({}, {"PATCHBAY_CONFIG": write_config(tmp_path, config)})
+    assert message in str(raised.value)
+
+
+@attrs.define(kw_only=True)
+class AttrsSection:
+    api_key: str | None = None
+    retries: int = 3
+    live: bool = False
+    hosts: list[str] = attrs.field(factory=list)
+
+
+@dataclasses.dataclass(kw_only=True)
+class DataclassSection:
+    api_key: str | None = None
+    retries: int = 3
+    live: bool = False
+    hosts: list[str] = dataclasses.field(default_factory=list)
+
+
+class PydanticSection(BaseModel):
+    api_key: str | None = None
+    retries: int = 3
+    live: bool = False
+    hosts: list[str] = Field(default_factory=list)
+
+
+@pytest.mark.parametrize("cls", [AttrsSection, DataclassSection, PydanticSection])
+def test_a_plugin_section_of_any_kind_is_read_like_a_core_one(cls):
+    environ = {"PATCHBAY_PAY_RETRIES": "5", "PATCHBAY_PAY_HOSTS": "a.example, b.example"}
+    section = load_section("pay", cls, {"api_key": "k", "live": "yes", "retries": 1}, environ)
+    assert isinstance(section, cls)
+    assert (section.api_key, section.retries, section.live, section.hosts) == ("k", 5, True, ["a.example", "b.example"])  # the variable beats the table
+    with pytest.raises(SettingsError, match=r"^PATCHBAY_PAY_RETRIES: 'x' is not valid"):
+        load_section("pay", cls, {}, {"PATCHBAY_PAY_RETRIES": "x"})
+    with pytest.raises(SettingsError, match=r"^\[pay\]: unknown key\(s\) colour$"):
+        load_section("pay", cls, {"colour": "red"}, {})
+    assert load_section("pay", cls, {}, {}) == cls()
