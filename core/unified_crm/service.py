@@ -24,7 +24,6 @@ from sqlalchemy import select
 
 from patchbay.core.connections.models import ACTIVE_STATUSES, Connection
 from patchbay.core.errors import DomainError, Invalid, NotFound, UpstreamFailed
-from patchbay.core.http.errors import ApiError  # transitional: what the connection client still raises, let through as it is
 from patchbay.core.unified_crm.models import RESOURCES, unify
 
 if TYPE_CHECKING:
@@ -111,7 +110,7 @@ async def list_items(services: Services, *, workspace_id: str, connection_id: st
     try:
         items, next_cursor = await mapper.list(client, resource, limit, provider_cursor)
         data = [unify(resource, item, provider) for item in items]
-    except (ApiError, DomainError):
+    except DomainError:
         raise
     except Exception as error:  # the CRM's error or an unexpected answer, reported by the mapper
         log.info("unified %s list from %s failed: %r", resource, provider, error)
@@ -125,7 +124,7 @@ async def get_item(services: Services, *, workspace_id: str, connection_id: str 
     try:
         item = await mapper.get(client, resource, segment)
         result = unify(resource, item, provider) if item is not None else None
-    except (ApiError, DomainError):
+    except DomainError:
         raise
     except Exception as error:
         log.info("unified %s get from %s failed: %r", resource, provider, error)
