@@ -23,9 +23,24 @@ Method = Literal["GET", "POST", "PUT", "PATCH", "DELETE"]
 
 
 @attrs.frozen(kw_only=True)
+class GraphQL:
+    """A GraphQL operation sent as the JSON body ``{"query": document, "variables": {...}}``.
+    ``document`` is fixed (it must parse and declare each variable given); ``variables`` maps a
+    variable path (dots nest, as ``body`` keys do) to an input name, ``fixed_variables`` holds
+    constants the inputs are placed over. The answer's ``data`` is what selectors read; a non-empty
+    ``errors`` list in a 2xx answer is ``UpstreamFailed`` carrying the errors' messages."""
+
+    document: str
+    variables: Mapping[str, str] = attrs.field(factory=dict)  # variable path -> input name
+    fixed_variables: Mapping[str, Any] = attrs.field(factory=dict)
+
+
+@attrs.frozen(kw_only=True)
 class Request:
     """One HTTP call, relative to the provider's ``api_base_url``. ``path`` placeholders
-    (``/repos/{owner}/{repo}``) are filled from the inputs, each percent-encoded as one segment."""
+    (``/repos/{owner}/{repo}``) are filled from the inputs, each percent-encoded as one segment.
+    ``graphql`` makes the call a GraphQL operation (a POST whose body it builds: no ``body`` or
+    ``fixed_body`` beside it)."""
 
     method: Method
     path: str
@@ -35,6 +50,7 @@ class Request:
     body: Mapping[str, str] = attrs.field(factory=dict)  # body key path -> input name
     fixed_body: Mapping[str, Any] = attrs.field(factory=dict)  # constant JSON, the inputs placed over it
     body_format: Literal["json", "form"] = "json"
+    graphql: GraphQL | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -130,14 +146,29 @@ class Trigger:
 @attrs.frozen(kw_only=True)
 class Verification:
     """How an inbound webhook proves it comes from the provider, under the deployment's
-    ``webhook_secret``: ``hmac`` (``header`` carries ``prefix`` + the HMAC of the raw body in
-    ``encoding``), ``token`` (``header`` carries the secret itself) or ``none``."""
+    ``webhook_secret``: ``hmac`` (``header`` carries ``prefix`` + the HMAC of the signed string in
+    ``encoding``), ``token`` (``header`` carries the secret itself) or ``none``.
+
+    The signed string is ``signed`` with ``{body}`` replaced by the raw body and ``{timestamp}`` by
+    the request's timestamp, exactly as sent: ``"{body}"`` (the default), ``"{timestamp}.{body}"``
+    (Stripe, Calendly), ``"v0:{timestamp}:{body}"`` (Zoom, with ``prefix = "v0="``). The timestamp is
+    read from its own header, ``timestamp_header``, or from the signature header itself: with
+    ``signature_key`` the header is a comma-separated list of ``key=value`` pairs
+    (``t=1492774577,v1=5257a8...``) whose ``signature_key`` values are the signatures (any one may
+    match, as during a secret roll) and whose ``timestamp_key`` value is the timestamp. A request
+    whose timestamp (Unix seconds, or an ISO 8601 date-time) is more than ``tolerance`` seconds
+    from now is refused, replays included."""
 
     scheme: Literal["hmac", "token", "none"]
     header: str | None = None
     algorithm: Literal["sha1", "sha256", "sha512"] = "sha256"
     encoding: Literal["hex", "base64"] = "hex"
     prefix: str = ""
+    signed: str = "{body}"
+    timestamp_header: str | None = None
+    signature_key: str | None = None
+    timestamp_key: str | None = None
+    tolerance: int = 300
 
 
 @attrs.frozen(kw_only=True)

@@ -167,14 +167,6 @@ async def test_a_missing_object_is_not_found(harness, declared):
     assert caught.value.status == 404 and caught.value.body == {"message": "Not Found"}
 
 
-async def test_inputs_are_checked_against_the_schema(harness, declared):
-    with pytest.raises(Invalid, match=r"inputs.priority: 'high' is not of type 'integer'"):
-        await declared[0]["create_ticket"].run(await harness.client(), {"project": "p", "summary": "s", "priority": "high"})
-    with pytest.raises(Invalid, match=r"'summary' is a required property"):
-        await declared[0]["create_ticket"].run(await harness.client(), {"project": "p"})
-    assert harness.fake.seen == []
-
-
 async def test_a_poll_trigger_keeps_a_high_water_mark(harness, declared):
     things = [{"id": "a", "created_at": "2024-01-01T00:00:00Z"}]
     harness.fake.routes[("GET", "/projects/p1/things")] = lambda seen: (200, {"things": things})
@@ -187,7 +179,7 @@ async def test_a_poll_trigger_keeps_a_high_water_mark(harness, declared):
     assert [item["id"] for item in items] == ["b", "c"] and cursor == {"after": "2024-01-03T00:00:00Z"}
     assert harness.fake.seen[-1].query == {"sort": "created", "since": "2024-01-01T00:00:00Z"}
     assert trigger.item_id(items[0]) == "b"
-    with pytest.raises(Invalid, match="config: 'project' is a required property"):
+    with pytest.raises(Invalid, match="config.project is required"):
         await trigger.poll(client, {}, cursor)
 
 
