@@ -9,7 +9,10 @@ Values that name inputs (``query``, ``body``) are input names; ``fixed_query`` a
 are constants. A ``body`` key is a path into the JSON body, dots nesting (``"fields.summary" =
 "summary"`` sends ``{"fields": {"summary": <inputs.summary>}}``); a form body takes keys as they are.
 An input that is not given is left out of the query and the body. Selectors (``select``, ``items``,
-``item_id``, ``cursor``, ``next_cursor``, ``event_type``, ``item``) are JMESPath expressions.
+``item_id``, ``cursor``, ``next_cursor``, ``event_type``, ``item``) are JMESPath expressions; for a
+GraphQL request (``Request.graphql``) they read the answer's ``data``.
+
+Every key added later has a default that keeps the files written before it meaning what they meant.
 """
 
 from __future__ import annotations
@@ -87,7 +90,7 @@ class Errors:
 @attrs.frozen(kw_only=True)
 class Output:
     """``select`` picks the result out of the answer (the whole answer when unset; with pagination,
-    each page's item list). ``schema``, when given, is what the selected ``sample`` must satisfy
+    each page's item list; a GraphQL answer's ``data``). ``schema``, when given, is what the selected ``sample`` must satisfy
     (checked by the tests, not at run time)."""
 
     select: str | None = None
@@ -97,7 +100,8 @@ class Output:
 @attrs.frozen(kw_only=True)
 class Action:
     """An operation. ``input`` is a JSON Schema object, ``example`` inputs it accepts, ``sample``
-    the provider's documented answer to such a request; ``docs`` the page documenting the call."""
+    the provider's documented answer to such a request (for GraphQL the whole response, ``{data = ...}``);
+    ``docs`` the page documenting the call."""
 
     name: str
     title: str

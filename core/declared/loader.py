@@ -150,6 +150,8 @@ def _action_problems(action: Action) -> Iterator[str]:
     yield from _url("docs", action.docs)
     yield from _schema_and_example("input", action.input, action.example)
     yield from _request_problems(action.request, action.input)
+    if action.request.graphql is not None and not (isinstance(action.sample, dict) and "data" in action.sample):
+        yield "sample: a GraphQL answer is an object with data"
     yield from _jmespath("output", select=action.output.select)
     if action.output.schema is not None:
         yield from _schema("output.schema", action.output.schema)
