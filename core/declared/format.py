@@ -5,7 +5,7 @@ key or a value of the wrong type is refused, naming the file and the key) and th
 cannot say (JSON Schemas, JMESPath expressions, path placeholders, examples). :mod:`.runner` turns
 the result into calls through the connection client. docs/provider-packs.md shows whole examples.
 
-Values that name inputs (``query``, ``body``) are input names; ``fixed_query`` and ``fixed_body``
+Values that name inputs (``query``, ``body``, ``input_headers``) are input names; ``fixed_query`` and ``fixed_body``
 are constants. A ``body`` key is a path into the JSON body, dots nesting (``"fields.summary" =
 "summary"`` sends ``{"fields": {"summary": <inputs.summary>}}``); a form body takes keys as they are.
 An input that is not given is left out of the query and the body. Selectors (``select``, ``items``,
@@ -50,6 +50,7 @@ class Request:
     query: Mapping[str, str] = attrs.field(factory=dict)  # query parameter -> input name
     fixed_query: Mapping[str, Any] = attrs.field(factory=dict)  # query parameter -> a string, integer or boolean
     headers: Mapping[str, str] = attrs.field(factory=dict)  # constant headers
+    input_headers: Mapping[str, str] = attrs.field(factory=dict)  # header -> input name (Xero's xero-tenant-id)
     body: Mapping[str, str] = attrs.field(factory=dict)  # body key path -> input name
     fixed_body: Mapping[str, Any] = attrs.field(factory=dict)  # constant JSON, the inputs placed over it
     body_format: Literal["json", "form"] = "json"

@@ -193,7 +193,7 @@ def _request_problems(request: Request, inputs: Mapping[str, Any]) -> Iterator[s
             yield f"request.path: placeholder {{{field}}} is not a required input"
     if not request.path.startswith("/"):
         yield f"request.path: {request.path!r} does not start with /"
-    for key in ("query", "body"):
+    for key in ("query", "body", "input_headers"):
         for target, name in getattr(request, key).items():
             if name not in properties:
                 yield f"request.{key}.{target}: {name!r} is not an input"

@@ -103,16 +103,17 @@ def _place(body: dict[str, Any], path: str, value: Any) -> None:
 
 def build(request: Request, values: Mapping[str, Any], *, headers: Mapping[str, str] = ()) -> Outgoing:
     """The call ``request`` makes with ``values`` (inputs, or a trigger's config); ``headers`` are
-    the file's own, under the request's."""
+    the file's own, under the request's constant ones, under those taken from inputs."""
     params: dict[str, Any] = dict(request.fixed_query)
     params.update({param: values[name] for param, name in request.query.items() if values.get(name) is not None})
+    headers = {**dict(headers), **request.headers, **{header: str(values[name]) for header, name in request.input_headers.items() if values.get(name) is not None}}
     if request.graphql is not None:
         variables: dict[str, Any] = json.loads(json.dumps(request.graphql.fixed_variables))
         for path, name in request.graphql.variables.items():
             if values.get(name) is not None:
                 _place(variables, path, values[name])
         document = {"query": request.graphql.document, "variables": variables}
-        return Outgoing(method="POST", path=fill_path(request.path, values), params=params, json=document, headers={**dict(headers), **request.headers}, graphql=True)
+        return Outgoing(method="POST", path=fill_path(request.path, values), params=params, json=document, headers=headers, graphql=True)
     body: dict[str, Any] = json.loads(json.dumps(request.fixed_body))  # a deep copy the inputs go into
     placed = {path: values[name] for path, name in request.body.items() if values.get(name) is not None}
     if request.body_format == "form":
@@ -127,7 +128,7 @@ def build(request: Request, values: Mapping[str, Any], *, headers: Mapping[str, 
         params=params,
         json=body if has_body and request.body_format == "json" else None,
         data=body if has_body and request.body_format == "form" else None,
-        headers={**dict(headers), **request.headers},
+        headers=headers,
     )
 
 

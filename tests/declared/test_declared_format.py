@@ -57,6 +57,7 @@ def test_unknown_keys_are_refused_naming_the_key(text, key):
         (('example = { id = "t1" }', "example = { id = 5 }"), "actions[0] (get_thing).example: does not satisfy input at $.id: 5 is not of type 'string'"),
         (('path = "/things/{id}"', 'path = "/things/{thing}"'), "actions[0] (get_thing).request.path: placeholder {thing} is not a required input"),
         (('path = "/things/{id}"', 'path = "/things/{id}", query = { q = "query" }'), "actions[0] (get_thing).request.query.q: 'query' is not an input"),
+        (('path = "/things/{id}"', 'path = "/things/{id}", input_headers = { "X-Tenant" = "tenant" }'), "actions[0] (get_thing).request.input_headers.X-Tenant: 'tenant' is not an input"),
         (('sample = { id = "t1" }', 'sample = { id = "t1" }\noutput = { select = "items[" }'), "actions[0] (get_thing).output.select: not a JMESPath expression"),
         (('sample = { id = "t1" }', 'sample = { id = "t1" }\npagination = { style = "cursor", cursor_param = "after" }'), "pagination.next_cursor: style 'cursor' needs it"),
         (('input = { type = "object"', 'input = { type = "thing"'), "actions[0] (get_thing).input: not a valid JSON Schema"),

@@ -23,9 +23,9 @@ DECLARATION = textwrap.dedent(
     name = "create_ticket"
     title = "Create ticket"
     docs = "https://docs.acme.test/tickets#create"
-    input = { type = "object", required = ["project", "summary"], properties = { project = { type = "string" }, summary = { type = "string" }, priority = { type = "integer" }, notify = { type = "boolean" }, labels = { type = "array" } } }
+    input = { type = "object", required = ["project", "summary"], properties = { project = { type = "string" }, summary = { type = "string" }, priority = { type = "integer" }, notify = { type = "boolean" }, labels = { type = "array" }, tenant = { type = "string" } } }
     example = { project = "group/web app", summary = "Broken" }
-    request = { method = "POST", path = "/projects/{project}/tickets", query = { notify = "notify" }, fixed_query = { expand = "fields" }, headers = { "X-Trace" = "1" }, body = { "fields.summary" = "summary", "fields.priority.id" = "priority", labels = "labels" }, fixed_body = { fields = { type = "task" } } }
+    request = { method = "POST", path = "/projects/{project}/tickets", query = { notify = "notify" }, fixed_query = { expand = "fields" }, headers = { "X-Trace" = "1" }, input_headers = { "X-Tenant" = "tenant" }, body = { "fields.summary" = "summary", "fields.priority.id" = "priority", labels = "labels" }, fixed_body = { fields = { type = "task" } } }
     output = { select = "ticket" }
     sample = { ticket = { id = "T-1" } }
 
@@ -101,13 +101,13 @@ async def test_the_exact_request_is_sent_and_the_output_selected(harness, declar
     api = harness.fake
     api.routes[("POST", "/projects/group/web app/tickets")] = (201, {"ticket": {"id": "T-9"}, "other": 1})
     client = await harness.client()
-    result = await declared[0]["create_ticket"].run(client, {"project": "group/web app", "summary": "Broken", "priority": 2, "notify": False, "labels": ["a"]})
+    result = await declared[0]["create_ticket"].run(client, {"project": "group/web app", "summary": "Broken", "priority": 2, "notify": False, "labels": ["a"], "tenant": "t-42"})
     assert result == {"id": "T-9"}
     seen = api.seen[-1]
     assert (seen.method, seen.raw_path) == ("POST", "/projects/group%2Fweb%20app/tickets")
     assert seen.query == {"expand": "fields", "notify": "false"}
     assert json.loads(seen.body) == {"fields": {"type": "task", "summary": "Broken", "priority": {"id": 2}}, "labels": ["a"]}
-    assert seen.headers["Accept"] == "application/vnd.acme+json" and seen.headers["X-Trace"] == "1"
+    assert seen.headers["Accept"] == "application/vnd.acme+json" and seen.headers["X-Trace"] == "1" and seen.headers["X-Tenant"] == "t-42"
     assert seen.headers["Content-Type"] == "application/json"
 
 
@@ -115,7 +115,7 @@ async def test_unset_inputs_stay_out_of_query_and_body(harness, declared):
     harness.fake.routes[("POST", "/projects/p/tickets")] = (201, {"ticket": {}})
     await declared[0]["create_ticket"].run(await harness.client(), {"project": "p", "summary": "s"})
     seen = harness.fake.seen[-1]
-    assert seen.query == {"expand": "fields"}
+    assert seen.query == {"expand": "fields"} and "X-Tenant" not in seen.headers
     assert json.loads(seen.body) == {"fields": {"type": "task", "summary": "s"}}
 
 
