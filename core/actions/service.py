@@ -12,21 +12,17 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
 
+from patchbay.core.actions.inputs import check_inputs
 from patchbay.core.billing.limits import consume
 from patchbay.core.connections.models import Connection
-from patchbay.core.errors import Invalid, NotFound, UpstreamFailed
+from patchbay.core.errors import Conflict, Invalid, NotFound, RateLimited, UpstreamFailed
 
 if TYPE_CHECKING:
     from patchbay.core.services import Services
 
-_JSON_TYPES = {
-    "string": str,
-    "integer": int,
-    "number": (int, float),
-    "boolean": bool,
-    "object": dict,
-    "array": list,
-}
+#: the domain errors an action's ``run`` raises that reach the caller as they are (``RateLimited``
+#: keeps its ``Retry-After``); other kinds (an ``Unauthenticated`` would blame the caller) are wrapped
+PASSED_THROUGH = (Invalid, NotFound, Conflict, RateLimited, UpstreamFailed)
 
 
 def action_json(provider: str, action: Any) -> dict[str, Any]:
@@ -63,26 +59,6 @@ def find_action(registry: Any, provider: str, action_name: str) -> Any:
     return action
 
 
-def check_inputs(schema: dict[str, Any], inputs: Any) -> dict[str, Any]:
-    """Check ``inputs`` against the action's JSON Schema object (required fields and property
-    types); the error names the field."""
-    if not isinstance(inputs, dict):
-        raise Invalid("inputs must be an object")
-    for name in schema.get("required", []):
-        if inputs.get(name) in (None, ""):
-            raise Invalid(f"inputs.{name} is required")
-    for name, spec in (schema.get("properties") or {}).items():
-        if name not in inputs or inputs[name] is None or not isinstance(spec, dict):
-            continue
-        expected = _JSON_TYPES.get(spec.get("type"))
-        value = inputs[name]
-        if expected is not None and (not isinstance(value, expected) or (isinstance(value, bool) and spec.get("type") != "boolean")):
-            raise Invalid(f"inputs.{name} must be of type {spec['type']}")
-        if "enum" in spec and value not in spec["enum"]:
-            raise Invalid(f"inputs.{name} must be one of {', '.join(map(str, spec['enum']))}")
-    return inputs
-
-
 async def _connection(services: Services, workspace_id: str, connection_id: str) -> Connection:
     async with services.db.session(tenant=workspace_id) as session:
         connection = await session.scalar(select(Connection).where(Connection.id == connection_id))
@@ -107,8 +83,10 @@ async def run_action(
     """Run ``action_name`` of the connection's provider with ``inputs``; answers its result.
 
     ``action_name`` may be qualified (``acme.create_contact``). Raises ``NotFound`` (unknown action
-    or connection), ``Invalid`` (bad inputs), ``PlanLimitExceeded`` (the monthly cap) or
-    ``UpstreamFailed`` (the provider refused or the pack failed)."""
+    or connection), ``Invalid`` (inputs that fail the action's schema), ``PlanLimitExceeded`` (the
+    monthly cap), or what the action itself raised of :data:`PASSED_THROUGH` (a declared action's
+    provider answering 404, 409 or 429, a pack refusing an input); any other failure of the action
+    is ``UpstreamFailed``."""
     from patchbay.core.connections.client import open_client
 
     if "." in action_name and action_name.rsplit(".", 1)[0]:
@@ -124,6 +102,8 @@ async def run_action(
     client = await open_client(services, workspace_id=workspace_id, connection_id=connection_id)
     try:
         result = await action.run(client, inputs)
+    except PASSED_THROUGH:
+        raise
     except Exception as error:  # the provider refused or the pack failed: a bad gateway
         raise UpstreamFailed(f"{connection.provider}.{action_name} failed: {error}") from None
     return result

@@ -5,11 +5,14 @@ key or a value of the wrong type is refused, naming the file and the key) and th
 cannot say (JSON Schemas, JMESPath expressions, path placeholders, examples). :mod:`.runner` turns
 the result into calls through the connection client. docs/provider-packs.md shows whole examples.
 
-Values that name inputs (``query``, ``body``) are input names; ``fixed_query`` and ``fixed_body``
+Values that name inputs (``query``, ``body``, ``input_headers``) are input names; ``fixed_query`` and ``fixed_body``
 are constants. A ``body`` key is a path into the JSON body, dots nesting (``"fields.summary" =
 "summary"`` sends ``{"fields": {"summary": <inputs.summary>}}``); a form body takes keys as they are.
 An input that is not given is left out of the query and the body. Selectors (``select``, ``items``,
-``item_id``, ``cursor``, ``next_cursor``, ``event_type``, ``item``) are JMESPath expressions.
+``item_id``, ``cursor``, ``next_cursor``, ``event_type``, ``item``) are JMESPath expressions; for a
+GraphQL request (``Request.graphql``) they read the answer's ``data``.
+
+Every key added later has a default that keeps the files written before it meaning what they meant.
 """
 
 from __future__ import annotations
@@ -23,18 +26,35 @@ Method = Literal["GET", "POST", "PUT", "PATCH", "DELETE"]
 
 
 @attrs.frozen(kw_only=True)
+class GraphQL:
+    """A GraphQL operation sent as the JSON body ``{"query": document, "variables": {...}}``.
+    ``document`` is fixed (it must parse and declare each variable given); ``variables`` maps a
+    variable path (dots nest, as ``body`` keys do) to an input name, ``fixed_variables`` holds
+    constants the inputs are placed over. The answer's ``data`` is what selectors read; a non-empty
+    ``errors`` list in a 2xx answer is ``UpstreamFailed`` carrying the errors' messages."""
+
+    document: str
+    variables: Mapping[str, str] = attrs.field(factory=dict)  # variable path -> input name
+    fixed_variables: Mapping[str, Any] = attrs.field(factory=dict)
+
+
+@attrs.frozen(kw_only=True)
 class Request:
     """One HTTP call, relative to the provider's ``api_base_url``. ``path`` placeholders
-    (``/repos/{owner}/{repo}``) are filled from the inputs, each percent-encoded as one segment."""
+    (``/repos/{owner}/{repo}``) are filled from the inputs, each percent-encoded as one segment.
+    ``graphql`` makes the call a GraphQL operation (a POST whose body it builds: no ``body`` or
+    ``fixed_body`` beside it)."""
 
     method: Method
     path: str
     query: Mapping[str, str] = attrs.field(factory=dict)  # query parameter -> input name
     fixed_query: Mapping[str, Any] = attrs.field(factory=dict)  # query parameter -> a string, integer or boolean
     headers: Mapping[str, str] = attrs.field(factory=dict)  # constant headers
+    input_headers: Mapping[str, str] = attrs.field(factory=dict)  # header -> input name (Xero's xero-tenant-id)
     body: Mapping[str, str] = attrs.field(factory=dict)  # body key path -> input name
     fixed_body: Mapping[str, Any] = attrs.field(factory=dict)  # constant JSON, the inputs placed over it
     body_format: Literal["json", "form"] = "json"
+    graphql: GraphQL | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -71,7 +91,7 @@ class Errors:
 @attrs.frozen(kw_only=True)
 class Output:
     """``select`` picks the result out of the answer (the whole answer when unset; with pagination,
-    each page's item list). ``schema``, when given, is what the selected ``sample`` must satisfy
+    each page's item list; a GraphQL answer's ``data``). ``schema``, when given, is what the selected ``sample`` must satisfy
     (checked by the tests, not at run time)."""
 
     select: str | None = None
@@ -81,7 +101,8 @@ class Output:
 @attrs.frozen(kw_only=True)
 class Action:
     """An operation. ``input`` is a JSON Schema object, ``example`` inputs it accepts, ``sample``
-    the provider's documented answer to such a request; ``docs`` the page documenting the call."""
+    the provider's documented answer to such a request (for GraphQL the whole response, ``{data = ...}``);
+    ``docs`` the page documenting the call."""
 
     name: str
     title: str
@@ -130,14 +151,29 @@ class Trigger:
 @attrs.frozen(kw_only=True)
 class Verification:
     """How an inbound webhook proves it comes from the provider, under the deployment's
-    ``webhook_secret``: ``hmac`` (``header`` carries ``prefix`` + the HMAC of the raw body in
-    ``encoding``), ``token`` (``header`` carries the secret itself) or ``none``."""
+    ``webhook_secret``: ``hmac`` (``header`` carries ``prefix`` + the HMAC of the signed string in
+    ``encoding``), ``token`` (``header`` carries the secret itself) or ``none``.
+
+    The signed string is ``signed`` with ``{body}`` replaced by the raw body and ``{timestamp}`` by
+    the request's timestamp, exactly as sent: ``"{body}"`` (the default), ``"{timestamp}.{body}"``
+    (Stripe, Calendly), ``"v0:{timestamp}:{body}"`` (Zoom, with ``prefix = "v0="``). The timestamp is
+    read from its own header, ``timestamp_header``, or from the signature header itself: with
+    ``signature_key`` the header is a comma-separated list of ``key=value`` pairs
+    (``t=1492774577,v1=5257a8...``) whose ``signature_key`` values are the signatures (any one may
+    match, as during a secret roll) and whose ``timestamp_key`` value is the timestamp. A request
+    whose timestamp (Unix seconds, or an ISO 8601 date-time) is more than ``tolerance`` seconds
+    from now is refused, replays included."""
 
     scheme: Literal["hmac", "token", "none"]
     header: str | None = None
     algorithm: Literal["sha1", "sha256", "sha512"] = "sha256"
     encoding: Literal["hex", "base64"] = "hex"
     prefix: str = ""
+    signed: str = "{body}"
+    timestamp_header: str | None = None
+    signature_key: str | None = None
+    timestamp_key: str | None = None
+    tolerance: int = 300
 
 
 @attrs.frozen(kw_only=True)

@@ -23,7 +23,7 @@ import jmespath
 import jsonschema
 from jmespath.exceptions import JMESPathError
 
-from patchbay.core.declared.format import Action, Declaration, Pagination, Request, Trigger
+from patchbay.core.declared.format import Action, Declaration, Pagination, Request, Trigger, Verification
 
 FILE_NAME = "actions.toml"
 _NAME = re.compile(r"^[a-z][a-z0-9_.]*$")
@@ -128,6 +128,7 @@ def _problems(declaration: Declaration) -> Iterator[str]:
         yield from _jmespath("webhooks", event_type=hooks.event_type, event_id=hooks.event_id, events=hooks.events)
         if hooks.verify.scheme != "none" and not hooks.verify.header:
             yield f"webhooks.verify.header: scheme {hooks.verify.scheme!r} needs the header that carries it"
+        yield from (f"webhooks.verify.{problem}" for problem in _verification_problems(hooks.verify))
     for index, action in enumerate(declaration.actions):
         yield from (f"actions[{index}] ({action.name}).{problem}" for problem in _action_problems(action))
     claimed: dict[str, str | None] = {}
@@ -149,6 +150,8 @@ def _action_problems(action: Action) -> Iterator[str]:
     yield from _url("docs", action.docs)
     yield from _schema_and_example("input", action.input, action.example)
     yield from _request_problems(action.request, action.input)
+    if action.request.graphql is not None and not (isinstance(action.sample, dict) and "data" in action.sample):
+        yield "sample: a GraphQL answer is an object with data"
     yield from _jmespath("output", select=action.output.select)
     if action.output.schema is not None:
         yield from _schema("output.schema", action.output.schema)
@@ -190,15 +193,84 @@ def _request_problems(request: Request, inputs: Mapping[str, Any]) -> Iterator[s
             yield f"request.path: placeholder {{{field}}} is not a required input"
     if not request.path.startswith("/"):
         yield f"request.path: {request.path!r} does not start with /"
-    for key in ("query", "body"):
+    for key in ("query", "body", "input_headers"):
         for target, name in getattr(request, key).items():
             if name not in properties:
                 yield f"request.{key}.{target}: {name!r} is not an input"
     for target, value in request.fixed_query.items():
         if not isinstance(value, str | int | bool):
             yield f"request.fixed_query.{target}: expected a string, integer or boolean"
+    if request.graphql is not None:
+        yield from _graphql_problems(request, inputs)
     if request.body_format == "form" and any(not isinstance(value, str | int | bool) for value in request.fixed_body.values()):
         yield "request.fixed_body: a form body holds strings, integers and booleans"
+
+
+def _graphql_problems(request: Request, inputs: Mapping[str, Any]) -> Iterator[str]:
+    """The request is a plain POST; the document parses as one operation declaring every variable
+    given; each of its non-null variables without a default is given (a constant, or at least one
+    required input)."""
+    from graphql import GraphQLSyntaxError, NonNullTypeNode, OperationDefinitionNode, parse
+
+    graphql = request.graphql
+    if request.method != "POST" or request.body or request.fixed_body or request.body_format != "json":
+        yield "request.graphql: a GraphQL request is a POST whose body it builds (no body, fixed_body or body_format beside it)"
+    properties, required = inputs.get("properties") or {}, set(inputs.get("required") or ())
+    for target, name in graphql.variables.items():
+        if name not in properties:
+            yield f"request.graphql.variables.{target}: {name!r} is not an input"
+    try:
+        document = parse(graphql.document)
+    except GraphQLSyntaxError as error:
+        yield f"request.graphql.document: not a GraphQL document: {error.message}"
+        return
+    operations = [node for node in document.definitions if isinstance(node, OperationDefinitionNode)]
+    if len(operations) != 1:
+        yield f"request.graphql.document: holds {len(operations)} operations; a request sends exactly one"
+        return
+    declared = {node.variable.name.value: node for node in operations[0].variable_definitions}
+    givers: dict[str, set[str]] = {}
+    for path, name in graphql.variables.items():
+        givers.setdefault(path.split(".")[0], set()).add(name)
+    for variable in sorted({*givers, *graphql.fixed_variables}):
+        if variable not in declared:
+            yield f"request.graphql.variables.{variable}: the document declares no ${variable}"
+    for variable, node in declared.items():
+        if not isinstance(node.type, NonNullTypeNode) or node.default_value is not None or variable in graphql.fixed_variables:
+            continue
+        if variable not in givers:
+            yield f"request.graphql.document: ${variable} is non-null and no variable gives it"
+        elif not givers[variable] & required:
+            yield f"request.graphql.variables.{variable}: ${variable} is non-null, so an input giving it must be required"
+
+
+_SIGNED_PART = re.compile(r"\{([^{}]*)\}")
+
+
+def _verification_problems(verify: Verification) -> Iterator[str]:
+    """A signed string of ``{body}`` once and ``{timestamp}`` when (and only when) a timestamp is
+    read; the keyed header's keys; nothing of it outside the ``hmac`` scheme."""
+    defaults = Verification(scheme=verify.scheme)
+    extended = [key for key in ("signed", "timestamp_header", "signature_key", "timestamp_key", "tolerance") if getattr(verify, key) != getattr(defaults, key)]
+    if verify.scheme != "hmac":
+        if extended:
+            yield f"{extended[0]}: only the hmac scheme signs a string"
+        return
+    parts = _SIGNED_PART.findall(verify.signed)
+    unknown = sorted(set(parts) - {"body", "timestamp"})
+    if unknown:
+        yield f"signed: unknown placeholder {{{unknown[0]}}} (the signed string knows {{body}} and {{timestamp}})"
+    if parts.count("body") != 1:
+        yield "signed: names {body} exactly once"
+    reads_timestamp = verify.timestamp_header is not None or verify.timestamp_key is not None
+    if verify.timestamp_header is not None and verify.timestamp_key is not None:
+        yield "timestamp_header: the timestamp comes from timestamp_header or timestamp_key, not both"
+    if ("timestamp" in parts) != reads_timestamp:
+        yield "signed: {timestamp} needs timestamp_header or timestamp_key, and a timestamp read is signed" if "timestamp" in parts else "signed: a timestamp read must be signed: add {timestamp}"
+    if verify.timestamp_key is not None and verify.signature_key is None:
+        yield "timestamp_key: a keyed signature header needs signature_key too"
+    if verify.tolerance < 1:
+        yield "tolerance: at least 1 second"
 
 
 def _pagination_problems(pagination: Pagination) -> Iterator[str]:

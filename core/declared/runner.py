@@ -20,8 +20,8 @@ from urllib.parse import quote
 
 import attrs
 import jmespath
-import jsonschema
 
+from patchbay.core.actions.inputs import check_inputs
 from patchbay.core.declared.format import Action, Declaration, Errors, Pagination, Request, Trigger
 from patchbay.core.errors import Conflict, Invalid, NotFound, RateLimited, UpstreamFailed
 
@@ -64,6 +64,7 @@ class Outgoing:
     json: Any = None
     data: dict[str, Any] | None = None
     headers: dict[str, str] = attrs.field(factory=dict)
+    graphql: bool = False  # the answer is a GraphQL response: its ``data``, or its ``errors`` raised
 
 
 @functools.cache
@@ -102,9 +103,17 @@ def _place(body: dict[str, Any], path: str, value: Any) -> None:
 
 def build(request: Request, values: Mapping[str, Any], *, headers: Mapping[str, str] = ()) -> Outgoing:
     """The call ``request`` makes with ``values`` (inputs, or a trigger's config); ``headers`` are
-    the file's own, under the request's."""
+    the file's own, under the request's constant ones, under those taken from inputs."""
     params: dict[str, Any] = dict(request.fixed_query)
     params.update({param: values[name] for param, name in request.query.items() if values.get(name) is not None})
+    headers = {**dict(headers), **request.headers, **{header: str(values[name]) for header, name in request.input_headers.items() if values.get(name) is not None}}
+    if request.graphql is not None:
+        variables: dict[str, Any] = json.loads(json.dumps(request.graphql.fixed_variables))
+        for path, name in request.graphql.variables.items():
+            if values.get(name) is not None:
+                _place(variables, path, values[name])
+        document = {"query": request.graphql.document, "variables": variables}
+        return Outgoing(method="POST", path=fill_path(request.path, values), params=params, json=document, headers=headers, graphql=True)
     body: dict[str, Any] = json.loads(json.dumps(request.fixed_body))  # a deep copy the inputs go into
     placed = {path: values[name] for path, name in request.body.items() if values.get(name) is not None}
     if request.body_format == "form":
@@ -119,7 +128,7 @@ def build(request: Request, values: Mapping[str, Any], *, headers: Mapping[str, 
         params=params,
         json=body if has_body and request.body_format == "json" else None,
         data=body if has_body and request.body_format == "form" else None,
-        headers={**dict(headers), **request.headers},
+        headers=headers,
     )
 
 
@@ -156,7 +165,7 @@ async def send(client: Any, outgoing: Outgoing, errors: Errors) -> tuple[Any, An
         body = response.text
     status = response.status
     if 200 <= status < 300:
-        return body, response
+        return (_graphql_data(outgoing, body) if outgoing.graphql else body), response
     message = f"{outgoing.method} {outgoing.path} answered {status}: {str(body)[:500]}"
     if status in errors.not_found:
         raise _refusal(ProviderNotFound, message, status, body)
@@ -165,6 +174,18 @@ async def send(client: Any, outgoing: Outgoing, errors: Errors) -> tuple[Any, An
     if status in errors.rate_limited:
         raise _refusal(ProviderRateLimited, message, status, body, retry_after=retry_after(response.headers.get("Retry-After")))
     raise _refusal(ProviderFailed, message, status, body)
+
+
+def _graphql_data(outgoing: Outgoing, body: Any) -> Any:
+    """The ``data`` of a GraphQL answer; :class:`ProviderFailed` with the messages of its
+    ``errors`` (GraphQL reports them in a 200), or when the answer is no GraphQL response."""
+    if not isinstance(body, dict):
+        raise _refusal(ProviderFailed, f"POST {outgoing.path}: the answer is not a GraphQL response: {str(body)[:500]}", 200, body)
+    errors = body.get("errors")
+    if errors:
+        messages = [str(error.get("message", error)) if isinstance(error, dict) else str(error) for error in (errors if isinstance(errors, list) else [errors])]
+        raise _refusal(ProviderFailed, f"POST {outgoing.path} answered GraphQL errors: {'; '.join(messages)[:500]}", 200, body)
+    return body.get("data")
 
 
 def next_link(header: str | None) -> str | None:
@@ -234,23 +255,13 @@ async def collect(
     return found
 
 
-def check(schema: Mapping[str, Any], values: Any, what: str) -> dict[str, Any]:
-    """``values`` validated against the JSON Schema ``schema``; :class:`Invalid` names the field."""
-    if not isinstance(values, dict):
-        raise Invalid(f"{what} must be an object")
-    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(values))
-    if error is not None:
-        where = ".".join([what, *map(str, error.absolute_path)])
-        raise Invalid(f"{where}: {error.message}")
-    return values
-
-
 def action_runner(declaration: Declaration, action: Action):
-    """The ``run(client, inputs)`` of a declared action."""
+    """The ``run(client, inputs)`` of a declared action. ``run_action`` (``core.actions.service``)
+    has checked the inputs against ``action.input`` before it is called."""
     errors = action.errors or declaration.errors
 
     async def run(client: Any, inputs: Any) -> Any:
-        values = check(action.input, inputs, "inputs")
+        values = dict(inputs)
         if action.pagination is not None:
             return await collect(client, action.request, values, items=action.output.select, pagination=action.pagination, errors=errors, headers=declaration.headers)
         outgoing = build(action.request, values, headers=declaration.headers)
@@ -276,7 +287,7 @@ def poller(declaration: Declaration, trigger: Trigger):
         return select(trigger.cursor, item)
 
     async def poll(client: Any, config: Any, cursor: Any) -> tuple[list, Any]:
-        values = dict(check(trigger.config, config or {}, "config"))
+        values = dict(check_inputs(trigger.config, config or {}, "config"))
         after = cursor.get("after") if isinstance(cursor, dict) else None
         request = trigger.request
         if trigger.cursor_param and after is not None:

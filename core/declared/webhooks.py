@@ -5,12 +5,17 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-from collections.abc import Mapping
+import re
+import time
+from collections.abc import Callable, Mapping
+from datetime import datetime
 from typing import Any
 
 from patchbay.core.declared.format import Webhooks
 from patchbay.core.declared.runner import select
 from patchbay.core.webhooks.protocol import InboundEvent, InboundRequest, WebhookHandler, signatures_match
+
+_SIGNED = re.compile(r"(\{body\}|\{timestamp\})")
 
 
 class DeclaredWebhooks(WebhookHandler):
@@ -18,14 +23,19 @@ class DeclaredWebhooks(WebhookHandler):
     ``event_type`` of it, its id ``event_id``, and its data the ``item`` of the trigger that claims
     the type (``items``: event type -> JMESPath), else the whole event."""
 
-    def __init__(self, spec: Webhooks, items: Mapping[str, str | None]) -> None:
+    def __init__(self, spec: Webhooks, items: Mapping[str, str | None], *, clock: Callable[[], float] = time.time) -> None:
         self.spec = spec
         self.items = dict(items)
+        self.clock = clock
 
-    def signature(self, secret: str, body: bytes) -> str:
-        """What the declared header carries for ``body`` under ``secret`` (scheme ``hmac``)."""
+    def signature(self, secret: str, body: bytes, timestamp: str = "") -> str:
+        """What the declared header carries (its signature value) for ``body`` sent at
+        ``timestamp`` under ``secret`` (scheme ``hmac``)."""
         verification = self.spec.verify
-        digest = hmac.new(secret.encode(), body, getattr(hashlib, verification.algorithm)).digest()
+        signed = b"".join(
+            body if part == "{body}" else timestamp.encode() if part == "{timestamp}" else part.encode() for part in _SIGNED.split(verification.signed)
+        )
+        digest = hmac.new(secret.encode(), signed, getattr(hashlib, verification.algorithm)).digest()
         encoded = digest.hex() if verification.encoding == "hex" else base64.b64encode(digest).decode()
         return verification.prefix + encoded
 
@@ -38,7 +48,30 @@ class DeclaredWebhooks(WebhookHandler):
             return False
         if verification.scheme == "token":
             return signatures_match(secret, given)
-        return signatures_match(self.signature(secret, request.body), given)
+        candidates, timestamp = [given], ""
+        if verification.signature_key:
+            pairs = [part.strip().partition("=") for part in given.split(",")]
+            candidates = [value for key, _, value in pairs if key == verification.signature_key]
+            timestamp = next((value for key, _, value in pairs if key == verification.timestamp_key), "") if verification.timestamp_key else ""
+        if verification.timestamp_header:
+            timestamp = request.headers.get(verification.timestamp_header, "")
+        if (verification.timestamp_key or verification.timestamp_header) and not self._fresh(timestamp):
+            return False
+        expected = self.signature(secret, request.body, timestamp)
+        return any(signatures_match(expected, candidate) for candidate in candidates)
+
+    def _fresh(self, timestamp: str) -> bool:
+        """Whether ``timestamp`` (Unix seconds, or an ISO 8601 date-time with its offset) is within
+        ``tolerance`` seconds of now."""
+        text = timestamp.strip()
+        try:
+            when = None if text.isdigit() else datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            return False
+        if when is not None and when.tzinfo is None:
+            return False
+        moment = float(text) if when is None else when.timestamp()
+        return abs(self.clock() - moment) <= self.spec.verify.tolerance
 
     def events(self, payload: Any) -> list[InboundEvent]:
         bodies = [payload] if self.spec.events is None else select(self.spec.events, payload)

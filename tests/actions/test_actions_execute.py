@@ -112,7 +112,7 @@ async def test_execute_validates_inputs_and_counts_against_the_monthly_cap(setup
     missing = await client.post("/connect/v1/providers/hubspot/actions/create_contact", json={"firstname": "Ada"}, headers=h)
     assert missing.status == 400 and "inputs.email" in (await missing.json())["message"]
     typed = await client.post("/connect/v1/providers/hubspot/actions/create_contact", json={"inputs": {"email": 5}, "connectionId": connection_id}, headers=h)
-    assert typed.status == 400 and "inputs.email must be of type string" in (await typed.json())["message"]
+    assert typed.status == 400 and "inputs.email: 5 is not of type 'string'" in (await typed.json())["message"]
     unknown = await client.post("/connect/v1/providers/hubspot/actions/nope", json={"email": "a@b.co"}, headers=h)
     assert unknown.status == 404
     # the only hubspot connection is used when none is named
