@@ -43,7 +43,7 @@ from sqlalchemy import func, select, text
 
 from patchbay import hookimpl
 from patchbay.core.app import create_app
-from patchbay.core.appkeys import DB, SERVICES
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.flows.engine import create_executions
 from patchbay.core.flows.models import Flow, FlowExecution, FlowExecutionStep, FlowTriggerSubscription
 from patchbay.core.flows.service import publish
@@ -160,7 +160,7 @@ async def _until(predicate, timeout: float = 600.0, every: float = 0.02) -> None
 
 
 async def _flow(app, workspace_id: str, steps, name: str) -> str:
-    async with app[DB].transaction(tenant=workspace_id) as session:
+    async with app[SERVICES].db.transaction(tenant=workspace_id) as session:
         flow = Flow(name=name, steps=steps, status="draft", version=1)
         session.add(flow)
         await session.flush()
@@ -169,7 +169,7 @@ async def _flow(app, workspace_id: str, steps, name: str) -> str:
 
 
 async def _customers(app, workspace_id: str) -> None:
-    async with app[DB].transaction(tenant=workspace_id) as session:
+    async with app[SERVICES].db.transaction(tenant=workspace_id) as session:
         await create_table(session, workspace_id=workspace_id, name="Customers", slug="customers",
                            columns=[{"name": "email", "type": "text"}, {"name": "tier", "type": "text"}])  # fmt: skip
         for n in range(CUSTOMERS):
@@ -185,8 +185,8 @@ async def _baseline(app, workspace_id: str, executions: int, concurrency: int) -
     newest = (
         "SELECT id, external_key, data FROM table_rows WHERE workspace_id = :ws AND table_id = :table AND {match} "
         "ORDER BY updated_at DESC, id DESC LIMIT 1"
-    ).format(match="data ->> 'email' = :email" if app[DB].is_postgres else "json_extract(data, '$.email') = :email")
-    async with app[DB].session() as session:
+    ).format(match="data ->> 'email' = :email" if app[SERVICES].db.is_postgres else "json_extract(data, '$.email') = :email")
+    async with app[SERVICES].db.session() as session:
         table_id = await session.scalar(text("SELECT id FROM data_tables WHERE workspace_id = :ws AND slug = 'customers'"), {"ws": workspace_id})
     todo = iter(range(executions))
     url = f"http://127.0.0.1:{TARGET_PORT}/hook"
@@ -195,7 +195,7 @@ async def _baseline(app, workspace_id: str, executions: int, concurrency: int) -
         for n in todo:
             payload = _payload(n)
             shape = {"email": payload["email"].lower(), "amount": payload["amount"]}
-            async with app[DB].session(tenant=workspace_id) as session:
+            async with app[SERVICES].db.session(tenant=workspace_id) as session:
                 row = (await session.execute(text(newest), {"ws": workspace_id, "table": table_id, "email": shape["email"]})).mappings().first()
             data = row["data"] if isinstance(row["data"], dict) else json.loads(row["data"])
             body = {"email": shape["email"], "tier": data["tier"]}
@@ -242,11 +242,11 @@ async def _executions_per_second(app, workspace_id: str, executions: int, batch:
     rows = [{"workspace_id": workspace_id, "flow_id": flow_id, "version": 1, "trigger_source": "webhook", "trigger_payload": _payload(n)} for n in range(executions)]
 
     async def finished() -> bool:
-        async with app[DB].session() as session:
+        async with app[SERVICES].db.session() as session:
             left = await session.scalar(select(func.count()).select_from(FlowExecution).where(FlowExecution.status.in_(("pending", "running"))))
         return left == 0
 
-    async with app[DB].transaction() as session:
+    async with app[SERVICES].db.transaction() as session:
         ids = []
         for start in range(0, executions, batch):
             ids += await create_executions(app[SERVICES], session, rows[start : start + batch])
@@ -257,12 +257,12 @@ async def _executions_per_second(app, workspace_id: str, executions: int, batch:
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     if profiler is not None:
         stop_py_spy(profiler)
-    async with app[DB].session() as session:
+    async with app[SERVICES].db.session() as session:
         last = await session.scalar(select(func.max(FlowExecution.finished_at)).where(FlowExecution.flow_id == flow_id))
     elapsed = (last - began).total_seconds()
     async with aiohttp.ClientSession() as http:
         keys = await _target_keys(http, forget=True)
-    async with app[DB].session() as session:
+    async with app[SERVICES].db.session() as session:
         grouped = select(FlowExecution.status, FlowExecution.attempts, func.count()).where(FlowExecution.flow_id == flow_id).group_by(FlowExecution.status, FlowExecution.attempts)
         outcomes = {f"{status}, attempt {attempts}": count for status, attempts, count in (await session.execute(grouped)).all()}
         steps = await session.scalar(select(func.count()).select_from(FlowExecutionStep).where(FlowExecutionStep.execution_id.in_(ids), FlowExecutionStep.status == "completed"))
@@ -282,7 +282,7 @@ async def _latency(app, port: int, workspace_id: str, marks: Marks, events: int)
     await add_connection(app, workspace_id, "facebook", meta={"page_id": "bench-page"})
     steps = [{"id": "mark", "type": "bench.mark", "key": "{{ trigger.leadgen_id }}"}, *three_steps()]
     flow_id = await _flow(app, workspace_id, steps, "latency")
-    async with app[DB].transaction(tenant=workspace_id) as session:
+    async with app[SERVICES].db.transaction(tenant=workspace_id) as session:
         session.add(FlowTriggerSubscription(flow_id=flow_id, provider_type="facebook", trigger_name="leadgen", kind="webhook", config={}, is_active=True))
     samples = []
     async with aiohttp.ClientSession() as http:
@@ -299,7 +299,7 @@ async def _latency(app, port: int, workspace_id: str, marks: Marks, events: int)
                 marks.arrived.clear()
             samples.append(marks.seen[key] - began)
         await _target_keys(http, forget=True)
-    async with app[DB].session() as session:  # where the wait is: before the execution exists, or before a worker starts it
+    async with app[SERVICES].db.session() as session:  # where the wait is: before the execution exists, or before a worker starts it
         waits = (await session.execute(select(FlowExecution.created_at, FlowExecution.started_at).where(FlowExecution.flow_id == flow_id))).all()
     return samples, [(started - created).total_seconds() for created, started in waits]
 

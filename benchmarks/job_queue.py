@@ -48,7 +48,7 @@ import asyncpg
 from aiohttp import web
 from flows import _differing
 from patchbay.core.app import create_app
-from patchbay.core.appkeys import DB, JOBS, SETTINGS
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.jobs.models import Job
 from patchbay.core.jobs.queue import JobContext, JobQueue
 from patchbay.core.settings import load_settings
@@ -75,7 +75,7 @@ class Calls:
 
 
 async def _undone(app, kind: str) -> int:
-    async with app[DB].session() as session:
+    async with app[SERVICES].db.session() as session:
         return await session.scalar(select(func.count()).select_from(_JOBS).where(_JOBS.c.kind == kind, _JOBS.c.status != "done"))
 
 
@@ -101,8 +101,8 @@ class BackendCpu:
 
     async def __aenter__(self) -> Self:
         self._connection = None
-        if self.app[DB].is_postgres:
-            self._connection = await asyncpg.connect(self.app[DB].url.replace("postgresql+asyncpg://", "postgresql://", 1))
+        if self.app[SERVICES].db.is_postgres:
+            self._connection = await asyncpg.connect(self.app[SERVICES].db.url.replace("postgresql+asyncpg://", "postgresql://", 1))
             self._first = await self._sample()
             self._last = dict(self._first)
             self._sampler = asyncio.create_task(self._sample_until_cancelled())
@@ -144,21 +144,21 @@ async def _enqueue_batched(app, held: JobQueue, kind: str, jobs: int, batch: int
     ids: list[str] = []
     began = time.perf_counter()
     for start in range(0, jobs, batch):
-        async with app[DB].transaction() as session:
+        async with app[SERVICES].db.transaction() as session:
             ids += await held.enqueue_many(session, kind, [{"n": n} for n in range(start, min(jobs, start + batch))])
     return ids, jobs / (time.perf_counter() - began)
 
 
 async def _drain(app, calls: Calls, timeout: float) -> dict[str, object]:
     """Hand the held ``BATCHED`` jobs to the app's workers; their rate and CPU per job."""
-    queue = app[JOBS]
+    queue = app[SERVICES].jobs
     async with BackendCpu(app) as backends:
         began, cpu = utcnow(), time.process_time()
         queue.register(BATCHED, calls)
         queue.wake.set()
         await _wait_done(app, BATCHED, timeout)
         cpu = time.process_time() - cpu
-    async with app[DB].session() as session:
+    async with app[SERVICES].db.session() as session:
         done = sorted(await session.scalars(select(_JOBS.c.updated_at).where(_JOBS.c.kind == BATCHED, _JOBS.c.status == "done")))
     result = _rates(len(done), (done[-1] - began).total_seconds() if done else float("inf"), cpu, backends.seconds)
     quarter = len(done) // 4
@@ -171,16 +171,16 @@ async def _drain(app, calls: Calls, timeout: float) -> dict[str, object]:
 async def _one_by_one(app, calls: Calls, jobs: int, timeout: float) -> tuple[list[str], float, list[float]]:
     """``jobs`` jobs each enqueued in its own transaction while the workers run; the ids, the rate
     and the latencies (ms) from enqueue to done."""
-    queue = app[JOBS]
+    queue = app[SERVICES].jobs
     queue.register(SINGLE, calls)
     ids = []
     began = time.perf_counter()
     for n in range(jobs):
-        async with app[DB].transaction() as session:
+        async with app[SERVICES].db.transaction() as session:
             ids.append(queue.enqueue(session, SINGLE, {"n": n}).id)
     rate = jobs / (time.perf_counter() - began)
     await _wait_done(app, SINGLE, timeout)
-    async with app[DB].session() as session:
+    async with app[SERVICES].db.session() as session:
         rows = (await session.execute(select(_JOBS.c.created_at, _JOBS.c.updated_at).where(_JOBS.c.kind == SINGLE, _JOBS.c.status == "done"))).all()
     return ids, rate, [(done - created).total_seconds() * 1000 for created, done in rows]
 
@@ -197,7 +197,7 @@ async def _naive(app, handler: Calls, jobs: int, tasks: int) -> dict[str, object
 
     async def loop() -> None:
         while True:
-            async with app[DB].transaction() as session:
+            async with app[SERVICES].db.transaction() as session:
                 job = (await session.execute(finish, {"now": utcnow()})).first()
                 if job is None:
                     return
@@ -218,14 +218,14 @@ async def run(name: str, url: str, args) -> dict[str, object]:
         await runner.setup()
         try:
             calls, naive_calls = Calls(), Calls()
-            held = JobQueue(app[DB])  # enqueues kinds the app's workers do not claim yet
+            held = JobQueue(app[SERVICES].db)  # enqueues kinds the app's workers do not claim yet
             held.register(BATCHED, calls)
             held.register(NAIVE, naive_calls)
             ids, enqueue_rate = await _enqueue_batched(app, held, BATCHED, args.jobs, args.batch)
             drained = await _drain(app, calls, args.timeout)
             single_ids, single_rate, latency = await _one_by_one(app, calls, args.single, args.timeout)
             naive_ids, _ = await _enqueue_batched(app, held, NAIVE, args.jobs, args.batch)
-            naive = await _naive(app, naive_calls, args.jobs, app[SETTINGS].workers)
+            naive = await _naive(app, naive_calls, args.jobs, app[SERVICES].settings.workers)
             undone = {kind: await _undone(app, kind) for kind in (BATCHED, SINGLE, NAIVE)}
         finally:
             await runner.cleanup()

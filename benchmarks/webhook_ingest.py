@@ -40,7 +40,7 @@ import aiohttp
 import asyncpg
 
 from patchbay.core.app import create_app
-from patchbay.core.appkeys import DB, SECRETS
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.settings import load_settings
 from patchbay.core.storage.db import Database
 from patchbay.core.storage.migrate import upgrade
@@ -168,9 +168,9 @@ async def prepare(database_url: str, environ: dict[str, str], receiver_url: str)
     app = create_app(load_settings({}, environ), background=False)
     ws = await create_workspace_with_key(app)
     await add_connection(app, ws["workspace_id"], "facebook", meta={"page_id": "page-A"}, credentials={"access_token": "bench-page-token"})
-    async with app[DB].transaction(tenant=ws["workspace_id"]) as session:
-        session.add(WebhookSubscription(provider="facebook", url=receiver_url, events=["*"], secret=app[SECRETS].encrypt("bench-callback-secret")))
-    await app[DB].close()
+    async with app[SERVICES].db.transaction(tenant=ws["workspace_id"]) as session:
+        session.add(WebhookSubscription(provider="facebook", url=receiver_url, events=["*"], secret=app[SERVICES].secrets.encrypt("bench-callback-secret")))
+    await app[SERVICES].db.close()
 
 
 async def start_patchbay(environ: dict[str, str]) -> tuple[asyncio.subprocess.Process, str]:

@@ -7,13 +7,14 @@ import signal
 
 import click
 from aiohttp import web
-
 from patchbay.cli import admin, db_commands, packs
 from patchbay.cli.runtime import plugin_failure, settings_from, settle_garbage_collector
 from patchbay.core.app import create_app
 from patchbay.core.http import metrics
 from patchbay.core.http.middleware import JsonAccessLogger, configure_logging
+from patchbay.core.jobs.worker import background_work
 from patchbay.core.plugins.registry import PluginError
+from patchbay.core.services import build_services
 from patchbay.core.settings import SettingsError
 
 
@@ -114,15 +115,19 @@ def worker(**flags) -> None:
 
 
 async def _run_worker(settings) -> None:
-    runner = web.AppRunner(_app(settings))
-    await runner.setup()
+    """The services alone (no web application): their resources, the job workers and, with
+    ``--scheduler``, the periodic scheduler, until SIGINT or SIGTERM."""
+    try:
+        services = build_services(settings)
+    except PluginError as error:
+        raise plugin_failure(error) from None
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    click.echo("patchbay worker running")
-    await stop.wait()
-    await runner.cleanup()
+    async with services.running(), background_work(services):
+        click.echo("patchbay worker running")
+        await stop.wait()
 
 
 cli.add_command(db_commands.db)

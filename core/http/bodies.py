@@ -15,7 +15,7 @@ from aiohttp.hdrs import CONTENT_ENCODING
 from multidict import MultiDictProxy
 from pydantic import TypeAdapter, ValidationError
 
-from patchbay.core.appkeys import SETTINGS
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.http.errors import ApiError, bad_request, not_found
 from patchbay.core.security.auth import authenticate
 
@@ -57,7 +57,7 @@ async def body_limit_middleware(request: web.Request, handler) -> web.StreamResp
     limit."""
     if not request.body_exists:
         return await handler(request)
-    settings = request.app[SETTINGS]
+    settings = request.app[SERVICES].settings
     authenticated = await authenticate(request) is not None
     limit = settings.max_body_bytes if authenticated else settings.max_unauthenticated_body_bytes
     if request.content_length is not None and request.content_length > limit:

@@ -34,7 +34,7 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from sqlalchemy import func, select
 
-from patchbay.core.appkeys import METRICS, SERVICES
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.connections.models import Connection
 from patchbay.core.flows.models import FlowExecution
 from patchbay.core.http.bearer import bearer_matches
@@ -134,7 +134,7 @@ async def metrics_middleware(request: web.Request, handler: Handler) -> web.Stre
         status = error.status
         raise
     finally:
-        request.app[METRICS].observe_request(request.method, _route_of(request), status, time.perf_counter() - started)
+        request.app[SERVICES].metrics.observe_request(request.method, _route_of(request), status, time.perf_counter() - started)
 
 
 #: the Prometheus text exposition format (0.0.4), sent as ``text/plain``
@@ -155,7 +155,7 @@ async def metrics(request: web.Request) -> web.Response:
 
 
 async def _exposition(app: web.Application) -> web.Response:
-    collected = app[METRICS]
+    collected = app[SERVICES].metrics
     await collected.read_shared_state(app[SERVICES].db)
     response = web.Response(body=generate_latest(collected.registry))
     response.content_type = CONTENT_TYPE_LATEST.split(";")[0]
@@ -187,6 +187,6 @@ def listener(address: str) -> Callable[[web.Application], AsyncIterator[None]]:
 
 
 def setup(app: web.Application) -> None:
-    app[METRICS] = app[SERVICES].metrics = Metrics()  # the services record through it (the proxy's upstream latency)
+    app[SERVICES].metrics = app[SERVICES].metrics = Metrics()  # the services record through it (the proxy's upstream latency)
     app.middlewares.insert(0, metrics_middleware)  # outermost: it sees the final status of every answer
     app.router.add_routes(routes)

@@ -35,7 +35,7 @@ from aiohttp import web
 from pydantic import ConfigDict, TypeAdapter, with_config
 from pydantic.json_schema import DEFAULT_REF_TEMPLATE, GenerateJsonSchema
 
-from patchbay.core.appkeys import SETTINGS
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.http.bodies import MAX_PAGE, adapter_of
 from patchbay.core.http.responses import Bodiless, Declared, Media, declared_responses, returns
 
@@ -336,7 +336,7 @@ def build_document(app: web.Application) -> dict[str, Any]:
     return {
         "openapi": "3.1.0",
         "info": {"title": "patchbay", "version": "1"},
-        "servers": [{"url": app[SETTINGS].public_base_url}],
+        "servers": [{"url": app[SERVICES].settings.public_base_url}],
         "components": {
             "schemas": dict(sorted(schemas.items())),
             "securitySchemes": {

@@ -9,7 +9,7 @@ import attrs
 from aiohttp import web
 from sqlalchemy import text
 
-from patchbay.core.appkeys import READINESS, SERVICES
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.http.probe_models import Health, ProbeOk, ProbeUnavailable, ServiceInfo, Unhealthy
 from patchbay.core.http.responses import reply, returns
 
@@ -81,7 +81,7 @@ async def livez(request: web.Request) -> web.Response:
 @returns(ProbeUnavailable, status=503, description="Starting, stopping, or the database does not answer")
 async def readyz(request: web.Request) -> web.Response:
     """200 when started, not stopping and the database answers; else 503 with the reason."""
-    if not request.app[READINESS].accepting:
+    if not request.app[SERVICES].readiness.accepting:
         return reply(request, {"status": "unavailable", "reason": "starting or stopping"}, status=503)
     error = await _database_error(request)
     if error:
@@ -90,17 +90,17 @@ async def readyz(request: web.Request) -> web.Response:
 
 
 async def _accept_traffic(app: web.Application):
-    app[READINESS].accepting = True
+    app[SERVICES].readiness.accepting = True
     yield
-    app[READINESS].accepting = False
+    app[SERVICES].readiness.accepting = False
 
 
 async def _stop_accepting(app: web.Application) -> None:
-    app[READINESS].accepting = False
+    app[SERVICES].readiness.accepting = False
 
 
 def setup(app: web.Application) -> None:
-    app[READINESS] = app[SERVICES].readiness = Readiness()
+    app[SERVICES].readiness = app[SERVICES].readiness = Readiness()
     app.cleanup_ctx.append(_accept_traffic)
     app.on_shutdown.append(_stop_accepting)
     app.router.add_routes(routes)

@@ -33,9 +33,9 @@ class PackHarness:
 
     @property
     def registry(self):
-        from patchbay.core.appkeys import REGISTRY
+        from patchbay.core.appkeys import SERVICES
 
-        return self.app[REGISTRY]
+        return self.app[SERVICES].registry
 
     @property
     def provider(self):
@@ -100,10 +100,10 @@ async def pack_harness(tmp_path, fake_provider_api):
 
 async def _connect(app, workspace: dict[str, Any], provider_name: str) -> str:
     """A stored connection of ``provider_name`` holding :data:`TEST_CREDENTIALS`."""
-    from patchbay.core.appkeys import REGISTRY
+    from patchbay.core.appkeys import SERVICES
     from patchbay.testing import add_connection
 
-    provider = app[REGISTRY].provider(provider_name)
+    provider = app[SERVICES].registry.provider(provider_name)
     if provider is None:
         pytest.fail(f"no installed pack defines provider {provider_name!r}")
     params = {name: "acceptance" for name in provider.connection_params}

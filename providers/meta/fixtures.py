@@ -9,7 +9,7 @@ import asyncio
 import pytest
 from sqlalchemy import func, select
 
-from patchbay.core.appkeys import DB
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.settings import WebhooksSettings
 from patchbay.core.webhooks.models import WebhookEvent
 from patchbay.providers.meta.testing import FakeGraph
@@ -79,12 +79,12 @@ async def wait_until(predicate, timeout: float = 10.0, every: float = 0.05):
 
 
 async def event_rows(app):
-    async with app[DB].session() as session:
+    async with app[SERVICES].db.session() as session:
         return list((await session.scalars(select(WebhookEvent).order_by(WebhookEvent.created_at))).all())
 
 
 async def count(app, model) -> int:
-    async with app[DB].session() as session:
+    async with app[SERVICES].db.session() as session:
         return await session.scalar(select(func.count()).select_from(model))
 
 
