@@ -130,15 +130,29 @@ def pg_url(pg_template):
     asyncio.run(_pg_execute(url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--all-databases", action="store_true", help="run every test that uses database_url on PostgreSQL too, marked both_databases or not (docs/testing.md)")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """``database_url`` is SQLite; a test marked ``both_databases`` (or every test, with
+    ``--all-databases``) runs once on SQLite and once on PostgreSQL. The ids stay ``[sqlite]`` and
+    ``[postgresql]``."""
+    if "database_url" not in metafunc.fixturenames:
+        return
+    both = metafunc.definition.get_closest_marker("both_databases") is not None or metafunc.config.getoption("all_databases", False)
+    metafunc.parametrize("database_url", ["sqlite", "postgresql"] if both else ["sqlite"], indirect=True)
+
+
+@pytest.fixture
 def database_url(request) -> str:
-    """Runs the test once on SQLite and once on PostgreSQL."""
+    """The test's database URL: SQLite, and PostgreSQL as well where :func:`pytest_generate_tests` says."""
     return request.getfixturevalue("sqlite_url" if request.param == "sqlite" else "pg_url")
 
 
 @pytest.fixture
 async def db(database_url) -> Database:
-    """A :class:`Database` on the test's database (SQLite, then PostgreSQL), closed afterwards."""
+    """A :class:`Database` on the test's database (``database_url``), closed afterwards."""
     database = Database(database_url)
     yield database
     await database.close()

@@ -10,7 +10,11 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 from patchbay.core.testing import create_workspace_with_key
+
+pytestmark = pytest.mark.both_databases  # storage behaviour differs between SQLite and PostgreSQL here (docs/testing.md)
 
 
 async def _expired_connection(api, ws, fake) -> str:

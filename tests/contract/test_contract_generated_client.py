@@ -51,6 +51,7 @@ async def generated(live_api, tmp_path):
 
 
 @pytest.mark.timeout(GENERATE_SECONDS + 120)
+@pytest.mark.both_databases
 async def test_generated_client_drives_the_first_hour(live_api, generated):
     models = generated("models")
     api = live_api

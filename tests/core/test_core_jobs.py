@@ -16,6 +16,8 @@ from patchbay.core.jobs.queue import JobQueue, PermanentFailure, RetryLater, con
 from patchbay.core.jobs.worker import Worker
 from patchbay.core.storage.db import Database
 
+pytestmark = pytest.mark.both_databases  # storage behaviour differs between SQLite and PostgreSQL here (docs/testing.md)
+
 
 async def run_until(worker: Worker, condition, timeout: float = 10.0) -> None:
     task = asyncio.create_task(worker.run())

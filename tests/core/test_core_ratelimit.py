@@ -31,6 +31,7 @@ def unique(name: str) -> str:
     return f"{name}-{secrets.token_hex(6)}"
 
 
+@pytest.mark.both_databases
 async def test_limit_allows_then_refuses(limiter):
     item = parse_limit("3/minute")
     key = unique("k")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 
+import pytest
 from sqlalchemy import func, select, update
 
 from patchbay.core.appkeys import DB, JOBS
@@ -14,6 +15,8 @@ from patchbay.core.timeutil import new_id, utcnow
 from patchbay.core.webhooks import ingest
 from patchbay.core.webhooks.ingest import IngestWriter
 from patchbay.core.webhooks.models import WebhookEvent
+
+pytestmark = pytest.mark.both_databases  # storage behaviour differs between SQLite and PostgreSQL here (docs/testing.md)
 
 
 def _row(n: int) -> dict:
