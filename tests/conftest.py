@@ -66,11 +66,23 @@ def _on_postgresql(item: pytest.Item, used: set[str]) -> bool:
     return "pg_url" in used or any(isinstance(value, str) and value == "postgresql" for value in params)
 
 
+def _start_rank(item: pytest.Item) -> int:
+    """Where a test starts in the run: the cluster, then the schemathesis runs, then the other slow
+    tests, then the rest. xdist hands out tests in collection order, so the longest start first and
+    the short ones fill the workers' gaps at the end."""
+    if item.get_closest_marker("cluster"):
+        return 0
+    if "schemathesis" in getattr(item, "fixturenames", ()):
+        return 1
+    return 2 if item.get_closest_marker("slow") else 3
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Markers from what a test uses (docs/testing.md): ``postgres`` (:func:`_on_postgresql`),
     ``browser`` for a ``test_*_browser.py`` file, ``cluster`` for ``tests/cluster``, ``slow`` for
     those two and for :data:`SLOW_FIXTURES`. The browser tests share one xdist group: one Chromium
-    at a time however many workers run."""
+    at a time however many workers run. Then the order: :func:`_start_rank` (stable: a module's
+    tests stay together)."""
     for item in items:
         used = set(getattr(item, "fixturenames", ()))
         if _on_postgresql(item, used):
@@ -84,6 +96,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.cluster)
         if browser or cluster or used & SLOW_FIXTURES:
             item.add_marker(pytest.mark.slow)
+    items.sort(key=_start_rank)
 
 
 @pytest.fixture(scope="session")
