@@ -57,6 +57,7 @@ async def test_two_processes_refresh_once(aiohttp_client, fake_app, fake, databa
     assert fake.refresh_calls == 1
 
 
+@pytest.mark.slow  # worker processes of their own
 async def test_two_os_processes_refresh_once(aiohttp_client, fake_app, fake, pg_url, tmp_path):
     """Two real processes on PostgreSQL, each with 10 concurrent refreshes of one connection holding
     the token the provider refused: one refresh call at the provider, and both processes end with

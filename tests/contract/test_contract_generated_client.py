@@ -16,6 +16,8 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+pytestmark = pytest.mark.slow  # generates and imports a client with openapi-python-client
+
 GENERATE_SECONDS = 120
 
 

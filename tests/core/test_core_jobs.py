@@ -149,6 +149,7 @@ def _start_worker(url: str) -> subprocess.Popen:
     return process
 
 
+@pytest.mark.slow  # worker processes of their own
 async def test_two_worker_processes_do_each_job_once_and_recover_a_killed_workers_job(pg_url):
     db = Database(pg_url)
     queue = JobQueue(db)

@@ -71,6 +71,7 @@ async def test_cost_counts_several_hits(limiter):
     assert not (await limiter.hit(key, item, cost=2)).allowed
 
 
+@pytest.mark.slow  # 100,000 keys
 async def test_memory_limiter_keeps_counting_past_100000_keys():
     """The hand-written limiter wiped every counter once it held 100,000 keys."""
     limiter = RateLimiter(MemoryStorage())

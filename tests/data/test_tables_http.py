@@ -167,6 +167,7 @@ async def api_sqlite(aiohttp_client, make_app):
     return client
 
 
+@pytest.mark.slow  # 100,000 rows
 async def test_import_of_100000_rows_streams_and_counts(api_sqlite):
     """On SQLite only, to keep the suite fast: PostgreSQL's import path (COPY, key probes) is the
     same code as in the other import tests, which run on both databases."""

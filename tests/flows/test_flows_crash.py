@@ -37,6 +37,7 @@ async def _steps(app, execution_id):
 
 
 @pytest.mark.both_databases
+@pytest.mark.slow  # a worker process killed
 async def test_a_killed_process_leaves_the_execution_resumable(aiohttp_client, make_app, database_url, tmp_path, drain_jobs):
     receiver = await Receiver().start()
     client = await aiohttp_client(make_app(database_url=database_url, plugins=[_plugin()]))

@@ -81,6 +81,7 @@ async def _check_once_per_tick(app, flow_id, start, fired, drain_jobs):
         assert {e.status for e in (await session.scalars(select(FlowExecution))).all()} == {"completed"}
 
 
+@pytest.mark.slow  # a second process
 async def test_a_schedule_on_two_processes_fires_once_per_tick(aiohttp_client, make_app, pg_url, tmp_path, drain_jobs):
     client = await aiohttp_client(make_app(database_url=pg_url))
     app = client.server.app

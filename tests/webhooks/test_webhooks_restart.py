@@ -53,6 +53,7 @@ async def start_server(environ: dict[str, str], port: int) -> asyncio.subprocess
 
 
 @pytest.mark.both_databases
+@pytest.mark.slow  # a patchbay process killed and restarted
 async def test_event_survives_a_kill_right_after_the_200(database_url, tmp_path, receivers, helpers):
     receiver = await receivers()
     config = tmp_path / "patchbay.toml"
