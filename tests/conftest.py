@@ -66,11 +66,23 @@ def _on_postgresql(item: pytest.Item, used: set[str]) -> bool:
     return "pg_url" in used or any(isinstance(value, str) and value == "postgresql" for value in params)
 
 
+def _start_rank(item: pytest.Item) -> int:
+    """Where a test starts in the run: the cluster, then the schemathesis runs, then the other slow
+    tests, then the rest. xdist hands out tests in collection order, so the longest start first and
+    the short ones fill the workers' gaps at the end."""
+    if item.get_closest_marker("cluster"):
+        return 0
+    if "schemathesis" in getattr(item, "fixturenames", ()):
+        return 1
+    return 2 if item.get_closest_marker("slow") else 3
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Markers from what a test uses (docs/testing.md): ``postgres`` (:func:`_on_postgresql`),
     ``browser`` for a ``test_*_browser.py`` file, ``cluster`` for ``tests/cluster``, ``slow`` for
     those two and for :data:`SLOW_FIXTURES`. The browser tests share one xdist group: one Chromium
-    at a time however many workers run."""
+    at a time however many workers run. Then the order: :func:`_start_rank` (stable: a module's
+    tests stay together)."""
     for item in items:
         used = set(getattr(item, "fixturenames", ()))
         if _on_postgresql(item, used):
@@ -84,6 +96,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.cluster)
         if browser or cluster or used & SLOW_FIXTURES:
             item.add_marker(pytest.mark.slow)
+    items.sort(key=_start_rank)
 
 
 @pytest.fixture(scope="session")
@@ -130,15 +143,29 @@ def pg_url(pg_template):
     asyncio.run(_pg_execute(url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--all-databases", action="store_true", help="run every test that uses database_url on PostgreSQL too, marked both_databases or not (docs/testing.md)")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """``database_url`` is SQLite; a test marked ``both_databases`` (or every test, with
+    ``--all-databases``) runs once on SQLite and once on PostgreSQL. The ids stay ``[sqlite]`` and
+    ``[postgresql]``."""
+    if "database_url" not in metafunc.fixturenames:
+        return
+    both = metafunc.definition.get_closest_marker("both_databases") is not None or metafunc.config.getoption("all_databases", False)
+    metafunc.parametrize("database_url", ["sqlite", "postgresql"] if both else ["sqlite"], indirect=True)
+
+
+@pytest.fixture
 def database_url(request) -> str:
-    """Runs the test once on SQLite and once on PostgreSQL."""
+    """The test's database URL: SQLite, and PostgreSQL as well where :func:`pytest_generate_tests` says."""
     return request.getfixturevalue("sqlite_url" if request.param == "sqlite" else "pg_url")
 
 
 @pytest.fixture
 async def db(database_url) -> Database:
-    """A :class:`Database` on the test's database (SQLite, then PostgreSQL), closed afterwards."""
+    """A :class:`Database` on the test's database (``database_url``), closed afterwards."""
     database = Database(database_url)
     yield database
     await database.close()

@@ -17,7 +17,8 @@ from collections.abc import Callable
 import pytest
 import pytest_asyncio
 
-from patchbay.testing.plugin import PackHarness
+from patchbay.testing.fakes import FakeProviderAPI
+from patchbay.testing.plugin import PackHarness, serve_pack
 
 
 def check_definition(harness: PackHarness, pack: str) -> None:
@@ -138,11 +139,19 @@ def pack_acceptance(provider_name: str, *, pack: str | None = None, plugins=(), 
     ``webhook_timestamped=False`` for schemes without a timestamp)."""
     expected_pack = pack or provider_name
 
-    @pytest.mark.asyncio
+    @pytest.mark.asyncio(loop_scope="class")
     class PackAcceptance:
-        @pytest_asyncio.fixture
-        async def harness(self, pack_harness) -> PackHarness:
-            return await pack_harness(provider_name, plugins=plugins)
+        """One app for the class: the checks read it (the health check puts the fake back)."""
+
+        @pytest_asyncio.fixture(scope="class", loop_scope="class")
+        @classmethod
+        async def harness(cls, tmp_path_factory) -> PackHarness:
+            fake = await FakeProviderAPI().start()
+            try:
+                async with serve_pack(provider_name, fake, tmp_path_factory.mktemp(f"acceptance-{provider_name}"), plugins=plugins) as harness:
+                    yield harness
+            finally:
+                await fake.close()
 
         async def test_definition_is_valid_and_comes_from_its_pack(self, harness):
             check_definition(harness, expected_pack)

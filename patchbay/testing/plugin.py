@@ -10,6 +10,8 @@ a fake of its API through a real, in-process patchbay app.
 
 from __future__ import annotations
 
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -70,31 +72,41 @@ async def fake_provider_api():
 
 @pytest_asyncio.fixture
 async def pack_harness(tmp_path, fake_provider_api):
+    built: list[PackHarness] = []
+    async with AsyncExitStack() as stack:
+
+        async def build(provider_name: str, *, plugins=(), overrides: dict[str, Any] | None = None, aim=None) -> PackHarness:
+            """``aim``: every provider to point at the fake (default: ``provider_name`` alone)."""
+            data_dir = tmp_path / f"patchbay-{len(built)}"
+            built.append(await stack.enter_async_context(serve_pack(provider_name, fake_provider_api, data_dir, plugins=plugins, overrides=overrides, aim=aim)))
+            return built[-1]
+
+        yield build
+
+
+@asynccontextmanager
+async def serve_pack(provider_name: str, fake: FakeProviderAPI, data_dir: Path, *, plugins=(), overrides: dict[str, Any] | None = None, aim=None):
+    """A :class:`PackHarness` of ``provider_name`` (and the providers of ``aim``) aimed at ``fake``,
+    its app served on 127.0.0.1 over a SQLite database in ``data_dir`` until the block ends."""
     from aiohttp.test_utils import TestClient, TestServer
 
     from patchbay.core.app import create_app
     from patchbay.core.settings import load_settings
     from patchbay.testing import create_workspace_with_key
 
-    started: list[TestClient] = []
-
-    async def build(provider_name: str, *, plugins=(), overrides: dict[str, Any] | None = None, aim=None) -> PackHarness:
-        """``aim``: every provider to point at the fake (default: ``provider_name`` alone)."""
-        environ = {"PATCHBAY_DATA_DIR": str(tmp_path / f"patchbay-{len(started)}"), "PATCHBAY_SECRET_KEY": "acceptance-secret-key",
-                   "PATCHBAY_SCHEDULER": "false", "PATCHBAY_ALLOW_INSECURE_TARGETS": "true", "PATCHBAY_WORKERS": "0"}  # fmt: skip
-        settings = load_settings({}, environ)
-        settings.providers = {name: {"api_base_url": fake_provider_api.url} for name in (aim or (provider_name,))}
-        settings.providers[provider_name] = {"api_base_url": fake_provider_api.url, **(overrides or {})}
-        http = TestClient(TestServer(create_app(settings, plugins=plugins, background=False)))
-        await http.start_server()
-        started.append(http)
+    environ = {"PATCHBAY_DATA_DIR": str(data_dir), "PATCHBAY_SECRET_KEY": "acceptance-secret-key",
+               "PATCHBAY_SCHEDULER": "false", "PATCHBAY_ALLOW_INSECURE_TARGETS": "true", "PATCHBAY_WORKERS": "0"}  # fmt: skip
+    settings = load_settings({}, environ)
+    settings.providers = {name: {"api_base_url": fake.url} for name in (aim or (provider_name,))}
+    settings.providers[provider_name] = {"api_base_url": fake.url, **(overrides or {})}
+    http = TestClient(TestServer(create_app(settings, plugins=plugins, background=False)))
+    await http.start_server()
+    try:
         app = http.server.app
         workspace = await create_workspace_with_key(app)
         connection_id = await _connect(app, workspace, provider_name)
-        return PackHarness(provider_name, app, http, fake_provider_api, workspace, connection_id)
-
-    yield build
-    for http in started:
+        yield PackHarness(provider_name, app, http, fake, workspace, connection_id)
+    finally:
         await http.close()
 
 

@@ -129,6 +129,7 @@ async def _fail_jobs(app, kind: str, workspace_id: str | None, count: int, *, ag
                             last_error=f"upstream said no ({n})", created_at=at, updated_at=at))  # fmt: skip
 
 
+@pytest.mark.both_databases
 async def test_a_job_kind_failing_repeatedly_is_told_once_per_window(aiohttp_client, make_app, database_url, receivers):
     client = await aiohttp_client(make_app(database_url=database_url))
     app = client.server.app

@@ -57,6 +57,7 @@ async def test_defaults_and_a_change_that_names_one_field(api):
     assert await (await client.delete(f"/connect/v1/alerts/{plain['id']}", headers=headers)).json() == {"success": True}
 
 
+@pytest.mark.both_databases
 async def test_an_id_holding_nul_is_not_found(api):
     client, headers, _ = api
     assert (await client.patch("/connect/v1/alerts/a%00b", json={"isActive": False}, headers=headers)).status == 404

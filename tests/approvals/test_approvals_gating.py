@@ -4,6 +4,7 @@ approver's approve makes the connection, deny refuses it; decisions record who a
 
 from __future__ import annotations
 
+import pytest
 from sqlalchemy import select
 
 from patchbay import Provider, hookimpl
@@ -42,6 +43,7 @@ async def _gate(app, workspace_id, provider, principal, payload):
         return await gate_connect(app[SERVICES], session, workspace_id=workspace_id, provider=provider, principal=principal, payload=payload)
 
 
+@pytest.mark.both_databases
 async def test_gated_connect_approved_and_denied(aiohttp_client, make_app, database_url):
     app = make_app(plugins=[_Pack()], database_url=database_url)
     client = await aiohttp_client(app)

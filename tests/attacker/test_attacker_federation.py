@@ -117,6 +117,7 @@ async def test_an_upstream_email_verified_that_is_not_json_true_does_not_link_th
     assert (victim.email, victim.name) == ("ada@example.com", "Ada Lovelace")
 
 
+@pytest.mark.both_databases
 async def test_an_upstream_email_verified_true_links_the_account_of_that_email(make_idp, aiohttp_server, database_url):
     claims = {"sub": "ada-at-upstream", "email": "ada@example.com", "email_verified": True, "name": "Ada"}
     idp = await federated_sign_in(make_idp, aiohttp_server, database_url, claims)

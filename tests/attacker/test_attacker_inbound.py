@@ -201,6 +201,7 @@ async def test_an_authenticated_client_has_its_own_token_limit(aiohttp_client, m
 # --- plan caps ---------------------------------------------------------------------------------
 
 
+@pytest.mark.both_databases
 async def test_concurrent_template_clones_stop_at_the_monthly_cap(aiohttp_client, make_app, database_url):
     client = await aiohttp_client(make_app(database_url=database_url))
     ws = await create_workspace_with_key(client.server.app)  # free plan: 3 clones a month

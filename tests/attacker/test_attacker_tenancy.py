@@ -7,6 +7,7 @@ import json
 import time
 from datetime import timedelta
 
+import pytest
 from click.testing import CliRunner
 from sqlalchemy import func, select, update
 
@@ -23,6 +24,8 @@ from patchbay.core.testing import create_workspace_with_key, sign_access_token
 from patchbay.core.timeutil import utcnow
 from patchbay.core.users.service import create_user
 from patchbay.core.workspaces.service import add_member
+
+pytestmark = pytest.mark.both_databases  # storage behaviour differs between SQLite and PostgreSQL here (docs/testing.md)
 
 KEYS = "/connect/v1/api-keys"
 

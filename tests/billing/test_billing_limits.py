@@ -124,6 +124,7 @@ async def test_usage_and_history_routes(client, workspace):
     assert (await client.get("/connect/v1/billing/usage")).status == 401
 
 
+@pytest.mark.both_databases
 async def test_consume_is_atomic_under_concurrency(make_app, database_url):
     import asyncio
 

@@ -198,6 +198,7 @@ async def test_subscription_statuses(aiohttp_client, make_app, fake_stripe):
     assert (await _post_event(client, _event("evt_e", "invoice.paid", {"id": "in_1"}))).status == 200
 
 
+@pytest.mark.both_databases
 async def test_concurrent_replays_apply_once(aiohttp_client, make_app, fake_stripe, database_url):
     import asyncio
 

@@ -11,6 +11,7 @@ import hashlib
 import hmac
 import json
 
+import pytest
 from sqlalchemy import select
 
 from patchbay.core.appkeys import DB
@@ -54,6 +55,7 @@ async def _meta_user(app, workspace_id, meta_id):
     return user.id
 
 
+@pytest.mark.both_databases
 async def test_meta_deletion_callback_removes_the_user(database_url, aiohttp_client, make_app):
     app = make_app(background=True, plugin_sections=META_SECTION, database_url=database_url)
     client = await aiohttp_client(app)

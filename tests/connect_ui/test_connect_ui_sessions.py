@@ -92,6 +92,7 @@ async def test_list_filters_by_end_user_and_revoke_ends_the_token(connect_api, w
     assert closed.status == 400 and "cancelled" in await closed.text()
 
 
+@pytest.mark.both_databases
 async def test_sessions_are_tenant_scoped(connect_api, ws):
     body = await (await create(connect_api, ws)).json()
     other = await create_workspace_with_key(connect_api.server.app, name="Other")
@@ -101,6 +102,7 @@ async def test_sessions_are_tenant_scoped(connect_api, ws):
     assert (await (await connect_api.get(f"/connect/v1/connect-sessions/{body['id']}", headers=ws["headers"])).json())["status"] == "active"
 
 
+@pytest.mark.both_databases
 async def test_expired_session_no_longer_opens_the_page(connect_api, ws):
     body = await (await create(connect_api, ws)).json()
     async with connect_api.server.app[DB].transaction() as session:

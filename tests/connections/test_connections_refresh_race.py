@@ -10,7 +10,11 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 from patchbay.core.testing import create_workspace_with_key
+
+pytestmark = pytest.mark.both_databases  # storage behaviour differs between SQLite and PostgreSQL here (docs/testing.md)
 
 
 async def _expired_connection(api, ws, fake) -> str:
@@ -53,6 +57,7 @@ async def test_two_processes_refresh_once(aiohttp_client, fake_app, fake, databa
     assert fake.refresh_calls == 1
 
 
+@pytest.mark.slow  # worker processes of their own
 async def test_two_os_processes_refresh_once(aiohttp_client, fake_app, fake, pg_url, tmp_path):
     """Two real processes on PostgreSQL, each with 10 concurrent refreshes of one connection holding
     the token the provider refused: one refresh call at the provider, and both processes end with

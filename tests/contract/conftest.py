@@ -76,13 +76,23 @@ async def live_api(make_app, database_url):
 
 
 @pytest.fixture
-def schemathesis():
-    """``await schemathesis(budget, *arguments, cwd=folder)`` runs ``schemathesis run`` and answers
-    ``(exit code, output)``; running past ``budget`` seconds fails the test."""
+def schemathesis_seconds() -> int:
+    """The time a schemathesis run is given (``--max-time``): its phases share it, and fuzzing
+    repeats until it is spent. The runs of the suite add up to about a minute (docs/testing.md); a
+    module overrides this fixture to give its run more."""
+    return 8
+
+
+@pytest.fixture
+def schemathesis(schemathesis_seconds):
+    """``await schemathesis(budget, *arguments, cwd=folder)`` runs ``schemathesis run`` for
+    ``schemathesis_seconds`` and answers ``(exit code, output)``; running past ``budget`` seconds
+    (a loaded machine's margin) fails the test."""
     executable = shutil.which("schemathesis", path=str(Path(sys.executable).parent))
     assert executable, "schemathesis is a test dependency (pip install -e '.[test]')"
 
     async def run(budget: float, *arguments: str, cwd: Path) -> tuple[int, str]:
+        arguments = (*arguments, "--max-time", str(schemathesis_seconds))
         process = await asyncio.create_subprocess_exec(executable, "run", *arguments, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, cwd=cwd)
         try:
             output, _ = await asyncio.wait_for(process.communicate(), budget)

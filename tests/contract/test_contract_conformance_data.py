@@ -93,5 +93,6 @@ def _parameters(seeded: dict[str, str]) -> tuple[dict[str, str], list[Operations
 
 
 @pytest.mark.timeout(BUDGET_SECONDS + 60)
+@pytest.mark.both_databases
 async def test_data_answers_match_the_document(live_api, conformance):
     await conformance(PATHS, *_parameters(await _seed(live_api)), budget=BUDGET_SECONDS, max_examples=MAX_EXAMPLES)

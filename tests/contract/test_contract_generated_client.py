@@ -16,6 +16,8 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+pytestmark = pytest.mark.slow  # generates and imports a client with openapi-python-client
+
 GENERATE_SECONDS = 120
 
 
@@ -51,6 +53,7 @@ async def generated(live_api, tmp_path):
 
 
 @pytest.mark.timeout(GENERATE_SECONDS + 120)
+@pytest.mark.both_databases
 async def test_generated_client_drives_the_first_hour(live_api, generated):
     models = generated("models")
     api = live_api

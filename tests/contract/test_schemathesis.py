@@ -11,9 +11,15 @@ from aiohttp.test_utils import TestServer
 from patchbay.core.settings import RATE_LIMIT_DEFAULTS
 from patchbay.core.testing import create_workspace_with_key
 
-#: the whole run's budget on two loaded cores
+#: the hard limit of the run on two loaded cores (it is given schemathesis_seconds)
 BUDGET_SECONDS = 170
 MAX_EXAMPLES = "5"  # fuzzed examples per operation; the coverage phase adds its boundary cases
+
+
+@pytest.fixture
+def schemathesis_seconds() -> int:
+    """Every operation and the stateful phase: more time than an area's conformance run (tests/contract/conftest.py)."""
+    return 30
 
 
 @pytest.mark.timeout(BUDGET_SECONDS + 60)

@@ -69,6 +69,7 @@ def test_restore_of_a_file_that_is_not_a_backup_is_refused(tmp_path, monkeypatch
     assert "is not a SQLite backup" in refused.output
 
 
+@pytest.mark.slow  # pg_dump and restore
 async def test_postgresql_backup_restores_into_an_empty_database_and_serves(tmp_path, monkeypatch, aiohttp_client, make_app, pg_url):
     _workspace_id, key = await asyncio.to_thread(_make_data, monkeypatch, tmp_path / "pg", pg_url)
     backup = tmp_path / "pg.dump"

@@ -53,6 +53,7 @@ def test_api_key_is_shown_once_and_stored_hashed(run, tmp_path):
     assert "no workspace" in run("api-keys", "create", "--workspace", "missing", ok=False).output
 
 
+@pytest.mark.slow  # argon2 hashing in CLI processes
 def test_user_with_membership_and_argon2_hash(run, tmp_path):
     workspace = json.loads(run("workspaces", "create", "--name", "Acme", "--json").output)
     user = json.loads(run("users", "create", "--email", "Ada@Example.com", "--password", "correct horse", "--name", "Ada Lovelace",

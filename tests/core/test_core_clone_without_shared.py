@@ -9,6 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow  # a pytest process of its own over a copy of the tree
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -16,6 +16,8 @@ from patchbay.core.jobs.queue import JobQueue, PermanentFailure, RetryLater, con
 from patchbay.core.jobs.worker import Worker
 from patchbay.core.storage.db import Database
 
+pytestmark = pytest.mark.both_databases  # storage behaviour differs between SQLite and PostgreSQL here (docs/testing.md)
+
 
 async def run_until(worker: Worker, condition, timeout: float = 10.0) -> None:
     task = asyncio.create_task(worker.run())
@@ -147,6 +149,7 @@ def _start_worker(url: str) -> subprocess.Popen:
     return process
 
 
+@pytest.mark.slow  # worker processes of their own
 async def test_two_worker_processes_do_each_job_once_and_recover_a_killed_workers_job(pg_url):
     db = Database(pg_url)
     queue = JobQueue(db)

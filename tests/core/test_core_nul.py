@@ -8,6 +8,8 @@ import pytest
 
 from patchbay.core.testing import create_workspace_with_key
 
+pytestmark = pytest.mark.both_databases  # storage behaviour differs between SQLite and PostgreSQL here (docs/testing.md)
+
 PATHS_WITH_IDS = ["/connect/v1/flows/abc%00def", "/connect/v1/connections/abc%00", "/connect/v1/connect-sessions/%00", "/connect/v1/records/x%00y",
                   "/leads/%00", "/connect/v1/approvals/%00", "/api/v1/organizations/%00", "/connect/v1/webhooks/events/%00"]  # fmt: skip
 

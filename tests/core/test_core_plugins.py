@@ -153,6 +153,7 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+@pytest.mark.slow  # pip installs a pack
 def test_third_party_pack_installed_with_pip_is_served(tmp_path):
     source = tmp_path / "pack"
     (source / "patchbay_pack_zorblax").mkdir(parents=True)

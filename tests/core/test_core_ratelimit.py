@@ -31,6 +31,7 @@ def unique(name: str) -> str:
     return f"{name}-{secrets.token_hex(6)}"
 
 
+@pytest.mark.both_databases
 async def test_limit_allows_then_refuses(limiter):
     item = parse_limit("3/minute")
     key = unique("k")
@@ -70,6 +71,7 @@ async def test_cost_counts_several_hits(limiter):
     assert not (await limiter.hit(key, item, cost=2)).allowed
 
 
+@pytest.mark.slow  # 100,000 keys
 async def test_memory_limiter_keeps_counting_past_100000_keys():
     """The hand-written limiter wiped every counter once it held 100,000 keys."""
     limiter = RateLimiter(MemoryStorage())

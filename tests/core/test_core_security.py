@@ -91,6 +91,7 @@ async def test_another_process_rotation_is_picked_up_on_unknown_kid(client):
     assert (await app[SIGNING_KEYS].verify(token))["sub"] == "x"
 
 
+@pytest.mark.both_databases
 async def test_concurrent_first_starts_create_one_current_key(database_url):
     import asyncio
 

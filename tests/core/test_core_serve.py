@@ -12,6 +12,10 @@ import time
 import urllib.request
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow  # patchbay serve processes of their own
+
 
 def _free_port() -> int:
     with socket.socket() as sock:

@@ -89,6 +89,7 @@ def _connect(port: int) -> socket.socket:
             time.sleep(0.05)
 
 
+@pytest.mark.slow  # a process of its own
 def test_serve_stops_cleanly_on_sigterm(tmp_path):
     port = _free_port()
     process = _start(["serve"], tmp_path, "listening", PATCHBAY_PORT=str(port), PATCHBAY_HOST="127.0.0.1")
@@ -100,6 +101,7 @@ def test_serve_stops_cleanly_on_sigterm(tmp_path):
     print(f"patchbay serve stopped {seconds:.2f}s after SIGTERM")
 
 
+@pytest.mark.slow  # a process of its own
 def test_worker_stops_cleanly_on_sigterm(tmp_path):
     process = _start(["worker"], tmp_path, "worker running", PATCHBAY_DATABASE_URL=f"sqlite+aiosqlite:///{tmp_path}/pb.db")
     seconds = _stop(process)

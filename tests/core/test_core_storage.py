@@ -13,6 +13,8 @@ from patchbay.core.storage.db import Database
 from patchbay.core.storage.models import metadata
 from patchbay.core.workspaces.models import Workspace
 
+pytestmark = pytest.mark.both_databases  # storage behaviour differs between SQLite and PostgreSQL here (docs/testing.md)
+
 
 async def make_workspaces(db, *names):
     async with db.transaction() as session:

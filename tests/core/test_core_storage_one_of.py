@@ -12,6 +12,8 @@ from sqlalchemy.dialects import postgresql, sqlite
 from patchbay.core.jobs.models import Job
 from patchbay.core.storage.sql import one_of, one_of_param
 
+pytestmark = pytest.mark.both_databases  # storage behaviour differs between SQLite and PostgreSQL here (docs/testing.md)
+
 _META = MetaData()
 _PROBE = Table("one_of_probe", _META, Column("id", String(36), primary_key=True), Column("n", Integer), Column("label", String(20)))
 _ROWS = [{"id": f"id-{i}", "n": i, "label": None if i % 4 == 0 else f"label-{i % 3}"} for i in range(1, 21)]

@@ -13,6 +13,8 @@ from patchbay.core.storage.base import CoreTenantQuery
 from patchbay.core.testing import create_workspace_with_key
 from patchbay.core.workspaces.models import Workspace
 
+pytestmark = pytest.mark.both_databases  # storage behaviour differs between SQLite and PostgreSQL here (docs/testing.md)
+
 KEYS = ApiKey.__table__
 
 

@@ -23,6 +23,8 @@ from alembic import command
 from patchbay.core.storage.db import Database
 from patchbay.core.storage.migrate import alembic_config, upgrade
 
+pytestmark = pytest.mark.both_databases  # storage behaviour differs between SQLite and PostgreSQL here (docs/testing.md)
+
 #: the head revisions of each release, newest last; add a release's heads when it ships
 RELEASED_HEADS = {
     "0.1.0": ("core_0001", "connections_0002", "data_0001", "flows_0001", "identity_0001", "tenancy_0003", "webhooks_0001"),

@@ -76,6 +76,7 @@ async def import_csv(api, text, headers=None, **query):
 CSV = 'external_id,email,note\nx1,ann@example.com,"likes tea, not coffee"\nx2,bob@example.com,\n,nobody@example.com,no id\n'
 
 
+@pytest.mark.both_databases
 async def test_import_is_idempotent_by_external_id(api):
     status, report = await import_csv(api, CSV, providerType="testcrm", resourceType="contacts")
     assert status == 201 and (report["created"], report["updated"], report["rejected"]) == (3, 0, 0)
@@ -118,6 +119,7 @@ async def test_list_search_summary_get_delete(api):
     assert (await (await api.get("/connect/v1/records", params={"search": "big"}, headers=headers)).json())["total"] == 0
 
 
+@pytest.mark.both_databases
 async def test_records_are_tenant_isolated(api):
     await import_csv(api, CSV, providerType="testcrm", resourceType="contacts")
     mine = await (await api.get("/connect/v1/records", headers=api.ws["headers"])).json()

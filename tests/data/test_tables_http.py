@@ -62,6 +62,7 @@ async def test_table_crud_and_schema_errors_name_the_column(api):
     assert (await api.get("/connect/v1/tables/people", headers=api.ws["headers"])).status == 404
 
 
+@pytest.mark.both_databases
 async def test_rows_upsert_merge_patch_delete_and_lookup(api):
     await make_table(api)
     headers = api.ws["headers"]
@@ -85,6 +86,7 @@ async def test_rows_upsert_merge_patch_delete_and_lookup(api):
     assert (await api.delete(f"/connect/v1/tables/people/rows/{other['id']}", headers=headers)).status == 404
 
 
+@pytest.mark.both_databases
 async def test_search_finds_rows_by_word_prefixes_and_pages(api):
     await make_table(api)
     headers = api.ws["headers"]
@@ -165,6 +167,7 @@ async def api_sqlite(aiohttp_client, make_app):
     return client
 
 
+@pytest.mark.slow  # 100,000 rows
 async def test_import_of_100000_rows_streams_and_counts(api_sqlite):
     """On SQLite only, to keep the suite fast: PostgreSQL's import path (COPY, key probes) is the
     same code as in the other import tests, which run on both databases."""
@@ -203,6 +206,7 @@ async def test_row_cap_of_the_plan(aiohttp_client, make_app):
     assert rows["total"] == 3
 
 
+@pytest.mark.both_databases
 async def test_tables_are_tenant_isolated(api):
     await make_table(api)
     row = await (await api.post("/connect/v1/tables/people/rows", json={"data": {"name": "Mine"}}, headers=api.ws["headers"])).json()

@@ -8,6 +8,8 @@ from patchbay.core.errors import Invalid, NotFound
 from patchbay.core.tables.service import create_table, lookup_row, upsert_row
 from patchbay.core.workspaces.models import Workspace
 
+pytestmark = pytest.mark.both_databases  # storage behaviour differs between SQLite and PostgreSQL here (docs/testing.md)
+
 COLUMNS = [{"name": "email", "type": "text"}, {"name": "score", "type": "number"}, {"name": "vip", "type": "boolean"},
            {"name": "born", "type": "date"}, {"name": "tags", "type": "json"}]  # fmt: skip
 

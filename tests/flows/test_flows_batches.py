@@ -86,6 +86,7 @@ async def _statuses(app, ids) -> dict[str, tuple[str, int, str | None]]:
     return {row.id: (row.status, row.attempts, row.error) for row in rows}
 
 
+@pytest.mark.both_databases
 async def test_one_job_runs_a_batch_of_executions_each_exactly_once(batch_client, target, drain_jobs):
     app = batch_client.server.app
     ws = (await create_workspace_with_key(app))["workspace_id"]
@@ -112,6 +113,7 @@ async def test_one_job_runs_a_batch_of_executions_each_exactly_once(batch_client
     assert stored == 2 * count
 
 
+@pytest.mark.both_databases
 async def test_a_failing_execution_does_not_fail_the_others_of_its_batch(batch_client, target, drain_jobs):
     app = batch_client.server.app
     ws = (await create_workspace_with_key(app))["workspace_id"]
@@ -181,6 +183,7 @@ async def test_an_idempotency_key_of_the_step_is_kept_whatever_its_case(batch_cl
     assert target["keys"] == ["mine-1"]
 
 
+@pytest.mark.both_databases
 async def test_a_job_queued_before_batches_still_runs_its_execution(batch_client, drain_jobs):
     app = batch_client.server.app
     ws = (await create_workspace_with_key(app))["workspace_id"]

@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from sqlalchemy import select, update
 
 from patchbay.core.appkeys import DB, SERVICES
@@ -35,6 +36,8 @@ async def _steps(app, execution_id):
         return list((await session.scalars(select(FlowExecutionStep).where(FlowExecutionStep.execution_id == execution_id).order_by(FlowExecutionStep.position))).all())
 
 
+@pytest.mark.both_databases
+@pytest.mark.slow  # a worker process killed
 async def test_a_killed_process_leaves_the_execution_resumable(aiohttp_client, make_app, database_url, tmp_path, drain_jobs):
     receiver = await Receiver().start()
     client = await aiohttp_client(make_app(database_url=database_url, plugins=[_plugin()]))

@@ -209,6 +209,7 @@ async def test_permissions_of_steps_and_replay(engine_client, ws):
     assert (await engine_client.post(f"/connect/v1/flows/{flow_id}/executions/{execution['id']}/replay", headers=other["headers"])).status == 404
 
 
+@pytest.mark.both_databases
 async def test_execution_lists_and_task_history(engine_client, ws):
     h = ws["headers"]
     ok_flow = await _create(engine_client, h, [{"id": "t", "type": "transform", "output": 1}], name="ok")

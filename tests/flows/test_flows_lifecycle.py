@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from sqlalchemy import select
 
 from patchbay.core.appkeys import DB, SERVICES
@@ -42,6 +43,7 @@ async def test_publish_from_draft_then_from_published_increments_the_version(flo
     assert all(v["published_at"] for v in versions)
 
 
+@pytest.mark.both_databases
 async def test_revert_restores_a_snapshot_as_a_new_version_and_keeps_history(flows_client, flows_ws):
     h = flows_ws["headers"]
     flow = await _flow(flows_client, h)

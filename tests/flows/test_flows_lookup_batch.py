@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from sqlalchemy import event, func, select
 
 from patchbay.core.appkeys import DB, SERVICES
@@ -13,6 +14,8 @@ from patchbay.core.flows.models import Flow, FlowExecutionStep
 from patchbay.core.errors import Invalid, NotFound
 from patchbay.core.tables.service import create_table, lookup_rows, upsert_row
 from patchbay.core.testing import create_workspace_with_key
+
+pytestmark = pytest.mark.both_databases  # storage behaviour differs between SQLite and PostgreSQL here (docs/testing.md)
 
 
 async def _customers(app, workspace_id: str, tier: str, count: int) -> None:

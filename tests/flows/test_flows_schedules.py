@@ -9,6 +9,7 @@ import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
 from sqlalchemy import select, update
 
 from patchbay.core.appkeys import DB, SERVICES
@@ -80,6 +81,7 @@ async def _check_once_per_tick(app, flow_id, start, fired, drain_jobs):
         assert {e.status for e in (await session.scalars(select(FlowExecution))).all()} == {"completed"}
 
 
+@pytest.mark.slow  # a second process
 async def test_a_schedule_on_two_processes_fires_once_per_tick(aiohttp_client, make_app, pg_url, tmp_path, drain_jobs):
     client = await aiohttp_client(make_app(database_url=pg_url))
     app = client.server.app
@@ -105,6 +107,7 @@ async def test_a_schedule_on_two_processes_fires_once_per_tick(aiohttp_client, m
     await _check_once_per_tick(app, flow_id, start, mine + json.loads(theirs)["fired"], drain_jobs)
 
 
+@pytest.mark.both_databases
 async def test_two_apps_on_one_database_fire_once_per_tick(flows_client, flows_ws, make_app, database_url, drain_jobs):
     app, h = flows_client.server.app, flows_ws["headers"]
     other = make_app(database_url=database_url)

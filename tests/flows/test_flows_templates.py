@@ -31,6 +31,7 @@ def test_the_system_templates_are_valid_flows(make_app):
                 assert step["action"] in app[REGISTRY].get("actions", step["provider"]), template["slug"]
 
 
+@pytest.mark.both_databases
 async def test_list_get_and_clone_with_the_monthly_cap(flows_client, flows_ws):
     app, h, ws = flows_client.server.app, flows_ws["headers"], flows_ws["workspace_id"]
     listed = await (await flows_client.get("/connect/v1/flow-templates", headers=h)).json()

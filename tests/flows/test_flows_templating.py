@@ -234,6 +234,7 @@ WORST_CPU_SECONDS = MAX_RENDER_CPU_SECONDS + 0.5
 
 
 @pytest.mark.parametrize("template", WORST)
+@pytest.mark.slow  # each runs a template to its memory or time bound
 def test_the_worst_templates_fail_within_the_memory_and_time_bounds(template):
     import time
     import tracemalloc

@@ -7,6 +7,7 @@ import asyncio
 import json
 
 import attrs
+import pytest
 from sqlalchemy import func, select
 
 from patchbay import Trigger, hookimpl
@@ -79,6 +80,7 @@ class _Event:
     connection_id: str | None = None
 
 
+@pytest.mark.both_databases
 async def test_republishing_neither_drops_nor_doubles_events(flows_client, flows_ws, drain_jobs):
     app, h, ws = flows_client.server.app, flows_ws["headers"], flows_ws["workspace_id"]
     flow_id = await _flow(flows_client, h, [{"id": "t", "type": "transform", "output": "{{ trigger.n }}"}])

@@ -4,6 +4,7 @@ unverified) and the operator's trusted or workspace-bound ones are not."""
 
 from __future__ import annotations
 
+import pytest
 import sqlalchemy as sa
 from alembic import command
 from sqlalchemy.dialects import postgresql
@@ -31,6 +32,7 @@ def old_client(client_id: str, trust: str, workspace_id: str | None = None) -> d
             "created_at": utcnow(), "updated_at": utcnow()}  # fmt: skip
 
 
+@pytest.mark.both_databases
 async def test_existing_unbound_third_party_clients_are_taken_as_self_registered(db):
     async with db.engine.begin() as connection:
         await connection.run_sync(lambda sync: command.downgrade(alembic_config(sync), "identity_provenance@base"))

@@ -1,6 +1,8 @@
 """Platform REST for app clients (5B point 4): organizations and users, with client_credentials
 tokens or x-client-id / x-client-secret; user tokens get 401."""
 
+import pytest
+
 from patchbay.core.appkeys import DB, SECRETS
 from patchbay.core.identity.clients import create_client, validate_metadata
 
@@ -73,6 +75,7 @@ async def test_workspace_bound_client_sees_only_its_organization(idp):
     assert {m["userId"]: m["role"] for m in members["data"]}[created["id"]] == "viewer"
 
 
+@pytest.mark.both_databases
 async def test_code_flow_on_both_databases(make_idp, database_url):
     idp = await make_idp(database_url=database_url)
     client = await idp.register()

@@ -3,6 +3,7 @@ and the copies of them in forwarded events and in the bytes their deliveries sen
 
 from __future__ import annotations
 
+import pytest
 from sqlalchemy import func, select
 
 from patchbay.core.appkeys import DB, ERASERS, SERVICES
@@ -39,6 +40,7 @@ async def test_leads_eraser_removes_the_users_leads_only(make_app):
     assert all("lead" not in p for p in payloads) and {p["leadgen_id"] for p in payloads} == {"1", "2"}
 
 
+@pytest.mark.both_databases
 async def test_the_lead_leaves_the_stored_bytes_of_the_events_deliveries_too(make_app, database_url):
     app = make_app(database_url=database_url)
     ws = await create_workspace_with_key(app)

@@ -21,6 +21,8 @@ from patchbay.providers.hubspot.testing import FakeCrm
 from patchbay.providers.meta.testing import leadgen_payload, meta_signature
 from patchbay.testing import add_connection
 
+pytestmark = pytest.mark.both_databases  # storage behaviour differs between SQLite and PostgreSQL here (docs/testing.md)
+
 APP_SECRET = "meta-app-secret"
 
 

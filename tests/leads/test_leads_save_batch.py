@@ -3,6 +3,7 @@ the stored ones and those before it in the batch, as one call each would."""
 
 from __future__ import annotations
 
+import pytest
 from sqlalchemy import event, select
 
 from patchbay.core.appkeys import DB
@@ -10,6 +11,8 @@ from patchbay.core.leads.models import Lead
 from patchbay.core.leads.store import NewLead, lock_workspace_leads, save_lead, save_leads
 from patchbay.core.testing import create_workspace_with_key
 from patchbay.core.webhooks.protocol import LeadData
+
+pytestmark = pytest.mark.both_databases  # storage behaviour differs between SQLite and PostgreSQL here (docs/testing.md)
 
 
 def _lead(external_id: str, email: str | None = None, phone: str | None = None, name: str = "Ada Lovelace") -> LeadData:

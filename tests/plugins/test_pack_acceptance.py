@@ -5,6 +5,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from patchbay import hmac_sha256_hex
 from patchbay.testing import pack_acceptance
 
@@ -78,6 +80,7 @@ TestLiar = pack_acceptance("liar", pack=None, plugins=[LyingPack()], webhook_sig
 '''
 
 
+@pytest.mark.slow  # a pytest process of its own
 def test_suite_fails_a_pack_that_lies_without_any_pytest_settings(tmp_path):
     """Run as a pack's own tests are: a fresh folder, no ini file, the kit found by its entry point."""
     (tmp_path / "test_liar.py").write_text(LYING_PACK_TESTS)

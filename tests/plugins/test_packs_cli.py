@@ -50,6 +50,7 @@ def test_list_shows_distribution_version_providers_hooks_and_errors(packs, monke
     assert by_name["zorp"]["status"] == "disabled" and by_name["zorp"]["providers"] == []
 
 
+@pytest.mark.slow  # CLI processes over every provider
 def test_check_passes_a_good_pack_and_names_a_broken_or_unknown_one(packs):
     good = packs("check", "zorp")
     assert good.exit_code == 0 and good.stdout.startswith("zorp: loaded, 1 provider(s)")
@@ -59,6 +60,7 @@ def test_check_passes_a_good_pack_and_names_a_broken_or_unknown_one(packs):
     assert unknown.exit_code == 1 and "no installed plugin named 'zorpp'" in unknown.output
 
 
+@pytest.mark.slow  # CLI processes over every provider
 def test_list_summarises_the_data_only_providers_in_one_row_unless_asked_for_every_provider(packs, monkeypatch):
     """The default text is one row per pack or plugin, the built-in data-only providers (one plugin
     each) counted in one row; ``--providers`` lists every plugin and provider; --json is unchanged."""

@@ -14,6 +14,8 @@ import pytest
 
 from patchbay.testing import FakeProviderAPI
 
+pytestmark = pytest.mark.slow  # builds, installs and tests a pack in processes of their own
+
 # Run from a scratch folder: ``python -m`` puts the working directory first on sys.path, and the
 # repository's own ``patchbay/`` folder would shadow the installed package there.
 PATCHBAY = [sys.executable, "-m", "patchbay.cli"]

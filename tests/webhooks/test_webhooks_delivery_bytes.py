@@ -11,6 +11,7 @@ import hashlib
 import hmac
 import json
 
+import pytest
 from standardwebhooks.webhooks import Webhook
 
 from patchbay.core.appkeys import DB, JOBS
@@ -74,6 +75,7 @@ def assert_one_message(requests: list[dict], secret: str, message_id: str) -> by
     return bodies[0]
 
 
+@pytest.mark.both_databases
 async def test_every_attempt_of_a_forwarded_event_carries_the_same_bytes(wh_app, aiohttp_client, receivers, helpers, database_url):
     secret = generate_secret()
     receiver = await receivers([503, 200])
@@ -119,6 +121,7 @@ async def test_a_redelivery_from_the_api_sends_the_bytes_of_the_first_delivery_o
     assert_one_message(receiver.requests, secret, event_id)  # and the first delivery's: one id, one body
 
 
+@pytest.mark.both_databases
 async def test_a_delivery_queued_without_its_bytes_keeps_the_bytes_of_its_first_attempt(wh_app, aiohttp_client, receivers, helpers, database_url):
     """A delivery created by the previous release (during a rolling upgrade) has no stored bytes:
     each of its attempts serializes the event as read from the database, the same each time."""

@@ -17,6 +17,8 @@ from patchbay.core.webhooks import ingest
 from patchbay.core.webhooks.ingest import IngestWriter
 from patchbay.core.webhooks.models import WebhookEvent
 
+pytestmark = pytest.mark.both_databases  # storage behaviour differs between SQLite and PostgreSQL here (docs/testing.md)
+
 
 def _row(n: int) -> dict:
     now = utcnow()

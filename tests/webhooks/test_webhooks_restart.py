@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import aiohttp
+import pytest
 from sqlalchemy import select
 
 from patchbay.core.app import create_app
@@ -51,6 +52,8 @@ async def start_server(environ: dict[str, str], port: int) -> asyncio.subprocess
     raise AssertionError("patchbay serve did not start")
 
 
+@pytest.mark.both_databases
+@pytest.mark.slow  # a patchbay process killed and restarted
 async def test_event_survives_a_kill_right_after_the_200(database_url, tmp_path, receivers, helpers):
     receiver = await receivers()
     config = tmp_path / "patchbay.toml"

@@ -68,6 +68,7 @@ async def test_a_malformed_redelivery_is_400_naming_the_field(api):
 
 @pytest.mark.parametrize("path, param", [("/connect/v1/webhooks/events", "provider"), ("/connect/v1/webhooks/events", "eventType"),
                                          ("/connect/v1/webhooks/deliveries", "eventId"), ("/connect/v1/webhooks/deliveries", "subscriptionId")])  # fmt: skip
+@pytest.mark.both_databases
 async def test_a_nul_character_in_a_filter_is_400_naming_it(api, path, param):
     client, headers = api
     await _refused(await client.get(path, params={param: "a\x00b"}, headers=headers), param)
@@ -84,6 +85,7 @@ async def test_the_event_log_refuses_an_unknown_status_and_takes_either_case(api
 @pytest.mark.parametrize("method, path", [("GET", "/connect/v1/webhooks/events/a%00b"), ("POST", "/connect/v1/webhooks/events/a%00b/redeliver"),
                                           ("GET", "/connect/v1/webhooks/deliveries/a%00b"), ("PATCH", "/connect/v1/webhooks/facebook/subscribe/a%00b"),
                                           ("DELETE", "/connect/v1/webhooks/facebook/subscribe/a%00b"), ("POST", "/connect/v1/webhooks/facebook/subscribe/a%00b/rotate-secret")])  # fmt: skip
+@pytest.mark.both_databases
 async def test_an_id_holding_nul_is_not_found(api, method, path):
     client, headers = api
     response = await client.request(method, path, json={} if method == "PATCH" else None, headers=headers)

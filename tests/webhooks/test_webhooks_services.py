@@ -50,6 +50,7 @@ async def test_an_unknown_id_is_not_found_as_a_domain_error(db):
                 await event_log.get_delivery(session, delivery_id)
 
 
+@pytest.mark.both_databases
 async def test_event_pages_are_filtered_counted_and_newest_first(db):
     (ws,) = await workspaces(db, "One")
     now = utcnow()

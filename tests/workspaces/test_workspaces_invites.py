@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 
+import pytest
 from sqlalchemy import select, text, update
 
 from patchbay.core.appkeys import DB
@@ -99,6 +100,7 @@ async def test_invite_needs_workspace_admin_of_that_workspace(aiohttp_client, ma
     assert bad.status == 400 and "role" in (await bad.json())["message"]
 
 
+@pytest.mark.both_databases
 async def test_concurrent_accepts_use_the_invite_once(aiohttp_client, make_app, make_user, database_url):
     import asyncio
 

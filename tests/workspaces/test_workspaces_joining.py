@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
 from sqlalchemy import select, update
 
 from patchbay.core.appkeys import DB
@@ -55,6 +56,7 @@ async def test_join_request_approve_and_deny(aiohttp_client, make_app, make_user
     assert member_again.status == 409
 
 
+@pytest.mark.both_databases
 async def test_shareable_link_used_expired_revoked(aiohttp_client, make_app, make_user, database_url):
     app = make_app(database_url=database_url)
     client = await aiohttp_client(app)
