@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 import pluggy
-
 from patchbay.core.jobs.cron import CronRegistry
 from patchbay.core.jobs.queue import JobQueue
 from patchbay.core.outbound import Outbound
@@ -120,29 +119,6 @@ class Services:
             for resource in self._resources:
                 await stack.enter_async_context(resource(self))
             yield self
-
-    # -- transitional: the application's keys, read from the services (removed once no module reads them)
-    def __getitem__(self, key: Any) -> Any:
-        return getattr(self, _field_of(key))
-
-    def __setitem__(self, key: Any, value: Any) -> None:
-        setattr(self, _field_of(key), value)
-
-    def __contains__(self, key: Any) -> bool:
-        return getattr(self, _field_of(key), None) is not None
-
-    def setdefault(self, key: Any, default: Any) -> Any:
-        if key not in self:
-            self[key] = default
-        return self[key]
-
-    def get(self, key: Any, default: Any = None) -> Any:
-        value = getattr(self, _field_of(key), None)
-        return default if value is None else value
-
-
-def _field_of(key: Any) -> str:
-    return getattr(key, "_name", str(key)).rpartition(".")[2]
 
 
 def build_services(settings: Settings, *, plugins: Iterable[object] = ()) -> Services:

@@ -27,15 +27,14 @@ from datetime import timedelta
 from typing import Any
 
 import attrs
-from sqlalchemy import and_, bindparam, event, or_, select, update
-from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import Session
-
 from patchbay.core.jobs.models import Job
 from patchbay.core.storage.db import Database
 from patchbay.core.storage.sql import one_of, one_of_param
 from patchbay.core.timeutil import new_id, utcnow
+from sqlalchemy import and_, bindparam, event, or_, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session
 
 log = logging.getLogger(__name__)
 
@@ -89,11 +88,6 @@ class JobContext:
     max_attempts: int
     workspace_id: str | None
     session: AsyncSession | None = None
-
-    @property
-    def app(self) -> Any:
-        """Transitional name of :attr:`services`, for handlers not yet moved to it."""
-        return self.services
 
     @property
     def is_last_attempt(self) -> bool:

@@ -9,7 +9,7 @@ import json
 import pytest
 from sqlalchemy import func, select
 
-from patchbay.core.appkeys import DB, SERVICES
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.flows.engine import create_executions
 from patchbay.core.flows.testing import drain as drain_jobs
 from patchbay.core.jobs.models import Job
@@ -20,7 +20,7 @@ from patchbay.core.testing import create_workspace_with_key
 async def _run_live(app, client, h, workspace_id, steps, drain_jobs, payload=None):
     flow = await (await client.post("/connect/v1/flows", json={"name": "Nightly sync", "steps": steps}, headers=h)).json()
     await client.post(f"/connect/v1/flows/{flow['id']}/publish", headers=h)
-    async with app[DB].transaction() as session:
+    async with app[SERVICES].db.transaction() as session:
         (execution_id,) = await create_executions(app[SERVICES], session, [{"workspace_id": workspace_id, "flow_id": flow["id"], "version": 1,
                                                                   "trigger_source": "webhook", "trigger_payload": payload or {}}])  # fmt: skip
     await drain_jobs(app[SERVICES])
@@ -77,7 +77,7 @@ async def test_an_unreachable_target_is_retried_by_the_queue(aiohttp_client, mak
     await client.post("/connect/v1/alerts", json={"channel": "webhook", "target": "http://127.0.0.1:9/x", "eventTypes": ["flow.failed"]}, headers=h)
     with pytest.raises(Exception):  # the channel raises; drain runs handlers bare
         await _run_live(app, client, h, ws["workspace_id"], FAILING, drain_jobs)
-    async with app[DB].session() as session:
+    async with app[SERVICES].db.session() as session:
         assert await session.scalar(select(func.count()).select_from(Job).where(Job.kind == "alerts.deliver")) == 1
 
 

@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import select
 
 from patchbay.core.alerts import operator_events
-from patchbay.core.appkeys import DB, JOBS, SERVICES
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.flows.engine import create_executions
 from patchbay.core.flows.testing import drain
 from patchbay.core.jobs.models import Job
@@ -28,9 +28,9 @@ async def _subscribe(client, ws, receiver, events):
 async def _attempt(app, number: int) -> None:
     """Attempt ``number`` of the one queued alert delivery, its payload read from the database as
     the queue reads it for every attempt."""
-    async with app[DB].session() as session:
+    async with app[SERVICES].db.session() as session:
         (job,) = (await session.scalars(select(Job).where(Job.kind == "alerts.deliver"))).all()
-    await app[JOBS].kinds[job.kind].handler(JobContext(app[SERVICES], job.id, job.kind, dict(job.payload), number, job.max_attempts, job.workspace_id))
+    await app[SERVICES].jobs.kinds[job.kind].handler(JobContext(app[SERVICES], job.id, job.kind, dict(job.payload), number, job.max_attempts, job.workspace_id))
 
 
 def _one_body(receiver) -> dict:
@@ -49,7 +49,7 @@ async def test_every_attempt_of_a_flow_alert_carries_the_same_bytes(aiohttp_clie
     steps = [{"id": "boom", "type": "transform", "output": "{{ trigger.missing }}"}]
     flow = await (await client.post("/connect/v1/flows", json={"name": "Nightly sync", "steps": steps}, headers=ws["headers"])).json()
     await client.post(f"/connect/v1/flows/{flow['id']}/publish", headers=ws["headers"])
-    async with app[DB].transaction() as session:
+    async with app[SERVICES].db.transaction() as session:
         await create_executions(app[SERVICES], session, [{"workspace_id": ws["workspace_id"], "flow_id": flow["id"], "version": 1, "trigger_source": "webhook",
                                                 "trigger_payload": {"b": 1, "a": {"d": 2, "c": 3}}}])  # fmt: skip
     await drain(app[SERVICES], kinds=("flows.execute",))
@@ -69,7 +69,7 @@ async def test_every_attempt_of_an_operator_event_carries_the_same_bytes(aiohttp
     ws = await create_workspace_with_key(app)
     await _subscribe(client, ws, receiver, [operator_events.CONNECTION_INVALID])
     details = {"zulu": "z", "alpha": {"yankee": [{"x-ray": 1, "bravo": None}], "charlie": "é"}, "mike": 2}
-    async with app[DB].transaction() as session:
+    async with app[SERVICES].db.transaction() as session:
         operator_events.record(session, operator_events.CONNECTION_INVALID, "Connection c-1 needs reconnecting", workspace_id=ws["workspace_id"], details=details)
     await drain(app[SERVICES], kinds=(operator_events.FANOUT_JOB,))
     with pytest.raises(DeliveryFailed):

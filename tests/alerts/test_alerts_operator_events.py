@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy import func, select, update
 
 from patchbay.core.alerts import operator_events
-from patchbay.core.appkeys import DB, SERVICES
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.connections.models import Connection
 from patchbay.core.flows.testing import drain
 from patchbay.core.jobs.models import Job
@@ -72,7 +72,7 @@ async def test_a_connection_refused_for_good_reaches_email_webhook_and_chat(aioh
     await drain(app[SERVICES])
     assert receiver.requests == [] and mailbox.messages == [], "a passing failure is not an operator event"
 
-    async with app[DB].transaction() as session:
+    async with app[SERVICES].db.transaction() as session:
         await session.execute(update(Connection).values(refresh_retry_at=None))
     fake.refresh_error = "invalid_grant"
     await api.post(f"/auth/fakeoauth/refresh/{ws['workspace_id']}", headers=ws["headers"])
@@ -123,7 +123,7 @@ async def test_a_disabled_webhook_subscription_is_told(database_url, aiohttp_cli
 
 async def _fail_jobs(app, kind: str, workspace_id: str | None, count: int, *, age_seconds: float = 0) -> None:
     at = utcnow() - timedelta(seconds=age_seconds)
-    async with app[DB].transaction() as session:
+    async with app[SERVICES].db.transaction() as session:
         for n in range(count):
             session.add(Job(id=new_id(), kind=kind, payload={}, status="failed", attempts=5, max_attempts=5, workspace_id=workspace_id,
                             last_error=f"upstream said no ({n})", created_at=at, updated_at=at))  # fmt: skip
@@ -158,7 +158,7 @@ async def test_a_job_kind_failing_repeatedly_is_told_once_per_window(aiohttp_cli
     assert (await operator_events.check_job_failures(app[SERVICES]))["told"] == 0
     await drain(app[SERVICES])
     assert receiver.requests == []
-    async with app[DB].session() as session:
+    async with app[SERVICES].db.session() as session:
         assert await session.scalar(select(func.count()).select_from(Job).where(Job.kind == operator_events.FANOUT_JOB)) == 2
 
 

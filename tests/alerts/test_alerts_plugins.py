@@ -4,7 +4,7 @@ subscription's channel name and hands it the alert, the target and the context."
 from __future__ import annotations
 
 from patchbay import hookimpl
-from patchbay.core.appkeys import DB, SERVICES
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.flows.engine import create_executions
 from patchbay.core.flows.testing import drain
 from patchbay.core.testing import create_workspace_with_key
@@ -35,7 +35,7 @@ async def test_a_plugin_channel_receives_alerts(aiohttp_client, make_app):
     assert created.status == 201
     flow = await (await client.post("/connect/v1/flows", json={"name": "Paged", "steps": [{"id": "t", "type": "transform", "output": 1}]}, headers=h)).json()
     await client.post(f"/connect/v1/flows/{flow['id']}/publish", headers=h)
-    async with app[DB].transaction() as session:
+    async with app[SERVICES].db.transaction() as session:
         (execution_id,) = await create_executions(app[SERVICES], session, [{"workspace_id": ws["workspace_id"], "flow_id": flow["id"], "version": 1, "trigger_source": "schedule"}])
     await drain(app[SERVICES])
     ((alert, target, sender, has_check),) = plugin.sent

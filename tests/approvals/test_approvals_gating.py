@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import select
 
 from patchbay import Provider, hookimpl
-from patchbay.core.appkeys import DB, SERVICES
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.approvals.models import ApprovalRequest
 from patchbay.core.approvals.service import gate_connect
 from patchbay.core.connections.models import Connection
@@ -29,7 +29,7 @@ class _Pack:
 
 
 async def _member(app, workspace_id, address, role):
-    async with app[DB].transaction() as session:
+    async with app[SERVICES].db.transaction() as session:
         user = await create_user(session, email=address, password=None)
         await add_member(session, workspace_id=workspace_id, user_id=user.id, role=role)
     permissions = sorted(ROLE_PERMISSIONS[role])
@@ -39,7 +39,7 @@ async def _member(app, workspace_id, address, role):
 
 
 async def _gate(app, workspace_id, provider, principal, payload):
-    async with app[DB].transaction(tenant=workspace_id) as session:
+    async with app[SERVICES].db.transaction(tenant=workspace_id) as session:
         return await gate_connect(app[SERVICES], session, workspace_id=workspace_id, provider=provider, principal=principal, payload=payload)
 
 
@@ -62,7 +62,7 @@ async def test_gated_connect_approved_and_denied(aiohttp_client, make_app, datab
     assert await _gate(app, wid, "gatedcrm", admin, payload) is None  # approvers are not gated
     request_id = await _gate(app, wid, "gatedcrm", manager, payload)
     assert request_id
-    async with app[DB].session() as session:
+    async with app[SERVICES].db.session() as session:
         row = await session.get(ApprovalRequest, request_id)
         assert row.credentials and "secret-api-key-123" not in row.credentials
         assert await session.scalar(select(Connection.id)) is None
@@ -76,7 +76,7 @@ async def test_gated_connect_approved_and_denied(aiohttp_client, make_app, datab
     assert approved.status == 201, await approved.text()
     decision = await approved.json()
     assert decision["status"] == "approved" and decision["decidedBy"] == admin_id and decision["decidedAt"] and decision["decisionNote"] == "ok"
-    async with app[DB].session(tenant=wid) as session:
+    async with app[SERVICES].db.session(tenant=wid) as session:
         connection = await session.get(Connection, decision["connectionId"])
         assert connection.provider == "gatedcrm" and connection.status == "connected"
         assert (await session.get(ApprovalRequest, request_id)).credentials is None
@@ -86,7 +86,7 @@ async def test_gated_connect_approved_and_denied(aiohttp_client, make_app, datab
     second = await _gate(app, wid, "gatedcrm", manager, {"credentials": {"apiKey": "another"}})
     denied = await client.post(f"/connect/v1/approvals/{second}/deny", headers=ws["headers"])
     assert denied.status == 201 and (await denied.json())["status"] == "denied"
-    async with app[DB].session(tenant=wid) as session:
+    async with app[SERVICES].db.session(tenant=wid) as session:
         assert len((await session.scalars(select(Connection))).all()) == 1
     listed = await (await client.get("/connect/v1/approvals", headers=ws["headers"])).json()
     assert {(r["id"], r["status"]) for r in listed["data"]} == {(request_id, "approved"), (second, "denied")}
@@ -152,10 +152,10 @@ async def test_interrupted_decision_can_be_taken_again(aiohttp_client, make_app)
     _, manager, _ = await _member(app, ws["workspace_id"], "m@example.test", "manager")
     await client.patch("/connect/v1/approvals/policy", json={"enabled": True, "providers": ["notes"]}, headers=ws["headers"])
     request_id = await _gate(app, ws["workspace_id"], "notes", manager, {"credentials": {"apiKey": "k"}})
-    async with app[DB].transaction() as session:
+    async with app[SERVICES].db.transaction() as session:
         await session.execute(update(ApprovalRequest).values(status="approving", updated_at=utcnow()))
     assert (await client.post(f"/connect/v1/approvals/{request_id}/deny", headers=ws["headers"])).status == 409
-    async with app[DB].transaction() as session:
+    async with app[SERVICES].db.transaction() as session:
         await session.execute(update(ApprovalRequest).values(updated_at=utcnow() - timedelta(minutes=10)))
     denied = await client.post(f"/connect/v1/approvals/{request_id}/deny", headers=ws["headers"])
     assert (denied.status, (await denied.json())["status"]) == (201, "denied")

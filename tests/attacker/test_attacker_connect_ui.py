@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
-from patchbay.core.appkeys import DB
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.connections.models import Connection
 from patchbay.core.testing import create_workspace_with_key
 
@@ -40,7 +40,7 @@ async def page(aiohttp_client, make_app, keys):
 
 
 async def connections(client) -> int:
-    async with client.server.app[DB].session() as session:
+    async with client.server.app[SERVICES].db.session() as session:
         return int(await session.scalar(select(func.count()).select_from(Connection)))
 
 

@@ -23,7 +23,7 @@ from joserfc.jwk import RSAKey
 
 from sqlalchemy import select
 
-from patchbay.core.appkeys import DB, SECRETS
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.identity.clients import create_client, validate_metadata
 from patchbay.core.identity.routes_federation import CALLBACK
 from patchbay.core.identity.models import FederatedIdentity
@@ -112,7 +112,7 @@ async def test_an_upstream_email_verified_that_is_not_json_true_does_not_link_th
     me = await signed_in_user(idp)
     assert me["id"] != idp.user["id"]
     assert me["email"].endswith("@federated.invalid") and me["emailVerified"] is False
-    async with idp.app[DB].session() as session:
+    async with idp.app[SERVICES].db.session() as session:
         victim = await session.get(User, idp.user["id"])
     assert (victim.email, victim.name) == ("ada@example.com", "Ada Lovelace")
 
@@ -138,8 +138,8 @@ async def test_an_account_a_platform_client_made_for_someone_elses_address_is_no
     upstream = await aiohttp_server(upstream_provider({"sub": "owner-at-upstream", "email": "newhire@victimcorp.example", "email_verified": True}))
     idp = await make_idp(database_url=database_url, federation={"upstream": {"issuer": str(upstream.make_url("")).rstrip("/"), **UPSTREAM_CLIENT}})
     body = {"client_name": "Tenant backend", "redirect_uris": ["https://b.example/cb"], "grant_types": ["client_credentials"], "scope": "openid"}
-    async with idp.app[DB].transaction() as session:
-        issued = await create_client(session, idp.app[SECRETS], validate_metadata(body), workspace_id=idp.workspace["workspace_id"], trust="platform")
+    async with idp.app[SERVICES].db.transaction() as session:
+        issued = await create_client(session, idp.app[SERVICES].secrets, validate_metadata(body), workspace_id=idp.workspace["workspace_id"], trust="platform")
     attacker = {"x-client-id": issued.row.client_id, "x-client-secret": issued.client_secret}
     made = await idp.http.post("/api/v1/users", json={"email": "NewHire@victimcorp.example", "password": "attacker knows this"}, headers=attacker)
     assert made.status == 201, await made.text()
@@ -148,7 +148,7 @@ async def test_an_account_a_platform_client_made_for_someone_elses_address_is_no
     await sign_in_through_upstream(idp)
     owner = await signed_in_user(idp)
     assert owner["id"] != premade["id"]
-    async with idp.app[DB].session() as session:
+    async with idp.app[SERVICES].db.session() as session:
         link = await session.scalar(select(FederatedIdentity).where(FederatedIdentity.subject == "owner-at-upstream"))
     assert link.user_id == owner["id"]
 

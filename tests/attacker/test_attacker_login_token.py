@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select, update
 
-from patchbay.core.appkeys import DB
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.approvals.models import ApprovalPolicy, ApprovalRequest
 from patchbay.core.connections.models import OAuthState
 from patchbay.core.workspaces.models import Membership
@@ -54,18 +54,18 @@ async def login_by_link(idp, token: str):
 
 
 async def logins_started(idp) -> int:
-    async with idp.app[DB].session() as session:
+    async with idp.app[SERVICES].db.session() as session:
         return int(await session.scalar(select(func.count()).select_from(OAuthState)))
 
 
 async def set_role(idp, role: str) -> None:
-    async with idp.app[DB].transaction() as session:
+    async with idp.app[SERVICES].db.transaction() as session:
         await session.execute(update(Membership).where(Membership.user_id == idp.user["id"]).values(role=role))
 
 
 async def gate_fakeoauth(idp) -> None:
     """The workspace's approval policy: connecting fakeoauth needs an admin's approval."""
-    async with idp.app[DB].transaction(tenant=idp.workspace["workspace_id"]) as session:
+    async with idp.app[SERVICES].db.transaction(tenant=idp.workspace["workspace_id"]) as session:
         session.add(ApprovalPolicy(workspace_id=idp.workspace["workspace_id"], enabled=True, providers=["fakeoauth"], categories=[], approver_roles=["admin"]))
 
 
@@ -121,5 +121,5 @@ async def test_approver_status_is_the_same_whichever_way_the_token_came(idp):
     admin = await user_token(idp, client)
     passed = [await idp.http.get("/auth/fakeoauth/login", headers={"Authorization": f"Bearer {admin}"}, allow_redirects=False), await login_by_link(idp, admin)]
     assert [r.status for r in passed] == [302, 302]
-    async with idp.app[DB].session() as session:
+    async with idp.app[SERVICES].db.session() as session:
         assert await session.scalar(select(func.count()).select_from(ApprovalRequest)) == 2  # one request per held login of the manager

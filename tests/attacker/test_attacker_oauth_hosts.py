@@ -30,7 +30,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from sqlalchemy import func, select
 
-from patchbay.core.appkeys import DB, OUTBOUND, REGISTRY, SERVICES
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.connections.auth import UnvouchedHost, check_oauth_hosts
 from patchbay.core.connections.models import Connection, OAuthState
 from patchbay.core.connections.oauth import COOKIE_PREFIX, binding_value, callback_url, state_mac
@@ -140,7 +140,7 @@ def serve(aiohttp_client, make_app, tls, database_url):
     async def start(**tables: dict[str, Any]):
         providers = {name: {**OPERATOR_APPS.get(name, {}), **tables.get(name, {})} for name in {*OPERATOR_APPS, *tables}}
         app = make_app(providers=providers, database_url=database_url)
-        app[SERVICES].outbound = app[OUTBOUND] = Outbound(allow_insecure=True, ssl_context=tls[1])  # as the test settings: loopback targets allowed
+        app[SERVICES].outbound = app[SERVICES].outbound = Outbound(allow_insecure=True, ssl_context=tls[1])  # as the test settings: loopback targets allowed
         client = await aiohttp_client(app)
         client.ws = await create_workspace_with_key(app, plan="enterprise")
         return client
@@ -158,7 +158,7 @@ async def follow_provider(client, authorization_url: str, tls) -> aiohttp.Client
 async def plant_connection(client, *, hostname: str) -> str:
     """A salesforce connection made with the deployment's app before the rule (or before the
     operator stopped vouching for its host), with a refresh token."""
-    async with client.server.app[DB].transaction(tenant=client.ws["workspace_id"]) as session:
+    async with client.server.app[SERVICES].db.transaction(tenant=client.ws["workspace_id"]) as session:
         row = await save_connection(
             client.server.app[SERVICES], session, workspace_id=client.ws["workspace_id"], provider="salesforce",
             credentials={"access_token": "at-old", "refresh_token": "rt-old"}, params={"hostname": hostname, "instance_url": f"https://{MY_DOMAIN}"},
@@ -168,7 +168,7 @@ async def plant_connection(client, *, hostname: str) -> str:
 
 
 async def connections(client) -> int:
-    async with client.server.app[DB].session() as session:
+    async with client.server.app[SERVICES].db.session() as session:
         return int(await session.scalar(select(func.count()).select_from(Connection)))
 
 
@@ -193,7 +193,7 @@ async def test_callback_does_not_exchange_a_code_at_a_host_the_caller_chose(serv
     app = client.server.app
     row = OAuthState(workspace_id=client.ws["workspace_id"], provider="salesforce", callback_uri=callback_url(app[SERVICES], "salesforce"), params={"hostname": attacker.netloc},
                      oauth_app="deployment", expires_at=utcnow() + datetime.timedelta(minutes=5), meta={})  # fmt: skip
-    async with app[DB].transaction(tenant=client.ws["workspace_id"]) as session:
+    async with app[SERVICES].db.transaction(tenant=client.ws["workspace_id"]) as session:
         session.add(row)
         await session.flush()
         state = f"{row.id}.{state_mac(app[SERVICES], row)}"
@@ -270,7 +270,7 @@ async def connect_through(client, tls, **params: str) -> dict[str, Any]:
     assert login.status == 302, await login.text()
     done = await follow_provider(client, login.headers["Location"], tls)
     assert done.status == 200 and "is connected" in await done.text(), await done.text()
-    async with client.server.app[DB].session() as session:
+    async with client.server.app[SERVICES].db.session() as session:
         (row,) = list(await session.scalars(select(Connection)))
     return {"id": row.id, "oauth_app": row.oauth_app, "params": row.params}
 
@@ -323,7 +323,7 @@ def test_an_oauth_hosts_pattern_vouches_only_for_the_labels_it_names(pattern, ho
 
 
 def test_the_catalogs_sap_token_service_pattern_does_not_vouch_for_customers_applications(make_app):
-    provider = make_app()[REGISTRY].provider("sap-odata-oauth2-cc")
+    provider = make_app()[SERVICES].registry.provider("sap-odata-oauth2-cc")
     check_oauth_hosts(provider, "deployment", {"subdomain": "acme", "region": "eu10"})
     with pytest.raises(UnvouchedHost):
         check_oauth_hosts(provider, "deployment", {"subdomain": "evil", "region": "eu10.cfapps"})

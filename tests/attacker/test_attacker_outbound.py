@@ -21,7 +21,7 @@ from aiohttp.test_utils import TestServer
 
 from patchbay import hookimpl
 from patchbay.core.alerts.service import AlertContext
-from patchbay.core.appkeys import OUTBOUND, SERVICES
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.connections.client import open_client
 from patchbay.core.errors import UpstreamFailed
 from patchbay.core.outbound import GuardedConnector, Outbound, ResponseTooLarge, UnsafeTarget, is_public_address
@@ -151,7 +151,7 @@ async def test_a_flow_http_step_does_not_follow_a_redirect_into_the_private_netw
 
     public = await _public_server(tls, {"/go": bounce, "/fine": fine})
     app = make_app(allow_insecure_targets=False)
-    app[SERVICES].outbound = app[OUTBOUND] = strict_outbound(tls[1])
+    app[SERVICES].outbound = app[SERVICES].outbound = strict_outbound(tls[1])
     client = await aiohttp_client(app)
     ws = await create_workspace_with_key(app)
     try:
@@ -219,7 +219,7 @@ class TenantHostPack:
 
 async def _strict_app(aiohttp_client, make_app, tls):
     app = make_app(allow_insecure_targets=False, plugins=[TenantHostPack()])
-    app[SERVICES].outbound = app[OUTBOUND] = strict_outbound(tls[1])
+    app[SERVICES].outbound = app[SERVICES].outbound = strict_outbound(tls[1])
     client = await aiohttp_client(app)
     return client, await create_workspace_with_key(app)
 
@@ -247,7 +247,7 @@ async def test_a_gzip_bomb_from_a_tenant_host_is_not_inflated_by_the_connection_
 
     public = await _public_server(tls, {"/api/bomb": serve_bomb})
     client, ws = await _strict_app(aiohttp_client, make_app, tls)
-    client.server.app[OUTBOUND].limits.max_decompressed_bytes = 1024 * 1024
+    client.server.app[SERVICES].outbound.limits.max_decompressed_bytes = 1024 * 1024
     try:
         connect = await client.post("/connect/v1/providers/tenanthost/connect", json={"params": {"instance_url": f"https://{PUBLIC}:{public.port}"}}, headers=ws["headers"])
         assert connect.status == 201, await connect.text()
@@ -296,7 +296,7 @@ async def test_a_huge_token_response_from_a_tenant_host_is_not_read_whole(aiohtt
 
     public = await _public_server(tls, {"/token": huge_token})
     app = make_app(allow_insecure_targets=False, plugins=[TenantTokenPack()])
-    app[SERVICES].outbound = app[OUTBOUND] = strict_outbound(tls[1], max_response_bytes=1024 * 1024)
+    app[SERVICES].outbound = app[SERVICES].outbound = strict_outbound(tls[1], max_response_bytes=1024 * 1024)
     client = await aiohttp_client(app)
     ws = await create_workspace_with_key(app)
     try:
@@ -318,7 +318,7 @@ async def test_a_flow_http_step_fails_on_a_gzip_bomb_instead_of_inflating_it(aio
 
     public = await _public_server(tls, {"/bomb": serve_bomb})
     app = make_app(allow_insecure_targets=False)
-    app[SERVICES].outbound = app[OUTBOUND] = strict_outbound(tls[1], max_decompressed_bytes=1024 * 1024)
+    app[SERVICES].outbound = app[SERVICES].outbound = strict_outbound(tls[1], max_decompressed_bytes=1024 * 1024)
     client = await aiohttp_client(app)
     ws = await create_workspace_with_key(app)
     try:

@@ -10,7 +10,7 @@ import pytest
 from aiohttp.test_utils import make_mocked_request
 from sqlalchemy import select, update
 
-from patchbay.core.appkeys import DB, SECRETS
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.compliance.models import DeletionRequest
 from patchbay.core.identity.clients import create_client, validate_metadata
 from patchbay.core.identity.models import Grant
@@ -28,7 +28,7 @@ VICTIM_PASSWORD = "victim's own password"
 
 @pytest.fixture
 async def victim(client) -> str:
-    async with client.server.app[DB].transaction() as session:
+    async with client.server.app[SERVICES].db.transaction() as session:
         user = await create_user(session, email="victim@example.com", password=VICTIM_PASSWORD, name="Victim")
         return user.id
 
@@ -49,7 +49,7 @@ async def test_self_registered_client_cannot_use_the_platform_api_with_its_secre
         response = await client.request(method, path, json=body, headers=headers)
         assert response.status == 403, (method, path, response.status)
         assert (await response.json())["statusCode"] == 403
-    async with client.server.app[DB].session() as session:
+    async with client.server.app[SERVICES].db.session() as session:
         assert verify_password((await session.get(User, victim)).password_hash, VICTIM_PASSWORD)
 
 
@@ -111,7 +111,7 @@ async def test_a_revoked_grant_closes_the_connect_api_for_its_access_tokens(idp)
     first_party = await idp.operator_client("first_party")
     tokens = await idp.tokens(first_party, scope="openid organization permissions")
     assert (await _connect_principal(idp, tokens["access_token"])).workspace_id == idp.workspace["workspace_id"]
-    async with idp.app[DB].transaction() as session:
+    async with idp.app[SERVICES].db.transaction() as session:
         await session.execute(update(Grant).values(revoked_at=utcnow()))
     assert await _connect_principal(idp, tokens["access_token"]) is None
 
@@ -119,8 +119,8 @@ async def test_a_revoked_grant_closes_the_connect_api_for_its_access_tokens(idp)
 async def _bound_platform_client(idp) -> dict[str, str]:
     """A platform client the operator bound to the test workspace (``--platform --workspace``)."""
     body = {"client_name": "Tenant backend", "redirect_uris": ["https://b.example/cb"], "grant_types": ["client_credentials"], "scope": "openid"}
-    async with idp.app[DB].transaction() as session:
-        issued = await create_client(session, idp.app[SECRETS], validate_metadata(body), workspace_id=idp.workspace["workspace_id"], trust="platform")
+    async with idp.app[SERVICES].db.transaction() as session:
+        issued = await create_client(session, idp.app[SERVICES].secrets, validate_metadata(body), workspace_id=idp.workspace["workspace_id"], trust="platform")
     return {"x-client-id": issued.row.client_id, "x-client-secret": issued.client_secret}
 
 
@@ -128,7 +128,7 @@ async def test_a_workspace_bound_platform_client_cannot_change_its_own_plan(idp)
     headers = await _bound_platform_client(idp)
     response = await idp.http.patch(f"/api/v1/organizations/{idp.workspace['workspace_id']}", json={"plan": "enterprise"}, headers=headers)
     assert response.status == 403
-    async with idp.app[DB].session() as session:
+    async with idp.app[SERVICES].db.session() as session:
         assert (await session.get(Workspace, idp.workspace["workspace_id"])).plan == "free"
     renamed = await idp.http.patch(f"/api/v1/organizations/{idp.workspace['workspace_id']}", json={"name": "Acme 2"}, headers=headers)
     assert renamed.status == 200
@@ -136,13 +136,13 @@ async def test_a_workspace_bound_platform_client_cannot_change_its_own_plan(idp)
 
 async def test_a_workspace_bound_platform_client_cannot_reset_the_password_of_a_member_of_other_workspaces(idp):
     headers = await _bound_platform_client(idp)
-    async with idp.app[DB].transaction() as session:
+    async with idp.app[SERVICES].db.transaction() as session:
         other, _ = await create_workspace(session, name="Elsewhere")
         await add_member(session, workspace_id=other.id, user_id=idp.user["id"], role="admin")
     for change in ({"password": "attacker chosen pw"}, {"emailVerified": False}):
         response = await idp.http.patch(f"/api/v1/users/{idp.user['id']}", json=change, headers=headers)
         assert response.status == 403, change
-    async with idp.app[DB].session() as session:
+    async with idp.app[SERVICES].db.session() as session:
         user = await session.get(User, idp.user["id"])
         assert verify_password(user.password_hash, idp.password) and user.email_verified
     own = (await (await idp.http.post("/api/v1/users", json={"email": "own@example.com"}, headers=headers)).json())["id"]
@@ -153,7 +153,7 @@ async def test_a_workspace_bound_platform_client_cannot_vouch_for_an_email_addre
     headers = await _bound_platform_client(idp)
     created = await idp.http.post("/api/v1/users", json={"email": "ceo@bigcorp.example", "emailVerified": True}, headers=headers)
     assert created.status == 403
-    async with idp.app[DB].session() as session:
+    async with idp.app[SERVICES].db.session() as session:
         assert await find_user_by_email(session, "ceo@bigcorp.example") is None
     plain = await idp.http.post("/api/v1/users", json={"email": "ceo@bigcorp.example"}, headers=headers)
     assert plain.status == 201 and (await plain.json())["emailVerified"] is False
@@ -167,7 +167,7 @@ async def test_an_app_the_user_merely_signed_in_to_cannot_delete_the_user(idp):
     response = await idp.http.post("/compliance/data-deletion", headers={"Authorization": f"Bearer {tokens['access_token']}"})
     assert response.status == 401
     assert (await response.json())["statusCode"] == 401
-    async with idp.app[DB].session() as session:
+    async with idp.app[SERVICES].db.session() as session:
         assert await session.get(User, idp.user["id"]) is not None
         assert (await session.execute(select(DeletionRequest))).first() is None
 
@@ -189,7 +189,7 @@ async def test_a_workspace_api_key_creates_workspaces_server_to_server(idp):
     assert workspace["created"] is True and workspace["plan"] == "enterprise"  # [workspaces] default_plan; a caller without the admin key cannot choose
     again = await (await idp.http.post("/connect/v1/workspaces", json=body, headers=headers)).json()
     assert (again["id"], again["created"]) == (workspace["id"], False)
-    async with idp.app[DB].session() as session:
+    async with idp.app[SERVICES].db.session() as session:
         outsider = await create_user(session, email="outsider@example.com", password=None)
         await session.commit()
         outsider_id = outsider.id
@@ -199,7 +199,7 @@ async def test_a_workspace_api_key_creates_workspaces_server_to_server(idp):
     assert by_email.status == 400
     planned = await idp.http.post("/connect/v1/workspaces", json={"name": "Rich", "plan": "enterprise"}, headers=headers)
     assert planned.status == 400
-    async with idp.app[DB].transaction() as session:
-        narrow = await create_api_key(session, idp.app[SECRETS], workspace_id=idp.workspace["workspace_id"], name="narrow", permissions=["flows.view"])
+    async with idp.app[SERVICES].db.transaction() as session:
+        narrow = await create_api_key(session, idp.app[SERVICES].secrets, workspace_id=idp.workspace["workspace_id"], name="narrow", permissions=["flows.view"])
     refused = await idp.http.post("/connect/v1/workspaces", json={"name": "Nope"}, headers={"x-api-key": narrow.key})
     assert refused.status == 403

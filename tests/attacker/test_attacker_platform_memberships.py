@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from patchbay.core.appkeys import DB, SECRETS
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.identity.clients import create_client, validate_metadata
 from patchbay.core.users.models import User
 from patchbay.core.users.service import create_user, verify_password
@@ -33,15 +33,15 @@ async def idp(make_idp, database_url):
 async def bound_platform_client(idp, workspace_id: str) -> dict[str, str]:
     """The x-client-id/x-client-secret of a platform client the operator bound to ``workspace_id``."""
     body = {"client_name": "Tenant backend", "redirect_uris": ["https://b.example/cb"], "grant_types": ["client_credentials"], "scope": "openid"}
-    async with idp.app[DB].transaction() as session:
-        issued = await create_client(session, idp.app[SECRETS], validate_metadata(body), workspace_id=workspace_id, trust="platform")
+    async with idp.app[SERVICES].db.transaction() as session:
+        issued = await create_client(session, idp.app[SERVICES].secrets, validate_metadata(body), workspace_id=workspace_id, trust="platform")
     return {"x-client-id": issued.row.client_id, "x-client-secret": issued.client_secret}
 
 
 async def victim_sub(idp, *, tenant: bool) -> str:
     """A victim (a member of another tenant's workspace when ``tenant``, else of none) who signs in
     to the attacker's app: the ``sub`` the app learns from the victim's tokens."""
-    async with idp.app[DB].transaction() as session:
+    async with idp.app[SERVICES].db.transaction() as session:
         user = await create_user(session, email=VICTIM["email"], password=VICTIM["password"], name="Victim Person", phone_number="+1 555 0199")
         if tenant:
             other, _ = await create_workspace(session, name="Other tenant")
@@ -58,7 +58,7 @@ async def victim_sub(idp, *, tenant: bool) -> str:
 
 
 async def assert_victim_untouched(idp, victim_id: str) -> None:
-    async with idp.app[DB].session() as session:
+    async with idp.app[SERVICES].db.session() as session:
         victim = await session.get(User, victim_id)
     assert verify_password(victim.password_hash, VICTIM["password"])
     assert (victim.name, victim.phone_number) == ("Victim Person", "+1 555 0199")
@@ -80,7 +80,7 @@ async def test_a_bound_platform_client_cannot_add_a_user_it_did_not_create_nor_t
 
 
 async def test_a_bound_platform_client_cannot_add_a_user_another_platform_client_created(idp):
-    async with idp.app[DB].transaction() as session:
+    async with idp.app[SERVICES].db.transaction() as session:
         other, _ = await create_workspace(session, name="Other tenant")
     others_backend = await bound_platform_client(idp, other.id)
     theirs = await (await idp.http.post("/api/v1/users", json={"email": "theirs@example.com"}, headers=others_backend)).json()
@@ -97,7 +97,7 @@ async def test_a_bound_platform_client_cannot_change_a_member_of_its_organizatio
         response = await idp.http.patch(f"/api/v1/users/{idp.user['id']}", json=change, headers=attacker)
         assert response.status == 403, change
         assert (await response.json())["statusCode"] == 403
-    async with idp.app[DB].session() as session:
+    async with idp.app[SERVICES].db.session() as session:
         user = await session.get(User, idp.user["id"])
     assert verify_password(user.password_hash, idp.password) and user.name == "Ada Lovelace"
 
@@ -110,11 +110,11 @@ async def test_a_bound_platform_client_manages_the_users_it_created_while_they_a
     assert promoted.status == 201 and (await promoted.json())["role"] == "admin"
     changed = await idp.http.patch(f"/api/v1/users/{created['id']}", json={"password": "second long pw", "name": "Own User"}, headers=backend)
     assert changed.status == 200 and (await changed.json())["name"] == "Own User"
-    async with idp.app[DB].transaction() as session:
+    async with idp.app[SERVICES].db.transaction() as session:
         elsewhere, _ = await create_workspace(session, name="Joined later")
         await add_member(session, workspace_id=elsewhere.id, user_id=created["id"], role="viewer")
     shared = await idp.http.patch(f"/api/v1/users/{created['id']}", json={"name": "Renamed"}, headers=backend)
     assert shared.status == 403
-    async with idp.app[DB].session() as session:
+    async with idp.app[SERVICES].db.session() as session:
         user = await session.get(User, created["id"])
     assert verify_password(user.password_hash, "second long pw") and user.name == "Own User"

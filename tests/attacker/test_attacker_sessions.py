@@ -15,7 +15,7 @@ import pytest
 
 from sqlalchemy import delete, select
 
-from patchbay.core.appkeys import DB, SECRETS, SERVICES, SETTINGS, SIGNING_KEYS
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.identity.clients import create_client, validate_metadata
 from patchbay.core.identity.models import Grant
 from patchbay.core.security.secrets import SecretBox, load_or_create_secrets
@@ -57,7 +57,7 @@ async def test_end_session_revokes_the_grants_issued_in_that_session(idp):
     client = await idp.register()
     _, tokens = await signed_in(idp, client)
     await idp.http.get("/api/v1/oidc/end-session", params={"id_token_hint": tokens["id_token"]}, allow_redirects=False)
-    async with idp.app[DB].session() as session:
+    async with idp.app[SERVICES].db.session() as session:
         grants = (await session.scalars(select(Grant).where(Grant.client_id == client["client_id"]))).all()
     assert grants and all(grant.revoked_at is not None for grant in grants)
 
@@ -66,8 +66,8 @@ async def test_a_password_change_through_the_platform_api_ends_the_users_session
     client = await idp.register()
     await signed_in(idp, client)
     metadata = validate_metadata({"client_name": "Backend", "redirect_uris": ["https://b.example/cb"], "grant_types": ["client_credentials"], "scope": "openid"})
-    async with idp.app[DB].transaction() as session:
-        issued = await create_client(session, idp.app[SECRETS], metadata, trust="platform")
+    async with idp.app[SERVICES].db.transaction() as session:
+        issued = await create_client(session, idp.app[SERVICES].secrets, metadata, trust="platform")
     backend = {"client_id": issued.row.client_id, "client_secret": issued.client_secret}
     token = (await (await idp.token(backend, grant_type="client_credentials")).json())["access_token"]
     changed = await idp.http.patch(f"/api/v1/users/{idp.user['id']}", json={"password": "a brand new password"}, headers={"Authorization": f"Bearer {token}"})
@@ -79,7 +79,7 @@ async def test_a_removed_user_has_no_session(idp):
     client = await idp.register()
     await signed_in(idp, client)
     assert "code" in await prompt_none(idp, client)
-    async with idp.app[DB].transaction() as session:
+    async with idp.app[SERVICES].db.transaction() as session:
         await session.execute(delete(User).where(User.id == idp.user["id"]))
     assert (await prompt_none(idp, client))["error"] == "login_required"
 
@@ -89,8 +89,8 @@ async def test_rotating_the_secret_key_keeps_sessions_and_signed_values_alive(id
     await signed_in(idp, client)
     response = await idp.authorize(client, prompt="login", code_challenge=idp.pkce_pair()[1], code_challenge_method="S256")
     login_page = response.headers["Location"]  # a signed interaction, signed with the old key
-    configured = load_or_create_secrets(idp.app[SETTINGS].secret_key, idp.app[SETTINGS].data_dir)
-    idp.app[SECRETS] = idp.app[SERVICES].secrets = SecretBox(["a new first key", *configured])  # what a restart with the rotated list loads
+    configured = load_or_create_secrets(idp.app[SERVICES].settings.secret_key, idp.app[SERVICES].settings.data_dir)
+    idp.app[SERVICES].secrets = idp.app[SERVICES].secrets = SecretBox(["a new first key", *configured])  # what a restart with the rotated list loads
     assert "code" in await prompt_none(idp, client)
     signed_in_again = await idp.login(login_page)  # the old interaction and CSRF signatures still verify
     assert signed_in_again.status == 303, await signed_in_again.text()
@@ -120,10 +120,10 @@ async def test_an_attackers_own_id_token_does_not_sign_out_or_redirect_another_u
     victim_client = await idp.register()
     await signed_in(idp, victim_client)
     attacker = await idp.register(client_name="Evil", redirect_uris=["https://evil.example/cb"])
-    async with idp.app[DB].transaction() as session:
+    async with idp.app[SERVICES].db.transaction() as session:
         mallory = await create_user(session, email="mallory@example.com", password="mallory's own password")
-    settings = idp.app[SETTINGS]
-    hint = await idp.app[SIGNING_KEYS].sign({"iss": settings.resolved_issuer, "aud": attacker["client_id"], "sub": mallory.id,
+    settings = idp.app[SERVICES].settings
+    hint = await idp.app[SERVICES].signing_keys.sign({"iss": settings.resolved_issuer, "aud": attacker["client_id"], "sub": mallory.id,
                                              "iat": int(time.time()), "exp": int(time.time()) + 300})  # what Mallory gets by signing in herself
     response = await idp.http.get("/api/v1/oidc/end-session", params={"id_token_hint": hint, "post_logout_redirect_uri": "https://evil.example/"}, allow_redirects=False)
     assert response.status == 200 and "Location" not in response.headers

@@ -8,7 +8,7 @@ import time
 import tracemalloc
 
 import pytest
-from patchbay.core.appkeys import DB
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.flows.models import FlowExecution
 from patchbay.core.flows.template_bounds import MAX_RENDER_CPU_SECONDS
 from patchbay.core.testing import create_workspace_with_key
@@ -94,7 +94,7 @@ async def test_a_single_call_cannot_allocate_or_burn_past_the_bounds(client, wor
 async def _started_tests(app, count: int) -> None:
     """Wait until ``count`` test executions have started (their renders begun, queued or done)."""
     while True:
-        async with app[DB].session() as session:
+        async with app[SERVICES].db.session() as session:
             started = await session.scalar(select(func.count()).select_from(FlowExecution))
         if started >= count:
             return

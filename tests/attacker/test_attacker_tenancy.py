@@ -13,7 +13,7 @@ from sqlalchemy import func, select, update
 
 from patchbay import Provider, WebhookHandler, hookimpl
 from patchbay.cli.main import cli
-from patchbay.core.appkeys import DB, SECRETS, SERVICES
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.approvals.models import ApprovalPolicy
 from patchbay.core.connections.models import Connection
 from patchbay.core.security import service as credentials
@@ -31,8 +31,8 @@ KEYS = "/connect/v1/api-keys"
 
 
 async def _leaked_key(app, workspace_id: str, **options) -> IssuedKey:
-    async with app[DB].transaction() as session:
-        issued = await create_api_key(session, app[SECRETS], workspace_id=workspace_id, name="leaked", **options)
+    async with app[SERVICES].db.transaction() as session:
+        issued = await create_api_key(session, app[SERVICES].secrets, workspace_id=workspace_id, name="leaked", **options)
     return issued
 
 
@@ -66,7 +66,7 @@ async def test_other_tenant_cannot_list_or_revoke_a_key(client, workspace):
     listing = await (await client.get(KEYS, headers=other["headers"])).json()
     assert all(key["workspaceId"] == other["workspace_id"] for key in listing["data"]) and len(listing["data"]) == 1
 
-    async with client.server.app[DB].session() as session:
+    async with client.server.app[SERVICES].db.session() as session:
         victim_key_id = await session.scalar(select(ApiKey.id).where(ApiKey.workspace_id == workspace["workspace_id"]))
     response = await client.delete(f"{KEYS}/{victim_key_id}", headers=other["headers"])
     assert response.status == 404
@@ -75,7 +75,7 @@ async def test_other_tenant_cannot_list_or_revoke_a_key(client, workspace):
 
 async def test_revoking_needs_workspace_admin(client, workspace):
     weak = await create_workspace_with_key(client.server.app, name="Weak", permissions=["connections.view", "connections.write"])
-    async with client.server.app[DB].session() as session:
+    async with client.server.app[SERVICES].db.session() as session:
         key_id = await session.scalar(select(ApiKey.id).where(ApiKey.workspace_id == weak["workspace_id"]))
     assert (await client.get(KEYS, headers=weak["headers"])).status == 403
     assert (await client.delete(f"{KEYS}/{key_id}", headers=weak["headers"])).status == 403
@@ -84,7 +84,7 @@ async def test_revoking_needs_workspace_admin(client, workspace):
 async def test_expired_key_is_refused(client, workspace):
     app = client.server.app
     expiring = await _leaked_key(app, workspace["workspace_id"], expires_in=timedelta(hours=1))
-    async with app[DB].transaction() as session:
+    async with app[SERVICES].db.transaction() as session:
         await session.execute(update(ApiKey).where(ApiKey.id == expiring.record.id).values(expires_at=utcnow() - timedelta(seconds=1)))
     assert (await client.get(KEYS, headers={"x-api-key": expiring.key})).status == 401
     listed = {k["id"]: k for k in (await (await client.get(KEYS, headers=workspace["headers"])).json())["data"]}
@@ -127,17 +127,17 @@ async def test_last_used_is_written_at_most_once_a_minute(client, workspace):
     async def use_and_read():
         credentials.forget_cached_api_keys(app[SERVICES])  # every call reads the database, as after the cache lifetime
         assert (await client.get(KEYS, headers={"x-api-key": key.key})).status == 200
-        async with app[DB].session() as session:
+        async with app[SERVICES].db.session() as session:
             return await session.scalar(select(ApiKey.last_used_at).where(ApiKey.id == key.record.id))
 
     first = await use_and_read()
     assert first is not None
     recent = utcnow() - timedelta(seconds=30)
-    async with app[DB].transaction() as session:
+    async with app[SERVICES].db.transaction() as session:
         await session.execute(update(ApiKey).where(ApiKey.id == key.record.id).values(last_used_at=recent))
     assert await use_and_read() == recent  # within the minute: no write
     stale = utcnow() - timedelta(minutes=2)
-    async with app[DB].transaction() as session:
+    async with app[SERVICES].db.transaction() as session:
         await session.execute(update(ApiKey).where(ApiKey.id == key.record.id).values(last_used_at=stale))
     assert await use_and_read() > stale
 
@@ -155,7 +155,7 @@ class _OAuthPack:
 
 
 async def _member_headers(app, workspace_id: str, email: str, role: str) -> dict[str, str]:
-    async with app[DB].transaction() as session:
+    async with app[SERVICES].db.transaction() as session:
         user = await create_user(session, email=email, password=None)
         await add_member(session, workspace_id=workspace_id, user_id=user.id, role=role)
     claims = {"sub": user.id, "client_id": "console", "organization_id": workspace_id, "permissions": sorted(ROLE_PERMISSIONS[role])}
@@ -173,7 +173,7 @@ async def test_manager_cannot_rewrite_the_approval_policy(aiohttp_client, make_a
     for attack in ({"approverRoles": ["admin", "manager"]}, {"enabled": False}, {"categories": []}):
         response = await client.patch(POLICY, json=attack, headers=manager)
         assert response.status == 403 and set(await response.json()) == {"statusCode", "message"}
-    async with app[DB].session() as session:
+    async with app[SERVICES].db.session() as session:
         policy = await session.scalar(select(ApprovalPolicy))
     assert (policy.enabled, policy.categories, policy.approver_roles) == (True, ["crm"], ["admin"])
 
@@ -188,7 +188,7 @@ async def test_import_passes_the_approval_gate(aiohttp_client, make_app, databas
 
     refused = await client.post("/api/connections/import", json=body, headers=manager)
     assert refused.status == 403 and "approver" in (await refused.json())["message"]
-    async with app[DB].session() as session:
+    async with app[SERVICES].db.session() as session:
         assert await session.scalar(select(func.count()).select_from(Connection)) == 0
     approver = await client.post("/api/connections/import", json=body, headers=ws["headers"])  # an organization key approves
     assert approver.status == 201, await approver.text()
@@ -241,7 +241,7 @@ async def test_a_tenant_cannot_claim_another_tenants_routing_key(aiohttp_client,
     own_id = (await own.json())["connectionId"]
     patched = await client.patch(f"/connect/v1/connections/{own_id}", json={"metadata": {"page_id": "p-1", "label": "stolen"}}, headers=intruder["headers"])
     assert patched.status == 409 and "page_id=p-1" in (await patched.json())["message"]
-    async with app[DB].session() as session:
+    async with app[SERVICES].db.session() as session:
         assert (await session.get(Connection, own_id)).meta == {"label": "mine"}  # nothing else changed
         assert await session.scalar(select(func.count()).select_from(Connection).where(Connection.provider == "pagehook")) == 2
     same_owner = await client.patch(f"/connect/v1/connections/{(await held.json())['connectionId']}", json={"metadata": {"page_id": "p-1"}}, headers=owner["headers"])

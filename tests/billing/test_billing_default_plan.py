@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from patchbay.cli.main import cli
-from patchbay.core.appkeys import DB, SERVICES
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.billing.limits import enforce_limit, register_counter
 from patchbay.core.errors import PlanLimitExceeded
 from patchbay.core.http.errors import domain_status
@@ -60,7 +60,7 @@ async def test_the_plan_limit_message_names_the_remedy(make_app):
         return 3
 
     register_counter(app[SERVICES], "providers", three)
-    async with app[DB].transaction(tenant=ws) as session:
+    async with app[SERVICES].db.transaction(tenant=ws) as session:
         with pytest.raises(PlanLimitExceeded) as refused:
             await enforce_limit(session, ws, "providers")
     assert domain_status(refused.value) == 403
@@ -68,4 +68,4 @@ async def test_the_plan_limit_message_names_the_remedy(make_app):
         "Plan limit exceeded for providers: plan free allows 3; an operator lifts it with "
         f"`patchbay workspaces set-plan --workspace {ws} --plan enterprise` or a [plans.free] setting"
     )
-    await app[DB].close()
+    await app[SERVICES].db.close()

@@ -8,7 +8,7 @@ import shutil
 import pytest
 from sqlalchemy import select
 
-from patchbay.core.appkeys import DB, SERVICES
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.billing.limits import DEFAULT_LIMITS, RESOURCES, enforce_limit, monthly_usage, record_usage, register_counter, resolve_limits
 from patchbay.core.billing.models import UsageCounter
 from patchbay.core.errors import PlanLimitExceeded
@@ -18,7 +18,7 @@ from patchbay.core.testing import create_workspace_with_key
 
 
 async def _refusal(app, workspace_id, resource, adding=1):
-    async with app[DB].transaction(tenant=workspace_id) as session:
+    async with app[SERVICES].db.transaction(tenant=workspace_id) as session:
         try:
             await enforce_limit(session, workspace_id, resource, adding=adding)
         except PlanLimitExceeded as error:  # a domain error, answered 403 by the one HTTP mapping
@@ -41,14 +41,14 @@ async def test_monthly_limit_reached_and_refused(make_app, resource, database_ur
     limit = 3 if resource == "template_clones" else 4
     for _ in range(limit):
         assert await _refusal(app, ws, resource) is None
-        async with app[DB].transaction(tenant=ws) as session:
+        async with app[SERVICES].db.transaction(tenant=ws) as session:
             await record_usage(session, ws, resource)
     assert await _refusal(app, ws, resource) == (403, f"Plan limit exceeded for {resource}")
-    async with app[DB].transaction(tenant=ws) as session:
+    async with app[SERVICES].db.transaction(tenant=ws) as session:
         rows = (await session.scalars(select(UsageCounter).where(UsageCounter.metric == resource))).all()
         assert [row.count for row in rows] == [limit]
         assert await monthly_usage(session, ws, resource) == limit
-    await app[DB].close()
+    await app[SERVICES].db.close()
 
 
 @pytest.mark.parametrize("resource", ["active_triggers", "table_rows", "providers"])
@@ -70,18 +70,18 @@ async def test_counted_limit_reached_and_refused(make_app, resource):
     current["n"] = 2
     assert await _refusal(app, ws, resource) == (403, f"Plan limit exceeded for {resource}")
     assert set(seen) == {ws}
-    await app[DB].close()
+    await app[SERVICES].db.close()
 
 
 async def test_unlimited_plans_and_other_workspaces_unaffected(make_app):
     app = make_app()
     pro = (await create_workspace_with_key(app, plan="professional"))["workspace_id"]
     free = (await create_workspace_with_key(app, name="Other"))["workspace_id"]
-    async with app[DB].transaction(tenant=pro) as session:
+    async with app[SERVICES].db.transaction(tenant=pro) as session:
         await record_usage(session, pro, "template_clones", 50)
     assert await _refusal(app, pro, "template_clones") is None
     assert await _refusal(app, free, "template_clones") is None
-    await app[DB].close()
+    await app[SERVICES].db.close()
 
 
 def test_plan_settings_validated():
@@ -104,7 +104,7 @@ async def test_usage_and_history_routes(client, workspace):
         return 7
 
     register_counter(app[SERVICES], "table_rows", rows)
-    async with app[DB].transaction(tenant=ws) as session:
+    async with app[SERVICES].db.transaction(tenant=ws) as session:
         await record_usage(session, ws, "action_executions", 5)
         await record_usage(session, ws, "template_clones")
         session.add(UsageCounter(workspace_id=ws, metric="action_executions", period="2020-01", count=40))
@@ -132,27 +132,27 @@ async def test_consume_is_atomic_under_concurrency(make_app, database_url):
 
     app = make_app(database_url=database_url, plans={"free": {"action_executions": 5}})
     ws = (await create_workspace_with_key(app))["workspace_id"]
-    async with app[DB].transaction(tenant=ws) as session:  # the month's row exists
+    async with app[SERVICES].db.transaction(tenant=ws) as session:  # the month's row exists
         await consume(session, ws, "action_executions")
 
     async def one():
-        async with app[DB].transaction(tenant=ws) as session:
+        async with app[SERVICES].db.transaction(tenant=ws) as session:
             await consume(session, ws, "action_executions")
 
     outcomes = await asyncio.gather(*(one() for _ in range(8)), return_exceptions=True)
     refused = [o for o in outcomes if isinstance(o, PlanLimitExceeded)]
     assert len(refused) == 4 and all(o.message.startswith("Plan limit exceeded for action_executions:") for o in refused)
     assert [o for o in outcomes if o is not None and not isinstance(o, PlanLimitExceeded)] == []
-    async with app[DB].session() as session:
+    async with app[SERVICES].db.session() as session:
         assert await monthly_usage(session, ws, "action_executions") == 5
-    async with app[DB].transaction(tenant=ws) as session:
+    async with app[SERVICES].db.transaction(tenant=ws) as session:
         try:
             await consume(session, ws, "action_executions", 6)
         except PlanLimitExceeded as error:
             assert (error.resource, error.plan, error.limit) == ("action_executions", "free", 5)
         else:
             raise AssertionError("consume over the limit was accepted")
-    await app[DB].close()
+    await app[SERVICES].db.close()
 
 
 async def test_two_apps_in_one_process_keep_their_own_limits(make_app, sqlite_template, tmp_path):
@@ -164,9 +164,9 @@ async def test_two_apps_in_one_process_keep_their_own_limits(make_app, sqlite_te
     workspaces = {}
     for app in (strict, loose):
         ws = workspaces[id(app)] = (await create_workspace_with_key(app))["workspace_id"]
-        async with app[DB].transaction(tenant=ws) as session:
+        async with app[SERVICES].db.transaction(tenant=ws) as session:
             await record_usage(session, ws, "action_executions")
     assert await _refusal(strict, workspaces[id(strict)], "action_executions") == (403, "Plan limit exceeded for action_executions")
     assert await _refusal(loose, workspaces[id(loose)], "action_executions") is None
     for app in (strict, loose):
-        await app[DB].close()
+        await app[SERVICES].db.close()

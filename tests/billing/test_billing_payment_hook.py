@@ -8,7 +8,7 @@ import json
 from sqlalchemy import select
 
 from patchbay import CheckoutSession, PaymentEvent, PaymentProvider, SubscriptionState, WebhookVerificationError, hookimpl
-from patchbay.core.appkeys import DB
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.testing import create_workspace_with_key
 from patchbay.core.workspaces.models import Workspace
 
@@ -63,7 +63,7 @@ async def test_third_party_payment_provider(aiohttp_client, make_app):
     body = json.dumps({"id": "e1", "workspace": ws["workspace_id"]}).encode()
     assert (await client.post("/billing/webhook", data=body, headers={"X-Coins-Signature": "forged"})).status == 400
     assert (await client.post("/billing/webhook", data=body, headers={"X-Coins-Signature": "trusted"})).status == 200
-    async with app[DB].session() as session:
+    async with app[SERVICES].db.session() as session:
         assert await session.scalar(select(Workspace.plan).where(Workspace.id == ws["workspace_id"])) == "professional"
     portal = await client.post("/connect/v1/billing/portal", headers=ws["headers"])
     assert (await portal.json())["url"] == "https://pay.example.test/portal/c1"

@@ -11,7 +11,7 @@ import pytest
 from aiohttp import web
 from sqlalchemy import func, select, update
 
-from patchbay.core.appkeys import DB
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.billing.models import PaymentEvent, Subscription
 from patchbay.core.testing import create_workspace_with_key
 from patchbay.core.workspaces.models import Workspace
@@ -73,7 +73,7 @@ async def _post_event(client, payload: bytes, *, secret: str = WEBHOOK_SECRET, t
 
 
 async def _plan(app, workspace_id):
-    async with app[DB].session() as session:
+    async with app[SERVICES].db.session() as session:
         return await session.scalar(select(Workspace.plan).where(Workspace.id == workspace_id))
 
 
@@ -151,12 +151,12 @@ async def test_webhook_bad_signature_stale_timestamp_and_replay(aiohttp_client, 
     first = await _post_event(client, payload, timestamp=int(time.time()) - 200)  # inside the tolerance
     assert await first.json() == {"received": True, "duplicate": False}
     assert await _plan(app, ws["workspace_id"]) == "starter"
-    async with app[DB].transaction() as session:  # an operator downgrade after the event
+    async with app[SERVICES].db.transaction() as session:  # an operator downgrade after the event
         await session.execute(update(Workspace).where(Workspace.id == ws["workspace_id"]).values(plan="free"))
     replay = await _post_event(client, payload)
     assert replay.status == 200 and await replay.json() == {"received": True, "duplicate": True}
     assert await _plan(app, ws["workspace_id"]) == "free"  # not applied twice
-    async with app[DB].session() as session:
+    async with app[SERVICES].db.session() as session:
         assert await session.scalar(select(func.count()).select_from(PaymentEvent)) == 1
         assert (await session.scalar(select(Subscription))).customer_id == "cus_9"
 
@@ -210,6 +210,6 @@ async def test_concurrent_replays_apply_once(aiohttp_client, make_app, fake_stri
     bodies = [await r.json() for r in responses]
     assert all(r.status == 200 for r in responses)
     assert sorted(b["duplicate"] for b in bodies) == [False, True, True, True, True]
-    async with app[DB].session() as session:
+    async with app[SERVICES].db.session() as session:
         assert await session.scalar(select(func.count()).select_from(PaymentEvent)) == 1
         assert await session.scalar(select(func.count()).select_from(Subscription)) == 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from patchbay.core.appkeys import REGISTRY
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.testing import create_workspace_with_key
 
 PROVIDER = "twenty-crm-self-hosted"  # api_base_url = "https://{domain}/rest"
@@ -17,15 +17,15 @@ async def _connect(api, app, body):
 
 
 def test_overriding_the_templated_url_drops_the_parameter_it_used(make_app):
-    before = make_app()[REGISTRY].provider(PROVIDER)
+    before = make_app()[SERVICES].registry.provider(PROVIDER)
     assert before.connection_params == ("domain",)
-    after = make_app(providers={PROVIDER: {"api_base_url": "https://crm.internal.example/rest"}})[REGISTRY].provider(PROVIDER)
+    after = make_app(providers={PROVIDER: {"api_base_url": "https://crm.internal.example/rest"}})[SERVICES].registry.provider(PROVIDER)
     assert after.connection_params == ()
 
 
 def test_an_explicit_connection_params_override_is_kept(make_app):
     overrides = {PROVIDER: {"api_base_url": "https://crm.internal.example/rest", "connection_params": ["domain"]}}
-    assert make_app(providers=overrides)[REGISTRY].provider(PROVIDER).connection_params == ("domain",)
+    assert make_app(providers=overrides)[SERVICES].registry.provider(PROVIDER).connection_params == ("domain",)
 
 
 async def test_connect_no_longer_asks_for_domain(make_app, aiohttp_client, aiohttp_server):

@@ -1,7 +1,7 @@
 """The catalog over HTTP: GET /connect/v1/providers lists every provider with the fields of spec 2.1,
 filters by category, and answers Meta's definition for facebook."""
 
-from patchbay.core.appkeys import REGISTRY, SETTINGS
+from patchbay.core.appkeys import SERVICES
 
 SPEC_FIELDS = {"name", "displayName", "category", "isAvailable", "requiresOAuth", "capabilities"}
 
@@ -11,7 +11,7 @@ async def test_list_has_every_provider_with_the_spec_fields(client, workspace):
     assert response.status == 200
     body = await response.json()
     assert len(body) >= 220
-    assert [item["name"] for item in body] == sorted(client.server.app[REGISTRY].providers)
+    assert [item["name"] for item in body] == sorted(client.server.app[SERVICES].registry.providers)
     for item in body:
         assert SPEC_FIELDS <= set(item)
         assert item["requiresOAuth"] == ("oauth" in item["capabilities"])
@@ -97,7 +97,7 @@ async def test_detail_tells_what_connecting_takes(client, workspace):
 
 async def test_detail_gives_base_url_docs_and_a_logo_that_serves(client, workspace):
     detail = await (await client.get("/connect/v1/providers/posthog", headers=workspace["headers"])).json()
-    base = client.server.app[SETTINGS].public_base_url
+    base = client.server.app[SERVICES].settings.public_base_url
     assert detail["connect"]["logoUrl"] == f"{base}/connect/v1/providers/posthog/logo.svg"
     assert "docsUrl" in detail["connect"] and detail["connect"]["apiBaseUrl"].startswith("https://")
     logo = await client.get("/connect/v1/providers/posthog/logo.svg")  # public: an <img> sends no credentials

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from patchbay.core.appkeys import REGISTRY
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.plugins.manager import create_plugin_manager
 from patchbay.core.plugins.registry import PluginError, load_registry
 from patchbay.providers import catalog
@@ -84,16 +84,16 @@ def test_each_plugin_manager_gets_its_own_definitions():
 def test_overrides_replace_fields_and_keep_secrets_apart(make_app):
     app = make_app(providers={"hubspot": {"api_base_url": "https://sandbox.hubapi.example", "scopes": ["oauth", "crm.objects.contacts.read"],
                                           "client_id": "cid", "client_secret": "shh"}})  # fmt: skip
-    hubspot = app[REGISTRY].provider("hubspot")
+    hubspot = app[SERVICES].registry.provider("hubspot")
     assert hubspot.api_base_url == "https://sandbox.hubapi.example"
     assert hubspot.scopes == ("oauth", "crm.objects.contacts.read")
     assert hubspot.token_url == "https://api.hubapi.com/oauth/v1/token"  # untouched fields stay
-    assert app[REGISTRY].provider_secrets("hubspot").client_secret == "shh"
+    assert app[SERVICES].registry.provider_secrets("hubspot").client_secret == "shh"
 
 
 def test_override_of_a_templated_url_and_its_defaults(make_app):
     app = make_app(providers={"zendesk": {"api_base_url": "https://{subdomain}.zendesk.example", "connection_param_defaults": {"subdomain": "acme"}}})
-    zendesk = app[REGISTRY].provider("zendesk")
+    zendesk = app[SERVICES].registry.provider("zendesk")
     assert zendesk.api_base_url == "https://{subdomain}.zendesk.example" and zendesk.connection_param_defaults == {"subdomain": "acme"}
 
 
@@ -119,7 +119,7 @@ def test_values_of_the_wrong_type_are_not_coerced(tmp_path):
 
 def test_a_nested_override_table_becomes_the_nested_object(make_app):
     app = make_app(providers={"hubspot": {"retry_headers": {"retry_after": "retry-after"}}})
-    retry = app[REGISTRY].provider("hubspot").retry_headers
+    retry = app[SERVICES].registry.provider("hubspot").retry_headers
     assert (retry.retry_after, retry.remaining) == ("retry-after", None)  # the table replaces the whole object
     with pytest.raises(PluginError, match=r"\[providers.hubspot\].*retry_afterr"):
         make_app(providers={"hubspot": {"retry_headers": {"retry_afterr": "x"}}})

@@ -14,7 +14,7 @@ import json
 import pytest
 from sqlalchemy import select
 
-from patchbay.core.appkeys import DB
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.compliance.models import DeletionRequest
 from patchbay.core.settings import ComplianceSettings
 from patchbay.core.testing import create_workspace_with_key, sign_access_token
@@ -48,7 +48,7 @@ async def _status(client, code, want="completed"):
 async def _meta_user(app, workspace_id, meta_id):
     from patchbay.core.identity.models import FederatedIdentity
 
-    async with app[DB].transaction() as session:
+    async with app[SERVICES].db.transaction() as session:
         user = await create_user(session, email=f"{meta_id}@example.test", password=None)
         session.add(FederatedIdentity(provider="facebook", subject=meta_id, user_id=user.id))
         await add_member(session, workspace_id=workspace_id, user_id=user.id, role="viewer")
@@ -75,7 +75,7 @@ async def test_meta_deletion_callback_removes_the_user(database_url, aiohttp_cli
 
     status = await _status(client, body["confirmation_code"])
     assert status["status"] == "completed" and status["completedAt"]
-    async with app[DB].session() as session:
+    async with app[SERVICES].db.session() as session:
         assert await session.get(User, doomed) is None
         assert await session.scalar(select(Membership).where(Membership.user_id == doomed)) is None
         assert await session.get(User, kept) is not None
@@ -88,13 +88,13 @@ async def test_meta_deletion_callback_removes_the_user(database_url, aiohttp_cli
 async def test_user_requests_own_deletion_and_policy_page(aiohttp_client, make_app):
     app = make_app(background=True, compliance=ComplianceSettings(privacy_policy_text="We keep <little> data.\n\nAsk us."))
     client = await aiohttp_client(app)
-    async with app[DB].transaction() as session:
+    async with app[SERVICES].db.transaction() as session:
         user = await create_user(session, email="self@example.test", password=None)
     token = await sign_access_token(app, {"sub": user.id, "client_id": "console", "permissions": []})
     response = await client.post("/compliance/data-deletion", headers={"Authorization": f"Bearer {token}"})
     assert response.status == 201
     assert (await _status(client, (await response.json())["confirmation_code"]))["status"] == "completed"
-    async with app[DB].session() as session:
+    async with app[SERVICES].db.session() as session:
         assert await session.get(User, user.id) is None
     missing = await client.post("/compliance/data-deletion")
     assert (missing.status, await missing.json()) == (
@@ -129,7 +129,7 @@ async def test_the_identities_a_callback_names_are_registered_by_a_pack(database
     with that pack disabled, another plugin that reads the callback decides instead."""
     from patchbay import hookimpl
     from patchbay.core.app import create_app
-    from patchbay.core.appkeys import REGISTRY
+    from patchbay.core.appkeys import SERVICES
     from patchbay.core.identity.models import FederatedIdentity
 
     from patchbay.providers.meta.deletion import MetaDeletionCallback, MetaSettings
@@ -152,17 +152,17 @@ async def test_the_identities_a_callback_names_are_registered_by_a_pack(database
         settings.plugins.disable = list(disable)
         return create_app(settings, plugins=plugins, migrate=False)
 
-    assert app_with()[REGISTRY].get("deletion_identities", "meta") == ("facebook", "meta")
+    assert app_with()[SERVICES].registry.get("deletion_identities", "meta") == ("facebook", "meta")
     app = app_with([OwnMetaLogin()], disable=["meta"])
     client = await aiohttp_client(app)
     ws = await create_workspace_with_key(app)
     by_facebook = await _meta_user(app, ws["workspace_id"], "20001")
-    async with app[DB].transaction() as session:
+    async with app[SERVICES].db.transaction() as session:
         by_sso = await create_user(session, email="sso@example.test", password=None)
         session.add(FederatedIdentity(provider="meta-sso", subject="20002", user_id=by_sso.id))
     await _delete_by_callback(client, "20001")
     await _delete_by_callback(client, "20002")
-    async with app[DB].session() as session:
+    async with app[SERVICES].db.session() as session:
         assert await session.get(User, by_facebook) is not None  # facebook is no longer named by any plugin
         assert await session.get(User, by_sso.id) is None
 
@@ -177,7 +177,7 @@ async def test_the_deprecated_compliance_key_still_verifies_meta_callbacks(datab
     with caplog.at_level("WARNING", logger="patchbay.providers.meta.deletion"):
         await _delete_by_callback(client, "30001")
     assert "[compliance] meta_app_secret is deprecated" in caplog.text
-    async with app[DB].session() as session:
+    async with app[SERVICES].db.session() as session:
         assert await session.get(User, doomed) is None
 
     both = make_app(compliance=ComplianceSettings(meta_app_secret="old"), plugin_sections={"meta": {"app_secret": "new"}})
@@ -208,6 +208,6 @@ async def test_meta_callback_with_the_meta_pack_disabled_is_refused_naming_the_f
                 "no installed provider pack reads signed_request (its pack is missing or disabled)",
             },
         )
-    async with app[DB].session() as session:
+    async with app[SERVICES].db.session() as session:
         assert await session.scalar(select(DeletionRequest)) is None
     assert (await (await client.get("/compliance/data-deletion")).json())["callbacks"] == []

@@ -18,7 +18,7 @@ import pytest
 from aiohttp import ClientSession, CookieJar, web
 from sqlalchemy import select, update
 
-from patchbay.core.appkeys import DB
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.connect_ui.models import ConnectSession
 from patchbay.core.connections.models import Connection
 from patchbay.core.timeutil import utcnow
@@ -85,7 +85,7 @@ async def test_end_user_connects_an_api_key_provider_with_a_subdomain(browser_to
     assert seen["doneHeading"] == "Connected" and "ready" in seen["doneText"]
     assert seen["headers"]["x-frame-options"] == "DENY" and "frame-ancestors 'none'" in seen["headers"]["content-security-policy"]
     assert_shots("providers", "api-key-form", "api-key-validation", "api-key-refused", "api-key-connected")
-    async with live.app[DB].session() as db:
+    async with live.app[SERVICES].db.session() as db:
         rows = list(await db.scalars(select(Connection)))
     assert len(rows) == 1 and rows[0].end_user_id == "user-42" and rows[0].params["subdomain"] == "ada-co"
     assert keys.calls[-1] == ("ada-co", f"Bearer {API_KEY}")
@@ -99,7 +99,7 @@ async def test_approval_gated_connect_shows_pending(browser_tools, live, keys):
     seen = await walk(browser_tools, "pending", session["url"])
     assert seen["doneHeading"] == "Waiting for approval" and "must approve" in seen["doneText"]
     assert_shots("pending-approval")
-    async with live.app[DB].session() as db:
+    async with live.app[SERVICES].db.session() as db:
         assert list(await db.scalars(select(Connection))) == [], "nothing is connected before the approval"
         row = await db.get(ConnectSession, session["id"])
     assert row.approval_id and row.used_at is not None
@@ -107,7 +107,7 @@ async def test_approval_gated_connect_shows_pending(browser_tools, live, keys):
 
 async def test_expired_session_says_so(browser_tools, live):
     session = await new_session(live)
-    async with live.app[DB].transaction() as db:
+    async with live.app[SERVICES].db.transaction() as db:
         await db.execute(update(ConnectSession).values(expires_at=utcnow() - timedelta(seconds=1)))
     seen = await walk(browser_tools, "expired", session["url"])
     assert seen["status"] == 400 and seen["heading"] == "Link expired" and "has expired" in seen["alert"]
@@ -119,7 +119,7 @@ async def test_reconnect_renews_the_same_connection_and_returns(browser_tools, l
     async with ClientSession(cookie_jar=CookieJar(unsafe=True)) as http:
         done = await through_page(http, str(live.make_url("")).rstrip("/"), first["token"], "acmekeys", {"apiKey": API_KEY, "param:subdomain": "ada-co"})
         assert done.status == 303
-    async with live.app[DB].session() as db:
+    async with live.app[SERVICES].db.session() as db:
         (connection,) = list(await db.scalars(select(Connection)))
     returning = "http://customer.test/connected"
     session = await new_session(live, reconnectConnectionId=connection.id, returnUrl=returning)
@@ -128,7 +128,7 @@ async def test_reconnect_renews_the_same_connection_and_returns(browser_tools, l
     assert seen["heading"].endswith("Reconnect Acme Keys") and seen["labels"] == ["API key", "Subdomain"]
     assert seen["returned"].startswith(returning + "?") and "status=reconnected" in seen["returned"] and f"connectionId={connection.id}" in seen["returned"]
     assert_shots("reconnect-form", "reconnect-returned")
-    async with live.app[DB].session() as db:
+    async with live.app[SERVICES].db.session() as db:
         rows = list(await db.scalars(select(Connection)))
     assert [r.id for r in rows] == [connection.id], "a reconnect makes no second connection"
     assert rows[0].connected_at > connection.connected_at
@@ -146,7 +146,7 @@ async def test_end_user_connects_an_oauth_provider(browser_tools, serve_connect,
     else:
         assert seen["popups"] == 0, "a phone gets a whole-page redirect"
         assert_shots("oauth-mobile-connected")
-    async with live.app[DB].session() as db:
+    async with live.app[SERVICES].db.session() as db:
         (connection,) = list(await db.scalars(select(Connection)))
     assert connection.provider == "fakeoauth" and connection.end_user_id == "user-oauth"
 
@@ -173,7 +173,7 @@ async def test_javascript_helper_resolves_with_the_connection_id(browser_tools, 
     page["html"] = CUSTOMER_PAGE.format(helper=f"{live.base}/connect/ui/static/patchbay-connect.js", session=json.dumps(session["url"]))
     seen = await walk(browser_tools, "helper", str(customer_server.make_url("/app")))
     result = json.loads(seen["result"])
-    async with live.app[DB].session() as db:
+    async with live.app[SERVICES].db.session() as db:
         (connection,) = list(await db.scalars(select(Connection)))
     assert result == {"status": "connected", "connectionId": connection.id, "approvalId": None, "endUserId": "user-helper"}
     assert seen["popupClosed"] is True

@@ -8,7 +8,7 @@ from __future__ import annotations
 from aiohttp import ClientSession, CookieJar
 from sqlalchemy import select
 
-from patchbay.core.appkeys import DB
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.connect_ui.models import ConnectSession
 from patchbay.core.connections.models import Connection
 
@@ -39,7 +39,7 @@ async def test_oauth_connect_comes_back_to_the_page(serve_connect, with_oauth, d
         done = await start_oauth(browser, server, session["token"])
         assert done.status == 200 and str(done.url).endswith("/connect/ui/done"), str(done.url)
         assert "<h1>Connected</h1>" in await done.text()
-    async with server.app[DB].session() as db:
+    async with server.app[SERVICES].db.session() as db:
         (connection,) = list(await db.scalars(select(Connection)))
         row = await db.get(ConnectSession, session["id"])
     assert connection.provider == "fakeoauth" and connection.end_user_id == "user-9"
@@ -51,7 +51,7 @@ async def test_oauth_connect_comes_back_to_the_page(serve_connect, with_oauth, d
     async with ClientSession(cookie_jar=CookieJar(unsafe=True)) as browser:
         done = await start_oauth(browser, server, again["token"])
         assert "<h1>Reconnected</h1>" in await done.text()
-    async with server.app[DB].session() as db:
+    async with server.app[SERVICES].db.session() as db:
         rows = list(await db.scalars(select(Connection)))
     assert [r.id for r in rows] == [connection.id] and rows[0].meta["connectSessionId"] == again["id"]
 
@@ -61,14 +61,14 @@ async def test_forged_return_claims_no_other_connection(serve_connect, with_oaut
     victim = await new_session(server, endUser={"id": "victim"})
     async with ClientSession(cookie_jar=CookieJar(unsafe=True)) as browser:
         await start_oauth(browser, server, victim["token"])
-    async with server.app[DB].session() as db:
+    async with server.app[SERVICES].db.session() as db:
         (connection,) = list(await db.scalars(select(Connection)))
     attacker = await new_session(server, endUser={"id": "attacker"})
     async with ClientSession(cookie_jar=CookieJar(unsafe=True)) as browser:
         await browser.get(f"{server.base}/connect/ui?session={attacker['token']}")
         forged = await browser.get(f"{server.base}/connect/ui/oauth/return", params={"provider": "fakeoauth", "status": "connected", "connectionId": connection.id})
         assert forged.status == 400 and "did not complete" in await forged.text()
-    async with server.app[DB].session() as db:
+    async with server.app[SERVICES].db.session() as db:
         assert (await db.get(Connection, connection.id)).end_user_id == "victim"
         assert (await db.get(ConnectSession, attacker["id"])).used_at is None
 
@@ -82,6 +82,6 @@ async def test_unconfigured_oauth_app_and_refused_consent_are_shown(serve_connec
         back = await browser.get(f"{server.base}/connect/ui/oauth/return", params={"provider": "fakeoauth", "status": "error", "error": "access_denied",
                                                                                      "error_description": "Fake OAuth: The user said no"})  # fmt: skip
         assert back.status == 400 and "The user said no" in await back.text() and 'role="alert"' in await back.text()
-    async with server.app[DB].session() as db:
+    async with server.app[SERVICES].db.session() as db:
         assert list(await db.scalars(select(Connection))) == []
         assert (await db.get(ConnectSession, session["id"])).used_at is None, "the end user may try again"

@@ -10,7 +10,7 @@ import pytest
 from aiohttp import ClientSession, CookieJar
 from sqlalchemy import text, update
 
-from patchbay.core.appkeys import DB
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.connect_ui.models import ConnectSession
 from patchbay.core.testing import create_workspace_with_key
 from patchbay.core.timeutil import utcnow
@@ -31,7 +31,7 @@ async def test_create_answers_token_once_and_stores_its_digest(connect_api, ws):
     assert body["url"].endswith(f"/connect/ui?session={body['token']}")
     assert body["status"] == "active" and body["endUser"] == {"id": "user-42", "email": "ada@example.com", "displayName": "Ada"}
     assert body["allowedProviders"] == ["acmekeys"] and body["metadata"] == {"plan": "gold"} and body["returnUrl"] == "https://app.example.com/done"
-    async with connect_api.server.app[DB].session() as session:
+    async with connect_api.server.app[SERVICES].db.session() as session:
         raw = (await session.execute(text("SELECT * FROM connect_sessions"))).mappings().one()
     assert body["token"] not in str(dict(raw)), "only a digest of the token is stored"
 
@@ -45,7 +45,7 @@ async def test_default_lifetime_comes_from_settings_and_is_bounded(aiohttp_clien
     api = await aiohttp_client(make_connect_app(database_url=database_url, connect_ui=ConnectUiSettings(session_ttl_minutes=5, max_session_ttl_minutes=60)))
     ws = await create_workspace_with_key(api.server.app)
     body = await (await create(api, ws)).json()
-    async with api.server.app[DB].session() as session:
+    async with api.server.app[SERVICES].db.session() as session:
         row = await session.get(ConnectSession, body["id"])
     assert timedelta(minutes=4) < row.expires_at - utcnow() <= timedelta(minutes=5)
     too_long = await create(api, ws, expiresInMinutes=61)
@@ -105,7 +105,7 @@ async def test_sessions_are_tenant_scoped(connect_api, ws):
 @pytest.mark.both_databases
 async def test_expired_session_no_longer_opens_the_page(connect_api, ws):
     body = await (await create(connect_api, ws)).json()
-    async with connect_api.server.app[DB].transaction() as session:
+    async with connect_api.server.app[SERVICES].db.transaction() as session:
         await session.execute(update(ConnectSession).values(expires_at=utcnow() - timedelta(seconds=1)))
     page = await connect_api.get(f"/connect/ui?session={body['token']}", allow_redirects=False)
     assert page.status == 400 and "expired" in await page.text()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from sqlalchemy import text
 
-from patchbay.core.appkeys import DB, SECRETS
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.testing import create_workspace_with_key
 
 
@@ -26,7 +26,7 @@ async def test_connect_validates_and_stores_encrypted(api, ws, fake):
     status = await (await api.get("/connect/v1/providers/fakekey/status", headers=ws["headers"])).json()
     assert status["status"] == "connected" and status["metadata"] == {"label": "main"} and status["connectedAt"].endswith("Z")
 
-    async with api.server.app[DB].session() as session:
+    async with api.server.app[SERVICES].db.session() as session:
         raw = (await session.execute(text("SELECT * FROM connections"))).mappings().one()
     assert KEY not in str(dict(raw)), "the API key is never stored in plain text"
     assert raw["credentials"].startswith("gAAAA")  # a Fernet token
@@ -103,9 +103,9 @@ async def test_disconnect_delete_and_health(api, ws, fake):
     assert status["status"] == "disconnected"
     proxied = await api.post("/connect/v1/proxy/fakekey", json={"method": "GET", "path": "/me"}, headers={**ws["headers"], "x-connection-id": connection_id})
     assert proxied.status == 409 and not fake.api_calls
-    async with api.server.app[DB].session() as session:
+    async with api.server.app[SERVICES].db.session() as session:
         stored = (await session.execute(text("SELECT credentials FROM connections"))).scalar_one()
-    assert KEY not in api.server.app[SECRETS].decrypt(stored)
+    assert KEY not in api.server.app[SERVICES].secrets.decrypt(stored)
 
     deleted = await api.delete(f"/connect/v1/connections/{connection_id}", headers=ws["headers"])
     assert deleted.status == 200

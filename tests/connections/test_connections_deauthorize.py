@@ -8,7 +8,7 @@ import hashlib
 import hmac
 import json
 
-from patchbay.core.appkeys import DB
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.approvals.service import update_policy
 from patchbay.core.security.auth import Principal
 from patchbay.core.security.permissions import PERMISSIONS
@@ -68,7 +68,7 @@ async def test_deauthorize_by_workspace_revokes(api, ws, fake):
 async def test_connect_waits_for_approval(api, fake):
     app = api.server.app
     ws = await create_workspace_with_key(app, plan="enterprise", permissions=["connections.write", "connections.view"])
-    async with app[DB].transaction(tenant=ws["workspace_id"]) as session:
+    async with app[SERVICES].db.transaction(tenant=ws["workspace_id"]) as session:
         await update_policy(session, ws["workspace_id"], {"enabled": True, "providers": ["fakekey", "fakeoauth"]}, principal=Principal("api_key", ws["workspace_id"], frozenset(PERMISSIONS)))
     held = await api.post("/connect/v1/providers/fakekey/connect", json={"credentials": {"apiKey": KEY}}, headers=ws["headers"])
     assert held.status == 202

@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import select
 
 from patchbay import Provider, hookimpl
-from patchbay.core.appkeys import DB
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.connections.models import Connection
 from patchbay.core.testing import create_workspace_with_key
 
@@ -62,7 +62,7 @@ async def test_parameter_from_the_token_response_completes_the_connection(region
     fake.extra_token_fields = {"api_domain": fake.base}
     back = await run_login(client, ws)
     assert back["status"] == ["connected"], back
-    async with client.server.app[DB].session() as session:
+    async with client.server.app[SERVICES].db.session() as session:
         connection = await session.scalar(select(Connection).where(Connection.id == back["connectionId"][0]))
     assert connection.params["api_domain"] == fake.base
 
@@ -71,5 +71,5 @@ async def test_a_connection_missing_a_parameter_is_not_stored(regional, fake):
     client, ws = regional
     back = await run_login(client, ws)
     assert back["status"] == ["error"] and "api_domain" in back["error_description"][0], back
-    async with client.server.app[DB].session() as session:
+    async with client.server.app[SERVICES].db.session() as session:
         assert (await session.scalars(select(Connection))).all() == []

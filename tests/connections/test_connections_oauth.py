@@ -10,7 +10,7 @@ from urllib.parse import parse_qs, urlsplit
 import aiohttp
 from sqlalchemy import text, update
 
-from patchbay.core.appkeys import CRON, DB, SERVICES
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.connections.models import Connection, OAuthState
 from patchbay.core.testing import create_workspace_with_key, sign_access_token
 from patchbay.core.timeutil import utcnow
@@ -44,7 +44,7 @@ async def connect_oauth(api, ws) -> str:
 
 
 async def expire(api, connection_id: str, seconds: int = -60) -> None:
-    async with api.server.app[DB].transaction() as session:
+    async with api.server.app[SERVICES].db.transaction() as session:
         await session.execute(update(Connection).where(Connection.id == connection_id).values(expires_at=utcnow() + timedelta(seconds=seconds)))
     api.server.app[SERVICES].connections.forget(connection_id)  # as if the cached copy had aged out
 
@@ -64,7 +64,7 @@ async def test_login_sends_state_and_pkce(api, ws, fake):
 async def test_full_round_trip_and_refresh(api, ws, fake):
     connection_id = await connect_oauth(api, ws)
     assert fake.token_requests[-1]["code_verifier"], "PKCE verifier sent with the code"
-    async with api.server.app[DB].session() as session:
+    async with api.server.app[SERVICES].db.session() as session:
         raw = (await session.execute(text("SELECT credentials, expires_at FROM connections"))).one()
     assert "at-" not in raw[0] and "rt-" not in raw[0] and raw[1] is not None
 
@@ -138,7 +138,7 @@ async def test_byoa_credentials(aiohttp_client, fake_app, fake):
     assert saved.status == 201
     status = await (await api.get("/byoa/fakeoauth/credentials", headers=ws["headers"])).json()
     assert status["configured"] is True and status["clientId"] == "byoa-client" and "byoa-secret" not in str(status)
-    async with api.server.app[DB].session() as session:
+    async with api.server.app[SERVICES].db.session() as session:
         assert "byoa-secret" not in str((await session.execute(text("SELECT * FROM byoa_credentials"))).one())
     url = await start_login(api, ws)
     query = parse_qs(urlsplit(url).query)
@@ -176,7 +176,7 @@ async def test_invalid_grant_marks_invalid_and_cooldown(api, ws, fake):
     await api.post(f"/auth/fakeoauth/refresh/{ws['workspace_id']}", headers=ws["headers"])
     assert fake.refresh_calls == 1, "no second call to the provider during the cooldown"
 
-    async with api.server.app[DB].transaction() as session:
+    async with api.server.app[SERVICES].db.transaction() as session:
         await session.execute(update(Connection).values(refresh_retry_at=None))
     fake.refresh_error = "invalid_grant"
     result = await (await api.post(f"/auth/fakeoauth/refresh/{ws['workspace_id']}", headers=ws["headers"])).json()
@@ -193,11 +193,11 @@ async def test_token_refresh_job_refreshes_ahead_of_expiry(api, ws, fake):
     soon = await connect_oauth(api, ws)
     later = await connect_oauth(api, ws)
     await start_login(api, ws)  # abandoned: its state expires unused
-    async with api.server.app[DB].transaction() as session:
+    async with api.server.app[SERVICES].db.transaction() as session:
         await session.execute(update(OAuthState).values(expires_at=utcnow() - timedelta(seconds=1)))
     await expire(api, soon, seconds=600)  # within the 15 minute buffer
     await expire(api, later, seconds=3600)
-    summary = await api.server.app[CRON].jobs["token-refresh"].run(api.server.app[SERVICES])
+    summary = await api.server.app[SERVICES].cron.jobs["token-refresh"].run(api.server.app[SERVICES])
     assert summary == {"due": 1, "refreshed": 1, "failed": 0, "invalid": 0, "expiredLogins": 1}
     assert fake.refresh_calls == 1
     connection = await (await api.get(f"/connect/v1/connections/{soon}", headers=ws["headers"])).json()
@@ -206,13 +206,13 @@ async def test_token_refresh_job_refreshes_ahead_of_expiry(api, ws, fake):
 
 async def test_connection_health_job_and_disconnect_revokes(api, ws, fake):
     connection_id = await connect_oauth(api, ws)
-    summary = await api.server.app[CRON].jobs["connection-health"].run(api.server.app[SERVICES])
+    summary = await api.server.app[SERVICES].cron.jobs["connection-health"].run(api.server.app[SERVICES])
     assert summary == {"checked": 1, "healthy": 1}
     fake.access_tokens.clear()
     fake.refresh_error = "invalid_grant"
-    async with api.server.app[DB].transaction() as session:
+    async with api.server.app[SERVICES].db.transaction() as session:
         await session.execute(update(Connection).values(last_health_check_at=None))
-    summary = await api.server.app[CRON].jobs["connection-health"].run(api.server.app[SERVICES])
+    summary = await api.server.app[SERVICES].cron.jobs["connection-health"].run(api.server.app[SERVICES])
     assert summary["checked"] == 1 and summary.get("invalid", 0) + summary.get("unhealthy", 0) == 1
     fake.refresh_error = None
     other = await connect_oauth(api, ws)
@@ -237,11 +237,10 @@ async def test_metadata_on_login_and_patch(api, ws):
 
 
 async def test_a_login_started_before_a_secret_key_rotation_completes_after_it(api, ws):
-    from patchbay.core.appkeys import SECRETS, SETTINGS
     from patchbay.core.security.secrets import SecretBox, load_or_create_secrets
 
     location, query = await authorize(await start_login(api, ws))  # state signed with the old key
-    settings = api.server.app[SETTINGS]
-    api.server.app[SERVICES].secrets = api.server.app[SECRETS] = SecretBox(["a new first key", *load_or_create_secrets(settings.secret_key, settings.data_dir)])
+    settings = api.server.app[SERVICES].settings
+    api.server.app[SERVICES].secrets = SecretBox(["a new first key", *load_or_create_secrets(settings.secret_key, settings.data_dir)])
     done = await api.get(urlsplit(location).path, params=query, allow_redirects=False)
     assert parse_qs(urlsplit(done.headers["Location"]).query)["status"] == ["connected"]

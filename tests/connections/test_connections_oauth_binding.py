@@ -10,7 +10,7 @@ from urllib.parse import parse_qs, urlsplit
 import aiohttp
 from sqlalchemy import func, select
 
-from patchbay.core.appkeys import DB
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.connections.models import Connection
 from patchbay.core.testing import sign_access_token
 
@@ -32,7 +32,7 @@ async def _provider_authorizes(url: str) -> tuple[str, dict[str, str]]:
 
 
 async def _connections(api) -> int:
-    async with api.server.app[DB].session() as session:
+    async with api.server.app[SERVICES].db.session() as session:
         return await session.scalar(select(func.count()).select_from(Connection))
 
 

@@ -22,7 +22,7 @@ from joserfc.jwk import KeySet
 from sqlalchemy import update
 
 from patchbay import Provider, hookimpl
-from patchbay.core.appkeys import DB, SERVICES
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.connections.models import Connection
 from patchbay.core.testing import create_workspace_with_key
 from patchbay.core.timeutil import utcnow
@@ -123,7 +123,7 @@ async def test_oauth_round_trip_with_oauth2_mock_server(aiohttp_client, make_app
     first = await api.post("/connect/v1/proxy/mockoauth", json={"method": "GET", "path": "/me"}, headers=headers)
     assert first.status == 200, await first.text()
 
-    async with app[DB].transaction() as session:
+    async with app[SERVICES].db.transaction() as session:
         await session.execute(update(Connection).where(Connection.id == connection_id).values(expires_at=utcnow() - timedelta(seconds=5)))
     app[SERVICES].connections.forget(connection_id)
     second = await api.post("/connect/v1/proxy/mockoauth", json={"method": "GET", "path": "/me"}, headers=headers)

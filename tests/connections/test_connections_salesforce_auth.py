@@ -8,7 +8,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import aiohttp
 
-from patchbay.core.appkeys import REGISTRY
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.testing import create_workspace_with_key
 
 
@@ -22,7 +22,7 @@ async def test_instance_url_learned_from_token_response(aiohttp_client, make_app
         }
     }  # fmt: skip
     app = make_app(providers=overrides)
-    assert type(app[REGISTRY].get("auth", "salesforce")).__name__ == "SalesforceAuth"
+    assert type(app[SERVICES].registry.get("auth", "salesforce")).__name__ == "SalesforceAuth"
     api = await aiohttp_client(app)
     ws = await create_workspace_with_key(app, plan="enterprise")
     fake.extra_token_fields = {"instance_url": f"{fake.base}/api/org1", "id": "https://login.salesforce.com/id/00Dxx/005yy"}

@@ -16,7 +16,7 @@ import re
 
 import pytest
 
-from patchbay.core.appkeys import DB
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.compliance.models import DeletionRequest
 from patchbay.core.leads.models import Lead
 from tests.contract.conformance import Operations
@@ -70,7 +70,7 @@ async def _seed(api) -> dict[str, str]:
     assert report["created"] == 2
     records = (await api.call("GET", "/connect/v1/records", expect=200))["data"]
     workspace_id = api.workspace["workspace_id"]
-    async with api.server.app[DB].transaction(tenant=workspace_id) as session:
+    async with api.server.app[SERVICES].db.transaction(tenant=workspace_id) as session:
         lead = Lead(workspace_id=workspace_id, provider=api.provider, source="import", email="lead@example.com", full_name="Lee Ad", fields={"budget": 5})
         deletion = DeletionRequest(confirmation_code="code-1", source="user", subject="someone")
         session.add_all([lead, deletion])

@@ -17,7 +17,7 @@ from datetime import timedelta
 import aiohttp
 import pytest
 
-from patchbay.core.appkeys import DB, SECRETS, SERVICES
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.approvals.service import gate_connect
 from patchbay.core.security.api_keys import create_api_key
 from patchbay.core.security.auth import Principal
@@ -89,20 +89,20 @@ async def _seed(api) -> dict[str, str]:
     end_user = Principal("api_key", workspace_id, frozenset({"connections.write"}), subject="end_user:someone")
     approvals, joins = [], []
     for _ in range(3):
-        async with app[DB].transaction(tenant=workspace_id) as db:
+        async with app[SERVICES].db.transaction(tenant=workspace_id) as db:
             approvals.append(await gate_connect(app[SERVICES], db, workspace_id=workspace_id, provider=api.provider, principal=end_user,
                                                 payload={"credentials": {"apiKey": "k"}, "metadata": {}, "params": {}}))  # fmt: skip
     for name in ("joiner-1", "joiner-2"):
-        async with app[DB].transaction() as db:
+        async with app[SERVICES].db.transaction() as db:
             user = await create_user(db, email=f"{name}@example.com", password=None, name=name)
         token = await sign_access_token(app, {"sub": user.id, "client_id": "console"})
         async with aiohttp.ClientSession(headers={"Authorization": f"Bearer {token}"}) as http:
             async with http.post(f"{api.base_url}/connect/v1/workspaces/join/request", json={"workspaceId": workspace_id}) as response:
                 assert response.status == 201, await response.text()
                 joins.append((await response.json())["id"])
-    async with app[DB].transaction(tenant=workspace_id) as db:
-        _, invite_token = await create_invite(db, app[SECRETS], workspace_id=workspace_id, email="invited@example.com", role="viewer", ttl=timedelta(days=1), invited_by=None)
-        spare_key = (await create_api_key(db, app[SECRETS], workspace_id=workspace_id, name="spare")).record.id
+    async with app[SERVICES].db.transaction(tenant=workspace_id) as db:
+        _, invite_token = await create_invite(db, app[SERVICES].secrets, workspace_id=workspace_id, email="invited@example.com", role="viewer", ttl=timedelta(days=1), invited_by=None)
+        spare_key = (await create_api_key(db, app[SERVICES].secrets, workspace_id=workspace_id, name="spare")).record.id
     async with aiohttp.ClientSession(headers={"x-api-key": OPERATOR_KEY}) as http:
         async with http.post(f"{api.base_url}/accounts", json={"name": "Spare account"}) as response:
             assert response.status == 201, await response.text()

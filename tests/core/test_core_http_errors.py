@@ -95,13 +95,13 @@ async def test_unhandled_error_is_500_without_a_stack_trace(aiohttp_client):
 async def test_health_reports_an_unreachable_database(aiohttp_client, make_app, tmp_path):
     app = make_app()
     client = await aiohttp_client(app)
-    from patchbay.core.appkeys import DB
+    from patchbay.core.appkeys import SERVICES
 
-    await app[DB].engine.dispose()
+    await app[SERVICES].db.engine.dispose()
     from sqlalchemy.ext.asyncio import create_async_engine
 
-    app[DB].engine = create_async_engine("postgresql+asyncpg://nobody@127.0.0.1:1/none")
-    app[DB]._sessions.configure(bind=app[DB].engine)
+    app[SERVICES].db.engine = create_async_engine("postgresql+asyncpg://nobody@127.0.0.1:1/none")
+    app[SERVICES].db._sessions.configure(bind=app[SERVICES].db.engine)
     response = await client.get("/health")
     assert response.status == 503 and (await response.json())["status"] == "error"
 

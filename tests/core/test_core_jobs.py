@@ -202,21 +202,21 @@ async def test_maintenance_purges_old_finished_jobs_only(make_app, aiohttp_clien
 
     from sqlalchemy import update
 
-    from patchbay.core.appkeys import DB, JOBS, SERVICES
+    from patchbay.core.appkeys import SERVICES
     from patchbay.core.jobs.maintenance import purge
     from patchbay.core.timeutil import utcnow
 
     app = make_app()
     await aiohttp_client(app)
-    queue = app[JOBS]
+    queue = app[SERVICES].jobs
     queue.register("old", lambda ctx: None)
-    async with app[DB].transaction() as session:
+    async with app[SERVICES].db.transaction() as session:
         kept, old, pending = (queue.enqueue(session, "old") for _ in range(3))
-    async with app[DB].transaction() as session:
+    async with app[SERVICES].db.transaction() as session:
         await session.execute(update(Job).where(Job.id.in_([kept.id, old.id])).values(status="done"))
         await session.execute(update(Job).where(Job.id.in_([old.id, pending.id])).values(updated_at=utcnow() - timedelta(days=8)))
     assert (await purge(app[SERVICES]))["jobsPurged"] == 1
-    async with app[DB].session() as session:
+    async with app[SERVICES].db.session() as session:
         assert set(await session.scalars(select(Job.id))) == {kept.id, pending.id}
 
 
@@ -293,7 +293,7 @@ async def test_a_stop_while_the_database_is_gone_still_ends_and_says_what_it_lef
 async def test_maintenance_purges_records_past_their_retention_in_batches(make_app, aiohttp_client, monkeypatch):
     from datetime import timedelta
 
-    from patchbay.core.appkeys import DB, SERVICES
+    from patchbay.core.appkeys import SERVICES
     from patchbay.core.connections.models import ProxyCallLog
     from patchbay.core.flows.models import Flow, FlowExecution, FlowExecutionStep
     from patchbay.core.jobs import retention
@@ -309,7 +309,7 @@ async def test_maintenance_purges_records_past_their_retention_in_batches(make_a
     ws = (await create_workspace_with_key(app))["workspace_id"]
     now = utcnow()
     old_log, recent_log, old_event, old_run, running = now - timedelta(days=8), now - timedelta(days=6), now - timedelta(days=31), now - timedelta(days=91), now - timedelta(days=200)
-    async with app[DB].transaction() as session:
+    async with app[SERVICES].db.transaction() as session:
         flow = Flow(workspace_id=ws, name="f")
         session.add(flow)
         await session.flush()
@@ -329,7 +329,7 @@ async def test_maintenance_purges_records_past_their_retention_in_batches(make_a
     result = await purge(app[SERVICES])
     assert {k: result[k] for k in ("webhookEventBodiesCleared", "proxyCallLogsPurged", "executionsPurged", "deliveryAttemptsPurged")} == {
         "webhookEventBodiesCleared": 3, "proxyCallLogsPurged": 5, "executionsPurged": 3, "deliveryAttemptsPurged": 0}  # fmt: skip
-    async with app[DB].session() as session:
+    async with app[SERVICES].db.session() as session:
         assert list(await session.scalars(select(ProxyCallLog.created_at))) == [recent_log]
         bodies = dict((await session.execute(select(WebhookEvent.body_hash, WebhookEvent.body))).all())
         assert bodies == {"0": None, "1": None, "2": None, "3": "body 3", "r": "not processed yet"}

@@ -10,7 +10,7 @@ import openapi_spec_validator
 import pytest
 from aiohttp import web
 
-from patchbay.core.appkeys import DB
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.http.responses import ANY_MEDIA, HTML, REDIRECT, declared_responses, reply, returns
 from patchbay.core.settings import MetricsSettings
 
@@ -151,7 +151,7 @@ def test_a_redirect_declares_its_location_header():
 
 async def test_an_absent_key_of_a_typed_dict_model_stays_absent(api):
     """``/health`` declares ``pluginErrors`` as a key that may be absent: not sent as null."""
-    assert await (await api.get("/health")).json() == {"status": "ok", "database": api.server.app[DB].dialect}
+    assert await (await api.get("/health")).json() == {"status": "ok", "database": api.server.app[SERVICES].db.dialect}
 
 
 async def test_a_route_that_passes_any_media_through_is_published_as_such(aiohttp_client, make_app):

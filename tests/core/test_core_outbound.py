@@ -68,12 +68,12 @@ async def test_guarded_session_cannot_reach_loopback_by_name(aiohttp_server):
 
 
 def test_outbound_caps_are_settings(make_app):
-    from patchbay.core.appkeys import OUTBOUND
+    from patchbay.core.appkeys import SERVICES
     from patchbay.core.settings import load_settings
 
     settings = load_settings({}, {"PATCHBAY_OUTBOUND_STREAM_IDLE_SECONDS": "5", "PATCHBAY_OUTBOUND_MAX_RESPONSE_BYTES": "1000"})
     assert settings.outbound.stream_idle_seconds == 5 and settings.outbound.max_response_bytes == 1000
     assert settings.outbound.call_timeout_seconds == 30 and settings.outbound.max_decompressed_bytes == 50 * 1024 * 1024
     app = make_app(outbound=settings.outbound)
-    assert app[OUTBOUND].limits.stream_idle_seconds == 5
-    assert app[OUTBOUND].stream_timeout().total is None and app[OUTBOUND].stream_timeout().sock_read == 5
+    assert app[SERVICES].outbound.limits.stream_idle_seconds == 5
+    assert app[SERVICES].outbound.stream_timeout().total is None and app[SERVICES].outbound.stream_timeout().sock_read == 5

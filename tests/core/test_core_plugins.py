@@ -118,9 +118,9 @@ def test_overrides_replace_fields_keep_secrets_apart_and_refuse_unknown_keys():
 
 def test_pack_registered_with_app_is_served(make_app):
     app = make_app(plugins=[GoodPack()])
-    from patchbay.core.appkeys import REGISTRY
+    from patchbay.core.appkeys import SERVICES
 
-    assert app[REGISTRY].provider("acme") is not None
+    assert app[SERVICES].registry.provider("acme") is not None
 
 
 PACK_PYPROJECT = """

@@ -6,7 +6,7 @@ import secrets
 import pytest
 from limits.aio.storage import MemoryStorage
 
-from patchbay.core.appkeys import RATE_LIMITER
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.ratelimit import limiter as limiter_module
 from patchbay.core.ratelimit.limiter import DatabaseStorage, RateLimiter, parse_limit, storage_for
 from patchbay.core.settings import RATE_LIMIT_DEFAULTS
@@ -104,7 +104,7 @@ async def test_app_uses_redis_when_configured(aiohttp_client, make_app):
     app = make_app(redis_url=REDIS_URL, rate_limits={**RATE_LIMIT_DEFAULTS, "connect_api": "2/minute"})
     other = make_app(redis_url=REDIS_URL, rate_limits={**RATE_LIMIT_DEFAULTS, "connect_api": "2/minute"})
     first, second = await aiohttp_client(app), await aiohttp_client(other)
-    await app[RATE_LIMITER].storage.reset()  # this test's address counter, left by an earlier run
+    await app[SERVICES].rate_limiter.storage.reset()  # this test's address counter, left by an earlier run
     response = await first.get("/connect/v1/providers")
     assert response.status == 401
     assert (await second.get("/connect/v1/providers")).status == 401

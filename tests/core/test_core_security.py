@@ -3,7 +3,7 @@
 import pytest
 from sqlalchemy import text
 
-from patchbay.core.appkeys import DB, SECRETS, SIGNING_KEYS
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.security.secrets import DecryptionError, SecretBox
 from patchbay.core.security.signing_keys import InvalidToken, SigningKeys
 from patchbay.core.storage.db import Database
@@ -25,20 +25,20 @@ def test_secret_box_round_trip_and_rotation():
 async def test_api_key_is_stored_only_as_digest(client):
     app = client.server.app
     created = await create_workspace_with_key(app)
-    async with app[DB].engine.connect() as connection:
+    async with app[SERVICES].db.engine.connect() as connection:
         rows = (await connection.execute(text("SELECT prefix, key_digest FROM api_keys"))).all()
     assert len(rows) == 1
     prefix, digest = rows[0]
     assert created["api_key"] not in (prefix, digest) and created["api_key"].startswith(prefix)
-    assert digest == app[SECRETS].digest(created["api_key"])
+    assert digest == app[SERVICES].secrets.digest(created["api_key"])
 
 
 async def test_private_signing_key_is_encrypted_at_rest(client):
     app = client.server.app
-    async with app[DB].engine.connect() as connection:
+    async with app[SERVICES].db.engine.connect() as connection:
         private = (await connection.execute(text("SELECT private_key FROM signing_keys WHERE status = 'current'"))).scalar_one()
     assert "PRIVATE KEY" not in private
-    assert "PRIVATE KEY" in app[SECRETS].decrypt(private)
+    assert "PRIVATE KEY" in app[SERVICES].secrets.decrypt(private)
 
 
 async def test_permissions_of_an_api_key_are_enforced(client):
@@ -85,10 +85,10 @@ async def test_rotation_keeps_previous_key_verifying(database_url):
 
 async def test_another_process_rotation_is_picked_up_on_unknown_kid(client):
     app = client.server.app
-    other = SigningKeys(app[DB], app[SECRETS])  # stands for `patchbay keys rotate` elsewhere
+    other = SigningKeys(app[SERVICES].db, app[SERVICES].secrets)  # stands for `patchbay keys rotate` elsewhere
     await other.rotate()
     token = await other.sign({"sub": "x"})
-    assert (await app[SIGNING_KEYS].verify(token))["sub"] == "x"
+    assert (await app[SERVICES].signing_keys.verify(token))["sub"] == "x"
 
 
 @pytest.mark.both_databases

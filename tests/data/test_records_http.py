@@ -7,7 +7,7 @@ from aiohttp import web
 from sqlalchemy import select
 
 from patchbay import Provider, RecordSource, Trigger, hookimpl
-from patchbay.core.appkeys import CRON, DB, SERVICES
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.flows.testing import drain
 from patchbay.core.records.models import RecordSyncCursor
 from patchbay.core.testing import create_workspace_with_key
@@ -141,14 +141,14 @@ async def test_records_are_tenant_isolated(api):
 async def test_data_sync_ingests_incrementally_with_a_stored_cursor(api, fake):
     app = api.server.app
     connection_id = await add_connection(app, api.ws["workspace_id"], "testcrm", credentials={"api_key": "k-123"})
-    summary = await app[CRON].jobs["data-sync"].run(app[SERVICES])
+    summary = await app[SERVICES].cron.jobs["data-sync"].run(app[SERVICES])
     assert summary["connections"] == 1
     await drain(app[SERVICES], kinds=("records.sync",))
     body = await (await api.get("/connect/v1/records", params={"providerType": "testcrm", "limit": "100"}, headers=api.ws["headers"])).json()
     assert sorted(r["externalId"] for r in body["data"]) == ["c0", "c1", "c2", "c3", "c4"]
     assert {r["connectionId"] for r in body["data"]} == {connection_id} and {r["source"] for r in body["data"]} == {"sync"}
     assert fake.calls[0] == (0, "Bearer k-123")  # the credential was injected by the connection client
-    async with app[DB].session() as session:
+    async with app[SERVICES].db.session() as session:
         cursor = await session.scalar(select(RecordSyncCursor).where(RecordSyncCursor.connection_id == connection_id))
     assert (cursor.resource_type, cursor.cursor, cursor.records_synced) == ("contacts", "5", 5)
     # the next run resumes from the cursor: only the new contact is fetched, the edited one updates

@@ -12,7 +12,7 @@ from aiohttp import web
 from sqlalchemy import event, func, select
 
 from patchbay import hookimpl
-from patchbay.core.appkeys import DB, SERVICES
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.flows import runner
 from patchbay.core.flows.engine import EXECUTIONS_PER_JOB, create_executions, run_execution
 from patchbay.core.flows.models import Flow, FlowExecution, FlowExecutionStep
@@ -66,7 +66,7 @@ async def target(aiohttp_server):
 
 
 async def _published(app, workspace_id: str, steps) -> str:
-    async with app[DB].transaction(tenant=workspace_id) as session:
+    async with app[SERVICES].db.transaction(tenant=workspace_id) as session:
         flow = Flow(name="batch", steps=steps, status="draft", version=1)
         session.add(flow)
         await session.flush()
@@ -76,12 +76,12 @@ async def _published(app, workspace_id: str, steps) -> str:
 
 async def _create(app, workspace_id: str, flow_id: str, payloads, version: int = 1) -> list[str]:
     rows = [{"workspace_id": workspace_id, "flow_id": flow_id, "version": version, "trigger_source": "webhook", "trigger_payload": p} for p in payloads]
-    async with app[DB].transaction() as session:
+    async with app[SERVICES].db.transaction() as session:
         return await create_executions(app[SERVICES], session, rows)
 
 
 async def _statuses(app, ids) -> dict[str, tuple[str, int, str | None]]:
-    async with app[DB].session() as session:
+    async with app[SERVICES].db.session() as session:
         rows = (await session.execute(select(FlowExecution.id, FlowExecution.status, FlowExecution.attempts, FlowExecution.error).where(FlowExecution.id.in_(ids)))).all()
     return {row.id: (row.status, row.attempts, row.error) for row in rows}
 
@@ -95,7 +95,7 @@ async def test_one_job_runs_a_batch_of_executions_each_exactly_once(batch_client
     flow_id = await _published(app, ws, steps)
     count = EXECUTIONS_PER_JOB + 20
     ids = await _create(app, ws, flow_id, [{"n": n} for n in range(count)])
-    async with app[DB].session() as session:
+    async with app[SERVICES].db.session() as session:
         jobs = (await session.scalars(select(Job.payload).where(Job.kind == "flows.execute"))).all()
     assert len(jobs) == 2 and sorted(len(job["executionIds"]) for job in jobs) == [20, EXECUTIONS_PER_JOB]
     assert await drain_jobs(app[SERVICES], kinds=("flows.execute",)) == 2
@@ -103,12 +103,12 @@ async def test_one_job_runs_a_batch_of_executions_each_exactly_once(batch_client
     assert set((await _statuses(app, ids)).values()) == {("completed", 1, None)}
     assert sorted(target["keys"]) == sorted(f"{execution_id}:notify" for execution_id in ids)
     # the same job delivered again (a lease that ran out after the work): nothing runs twice
-    async with app[DB].transaction() as session:
+    async with app[SERVICES].db.transaction() as session:
         job = await session.scalar(select(Job).where(Job.kind == "flows.execute").limit(1))
         job.status, job.run_at = "queued", job.created_at
     assert await drain_jobs(app[SERVICES], kinds=("flows.execute",)) == 1
     assert len(target["keys"]) == count
-    async with app[DB].session() as session:
+    async with app[SERVICES].db.session() as session:
         stored = await session.scalar(select(func.count()).select_from(FlowExecutionStep).where(FlowExecutionStep.execution_id.in_(ids)))
     assert stored == 2 * count
 
@@ -142,7 +142,7 @@ async def test_plans_are_cached_per_version_and_a_new_version_runs_its_new_steps
     assert await run_execution(app[SERVICES], first[0]) == "completed"
     reads: list[str] = []
     listen = lambda *args: reads.append(args[2]) if args[2].startswith("SELECT flow_versions") else None  # noqa: E731
-    event.listen(app[DB].engine.sync_engine, "before_cursor_execute", listen)
+    event.listen(app[SERVICES].db.engine.sync_engine, "before_cursor_execute", listen)
     try:
         (again,) = await _create(app, ws["workspace_id"], flow_id, [{"n": 2}])
         assert await run_execution(app[SERVICES], again) == "completed"
@@ -158,8 +158,8 @@ async def test_plans_are_cached_per_version_and_a_new_version_runs_its_new_steps
         assert len(reads) == 1  # five executions missed version 2 at once: one load
         assert await run_execution(app[SERVICES], older) == "completed"
     finally:
-        event.remove(app[DB].engine.sync_engine, "before_cursor_execute", listen)
-    async with app[DB].session() as session:
+        event.remove(app[SERVICES].db.engine.sync_engine, "before_cursor_execute", listen)
+    async with app[SERVICES].db.session() as session:
         outputs = dict((await session.execute(select(FlowExecutionStep.execution_id, FlowExecutionStep.output).where(FlowExecutionStep.execution_id.in_([again, *newer, older])))).all())
     assert outputs == {again: "one 2", **dict.fromkeys(newer, "two 3"), older: "one 4"}
 
@@ -189,7 +189,7 @@ async def test_a_job_queued_before_batches_still_runs_its_execution(batch_client
     ws = (await create_workspace_with_key(app))["workspace_id"]
     flow_id = await _published(app, ws, [{"id": "say", "type": "transform", "output": "{{ trigger.n }}"}])
     (execution_id,) = await _create(app, ws, flow_id, [{"n": 7}])
-    async with app[DB].transaction() as session:
+    async with app[SERVICES].db.transaction() as session:
         job = await session.scalar(select(Job).where(Job.kind == "flows.execute"))
         job.payload = {"executionId": execution_id}  # the payload of one execution per job
     assert await drain_jobs(app[SERVICES], kinds=("flows.execute",)) == 1
@@ -255,7 +255,7 @@ async def test_a_step_of_path_templates_renders_on_the_loop_while_every_render_t
         released.set()
     assert await asyncio.wait_for(blocked, WAIT_SECONDS) == "failed"
     assert threaded == [1]  # only the step whose path missed went to a thread
-    async with app[DB].session() as session:
+    async with app[SERVICES].db.session() as session:
         rows = (await session.execute(select(FlowExecutionStep.execution_id, FlowExecutionStep.step_id, FlowExecutionStep.input, FlowExecutionStep.output))).all()
     records = {(row.execution_id, row.step_id): (row.input, row.output) for row in rows}
     assert records[(light[2], "shape")] == ({"output": {"email": "ada@example.com", "n": 2, "fixed": 1}}, {"email": "ada@example.com", "n": 2, "fixed": 1})

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select, update
 
-from patchbay.core.appkeys import DB, SERVICES
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.flows.engine import create_executions
 from patchbay.core.flows.models import FlowExecution, FlowExecutionStep
 from patchbay.core.jobs.models import Job
@@ -32,7 +32,7 @@ def _plugin():
 
 
 async def _steps(app, execution_id):
-    async with app[DB].session() as session:
+    async with app[SERVICES].db.session() as session:
         return list((await session.scalars(select(FlowExecutionStep).where(FlowExecutionStep.execution_id == execution_id).order_by(FlowExecutionStep.position))).all())
 
 
@@ -51,7 +51,7 @@ async def test_a_killed_process_leaves_the_execution_resumable(aiohttp_client, m
     ]
     flow = await (await client.post("/connect/v1/flows", json={"name": "crash", "steps": steps}, headers=h)).json()
     await client.post(f"/connect/v1/flows/{flow['id']}/publish", headers=h)
-    async with app[DB].transaction() as session:
+    async with app[SERVICES].db.transaction() as session:
         (execution_id,) = await create_executions(app[SERVICES], session, [{"workspace_id": ws["workspace_id"], "flow_id": flow["id"], "version": 1,
                                                                   "trigger_source": "webhook", "trigger_payload": {"n": 5}}])  # fmt: skip
     process = subprocess.Popen([sys.executable, str(SCRIPT), database_url, str(tmp_path / "worker")], stdout=subprocess.PIPE, text=True,
@@ -66,13 +66,13 @@ async def test_a_killed_process_leaves_the_execution_resumable(aiohttp_client, m
     finally:
         process.send_signal(signal.SIGKILL)
         process.wait()
-    async with app[DB].session() as session:
+    async with app[SERVICES].db.session() as session:
         assert (await session.get(FlowExecution, execution_id)).status == "running"
     # the dead worker's lease (2 s) runs out; make that now rather than wait
-    async with app[DB].transaction() as session:
+    async with app[SERVICES].db.transaction() as session:
         await session.execute(update(Job).where(Job.kind == "flows.execute").values(lease_until=Job.created_at))
     await drain_jobs(app[SERVICES])
-    async with app[DB].session() as session:
+    async with app[SERVICES].db.session() as session:
         execution = await session.get(FlowExecution, execution_id, populate_existing=True)
     assert execution.status == "completed" and execution.attempts == 2 and execution.duration_ms is not None
     done = await _steps(app, execution_id)

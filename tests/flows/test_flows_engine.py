@@ -11,7 +11,7 @@ from aiohttp import web
 from sqlalchemy import func, select
 
 from patchbay import hookimpl
-from patchbay.core.appkeys import DB, SERVICES
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.flows.models import FlowExecution
 from patchbay.core.jobs.models import Job
 from patchbay.core.tables.service import create_table, upsert_row
@@ -137,7 +137,7 @@ async def test_failures_are_recorded_per_step(engine_client, ws, target):
 
 async def test_plugin_step_types_and_table_steps(engine_client, ws):
     app, h = engine_client.server.app, ws["headers"]
-    async with app[DB].transaction(tenant=ws["workspace_id"]) as session:
+    async with app[SERVICES].db.transaction(tenant=ws["workspace_id"]) as session:
         await create_table(session, workspace_id=ws["workspace_id"], name="Customers", slug="customers", columns=[{"name": "email", "type": "text"}, {"name": "tier", "type": "text"}])
         await upsert_row(session, workspace_id=ws["workspace_id"], table_slug="customers", external_key="c1", data={"email": "ada@example.com", "tier": "gold"})
     steps = [
@@ -162,7 +162,7 @@ async def test_test_runs_send_no_alerts_while_replays_do(engine_client, ws, drai
     execution = await _test(engine_client, h, flow_id, {"n": 1})
 
     async def alert_jobs():
-        async with app[DB].session() as session:
+        async with app[SERVICES].db.session() as session:
             return await session.scalar(select(func.count()).select_from(Job).where(Job.kind == "alerts.deliver"))
 
     assert await alert_jobs() == 0
@@ -226,7 +226,7 @@ async def test_execution_lists_and_task_history(engine_client, ws):
     everything = await (await engine_client.get("/connect/v1/task-history", headers=h)).json()
     assert everything["total"] == 4
     assert (await engine_client.get("/connect/v1/task-history?status=weird", headers=h)).status == 400
-    async with engine_client.server.app[DB].session() as session:
+    async with engine_client.server.app[SERVICES].db.session() as session:
         assert await session.scalar(select(func.count()).select_from(FlowExecution)) == 4
 
 
@@ -243,16 +243,16 @@ async def test_a_long_delay_parks_the_execution_durably_and_resumes_it(client, w
              {"id": "b", "type": "transform", "output": "{{ steps.a.output + 1 }}"}]  # fmt: skip
     flow_id = await _create(client, h, steps)
     await client.post(f"/connect/v1/flows/{flow_id}/publish", headers=h)
-    async with app[DB].transaction() as session:
+    async with app[SERVICES].db.transaction() as session:
         (execution_id,) = await create_executions(app[SERVICES], session, [{"workspace_id": workspace["workspace_id"], "flow_id": flow_id, "version": 1,
                                                                   "trigger_source": "schedule", "trigger_payload": {"n": 1}}])  # fmt: skip
     await drain_jobs(app[SERVICES])
     parked = await (await client.get(f"/connect/v1/flows/{flow_id}/executions/{execution_id}", headers=h)).json()
     assert parked["status"] == "running" and [s["stepId"] for s in parked["steps"]] == ["a", "wait"]
-    async with app[DB].session() as session:
+    async with app[SERVICES].db.session() as session:
         (waiting,) = (await session.scalars(select(Job).where(Job.kind == "flows.execute", Job.status == "queued"))).all()
     assert waiting.run_at > utcnow() + timedelta(minutes=59)
-    async with app[DB].transaction() as session:
+    async with app[SERVICES].db.transaction() as session:
         await session.execute(update(Job).where(Job.id == waiting.id).values(run_at=utcnow()))
     await drain_jobs(app[SERVICES])
     done = await (await client.get(f"/connect/v1/flows/{flow_id}/executions/{execution_id}", headers=h)).json()

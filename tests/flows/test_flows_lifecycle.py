@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import select
 
-from patchbay.core.appkeys import DB, SERVICES
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.flows.models import FlowExecution
 from patchbay.core.flows.triggers import fire_matching_triggers
 from patchbay.core.testing import create_workspace_with_key
@@ -79,10 +79,10 @@ async def test_an_edit_makes_a_published_flow_draft_while_its_published_version_
     await flows_client.post(f"/connect/v1/flows/{flow['id']}/triggers", json={"providerType": "facebook", "triggerName": "leadgen", "kind": "webhook"}, headers=h)
     edited = await (await flows_client.patch(f"/connect/v1/flows/{flow['id']}", json={"steps": STEPS_V2}, headers=h)).json()
     assert edited["status"] == "draft" and edited["publishedVersion"] == 1 and edited["steps"] == STEPS_V2
-    async with app[DB].transaction() as session:
+    async with app[SERVICES].db.transaction() as session:
         fired = await fire_matching_triggers(app[SERVICES], session, workspace_id=ws, provider_type="facebook", event_type="leadgen", payload={}, source="webhook")
     assert fired == 1
-    async with app[DB].session() as session:
+    async with app[SERVICES].db.session() as session:
         execution = await session.scalar(select(FlowExecution))
     assert execution.version == 1 and execution.steps is None
 
@@ -92,7 +92,7 @@ async def test_a_draft_never_published_does_not_run_live(flows_client, flows_ws)
     flow = await _flow(flows_client, h)
     response = await flows_client.post(f"/connect/v1/flows/{flow['id']}/triggers", json={"providerType": "facebook", "triggerName": "leadgen", "kind": "webhook"}, headers=h)
     assert response.status == 201
-    async with app[DB].transaction() as session:
+    async with app[SERVICES].db.transaction() as session:
         assert await fire_matching_triggers(app[SERVICES], session, workspace_id=ws, provider_type="facebook", event_type="leadgen", payload={}, source="webhook") == 0
 
 
@@ -107,7 +107,7 @@ async def test_toggle_pauses_and_resumes_live_runs_without_changing_status(flows
     assert paused["isActive"] is False and paused["status"] == "published" and paused["version"] == 1
 
     async def fire():
-        async with app[DB].transaction() as session:
+        async with app[SERVICES].db.transaction() as session:
             return await fire_matching_triggers(app[SERVICES], session, workspace_id=ws, provider_type="facebook", event_type="leadgen", payload={}, source="webhook")
 
     assert await fire() == 0
@@ -123,7 +123,7 @@ async def test_archive_retires_a_flow_and_publish_brings_it_back(flows_client, f
     await flows_client.post(f"/connect/v1/flows/{flow['id']}/triggers", json={"providerType": "facebook", "triggerName": "leadgen", "kind": "webhook"}, headers=h)
     archived = await (await flows_client.post(f"/connect/v1/flows/{flow['id']}/archive", headers=h)).json()
     assert archived["status"] == "archived"
-    async with app[DB].transaction() as session:
+    async with app[SERVICES].db.transaction() as session:
         assert await fire_matching_triggers(app[SERVICES], session, workspace_id=ws, provider_type="facebook", event_type="leadgen", payload={}, source="webhook") == 0
     listed = await (await flows_client.get("/connect/v1/flows?status=archived", headers=h)).json()
     assert [f["id"] for f in listed["data"]] == [flow["id"]]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select, update
 
-from patchbay.core.appkeys import DB, SERVICES
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.flows.models import FlowExecution, FlowSchedule
 from patchbay.core.flows.schedules import next_run, run_schedules
 from patchbay.core.testing import create_workspace_with_key
@@ -58,7 +58,7 @@ async def test_schedule_routes_validate_and_patch(client, workspace):
 
 async def _due_schedule(client, h, flow_id, start):
     schedule = await (await client.post(f"/connect/v1/flows/{flow_id}/schedules", json={"cron": "* * * * *", "payload": {"report": "r"}}, headers=h)).json()
-    async with client.server.app[DB].transaction() as session:
+    async with client.server.app[SERVICES].db.transaction() as session:
         await session.execute(update(FlowSchedule).where(FlowSchedule.id == schedule["id"]).values(next_run_at=start))
     return schedule["id"]
 
@@ -69,7 +69,7 @@ def _moments(start):
 
 
 async def _check_once_per_tick(app, flow_id, start, fired, drain_jobs):
-    async with app[DB].session() as session:
+    async with app[SERVICES].db.session() as session:
         executions = list((await session.scalars(select(FlowExecution).where(FlowExecution.flow_id == flow_id))).all())
     assert fired == len(executions) == 3
     assert sorted(e.trigger_payload["scheduledAt"] for e in executions) == [
@@ -77,7 +77,7 @@ async def _check_once_per_tick(app, flow_id, start, fired, drain_jobs):
     ]
     assert all(e.trigger_source == "schedule" and e.version == 1 and e.trigger_payload["report"] == "r" for e in executions)
     await drain_jobs(app[SERVICES])
-    async with app[DB].session() as session:
+    async with app[SERVICES].db.session() as session:
         assert {e.status for e in (await session.scalars(select(FlowExecution))).all()} == {"completed"}
 
 
@@ -121,7 +121,7 @@ async def test_two_apps_on_one_database_fire_once_per_tick(flows_client, flows_w
     try:
         fired = sum(await asyncio.gather(runner(app), runner(other), runner(app)))
     finally:
-        await other[DB].close()
+        await other[SERVICES].db.close()
     await _check_once_per_tick(app, flow_id, start, fired, drain_jobs)
 
 
@@ -133,10 +133,10 @@ async def test_missed_ticks_fire_once_and_paused_flows_do_not_fire(client, works
     schedule_id = await _due_schedule(flows_client, h, flow_id, start)
     assert (await run_schedules(app[SERVICES]))["fired"] == 1  # two hours of missed minutes: one run, not 120
     assert (await run_schedules(app[SERVICES]))["fired"] == 0
-    async with app[DB].session() as session:
+    async with app[SERVICES].db.session() as session:
         schedule = await session.get(FlowSchedule, schedule_id)
     assert schedule.next_run_at > datetime.now(UTC)
     await flows_client.patch(f"/connect/v1/flows/{flow_id}/toggle", headers=h)
-    async with app[DB].transaction() as session:
+    async with app[SERVICES].db.transaction() as session:
         await session.execute(update(FlowSchedule).where(FlowSchedule.id == schedule_id).values(next_run_at=start))
     assert (await run_schedules(app[SERVICES]))["fired"] == 0

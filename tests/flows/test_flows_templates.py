@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from patchbay.core.appkeys import DB, REGISTRY, SERVICES
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.flows import template_review
 from patchbay.core.flows.engine import validate_steps
 from patchbay.core.flows.templates import system_templates
@@ -19,16 +19,16 @@ from patchbay.testing import add_connection
 
 def test_the_system_templates_are_valid_flows(make_app):
     app = make_app()
-    templates = system_templates(app[REGISTRY])
+    templates = system_templates(app[SERVICES].registry)
     assert len(templates) >= 12 and len({t["slug"] for t in templates}) == len(templates)
-    assert {app[REGISTRY].provider_pack[t["trigger"]["providerType"]] for t in templates} >= {"meta", "hubspot", "stripe", "slack"}
+    assert {app[SERVICES].registry.provider_pack[t["trigger"]["providerType"]] for t in templates} >= {"meta", "hubspot", "stripe", "slack"}
     for template in templates:
-        validate_steps(app[REGISTRY], template["steps"])
+        validate_steps(app[SERVICES].registry, template["steps"])
         trigger = template["trigger"]
-        assert trigger["triggerName"] in (app[REGISTRY].get("triggers", trigger["providerType"]) or {}), template["slug"]
+        assert trigger["triggerName"] in (app[SERVICES].registry.get("triggers", trigger["providerType"]) or {}), template["slug"]
         for step in template["steps"]:
             if step["type"] == "action":
-                assert step["action"] in app[REGISTRY].get("actions", step["provider"]), template["slug"]
+                assert step["action"] in app[SERVICES].registry.get("actions", step["provider"]), template["slug"]
 
 
 @pytest.mark.both_databases
@@ -92,7 +92,7 @@ async def test_publish_as_template_visibility(client, workspace):
     asked = await (await flows_client.post(f"/connect/v1/flows/{flow['id']}/publish-as-template", json={"visibility": "public"}, headers=h)).json()
     assert asked["visibility"] == "pending_review"  # public only after an operator's review
     assert (await flows_client.get(f"/connect/v1/flow-templates/{template['slug']}", headers=other["headers"])).status == 404
-    async with app[DB].transaction() as session:
+    async with app[SERVICES].db.transaction() as session:
         await template_review.decide(session, template["slug"], approve=True)
     assert (await flows_client.get(f"/connect/v1/flow-templates/{template['slug']}", headers=other["headers"])).status == 200
     their_hubspot = await add_connection(app, other["workspace_id"], "hubspot")
@@ -107,11 +107,11 @@ async def test_from_template_to_published_to_triggered_to_inspected_to_replayed(
     await add_connection(app, ws, "slack")
     flow = await (await flows_client.post("/connect/v1/flow-templates/slack-message-to-table/clone", json={}, headers=h)).json()
 
-    async with app[DB].transaction(tenant=ws) as session:
+    async with app[SERVICES].db.transaction(tenant=ws) as session:
         await create_table(session, workspace_id=ws, name="Slack", slug="slack-messages", columns=[{"name": "channel", "type": "text"}, {"name": "user", "type": "text"}, {"name": "text", "type": "text"}])
     assert (await flows_client.post(f"/connect/v1/flows/{flow['id']}/publish", headers=h)).status == 201
     event = {"event": {"type": "message", "channel": "C1", "user": "U1", "text": "hello", "ts": "1700000000.1"}}
-    async with app[DB].transaction() as session:
+    async with app[SERVICES].db.transaction() as session:
         assert await fire_matching_triggers(app[SERVICES], session, workspace_id=ws, provider_type="slack", event_type="message", payload=event, source="webhook", dedupe="e1") == 1
     await drain(app[SERVICES])
     executions = await (await flows_client.get(f"/connect/v1/flows/{flow['id']}/executions", headers=h)).json()

@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import func, select
 
 from patchbay import Trigger, hookimpl
-from patchbay.core.appkeys import DB, SERVICES
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.flows.models import FlowExecution, FlowTriggerSubscription
 from patchbay.core.flows.triggers import poll_triggers
 from patchbay.core.testing import create_workspace_with_key
@@ -30,7 +30,7 @@ async def _flow(client, h, steps, *, publish=True, name="f"):
 
 
 async def _executions(app, flow_id=None):
-    async with app[DB].session() as session:
+    async with app[SERVICES].db.session() as session:
         statement = select(FlowExecution).order_by(FlowExecution.created_at)
         if flow_id:
             statement = statement.where(FlowExecution.flow_id == flow_id)
@@ -89,7 +89,7 @@ async def test_republishing_neither_drops_nor_doubles_events(flows_client, flows
     events = [_Event(f"evt-{n}", ws, "facebook", "leadgen", {"n": n}) for n in range(40)]
 
     async def deliver(event):
-        async with app[DB].transaction() as session:
+        async with app[SERVICES].db.transaction() as session:
             await listener.notify(session, event)
 
     async def republish(n):
@@ -176,7 +176,7 @@ async def test_trigger_validation_and_the_active_subscription_cap(client, worksp
     options = await (await flows_client.get("/connect/v1/flows/trigger-options", headers=h)).json()
     facebook = next(o for o in options if o["providerType"] == "facebook")
     assert any(t["name"] == "leadgen" and t["kind"] == "webhook" for t in facebook["triggers"])
-    async with app[DB].session() as session:
+    async with app[SERVICES].db.session() as session:
         assert await session.scalar(select(func.count()).select_from(FlowTriggerSubscription)) == 5
 
 
@@ -194,7 +194,7 @@ async def test_records_replay_fires_subscriptions_of_either_kind_by_resource_typ
     for flow_id, types in ((contacts, ["contacts"]), (deals, ["deals"])):
         body = {"providerType": "hubspot", "triggerName": "test_items", "kind": "poll", "connectionId": connection_id, "config": {"eventTypes": types}}
         assert (await client.post(f"/connect/v1/flows/{flow_id}/triggers", json=body, headers=h)).status == 201
-    async with app[DB].transaction() as session:
+    async with app[SERVICES].db.transaction() as session:
         fired = await fire_matching_triggers(app[SERVICES], session, workspace_id=ws["workspace_id"], provider_type="hubspot", event_type="contacts",
                                              payload={"email": "ada@example.com"}, source="records")  # fmt: skip
         webhook_only = await fire_matching_triggers(app[SERVICES], session, workspace_id=ws["workspace_id"], provider_type="hubspot", event_type="contacts",

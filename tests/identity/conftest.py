@@ -13,7 +13,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from patchbay.core.appkeys import DB, SECRETS
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.identity.clients import create_client, validate_metadata
 from patchbay.core.testing import create_workspace_with_key
 from patchbay.core.users.service import create_user
@@ -61,8 +61,8 @@ class Idp:
         """A client as the operator creates it (``patchbay clients create --first-party``/``--platform``)."""
         body = {"client_name": "Operator app", "redirect_uris": [REDIRECT], "grant_types": ["authorization_code", "refresh_token"],
                 "scope": "openid profile email phone organization permissions offline_access", **metadata}  # fmt: skip
-        async with self.app[DB].transaction() as session:
-            issued = await create_client(session, self.app[SECRETS], validate_metadata(body), trust=trust)
+        async with self.app[SERVICES].db.transaction() as session:
+            issued = await create_client(session, self.app[SERVICES].secrets, validate_metadata(body), trust=trust)
         return {"client_id": issued.row.client_id, "client_secret": issued.client_secret}
 
     async def authorize(self, client: dict[str, Any], **params: Any):
@@ -122,7 +122,7 @@ def make_idp(aiohttp_client, make_app):
         app = make_app(**overrides)
         client = await aiohttp_client(app)
         workspace = await create_workspace_with_key(app)
-        async with app[DB].transaction() as session:
+        async with app[SERVICES].db.transaction() as session:
             user = await create_user(session, email="ada@example.com", password=PASSWORD, name="Ada Lovelace",
                                      phone_number="+44 20 7946 0000", user_type="customer_admin")  # fmt: skip
             user.email_verified = True

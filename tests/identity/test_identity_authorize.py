@@ -5,7 +5,7 @@ import time
 from joserfc import jwt
 from joserfc.jwk import KeySet
 
-from patchbay.core.appkeys import DB, SETTINGS
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.users.service import create_user
 
 
@@ -25,7 +25,7 @@ async def test_errors_before_redirect_uri_validation_are_json_400_and_never_redi
 
 async def test_errors_after_redirect_uri_validation_redirect_with_error_state_and_iss(idp):
     client = await idp.register()
-    issuer = idp.app[SETTINGS].resolved_issuer
+    issuer = idp.app[SERVICES].settings.resolved_issuer
     cases = [
         ({"response_type": "token"}, "unsupported_response_type"),
         ({"scope": "openid address"}, "invalid_scope"),
@@ -59,8 +59,8 @@ async def test_not_logged_in_goes_to_the_login_page_and_prompt_none_answers_logi
 
 
 async def test_login_and_consent_pages_are_branded_protected_and_answer_303(idp):
-    idp.app[SETTINGS].branding.name = "Acme Identity"
-    idp.app[SETTINGS].branding.primary_color = "#ff5500"
+    idp.app[SERVICES].settings.branding.name = "Acme Identity"
+    idp.app[SERVICES].settings.branding.primary_color = "#ff5500"
     client = await idp.register(client_name="Shop App")
     _, challenge = idp.pkce_pair()
     response = await idp.authorize(client, code_challenge=challenge, code_challenge_method="S256", login_hint="ada@example.com",
@@ -90,7 +90,7 @@ async def test_login_and_consent_pages_are_branded_protected_and_answer_303(idp)
     decision = await idp.consent(consent_location)
     assert decision.status == 303
     answer = idp.query_of(decision.headers["Location"])
-    assert answer["code"] and answer["state"] == "st4te" and answer["iss"] == idp.app[SETTINGS].resolved_issuer
+    assert answer["code"] and answer["state"] == "st4te" and answer["iss"] == idp.app[SERVICES].settings.resolved_issuer
 
 
 async def test_consent_is_remembered_and_prompt_consent_asks_again(idp):
@@ -139,7 +139,7 @@ async def test_prompt_login_and_max_age_force_a_new_login_with_auth_time(idp):
 async def test_id_token_hint_of_another_user_forces_login(idp):
     client = await idp.register()
     tokens = await idp.tokens(client)
-    async with idp.app[DB].transaction() as session:
+    async with idp.app[SERVICES].db.transaction() as session:
         await create_user(session, email="bob@example.com", password="another password")
     _, challenge = idp.pkce_pair()
     same = await idp.authorize(client, id_token_hint=tokens["id_token"], prompt="none", code_challenge=challenge, code_challenge_method="S256")

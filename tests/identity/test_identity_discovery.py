@@ -5,7 +5,7 @@ import time
 from joserfc import jwt
 from joserfc.jwk import KeySet
 
-from patchbay.core.appkeys import SETTINGS, SIGNING_KEYS
+from patchbay.core.appkeys import SERVICES
 
 CORS = {"Access-Control-Allow-Origin": "*", "Access-Control-Allow-Methods": "GET, POST, OPTIONS",
         "Access-Control-Allow-Headers": "Authorization, Content-Type", "Access-Control-Max-Age": "86400"}  # fmt: skip
@@ -18,7 +18,7 @@ async def test_discovery_document_fields_and_headers(idp):
     for name, value in CORS.items():
         assert response.headers[name] == value
     doc = await response.json()
-    issuer = idp.app[SETTINGS].resolved_issuer
+    issuer = idp.app[SERVICES].settings.resolved_issuer
     assert doc["issuer"] == issuer
     for field, path in [("authorization_endpoint", "authorize"), ("token_endpoint", "token"), ("userinfo_endpoint", "userinfo"),
                         ("jwks_uri", "jwks"), ("registration_endpoint", "register"), ("revocation_endpoint", "revoke"),
@@ -63,8 +63,8 @@ async def test_jwks_keys_and_headers(idp):
 async def test_rotation_keeps_previous_key_and_old_tokens_verify(idp):
     client = await idp.register(grant_types=["client_credentials"], scope="openid")
     old = await (await idp.token(client, grant_type="client_credentials")).json()
-    old_kid = idp.app[SIGNING_KEYS].current_kid
-    new_kid = await idp.app[SIGNING_KEYS].rotate()
+    old_kid = idp.app[SERVICES].signing_keys.current_kid
+    new_kid = await idp.app[SERVICES].signing_keys.rotate()
     keys = (await (await idp.http.get("/api/v1/oidc/jwks")).json())["keys"]
     assert {k["kid"] for k in keys} == {old_kid, new_kid}
     new = await (await idp.token(client, grant_type="client_credentials")).json()
@@ -75,7 +75,7 @@ async def test_rotation_keeps_previous_key_and_old_tokens_verify(idp):
         assert decoded.claims["exp"] > time.time()
     introspected = await idp.http.post("/api/v1/oidc/introspect", data={"token": old["access_token"], "client_id": client["client_id"], "client_secret": client["client_secret"]})
     assert (await introspected.json())["active"] is True
-    await idp.app[SIGNING_KEYS].rotate()  # the first key retires: its tokens no longer verify
+    await idp.app[SERVICES].signing_keys.rotate()  # the first key retires: its tokens no longer verify
     introspected = await idp.http.post("/api/v1/oidc/introspect", data={"token": old["access_token"], "client_id": client["client_id"], "client_secret": client["client_secret"]})
     assert await introspected.json() == {"active": False}
 

@@ -8,7 +8,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import aiohttp
 
 from patchbay.core.app import create_app
-from patchbay.core.appkeys import DB
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.users.service import create_user
 
 REDIRECT = "http://localhost:8768/cb"
@@ -31,7 +31,7 @@ async def start(aiohttp_server, settings):
 async def test_round_trip_through_a_second_patchbay(aiohttp_server, make_settings, sqlite_template, tmp_path, pkce, walk):
     shutil.copy(sqlite_template, tmp_path / "upstream.db")
     upstream, upstream_url = await start(aiohttp_server, make_settings(database_url=f"sqlite+aiosqlite:///{tmp_path / 'upstream.db'}"))
-    async with upstream[DB].transaction() as session:
+    async with upstream[SERVICES].db.transaction() as session:
         user = await create_user(session, email="grace@upstream.example", password="upstream password", name="Grace Hopper")
         user.email_verified = True
     settings = make_settings()

@@ -2,7 +2,7 @@
 
 import time
 
-from patchbay.core.appkeys import SETTINGS
+from patchbay.core.appkeys import SERVICES
 
 
 def auth(client):
@@ -36,7 +36,7 @@ async def test_introspection_of_access_and_refresh_tokens(idp):
     assert body["active"] is True
     for field in ("scope", "client_id", "token_type", "exp", "iat", "sub", "iss", "aud"):
         assert field in body, field
-    assert body["sub"] == idp.user["id"] and body["client_id"] == client["client_id"] and body["iss"] == idp.app[SETTINGS].resolved_issuer
+    assert body["sub"] == idp.user["id"] and body["client_id"] == client["client_id"] and body["iss"] == idp.app[SERVICES].settings.resolved_issuer
     response = await idp.http.post("/api/v1/oidc/introspect", data={**auth(client), "token": tokens["refresh_token"], "token_type_hint": "refresh_token"})
     body = await response.json()
     assert body["active"] is True and body["scope"] == "openid offline_access"

@@ -3,14 +3,14 @@ tokens or x-client-id / x-client-secret; user tokens get 401."""
 
 import pytest
 
-from patchbay.core.appkeys import DB, SECRETS
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.identity.clients import create_client, validate_metadata
 
 
 async def service_client(idp, workspace_id=None):
     metadata = validate_metadata({"client_name": "Backend", "redirect_uris": ["https://b.example/cb"], "grant_types": ["client_credentials"], "scope": "openid"})
-    async with idp.app[DB].transaction() as session:
-        issued = await create_client(session, idp.app[SECRETS], metadata, workspace_id=workspace_id, trust="platform")
+    async with idp.app[SERVICES].db.transaction() as session:
+        issued = await create_client(session, idp.app[SERVICES].secrets, metadata, workspace_id=workspace_id, trust="platform")
     client = {"client_id": issued.row.client_id, "client_secret": issued.client_secret}
     token = (await (await idp.token(client, grant_type="client_credentials")).json())["access_token"]
     return client, {"Authorization": f"Bearer {token}"}

@@ -6,7 +6,7 @@ from click.testing import CliRunner
 from sqlalchemy import select
 
 from patchbay.cli.main import cli
-from patchbay.core.appkeys import DB
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.identity.models import OidcClient
 
 REDIRECT = "http://localhost:9999/callback"
@@ -27,7 +27,7 @@ async def test_register_answers_201_with_the_secret_once_and_stores_a_digest(idp
     assert body["scope"] == "openid profile email"
     assert body["require_pkce"] is True
     assert body["application"]
-    async with idp.app[DB].session() as session:
+    async with idp.app[SERVICES].db.session() as session:
         row = await session.get(OidcClient, body["client_id"])
         raw = json.dumps({c.name: str(getattr(row, c.key, "")) for c in OidcClient.__table__.columns})
     assert body["client_secret"] not in raw

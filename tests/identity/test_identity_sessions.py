@@ -4,24 +4,24 @@ from datetime import timedelta
 
 from sqlalchemy import select, update
 
-from patchbay.core.appkeys import CRON, DB, SECRETS, SERVICES
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.timeutil import utcnow
 from patchbay.core.users.models import SignInSession
 from patchbay.core.users.sessions import end_session, find_session, start_session
 
 
 async def test_the_purge_removes_ended_and_expired_sessions_only(idp):
-    box = idp.app[SECRETS]
-    async with idp.app[DB].transaction() as db:
+    box = idp.app[SERVICES].secrets
+    async with idp.app[SERVICES].db.transaction() as db:
         live_token, live = await start_session(db, box, idp.user["id"], 3600)
         _, ended = await start_session(db, box, idp.user["id"], 3600)
         expired_token, expired = await start_session(db, box, idp.user["id"], 3600)
         await end_session(db, ended.id)
         await db.execute(update(SignInSession).where(SignInSession.id == expired.id).values(expires_at=utcnow() - timedelta(seconds=1)))
-    async with idp.app[DB].session() as db:
+    async with idp.app[SERVICES].db.session() as db:
         assert await find_session(db, box, expired_token) is None
-    summary = await idp.app[CRON].jobs["identity-sessions"].run(idp.app[SERVICES])
+    summary = await idp.app[SERVICES].cron.jobs["identity-sessions"].run(idp.app[SERVICES])
     assert summary == {"sessionsPurged": 2}
-    async with idp.app[DB].session() as db:
+    async with idp.app[SERVICES].db.session() as db:
         assert (await db.scalars(select(SignInSession.id))).all() == [live.id]
         assert await find_session(db, box, live_token) == live

@@ -11,7 +11,7 @@ from joserfc import jwt
 from joserfc.jwk import KeySet, RSAKey
 from joserfc.util import json_b64encode
 
-from patchbay.core.appkeys import SERVICES, SIGNING_KEYS
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.identity import server
 from patchbay.core.security import signing_keys
 from patchbay.core.security.signing_keys import SigningThreads, UnsignedJWT
@@ -41,12 +41,12 @@ async def test_client_credentials_runs_on_the_loop_and_only_the_signature_on_a_s
     assert seen["signature"].startswith("patchbay-sign-")
     keys = KeySet.import_key_set(await (await idp.http.get("/api/v1/oidc/jwks")).json())
     token = jwt.decode((await response.json())["access_token"], keys, algorithms=["RS256"])
-    assert token.header == {"typ": "at+jwt", "alg": "RS256", "kid": idp.app[SIGNING_KEYS].current_kid}
+    assert token.header == {"typ": "at+jwt", "alg": "RS256", "kid": idp.app[SERVICES].signing_keys.current_kid}
     assert token.claims["sub"] == client["client_id"] and token.claims["token_type"] == "access_token"
 
 
 async def test_prepared_tokens_verify_and_keep_non_ascii_claims(idp):
-    keys = idp.app[SIGNING_KEYS]
+    keys = idp.app[SERVICES].signing_keys
     token = await keys.sign({"name": "Zoë Ångström", "n": 1}, typ="JWT")
     assert await keys.verify(token) == {"name": "Zoë Ångström", "n": 1}
     assert keys.sign_blocking({"n": 2}).count(".") == 2
@@ -74,7 +74,7 @@ async def test_a_failed_signature_reaches_its_request_and_the_threads_keep_signi
 
 
 async def test_the_private_key_is_parsed_once_per_kid(idp, monkeypatch):
-    keys = idp.app[SIGNING_KEYS]
+    keys = idp.app[SERVICES].signing_keys
     imports = []
     original = RSAKey.import_key
 
@@ -111,7 +111,7 @@ def test_jwt_ids_are_distinct_and_cost_one_random_read_per_batch(monkeypatch):
 
 async def test_client_credentials_tokens_carry_distinct_jti(idp):
     client = await idp.register(grant_types=["client_credentials"], scope="openid")
-    keys = idp.app[SIGNING_KEYS]
+    keys = idp.app[SERVICES].signing_keys
     seen = set()
     for _ in range(3):
         body = await (await idp.token(client, grant_type="client_credentials")).json()

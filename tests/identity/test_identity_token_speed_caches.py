@@ -20,7 +20,7 @@ from multidict import CIMultiDict, MultiDict
 from sqlalchemy import delete, update
 
 from patchbay.core import shared_reads
-from patchbay.core.appkeys import DB, SECRETS, SERVICES
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.identity.clients import Client, create_client, validate_metadata
 from patchbay.core.identity.http import to_response
 from patchbay.core.identity.models import OidcClient
@@ -41,8 +41,8 @@ def _basic(client_id: str, secret: str) -> dict[str, str]:
 
 async def _service_client(idp, **extra):
     metadata = validate_metadata({"client_name": "Backend", "redirect_uris": ["https://b.example/cb"], "grant_types": ["client_credentials"], **extra})
-    async with idp.app[DB].transaction() as session:
-        issued = await create_client(session, idp.app[SECRETS], metadata, workspace_id=idp.workspace["workspace_id"])
+    async with idp.app[SERVICES].db.transaction() as session:
+        issued = await create_client(session, idp.app[SERVICES].secrets, metadata, workspace_id=idp.workspace["workspace_id"])
     return issued.row.client_id, issued.client_secret
 
 
@@ -57,7 +57,7 @@ def _later(monkeypatch, seconds: float) -> None:
 
 async def test_a_secret_that_checked_out_is_not_digested_again(idp, monkeypatch):
     client = await idp.register(grant_types=["client_credentials"], scope="openid")
-    box = idp.app[SECRETS]
+    box = idp.app[SERVICES].secrets
     digested = []
     monkeypatch.setattr(box, "digests", lambda value, digests=box.digests: digested.append(value) or digests(value))
     for _ in range(3):
@@ -72,8 +72,8 @@ async def test_a_secret_that_checked_out_is_not_digested_again(idp, monkeypatch)
 async def test_a_rotated_secret_is_refused_once_the_client_is_read_again(idp, monkeypatch):
     client_id, secret = await _service_client(idp)
     assert (await idp.http.post(TOKEN, data={"grant_type": "client_credentials"}, headers=_basic(client_id, secret))).status == 200
-    box = idp.app[SECRETS]
-    async with idp.app[DB].transaction() as session:
+    box = idp.app[SERVICES].secrets
+    async with idp.app[SERVICES].db.transaction() as session:
         await session.execute(update(OidcClient).where(OidcClient.client_id == client_id).values(secret_digest=box.digest("the new secret")))
     _later(monkeypatch, 11)
     old = await idp.http.post(TOKEN, data={"grant_type": "client_credentials"}, headers=_basic(client_id, secret))
@@ -85,7 +85,7 @@ async def test_a_rotated_secret_is_refused_once_the_client_is_read_again(idp, mo
 async def test_a_deleted_client_is_refused_once_the_client_is_read_again(idp, monkeypatch):
     client_id, secret = await _service_client(idp)
     assert (await idp.http.post(TOKEN, data={"grant_type": "client_credentials"}, headers=_basic(client_id, secret))).status == 200
-    async with idp.app[DB].transaction() as session:
+    async with idp.app[SERVICES].db.transaction() as session:
         await session.execute(delete(OidcClient).where(OidcClient.client_id == client_id))
     idp.app[SERVICES].identity.clients.forget(client_id)
     response = await idp.http.post(TOKEN, data={"grant_type": "client_credentials"}, headers=_basic(client_id, secret))
@@ -93,7 +93,7 @@ async def test_a_deleted_client_is_refused_once_the_client_is_read_again(idp, mo
 
 
 def test_the_verified_secret_belongs_to_one_client_object(idp):
-    box = idp.app[SECRETS]
+    box = idp.app[SERVICES].secrets
     row = OidcClient(client_id="c1", secret_digest=box.digest("s3cret"), client_name="x", redirect_uris=[], grant_types=["client_credentials"],
                      token_endpoint_auth_method="client_secret_basic", scope="openid", require_pkce=False, refresh_token_rotation=False,
                      access_token_ttl=60, refresh_token_ttl=60)  # fmt: skip
@@ -111,7 +111,7 @@ def _counted_sessions(app, reads: list[str], reading: asyncio.Event, hold: async
 
     @contextlib.asynccontextmanager
     async def session_factory():
-        async with app[DB].session() as session:
+        async with app[SERVICES].db.session() as session:
             reads.append("read")
             reading.set()
             await asyncio.wait_for(hold.wait(), 20)
@@ -160,8 +160,8 @@ async def test_service_token_claims_are_those_of_access_token_claims(idp):
         response = await idp.http.post(TOKEN, data={"grant_type": "client_credentials"}, headers=_basic(client_id, secret))
         assert response.status == 200, await response.text()
         tokens.append(await _claims(idp, (await response.json())["access_token"]))
-    client = await idp.app[SERVICES].identity.clients.get(idp.app[DB].session, client_id)
-    ctx = Context(issuer=tokens[0]["iss"], keys=None, box=idp.app[SECRETS])
+    client = await idp.app[SERVICES].identity.clients.get(idp.app[SERVICES].db.session, client_id)
+    ctx = Context(issuer=tokens[0]["iss"], keys=None, box=idp.app[SERVICES].secrets)
     expected = access_token_claims(ctx, client, None, "openid")
     for claims in tokens:
         assert set(claims) == set(expected)
@@ -175,7 +175,7 @@ async def test_service_token_claims_follow_a_changed_client(idp, monkeypatch):
     first = await idp.http.post(TOKEN, data={"grant_type": "client_credentials"}, headers=_basic(client_id, secret))
     claims = await _claims(idp, (await first.json())["access_token"])
     assert "actions.view" in claims["permissions"] and len(claims["permissions"]) > 1
-    async with idp.app[DB].transaction() as session:
+    async with idp.app[SERVICES].db.transaction() as session:
         await session.execute(update(OidcClient).where(OidcClient.client_id == client_id).values(permissions=["actions.view"], access_token_ttl=120))
     _later(monkeypatch, 11)
     second = await idp.http.post(TOKEN, data={"grant_type": "client_credentials"}, headers=_basic(client_id, secret))
@@ -184,7 +184,7 @@ async def test_service_token_claims_follow_a_changed_client(idp, monkeypatch):
 
 
 def test_service_claims_are_json_of_the_same_claims(idp):
-    box = idp.app[SECRETS]
+    box = idp.app[SERVICES].secrets
     row = OidcClient(client_id="c\u00e9", secret_digest=None, client_name="x", redirect_uris=[], grant_types=["client_credentials"],
                      token_endpoint_auth_method="client_secret_basic", scope="openid", require_pkce=False, refresh_token_rotation=False,
                      access_token_ttl=60, refresh_token_ttl=60, workspace_id="ws\"1")  # fmt: skip

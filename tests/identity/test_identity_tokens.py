@@ -10,7 +10,7 @@ from joserfc import jwt
 from joserfc.jwk import KeySet
 from sqlalchemy import select, update
 
-from patchbay.core.appkeys import DB, SECRETS, SERVICES, SETTINGS, SIGNING_KEYS
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.identity.models import AuthorizationCode, RefreshToken
 from patchbay.core.security.auth import authenticate
 from patchbay.core.security.permissions import ROLE_PERMISSIONS
@@ -34,7 +34,7 @@ async def test_code_exchange_answers_every_field_with_no_store(idp):
     body = await response.json()
     assert body["token_type"] == "Bearer" and body["expires_in"] == 3600 and body["scope"] == FULL
     assert body["refresh_token"] and "." not in body["refresh_token"]  # opaque
-    issuer = idp.app[SETTINGS].resolved_issuer
+    issuer = idp.app[SERVICES].settings.resolved_issuer
     id_token = await decode(idp, body["id_token"])
     claims = id_token.claims
     assert id_token.header["alg"] == "RS256" and id_token.header["kid"]
@@ -50,9 +50,9 @@ async def test_code_exchange_answers_every_field_with_no_store(idp):
     assert access["organization_memberships"] == [{"organization_id": idp.workspace["workspace_id"], "role": "manager"}]
     assert access["user_type"] == "customer_admin" and access["phone_number"] == "+44 20 7946 0000"
     assert access["roles"] == ["manager"] and set(access["permissions"]) == ROLE_PERMISSIONS["manager"]
-    async with idp.app[DB].session() as session:  # stored hashed
+    async with idp.app[SERVICES].db.session() as session:  # stored hashed
         row = await session.scalar(select(RefreshToken))
-    assert row.token_digest == idp.app[SECRETS].digest(body["refresh_token"]) and body["refresh_token"] not in row.token_digest
+    assert row.token_digest == idp.app[SERVICES].secrets.digest(body["refresh_token"]) and body["refresh_token"] not in row.token_digest
 
 
 async def test_claims_follow_the_granted_scopes(idp):
@@ -98,10 +98,10 @@ async def test_expired_code_wrong_redirect_uri_wrong_client_and_wrong_verifier_a
         assert response.status == 400, form
         assert (await response.json())["error"] == "invalid_grant", form
     code, verifier = await idp.code_for(client)
-    async with idp.app[DB].session() as session:
+    async with idp.app[SERVICES].db.session() as session:
         row = await session.scalar(select(AuthorizationCode).where(AuthorizationCode.used_at.is_(None)))
     assert abs((row.expires_at - row.created_at).total_seconds() - 60) < 1  # 60-second codes (3.5)
-    async with idp.app[DB].transaction() as session:
+    async with idp.app[SERVICES].db.transaction() as session:
         await session.execute(update(AuthorizationCode).where(AuthorizationCode.used_at.is_(None)).values(expires_at=utcnow() - timedelta(seconds=1)))
     response = await idp.token(client, grant_type="authorization_code", code=code, redirect_uri=idp.redirect, code_verifier=verifier)
     assert (await response.json())["error"] == "invalid_grant"
@@ -162,8 +162,8 @@ async def test_client_credentials_for_a_workspace_client_opens_the_connect_api(i
     from patchbay.core.identity.clients import create_client, validate_metadata
 
     metadata = validate_metadata({"client_name": "Backend", "redirect_uris": ["https://b.example/cb"], "grant_types": ["client_credentials"]})
-    async with idp.app[DB].transaction() as session:
-        issued = await create_client(session, idp.app[SECRETS], metadata, workspace_id=idp.workspace["workspace_id"])
+    async with idp.app[SERVICES].db.transaction() as session:
+        issued = await create_client(session, idp.app[SERVICES].secrets, metadata, workspace_id=idp.workspace["workspace_id"])
     basic = base64.b64encode(f"{issued.row.client_id}:{issued.client_secret}".encode()).decode()
     response = await idp.http.post("/api/v1/oidc/token", data={"grant_type": "client_credentials"}, headers={"Authorization": f"Basic {basic}"})
     assert response.status == 200, await response.text()
@@ -178,7 +178,7 @@ async def test_client_credentials_for_a_workspace_client_opens_the_connect_api(i
 
 async def test_basic_client_credentials_are_not_verified_as_an_access_token(idp, monkeypatch):
     client = await idp.register(grant_types=["client_credentials"], scope="openid")
-    keys = idp.app[SIGNING_KEYS]
+    keys = idp.app[SERVICES].signing_keys
     verified = []
     monkeypatch.setattr(keys, "verify", lambda token, verify=keys.verify: verified.append(token) or verify(token))
     basic = base64.b64encode(f"{client['client_id']}:{client['client_secret']}".encode()).decode()
@@ -223,7 +223,7 @@ async def test_per_client_lifetimes(idp):
     for token in (body["access_token"], body["id_token"]):
         claims = (await decode(idp, token)).claims
         assert claims["exp"] - claims["iat"] == 120
-    async with idp.app[DB].session() as session:
+    async with idp.app[SERVICES].db.session() as session:
         row = await session.scalar(select(RefreshToken))
     assert abs((row.expires_at - row.created_at).total_seconds() - 600) < 2
 

@@ -8,7 +8,7 @@ import json
 import pytest
 from sqlalchemy import func, select
 
-from patchbay.core.appkeys import DB, SERVICES
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.crm_push.service import retry_failed_syncs
 from patchbay.core.jobs.queue import JobContext
 from patchbay.core.leads.imports import import_job
@@ -114,7 +114,7 @@ async def test_a_repeated_event_goes_nowhere_and_new_events_about_a_known_person
     assert [rows[i].status for i in (first, repeat, second, third)] == ["PROCESSED", "DUPLICATE", "PROCESSED", "PROCESSED"]
     assert "received before as event " + first in rows[repeat].reason
     assert rows[repeat].lead_id is None and rows[first].lead_id == rows[second].lead_id == rows[third].lead_id
-    async with app[DB].session() as session:
+    async with app[SERVICES].db.session() as session:
         (lead,) = (await session.scalars(select(Lead))).all()
     assert (lead.external_id, lead.event_id, lead.email) == ("lead-1", first, "other@example.com")  # the newest lead's values win
     assert (lead.full_name, lead.phone, lead.fields["budget"]) == ("Ada Lovelace", "+14155550199", "10k")
@@ -128,7 +128,7 @@ async def test_a_repeated_event_goes_nowhere_and_new_events_about_a_known_person
 
 
 async def _deliveries_settled(app) -> bool:
-    async with app[DB].session() as session:
+    async with app[SERVICES].db.session() as session:
         return not await session.scalar(select(func.count()).select_from(WebhookDelivery).where(WebhookDelivery.status.notin_(("succeeded", "failed", "gone"))))
 
 
@@ -222,7 +222,7 @@ async def test_import_runs_page_by_page_and_resumes_after_a_failure(wh_app, aioh
     graph.fail_next = [500]
     with pytest.raises(RuntimeError):
         await import_job(context())  # page 2 fails: the job queue would retry it
-    async with app[DB].session() as session:
+    async with app[SERVICES].db.session() as session:
         row = await session.get(LeadImport, imported["id"])
     assert (row.pages, row.imported, row.status) == (1, 2, "running")
     for _ in range(5):
@@ -268,7 +268,7 @@ async def test_event_rows_never_leak_between_tenants_on_postgres_and_sqlite(data
     assert json.loads(r2.requests[0]["body"])["workspaceId"] == second["workspace_id"]
     for ws in (first, second):
         assert (await (await client.get("/leads", headers=ws["headers"])).json())["total"] == 1
-    async with app[DB].session() as session:
+    async with app[SERVICES].db.session() as session:
         assert await session.scalar(select(func.count()).select_from(WebhookEvent)) == 2
 
 
@@ -289,5 +289,5 @@ async def test_concurrent_events_about_one_person_create_one_lead(database_url, 
     await process_job(JobContext(app[SERVICES], "job", "webhooks.process", {"event_ids": ids}, 1, 10, None))
     rows = await helpers.event_rows(app)
     assert sorted(r.status for r in rows) == ["DUPLICATE"] * 3 + ["PROCESSED"] * 2  # one of each event; lead-2 updates the lead
-    async with app[DB].session() as session:
+    async with app[SERVICES].db.session() as session:
         assert await session.scalar(select(func.count()).select_from(Lead)) == 1

@@ -7,7 +7,7 @@ import asyncio
 
 from sqlalchemy import func, select
 
-from patchbay.core.appkeys import DB, JOBS, SERVICES
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.crm_push.service import retry_failed_syncs, schedule_push
 from patchbay.core.jobs.models import Job
 from patchbay.core.jobs.worker import Worker
@@ -20,12 +20,12 @@ ROUNDS = 4
 
 
 async def _jobs_settled(app) -> bool:
-    async with app[DB].session() as session:
+    async with app[SERVICES].db.session() as session:
         return not await session.scalar(select(func.count()).select_from(Job).where(Job.status.in_(("queued", "running"))))
 
 
 async def _run_workers(app, count: int = 3) -> None:
-    workers = [Worker(app[SERVICES], app[JOBS], poll_seconds=0.02) for _ in range(count)]
+    workers = [Worker(app[SERVICES], app[SERVICES].jobs, poll_seconds=0.02) for _ in range(count)]
     tasks = [asyncio.create_task(worker.run()) for worker in workers]
     try:
         deadline = asyncio.get_running_loop().time() + 60
@@ -46,14 +46,14 @@ async def test_one_push_per_lead_and_destination_whatever_the_concurrency(pg_url
         ws = await create_workspace_with_key(app)
         workspace_id = ws["workspace_id"]
         await add_connection(app, workspace_id, "hubspot", credentials={"access_token": "hs-token"})
-        async with app[DB].transaction(tenant=workspace_id) as session:
+        async with app[SERVICES].db.transaction(tenant=workspace_id) as session:
             lead = Lead(workspace_id=workspace_id, provider="facebook", external_id="lead-1", first_name="Ada", source="webhook")
             session.add(lead)
             await session.flush()
             lead_id = lead.id
 
         async def schedule_directly():
-            async with app[DB].transaction(tenant=workspace_id) as session:
+            async with app[SERVICES].db.transaction(tenant=workspace_id) as session:
                 return await schedule_push(app[SERVICES], session, await session.get(Lead, lead_id))
 
         async def everyone_at_once():
@@ -79,7 +79,7 @@ async def test_one_push_per_lead_and_destination_whatever_the_concurrency(pg_url
         await asyncio.gather(everyone_at_once(), _run_workers(app))  # synced: nobody pushes again
         await _run_workers(app)
         assert creates() == 2
-        async with app[DB].session() as session:
+        async with app[SERVICES].db.session() as session:
             (sync,) = (await session.scalars(select(LeadSync))).all()
         assert (sync.status, sync.attempts, sync.external_id) == ("synced", 2, "1000")
     finally:

@@ -9,7 +9,7 @@ import asyncpg
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from patchbay.core.appkeys import DB, JOBS, READINESS, SERVICES
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.connections.models import Connection
 from patchbay.core.flows.engine import create_executions
 from patchbay.core.flows.testing import drain
@@ -78,15 +78,15 @@ async def test_requests_are_counted_by_route_template_and_status(client, workspa
 
 async def test_shared_state_gauges_come_from_the_database(client, workspace):
     app = client.server.app
-    async with app[DB].transaction() as session:
-        app[JOBS].enqueue(session, "webhooks.process", {"event_ids": []})
-        app[JOBS].enqueue(session, "webhooks.process", {"event_ids": []})
+    async with app[SERVICES].db.transaction() as session:
+        app[SERVICES].jobs.enqueue(session, "webhooks.process", {"event_ids": []})
+        app[SERVICES].jobs.enqueue(session, "webhooks.process", {"event_ids": []})
         session.add(Connection(workspace_id=workspace["workspace_id"], provider="stripe", status="invalid", credentials="x"))
     found = await scrape(client)
     assert found[("patchbay_jobs_queued", (("kind", "webhooks.process"),))] == 2
     assert found[("patchbay_jobs_oldest_age_seconds", (("kind", "webhooks.process"),))] >= 0
     assert found[("patchbay_connections", (("status", "invalid"),))] == 1
-    async with app[DB].transaction() as session:
+    async with app[SERVICES].db.transaction() as session:
         await session.execute(Job.__table__.delete().where(Job.kind == "webhooks.process"))
     found = await scrape(client)
     assert ("patchbay_jobs_queued", (("kind", "webhooks.process"),)) not in found
@@ -110,7 +110,7 @@ async def test_liveness_and_readiness(client, live, ready):
 
 
 async def test_a_stopping_process_is_not_ready_but_alive(client):
-    client.server.app[READINESS].accepting = False
+    client.server.app[SERVICES].readiness.accepting = False
     for path in ("/readyz", "/health/ready"):
         answer = await client.get(path)
         assert answer.status == 503 and (await answer.json())["reason"] == "starting or stopping"
@@ -139,16 +139,16 @@ async def test_every_documented_figure_is_exposed(aiohttp_client, make_app, data
         assert proxied.status == 200
     flow = await (await client.post("/connect/v1/flows", json={"name": "m", "steps": [{"id": "ok", "type": "transform", "output": 1}]}, headers=h)).json()
     await client.post(f"/connect/v1/flows/{flow['id']}/publish", headers=h)
-    async with app[DB].transaction() as session:
+    async with app[SERVICES].db.transaction() as session:
         await create_executions(app[SERVICES], session, [{"workspace_id": ws["workspace_id"], "flow_id": flow["id"], "version": 1, "trigger_source": "webhook", "trigger_payload": {}}])
     await drain(app[SERVICES])
-    async with app[DB].transaction() as session:
+    async with app[SERVICES].db.transaction() as session:
         for status in ("succeeded", "succeeded", "failed"):
             session.add(WebhookDelivery(workspace_id=ws["workspace_id"], event_id="e", subscription_id="s", status=status))
         for number, code in enumerate((500, None, 200), start=1):
             session.add(WebhookAttempt(workspace_id=ws["workspace_id"], delivery_id="d", number=number, status_code=code))
         session.add(Connection(workspace_id=ws["workspace_id"], provider="fakeoauth", status="expired", credentials="x", refresh_failures=2))
-        app[JOBS].enqueue(session, "webhooks.process", {"event_ids": []})
+        app[SERVICES].jobs.enqueue(session, "webhooks.process", {"event_ids": []})
 
     found = await scrape(client)
     assert found[("patchbay_proxy_upstream_duration_seconds_count", (("provider", "fakekey"),))] == health_checks + 2

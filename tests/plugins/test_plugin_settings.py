@@ -7,7 +7,7 @@ from click.testing import CliRunner
 
 from patchbay import hookimpl
 from patchbay.cli.main import cli
-from patchbay.core.appkeys import REGISTRY
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.plugins.registry import PluginError, PluginSettingsError
 from patchbay.core.settings import Settings, load_settings
 from patchbay.plugins.stripe import StripeSettings
@@ -23,9 +23,9 @@ def test_stripe_section_comes_from_the_file_table_and_the_environment(tmp_path, 
     settings = load_settings({}, {"PATCHBAY_CONFIG": str(config), "PATCHBAY_STRIPE_SECRET_KEY": "sk_env", "PATCHBAY_SECRET_KEY": "k"})
     assert settings.plugin_sections == {"stripe": {"secret_key": "sk_file", "price_starter": "price_1", "webhook_tolerance_seconds": 60}}
     app = make_app(plugin_sections=settings.plugin_sections, plugin_environ=settings.plugin_environ)
-    stripe = app[REGISTRY].plugin_settings("stripe")
+    stripe = app[SERVICES].registry.plugin_settings("stripe")
     assert stripe == StripeSettings(secret_key="sk_env", price_starter="price_1", webhook_tolerance_seconds=60)
-    assert make_app()[REGISTRY].plugin_settings("stripe") == StripeSettings()
+    assert make_app()[SERVICES].registry.plugin_settings("stripe") == StripeSettings()
 
 
 @pytest.mark.parametrize(

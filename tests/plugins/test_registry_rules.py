@@ -8,7 +8,7 @@ from click.testing import CliRunner
 from patchbay import Action, Provider, Trigger, WebhookHandler, hookimpl
 from patchbay.cli.main import cli
 from patchbay.core.app import create_app
-from patchbay.core.appkeys import REGISTRY
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.plugins.manager import create_plugin_manager
 from patchbay.core.plugins.registry import PluginError, load_registry
 
@@ -170,7 +170,7 @@ async def test_skipped_pack_is_listed_by_health(install, make_settings, aiohttp_
     body = await response.json()
     assert response.status == 200 and body["status"] == "degraded"
     assert [(e["plugin"], e["distribution"], "acme_sdk" in e["error"]) for e in body["pluginErrors"]] == [("acme_broken", "acme-broken", True)]
-    assert client.server.app[REGISTRY].provider("hubspot") is not None
+    assert client.server.app[SERVICES].registry.provider("hubspot") is not None
 
 
 def test_pack_crashing_in_a_hook_is_skipped_by_the_setting():

@@ -9,7 +9,7 @@ import hashlib
 
 import pytest
 
-from patchbay.core.appkeys import DB, SERVICES
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.connections.client import client_for_provider, open_client
 from patchbay.core.errors import Invalid, NotFound
 from patchbay.core.testing import create_workspace_with_key
@@ -90,7 +90,7 @@ async def test_audit_log_lists_calls_without_secrets(api, ws, fake):
     assert fake.api_calls[-1]["query"]["api_key"] == KEY, "the key went to the provider in the query"
     from sqlalchemy import text
 
-    async with api.server.app[DB].session() as session:
+    async with api.server.app[SERVICES].db.session() as session:
         rows = (await session.execute(text("SELECT * FROM proxy_call_logs"))).mappings().all()
     assert len(rows) == 3 and KEY not in str([dict(r) for r in rows]) and "query-secret-value" not in str([dict(r) for r in rows])
 
@@ -99,9 +99,8 @@ async def test_ssrf_guard_refuses_private_targets(aiohttp_client, fake_app, fake
     api = await aiohttp_client(fake_app())
     ws = await create_workspace_with_key(api.server.app, plan="enterprise")
     connection_id = await _connect(api, ws)
-    from patchbay.core.appkeys import OUTBOUND
 
-    api.server.app[OUTBOUND].allow_insecure = False  # as in production
+    api.server.app[SERVICES].outbound.allow_insecure = False  # as in production
 
     api.server.app[SERVICES].connections.forget(connection_id)
     response = await api.post("/connect/v1/proxy/fakekey", json={"method": "GET", "path": "/me"}, headers={**ws["headers"], "x-connection-id": connection_id})

@@ -9,7 +9,7 @@ import time
 
 from sqlalchemy import func, select
 
-from patchbay.core.appkeys import SERVICES, SETTINGS
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.connections import runtime as connections_runtime
 from patchbay.core.connections.models import ProxyCallLog
 from patchbay.core.connections.service import connect_with_api_key
@@ -79,7 +79,7 @@ async def test_buffered_audit_rows_are_all_written_at_a_graceful_shutdown(aiohtt
     calls = 25
     for _ in range(calls):
         assert await _proxy_status(api, headers) == 200
-    database_url = api.server.app[SETTINGS].resolved_database_url
+    database_url = api.server.app[SERVICES].settings.resolved_database_url
     await api.close()  # the app's cleanup, as on SIGTERM
 
     db = Database(database_url)

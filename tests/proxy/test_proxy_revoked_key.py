@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
-from patchbay.core.appkeys import DB, SECRETS
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.security import service as credentials
 from patchbay.core.security.api_keys import create_api_key, find_api_key
 from patchbay.core.testing import create_workspace_with_key
@@ -20,8 +20,8 @@ async def _leaked_key(api):
     ws = await create_workspace_with_key(app, plan="enterprise")
     connected = await api.post("/connect/v1/providers/fakekey/connect", json={"credentials": {"apiKey": KEY}}, headers=ws["headers"])
     assert connected.status == 201, await connected.text()
-    async with app[DB].transaction() as session:
-        leaked = await create_api_key(session, app[SECRETS], workspace_id=ws["workspace_id"], name="leaked")
+    async with app[SERVICES].db.transaction() as session:
+        leaked = await create_api_key(session, app[SERVICES].secrets, workspace_id=ws["workspace_id"], name="leaked")
     return ws, {"x-connection-id": (await connected.json())["connectionId"]}, leaked
 
 

@@ -7,7 +7,7 @@ import json
 
 from sqlalchemy import event, select
 
-from patchbay.core.appkeys import DB, SECRETS, SERVICES
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.flows.models import FlowExecution
 from patchbay.core.jobs.models import Job
 from patchbay.core.jobs.queue import JobContext
@@ -45,14 +45,14 @@ async def _setup(wh_app, aiohttp_client):
     for name, page in (("First", "page-A"), ("Second", "page-B")):
         ws = await create_workspace_with_key(app, name=name)
         connection_id = await add_connection(app, ws["workspace_id"], "facebook", meta={"page_id": page}, credentials={"access_token": "page-token"})
-        async with app[DB].transaction(tenant=ws["workspace_id"]) as session:
+        async with app[SERVICES].db.transaction(tenant=ws["workspace_id"]) as session:
             session.add(WebhookSubscription(provider="facebook", url=f"http://127.0.0.1:9/{name}", events=["*"]))
         workspaces.append({**ws, "connection_id": connection_id})
     return client, app, workspaces
 
 
 async def _rows(app, model, **where):
-    async with app[DB].session() as session:
+    async with app[SERVICES].db.session() as session:
         return list((await session.scalars(select(model).filter_by(**where))).all())
 
 
@@ -153,11 +153,11 @@ async def test_a_batch_of_several_tenants_starts_each_matching_flow_once_with_on
         if "FROM flow_trigger_subscriptions" in statement:
             lookups.append(statement)
 
-    event.listen(app[DB].engine.sync_engine, "before_cursor_execute", count)
+    event.listen(app[SERVICES].db.engine.sync_engine, "before_cursor_execute", count)
     try:
         assert (await _run(app, ids))["one_by_one"] == 0
     finally:
-        event.remove(app[DB].engine.sync_engine, "before_cursor_execute", count)
+        event.remove(app[SERVICES].db.engine.sync_engine, "before_cursor_execute", count)
     assert len(lookups) == 1
     await _run(app, ids)  # a re-run starts nothing twice
     started = sorted((e.flow_id, e.workspace_id, e.trigger_payload["leadgen_id"]) for e in await _rows(app, FlowExecution))
@@ -173,8 +173,8 @@ async def _one_subscriber(wh_app, aiohttp_client, receivers, secret: str | None 
     app = client.server.app
     ws = await create_workspace_with_key(app)
     await add_connection(app, ws["workspace_id"], "facebook", meta={"page_id": "page-A"})
-    async with app[DB].transaction(tenant=ws["workspace_id"]) as session:
-        session.add(WebhookSubscription(provider="facebook", url=receiver.url, events=["*"], secret=app[SECRETS].encrypt(secret) if secret else None))
+    async with app[SERVICES].db.transaction(tenant=ws["workspace_id"]) as session:
+        session.add(WebhookSubscription(provider="facebook", url=receiver.url, events=["*"], secret=app[SERVICES].secrets.encrypt(secret) if secret else None))
     return client, app, receiver
 
 
@@ -207,7 +207,7 @@ async def test_a_pass_decrypts_a_subscriptions_secret_once_and_signs_every_event
     client, app, receiver = await _one_subscriber(wh_app, aiohttp_client, receivers, secret)
     ids = [await _post(client, page_event_payload("page-A", value={"n": n})) for n in range(5)]
     decrypted = []
-    box = app[SECRETS]
+    box = app[SERVICES].secrets
     monkeypatch.setattr(box, "decrypt", lambda token, decrypt=box.decrypt: decrypted.append(token) or decrypt(token))
     await _run(app, ids)
     assert len(decrypted) == 1

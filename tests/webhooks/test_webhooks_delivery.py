@@ -13,7 +13,7 @@ import time
 import pytest
 from sqlalchemy import select, text
 
-from patchbay.core.appkeys import DB
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.settings import WebhooksSettings
 from patchbay.core.testing import create_workspace_with_key
 from patchbay.core.webhooks.delivery import next_delay, parse_retry_after
@@ -145,7 +145,7 @@ async def test_a_subscription_failing_past_the_period_is_disabled_and_can_be_re_
     event_id = await send(client)
     delivery = await delivery_of(client, ws, event_id, helpers)
     assert delivery["status"] == "failed"
-    async with app[DB].session() as session:
+    async with app[SERVICES].db.session() as session:
         row = await session.get(WebhookSubscription, sub["subscriptionId"])
     assert row.is_active is False and "failed since" in row.disabled_reason
     assert any("ALERT" in r.message and sub["subscriptionId"] in r.message for r in caplog.records)
@@ -162,7 +162,7 @@ async def test_a_subscription_failing_past_the_period_is_disabled_and_can_be_re_
 async def _settled(app):
     from patchbay.core.webhooks.models import WebhookEvent
 
-    async with app[DB].session() as session:
+    async with app[SERVICES].db.session() as session:
         return not (await session.scalars(select(WebhookEvent).where(WebhookEvent.status == "RECEIVED"))).first()
 
 
@@ -252,7 +252,7 @@ async def test_private_callback_urls_are_refused_without_the_insecure_setting(wh
 async def test_callback_secret_is_stored_encrypted(wh, receivers):
     receiver = await receivers()
     client, app, ws, sub = await setup_workspace(wh, receiver)
-    async with app[DB].session() as session:
+    async with app[SERVICES].db.session() as session:
         raw = (await session.execute(text("SELECT secret FROM webhook_subscriptions"))).scalar_one()
     assert CALLBACK_SECRET not in raw and raw
 
@@ -282,7 +282,7 @@ async def test_subscriptions_and_deliveries_are_tenant_scoped(wh, receivers, hel
     await delivery_of(client, first, event_id, helpers)
     listed = await (await client.get("/connect/v1/webhooks/deliveries", headers=second["headers"])).json()
     assert listed["total"] == 0
-    async with app[DB].session() as session:
+    async with app[SERVICES].db.session() as session:
         delivery_id = (await session.scalars(select(WebhookDelivery.id))).first()
     assert (await client.get(f"/connect/v1/webhooks/deliveries/{delivery_id}", headers=second["headers"])).status == 404
     assert (await client.get(f"/connect/v1/webhooks/deliveries/{delivery_id}", headers=first["headers"])).status == 200
@@ -304,7 +304,7 @@ async def test_an_undecryptable_secret_fails_the_delivery_without_sending(wh, re
 
     receiver = await receivers()
     client, app, ws, sub = await setup_workspace(wh, receiver)
-    async with app[DB].transaction() as session:
+    async with app[SERVICES].db.transaction() as session:
         row = await session.get(WebhookSubscription, sub["subscriptionId"])
         row.secret = SecretBox(["a-key-this-deployment-does-not-have"]).encrypt("whatever-secret")
     event_id = await send(client)

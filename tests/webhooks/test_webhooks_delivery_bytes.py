@@ -14,7 +14,7 @@ import json
 import pytest
 from standardwebhooks.webhooks import Webhook
 
-from patchbay.core.appkeys import DB, JOBS
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.testing import create_workspace_with_key
 from patchbay.core.webhooks.delivery import DELIVER_JOB
 from patchbay.core.webhooks.models import WebhookDelivery
@@ -132,11 +132,11 @@ async def test_a_delivery_queued_without_its_bytes_keeps_the_bytes_of_its_first_
     subscription = await _subscribe(client, ws, receiver, secret)
     event_id = await _forward(client, VALUE)
     await _deliveries(client, ws, helpers, event_id, 1)
-    async with app[DB].transaction() as session:  # a delivery as the previous release queues it
+    async with app[SERVICES].db.transaction() as session:  # a delivery as the previous release queues it
         delivery = WebhookDelivery(workspace_id=ws["workspace_id"], event_id=event_id, subscription_id=subscription["subscriptionId"], manual=True)
         session.add(delivery)
         await session.flush()
-        app[JOBS].enqueue(session, DELIVER_JOB, {"delivery_id": delivery.id, "attempt": 1}, workspace_id=ws["workspace_id"])
+        app[SERVICES].jobs.enqueue(session, DELIVER_JOB, {"delivery_id": delivery.id, "attempt": 1}, workspace_id=ws["workspace_id"])
     _, again = await _deliveries(client, ws, helpers, event_id, 2)
     assert again["status"] == "succeeded" and [a["statusCode"] for a in again["attemptLog"]] == [503, 200]
     assert len(receiver.requests) == 3

@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.exc import OperationalError
 
-from patchbay.core.appkeys import DB, SERVICES
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.jobs.models import Job
 from patchbay.core.jobs.queue import JobContext
 from patchbay.core.testing import create_workspace_with_key
@@ -51,7 +51,7 @@ async def test_unsigned_or_wrongly_signed_events_are_refused_and_nothing_is_stor
     tampered = await client.post("/webhook/facebook", data=body + b" ", headers=headers)
     assert tampered.status == 401
     assert await helpers.count(app, WebhookEvent) == 0
-    async with app[DB].session() as session:
+    async with app[SERVICES].db.session() as session:
         assert await session.scalar(select(func.count()).select_from(Job).where(Job.kind == "webhooks.process")) == 0
 
 
@@ -76,7 +76,7 @@ async def test_a_signed_event_is_committed_before_the_answer(wh_app, aiohttp_cli
     (row,) = await helpers.event_rows(app)
     assert row.id == answer["id"] and row.status == "RECEIVED" and row.body == body.decode()
     assert abs((utcnow() - row.created_at).total_seconds()) < 5 and row.workspace_id is None
-    async with app[DB].session() as session:
+    async with app[SERVICES].db.session() as session:
         job = await session.scalar(select(Job).where(Job.kind == "webhooks.process"))
     assert job.payload == {"event_ids": [row.id]}
 
@@ -157,7 +157,7 @@ async def test_the_same_delivery_twice_is_a_duplicate_and_forwarded_once(wh, rec
 
 
 async def _deliveries_done(app):
-    async with app[DB].session() as session:
+    async with app[SERVICES].db.session() as session:
         pending = await session.scalar(select(func.count()).select_from(WebhookDelivery).where(WebhookDelivery.status == "pending"))
     return pending == 0
 
@@ -236,7 +236,7 @@ async def test_signed_bodies_that_carry_no_event_fail_with_a_reason(wh, helpers)
 
 
 async def _process_jobs(app) -> list[Job]:
-    async with app[DB].session() as session:
+    async with app[SERVICES].db.session() as session:
         return list((await session.scalars(select(Job).where(Job.kind == "webhooks.process"))).all())
 
 

@@ -9,7 +9,7 @@ import hashlib
 import pytest
 from sqlalchemy import func, select, update
 
-from patchbay.core.appkeys import DB, JOBS
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.jobs.models import Job
 from patchbay.core.services import build_services
 from patchbay.core.timeutil import new_id, utcnow
@@ -28,13 +28,13 @@ def _row(n: int) -> dict:
 
 
 async def _count(app, model, *where) -> int:
-    async with app[DB].session() as session:
+    async with app[SERVICES].db.session() as session:
         return await session.scalar(select(func.count()).select_from(model).where(*where))
 
 
 async def test_concurrent_receipts_share_one_transaction_and_each_returns_once_stored(wh_app, database_url):
     app = wh_app(background=False, database_url=database_url)
-    writer = IngestWriter(app[DB], app[JOBS], batch_ms=20)
+    writer = IngestWriter(app[SERVICES].db, app[SERVICES].jobs, batch_ms=20)
     rows = [_row(n) for n in range(30)]
     stored_when_answered = []
 
@@ -46,7 +46,7 @@ async def test_concurrent_receipts_share_one_transaction_and_each_returns_once_s
         await asyncio.gather(*(receive(row) for row in rows))
     finally:
         await writer.close()
-        await app[DB].close()
+        await app[SERVICES].db.close()
     assert stored_when_answered == [1] * 30
     jobs = await _count(app, Job, Job.kind == "webhooks.process")
     assert jobs < 30  # batches, not one transaction (and job) per receipt
@@ -55,20 +55,20 @@ async def test_concurrent_receipts_share_one_transaction_and_each_returns_once_s
 async def test_receipts_are_held_while_the_backlog_is_over_its_limit(wh_app, database_url, monkeypatch):
     monkeypatch.setattr(ingest, "MAX_HOLD_SECONDS", 60.0)
     app = wh_app(background=False, database_url=database_url)
-    writer = IngestWriter(app[DB], app[JOBS], backlog_limit=2)
+    writer = IngestWriter(app[SERVICES].db, app[SERVICES].jobs, backlog_limit=2)
     try:
         for n in range(3):
             await writer.submit(_row(n))  # no workers: the three stay RECEIVED
         held = asyncio.create_task(writer.submit(_row(3)))
         done, _ = await asyncio.wait({held}, timeout=0.5)
         assert not done  # three unprocessed events, limit two: the fourth receipt waits
-        async with app[DB].transaction() as session:
+        async with app[SERVICES].db.transaction() as session:
             await session.execute(update(WebhookEvent).values(status="PROCESSED").execution_options(synchronize_session=False))
         await asyncio.wait_for(held, timeout=5)  # processed: the receipt is stored and answered
         assert await _count(app, WebhookEvent) == 4
     finally:
         await writer.close()
-        await app[DB].close()
+        await app[SERVICES].db.close()
 
 
 async def test_the_services_open_the_writer_and_close_it_after_committing_what_is_pending(make_settings):

@@ -9,7 +9,7 @@ import json
 
 from sqlalchemy import select
 
-from patchbay.core.appkeys import DB, SERVICES
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.jobs.queue import JobContext
 from patchbay.core.leads.models import Lead
 from patchbay.core.testing import create_workspace_with_key
@@ -41,7 +41,7 @@ async def _page_with_events(wh_app, aiohttp_client, graph, lead_ids: list[str], 
 
 async def _process(app, event_ids: list[str]) -> dict[str, WebhookEvent]:
     await process_job(JobContext(app[SERVICES], "job", "webhooks.process", {"event_ids": event_ids}, 1, 10, None))
-    async with app[DB].session() as session:
+    async with app[SERVICES].db.session() as session:
         return {row.id: row for row in (await session.scalars(select(WebhookEvent))).all()}
 
 
@@ -58,7 +58,7 @@ async def test_a_burst_of_leadgen_events_is_read_fifty_leads_per_graph_call(wh_a
     events = await _process(app, event_ids)
     assert _graph_calls(graph) == ([50, 50, 20], 0)
     assert {events[event_id].status for event_id in event_ids} == {"PROCESSED"}
-    async with app[DB].session() as session:
+    async with app[SERVICES].db.session() as session:
         leads = {lead.external_id: lead for lead in (await session.scalars(select(Lead))).all()}
     assert sorted(leads) == sorted(lead_ids)
     assert all(events[event_id].lead_id == leads[lead_id].id for event_id, lead_id in zip(event_ids, lead_ids, strict=True))
@@ -73,6 +73,6 @@ async def test_an_unreadable_lead_fails_its_own_event_and_the_others_are_read_on
     statuses = [events[event_id].status for event_id in event_ids]
     assert statuses == ["PROCESSED", "PROCESSED", "PROCESSED", "FAILED", "PROCESSED"]
     assert "lead extraction failed" in events[event_ids[3]].reason and "404" in events[event_ids[3]].reason
-    async with app[DB].session() as session:
+    async with app[SERVICES].db.session() as session:
         stored = sorted((await session.scalars(select(Lead.external_id))).all())
     assert stored == ["lead-0", "lead-1", "lead-2", "lead-4"]

@@ -16,7 +16,7 @@ import pytest
 from sqlalchemy import select
 
 from patchbay.core.app import create_app
-from patchbay.core.appkeys import DB, SECRETS
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.jobs.models import Job
 from patchbay.core.settings import load_settings
 from patchbay.core.testing import create_workspace_with_key
@@ -64,8 +64,8 @@ async def test_event_survives_a_kill_right_after_the_200(database_url, tmp_path,
     try:
         ws = await create_workspace_with_key(app)
         await add_connection(app, ws["workspace_id"], "facebook", meta={"page_id": "page-A"})
-        async with app[DB].transaction(tenant=ws["workspace_id"]) as session:
-            session.add(WebhookSubscription(provider="facebook", url=receiver.url, events=["*"], secret=app[SECRETS].encrypt("cb-secret-1234")))
+        async with app[SERVICES].db.transaction(tenant=ws["workspace_id"]) as session:
+            session.add(WebhookSubscription(provider="facebook", url=receiver.url, events=["*"], secret=app[SERVICES].secrets.encrypt("cb-secret-1234")))
 
         # 1. a server without workers: it can only store the event, never process it
         port = free_port()
@@ -77,7 +77,7 @@ async def test_event_survives_a_kill_right_after_the_200(database_url, tmp_path,
                 event_id = (await response.json())["id"]
         first.send_signal(signal.SIGKILL)  # right after the 200: no graceful shutdown
         await first.wait()
-        async with app[DB].session() as session:
+        async with app[SERVICES].db.session() as session:
             event = await session.get(WebhookEvent, event_id)
             job = await session.scalar(select(Job).where(Job.kind == "webhooks.process"))
         assert event.status == "RECEIVED" and job.status == "queued" and receiver.requests == []
@@ -88,7 +88,7 @@ async def test_event_survives_a_kill_right_after_the_200(database_url, tmp_path,
             await receiver.wait_for(1, timeout=30)
 
             async def delivered():
-                async with app[DB].session() as session:
+                async with app[SERVICES].db.session() as session:
                     return await session.scalar(select(WebhookDelivery).where(WebhookDelivery.status == "succeeded"))
 
             await helpers.wait_until(delivered, timeout=30)
@@ -98,10 +98,10 @@ async def test_event_survives_a_kill_right_after_the_200(database_url, tmp_path,
             await asyncio.wait_for(second.wait(), 30)
         assert len(receiver.requests) == 1
         assert receiver.requests[0]["headers"]["X-Connect-Delivery"] == event_id
-        async with app[DB].session() as session:
+        async with app[SERVICES].db.session() as session:
             event = await session.get(WebhookEvent, event_id)
             deliveries = (await session.scalars(select(WebhookDelivery))).all()
         assert event.status == "PROCESSED" and event.workspace_id == ws["workspace_id"]
         assert [(d.status, d.attempts) for d in deliveries] == [("succeeded", 1)]
     finally:
-        await app[DB].close()
+        await app[SERVICES].db.close()

@@ -10,7 +10,7 @@ from email.message import Message
 import pytest
 from aiosmtpd.smtp import SMTP
 
-from patchbay.core.appkeys import DB
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.testing import sign_access_token
 from patchbay.core.users.service import create_user
 
@@ -52,7 +52,7 @@ def make_user():
     """``await make_user(app, email)`` -> ``(user_id, headers)`` of a signed-in user (no workspace)."""
 
     async def make(app, address: str, *, organization_id: str | None = None, permissions=()):
-        async with app[DB].transaction() as session:
+        async with app[SERVICES].db.transaction() as session:
             user = await create_user(session, email=address, password=None, name="Test User")
         claims = {"sub": user.id, "client_id": "console", "permissions": list(permissions)}
         if organization_id:

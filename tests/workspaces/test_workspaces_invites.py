@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import select, text, update
 
-from patchbay.core.appkeys import DB
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.security.permissions import PERMISSIONS
 from patchbay.core.settings import SmtpSettings
 from patchbay.core.testing import create_workspace_with_key
@@ -34,7 +34,7 @@ async def test_invite_email_validate_accept_once(aiohttp_client, make_app, smtp_
     token = re.search(r"Invite token: (\S+)", text).group(1)
     assert token in created["inviteUrl"]
 
-    async with app[DB].session() as session:  # only a digest is stored
+    async with app[SERVICES].db.session() as session:  # only a digest is stored
         row = (await session.scalars(select(Invite))).one()
         assert token not in (row.token_digest, str(row.__dict__))
 
@@ -51,7 +51,7 @@ async def test_invite_email_validate_accept_once(aiohttp_client, make_app, smtp_
     accepted = await client.post(f"/connect/v1/workspaces/invite/accept/{token}", headers=bob)
     assert accepted.status == 201, await accepted.text()
     assert (await accepted.json())["workspace"]["id"] == ws["workspace_id"]
-    async with app[DB].session() as session:
+    async with app[SERVICES].db.session() as session:
         membership = await session.scalar(select(Membership).where(Membership.user_id == bob_id))
         assert (membership.workspace_id, membership.role) == (ws["workspace_id"], "manager")
 
@@ -73,10 +73,10 @@ async def test_expired_and_unknown_invites_refused(aiohttp_client, make_app, mak
     ws = await create_workspace_with_key(app)
     response = await client.post(f"/connect/v1/workspaces/{ws['workspace_id']}/invite", json={"email": "carol@example.test"}, headers=ws["headers"])
     token = (await response.json())["inviteUrl"].rsplit("/", 1)[1]
-    async with app[DB].session() as session:  # the queued email job carries the token encrypted
+    async with app[SERVICES].db.session() as session:  # the queued email job carries the token encrypted
         (raw,) = (await session.execute(text("SELECT payload FROM jobs WHERE kind = 'workspaces.invite_email'"))).scalars().all()
         assert token not in str(raw) and "invite_id" in str(raw)
-    async with app[DB].transaction() as session:
+    async with app[SERVICES].db.transaction() as session:
         await session.execute(update(Invite).values(expires_at=utcnow() - timedelta(seconds=1)))
     _, carol = await make_user(app, "carol@example.test")
     expired = await client.post(f"/connect/v1/workspaces/invite/accept/{token}", headers=carol)
@@ -125,6 +125,6 @@ async def test_accepting_as_a_member_keeps_the_role(aiohttp_client, make_app, ma
     await client.post(f"/connect/v1/workspaces/join/link/{ws['workspace_id']}", json={"token": link["token"]}, headers=jo)
     accepted = await client.post(f"/connect/v1/workspaces/invite/accept/{token}", headers=jo)
     assert (accepted.status, (await accepted.json())["role"]) == (201, "viewer")
-    async with app[DB].session() as session:
+    async with app[SERVICES].db.session() as session:
         assert await session.scalar(select(Membership.role).where(Membership.user_id == jo_id)) == "viewer"
     assert (await client.post(f"/connect/v1/workspaces/invite/accept/{token}", headers=jo)).status == 410

@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import select, update
 
-from patchbay.core.appkeys import DB
+from patchbay.core.appkeys import SERVICES
 from patchbay.core.settings import AdminSettings
 from patchbay.core.testing import create_workspace_with_key
 from patchbay.core.timeutil import utcnow
@@ -16,7 +16,7 @@ from patchbay.core.workspaces.models import Membership, ShareableLink
 
 
 async def _role(app, workspace_id, user_id):
-    async with app[DB].session() as session:
+    async with app[SERVICES].db.session() as session:
         return await session.scalar(select(Membership.role).where(Membership.workspace_id == workspace_id, Membership.user_id == user_id))
 
 
@@ -64,7 +64,7 @@ async def test_shareable_link_used_expired_revoked(aiohttp_client, make_app, mak
     base = f"/connect/v1/workspaces/{ws['workspace_id']}"
     link = await (await client.post(f"{base}/shareable-link", json={"role": "viewer"}, headers=ws["headers"])).json()
     assert link["token"] in link["url"]
-    async with app[DB].session() as session:
+    async with app[SERVICES].db.session() as session:
         assert link["token"] not in (await session.scalars(select(ShareableLink.token_digest))).all()
 
     gina_id, gina = await make_user(app, "gina@example.test")
@@ -77,7 +77,7 @@ async def test_shareable_link_used_expired_revoked(aiohttp_client, make_app, mak
     assert (await client.post(f"/connect/v1/workspaces/join/link/{other['workspace_id']}", json={"token": link["token"]}, headers=gina)).status == 404
 
     hank_id, hank = await make_user(app, "hank@example.test")
-    async with app[DB].transaction() as session:
+    async with app[SERVICES].db.transaction() as session:
         await session.execute(update(ShareableLink).values(expires_at=utcnow() - timedelta(seconds=1)))
     expired = await client.post(f"/connect/v1/workspaces/join/link/{ws['workspace_id']}", json={"token": link["token"]}, headers=hank)
     assert (expired.status, (await expired.json())["message"]) == (410, "Shareable link has expired")
