@@ -6,9 +6,9 @@ import json
 
 from aiohttp import web
 
-from patchbay.core.appkeys import SERVICES
 from patchbay.core.connections.models import Connection
 from patchbay.core.services import Services
+from patchbay.core.testing import services_of
 from patchbay.core.timeutil import utcnow
 
 
@@ -16,8 +16,7 @@ async def add_connection(services: Services | web.Application, workspace_id: str
                          credentials: dict | None = None, status: str = "connected") -> str:  # fmt: skip
     """A connection row as the connections feature stores it (credentials encrypted). ``services``
     may still be the test's app (its services are used), as most tests hold the app."""
-    if isinstance(services, web.Application):
-        services = services[SERVICES]
+    services = services_of(services)
     async with services.db.transaction(tenant=workspace_id) as session:
         row = Connection(provider=provider, status=status, credentials=services.secrets.encrypt(json.dumps(credentials or {"access_token": "test-token"})),
                          params=params or {}, meta=meta or {}, scopes=[], connected_at=utcnow())  # fmt: skip
