@@ -46,7 +46,6 @@ for folder in TOP_LEVEL_FOLDERS:
         package_data[name] = data_files_of(source)
 
 
-
 def provider_entry_points() -> list[str]:
     """Loaded by path: importing ``providers`` as a package would need patchbay's dependencies."""
     spec = importlib.util.spec_from_file_location("entry_points", Path("providers", "catalog", "entry_points.py"))

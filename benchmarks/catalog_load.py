@@ -42,7 +42,7 @@ def _timed(functions: dict[str, object], rounds: int) -> dict[str, float]:
     samples: dict[str, list[float]] = {name: [] for name in functions}
     names = list(functions)
     for round_number in range(rounds):
-        for name in names[round_number % len(names):] + names[: round_number % len(names)]:
+        for name in names[round_number % len(names) :] + names[: round_number % len(names)]:
             catalog._index.cache_clear()
             catalog._converter.cache_clear()
             gc.collect()
@@ -108,8 +108,10 @@ def main() -> None:
     print(f"baseline (json + Provider(**), unchecked):   {base * 1000:7.1f} ms")
     print(f"catalog load (strict cattrs):                {strict * 1000:7.1f} ms   {strict / base:4.2f}x baseline")
     print(f"registry, single catalog plugin:             {single_load * 1000:7.1f} ms   {single_load / base:4.2f}x baseline")
-    print(f"registry, one plugin per provider:           {per_provider * 1000:7.1f} ms   {per_provider / base:4.2f}x baseline, "
-          f"{per_provider / single_load:4.2f}x single catalog ({(per_provider - single_load) * 1000:+.1f} ms)")
+    print(
+        f"registry, one plugin per provider:           {per_provider * 1000:7.1f} ms   {per_provider / base:4.2f}x baseline, "
+        f"{per_provider / single_load:4.2f}x single catalog ({(per_provider - single_load) * 1000:+.1f} ms)"
+    )
     print(f"app build, single catalog plugin:            {single_app * 1000:7.1f} ms")
     print(f"app build, one plugin per provider:          {app * 1000:7.1f} ms   {(app - single_app) * 1000:+.1f} ms vs single catalog")
     print(f"settings: --rounds {rounds}" + (" (default 20)" if rounds != 20 else " (default)"))

@@ -39,6 +39,7 @@ import aiohttp
 import asyncpg
 import attrs
 from aiohttp import web
+from profiles import start_py_spy, stop_py_spy
 from sqlalchemy import func, select, text
 
 from patchbay import hookimpl
@@ -52,7 +53,6 @@ from patchbay.core.tables.service import create_table, upsert_row
 from patchbay.core.testing import create_workspace_with_key
 from patchbay.core.timeutil import utcnow
 from patchbay.providers.meta.testing import leadgen_payload, meta_signature
-from profiles import start_py_spy, stop_py_spy
 from patchbay.testing import add_connection
 
 APP_SECRET = "bench-app-secret"
@@ -64,9 +64,14 @@ def three_steps() -> list[dict]:
     return [
         {"id": "shape", "type": "transform", "output": {"email": "{{ trigger.email | lower }}", "amount": "{{ trigger.amount }}"}},
         {"id": "customer", "type": "table.lookup", "table": "customers", "column": "email", "value": "{{ steps.shape.output.email }}"},
-        {"id": "notify", "type": "http", "method": "POST", "url": f"http://127.0.0.1:{TARGET_PORT}/hook",
-         "body": {"email": "{{ steps.shape.output.email }}", "tier": "{{ steps.customer.output.data.tier }}"}},
-    ]  # fmt: skip
+        {
+            "id": "notify",
+            "type": "http",
+            "method": "POST",
+            "url": f"http://127.0.0.1:{TARGET_PORT}/hook",
+            "body": {"email": "{{ steps.shape.output.email }}", "tier": "{{ steps.customer.output.data.tier }}"},
+        },
+    ]
 
 
 def _target(ready, port_out) -> None:
@@ -170,10 +175,17 @@ async def _flow(app, workspace_id: str, steps, name: str) -> str:
 
 async def _customers(app, workspace_id: str) -> None:
     async with app[SERVICES].db.transaction(tenant=workspace_id) as session:
-        await create_table(session, workspace_id=workspace_id, name="Customers", slug="customers",
-                           columns=[{"name": "email", "type": "text"}, {"name": "tier", "type": "text"}])  # fmt: skip
+        await create_table(
+            session,
+            workspace_id=workspace_id,
+            name="Customers",
+            slug="customers",
+            columns=[{"name": "email", "type": "text"}, {"name": "tier", "type": "text"}],
+        )
         for n in range(CUSTOMERS):
-            await upsert_row(session, workspace_id=workspace_id, table_slug="customers", external_key=f"c{n}", data={"email": f"user{n}@example.com", "tier": "gold"})
+            await upsert_row(
+                session, workspace_id=workspace_id, table_slug="customers", external_key=f"c{n}", data={"email": f"user{n}@example.com", "tier": "gold"}
+            )
 
 
 def _payload(n: int) -> dict:
@@ -183,8 +195,7 @@ def _payload(n: int) -> dict:
 async def _baseline(app, workspace_id: str, executions: int, concurrency: int) -> tuple[float, float]:
     """The three steps by a bare loop: no engine, no state written."""
     newest = (
-        "SELECT id, external_key, data FROM table_rows WHERE workspace_id = :ws AND table_id = :table AND {match} "
-        "ORDER BY updated_at DESC, id DESC LIMIT 1"
+        "SELECT id, external_key, data FROM table_rows WHERE workspace_id = :ws AND table_id = :table AND {match} ORDER BY updated_at DESC, id DESC LIMIT 1"
     ).format(match="data ->> 'email' = :email" if app[SERVICES].db.is_postgres else "json_extract(data, '$.email') = :email")
     async with app[SERVICES].db.session() as session:
         table_id = await session.scalar(text("SELECT id FROM data_tables WHERE workspace_id = :ws AND slug = 'customers'"), {"ws": workspace_id})
@@ -239,7 +250,9 @@ def _areas(collapsed: Path) -> dict[str, str]:
 
 async def _executions_per_second(app, workspace_id: str, executions: int, batch: int, profile: str | None, name: str) -> tuple[float, dict[str, object]]:
     flow_id = await _flow(app, workspace_id, three_steps(), "bench")
-    rows = [{"workspace_id": workspace_id, "flow_id": flow_id, "version": 1, "trigger_source": "webhook", "trigger_payload": _payload(n)} for n in range(executions)]
+    rows = [
+        {"workspace_id": workspace_id, "flow_id": flow_id, "version": 1, "trigger_source": "webhook", "trigger_payload": _payload(n)} for n in range(executions)
+    ]
 
     async def finished() -> bool:
         async with app[SERVICES].db.session() as session:
@@ -263,16 +276,28 @@ async def _executions_per_second(app, workspace_id: str, executions: int, batch:
     async with aiohttp.ClientSession() as http:
         keys = await _target_keys(http, forget=True)
     async with app[SERVICES].db.session() as session:
-        grouped = select(FlowExecution.status, FlowExecution.attempts, func.count()).where(FlowExecution.flow_id == flow_id).group_by(FlowExecution.status, FlowExecution.attempts)
+        grouped = (
+            select(FlowExecution.status, FlowExecution.attempts, func.count())
+            .where(FlowExecution.flow_id == flow_id)
+            .group_by(FlowExecution.status, FlowExecution.attempts)
+        )
         outcomes = {f"{status}, attempt {attempts}": count for status, attempts, count in (await session.execute(grouped)).all()}
-        steps = await session.scalar(select(func.count()).select_from(FlowExecutionStep).where(FlowExecutionStep.execution_id.in_(ids), FlowExecutionStep.status == "completed"))
+        steps = await session.scalar(
+            select(func.count()).select_from(FlowExecutionStep).where(FlowExecutionStep.execution_id.in_(ids), FlowExecutionStep.status == "completed")
+        )
     expected_keys = {f"{execution_id}:notify" for execution_id in ids}
     posts = sum(keys.values())
     if outcomes != {"completed, attempt 1": executions} or steps != 3 * executions or set(keys) != expected_keys or posts != executions:
-        raise SystemExit(f"executions did not all complete exactly once: {outcomes}, {steps} step records, {posts} POSTs, "
-                         f"{len(set(keys) & expected_keys)} of {executions} expected Idempotency-Keys")  # fmt: skip
-    report: dict[str, object] = {**outcomes, "completed step records": steps, "POSTs (one per Idempotency-Key)": posts,
-                                 "CPU of this process": f"{cpu / wall:.2f} s/s, {cpu * 1000 / executions:.2f} ms per execution"}  # fmt: skip
+        raise SystemExit(
+            f"executions did not all complete exactly once: {outcomes}, {steps} step records, {posts} POSTs, "
+            f"{len(set(keys) & expected_keys)} of {executions} expected Idempotency-Keys"
+        )
+    report: dict[str, object] = {
+        **outcomes,
+        "completed step records": steps,
+        "POSTs (one per Idempotency-Key)": posts,
+        "CPU of this process": f"{cpu / wall:.2f} s/s, {cpu * 1000 / executions:.2f} ms per execution",
+    }
     if profiler is not None:
         report["py-spy samples by area"] = _areas(profile_file)
     return executions / elapsed, report
@@ -322,7 +347,16 @@ async def run(name: str, url: str, args) -> dict[str, object]:
             latency, queued = await _latency(app, port, ws, marks, args.latency) if args.latency else ([], [])
         finally:
             await runner.cleanup()
-    return {"name": name, "baseline": baseline, "baseline_cpu": baseline_cpu, "rate": rate, "outcomes": outcomes, "latency": latency, "queued": queued, "settings": _differing(settings)}
+    return {
+        "name": name,
+        "baseline": baseline,
+        "baseline_cpu": baseline_cpu,
+        "rate": rate,
+        "outcomes": outcomes,
+        "latency": latency,
+        "queued": queued,
+        "settings": _differing(settings),
+    }
 
 
 async def _pg_scratch(base_url: str):
@@ -347,7 +381,9 @@ async def _pg_drop(admin: str, name: str) -> None:
 def _report(result: dict[str, object], args) -> None:
     baseline, rate, latency = result["baseline"], result["rate"], result["latency"]
     print(f"[{result['name']}]  settings differing from the defaults: {result['settings']}")
-    print(f"  bare asyncio loop, same three steps ({args.baseline_concurrency} tasks): {baseline:8.0f} executions/s   ({result['baseline_cpu']:.2f} ms CPU per execution)")
+    print(
+        f"  bare asyncio loop, same three steps ({args.baseline_concurrency} tasks): {baseline:8.0f} executions/s   ({result['baseline_cpu']:.2f} ms CPU per execution)"
+    )
     print(f"  patchbay, default workers:                       {rate:8.0f} executions/s   {rate / baseline:5.2f}x the bare loop")
     outcomes = dict(result["outcomes"])
     areas = outcomes.pop("py-spy samples by area", None)
@@ -357,8 +393,10 @@ def _report(result: dict[str, object], args) -> None:
     if latency:
         ordered = sorted(latency)
         p95 = ordered[max(0, int(len(ordered) * 0.95) - 1)]
-        print(f"  inbound webhook -> first step: p50 {statistics.median(ordered) * 1000:6.1f} ms   p95 {p95 * 1000:6.1f} ms   ({len(ordered)} events);"
-              f" of which execution created -> started p50 {statistics.median(result['queued']) * 1000:.1f} ms")
+        print(
+            f"  inbound webhook -> first step: p50 {statistics.median(ordered) * 1000:6.1f} ms   p95 {p95 * 1000:6.1f} ms   ({len(ordered)} events);"
+            f" of which execution created -> started p50 {statistics.median(result['queued']) * 1000:.1f} ms"
+        )
 
 
 async def main() -> None:
@@ -368,7 +406,11 @@ async def main() -> None:
     parser.add_argument("--baseline-concurrency", type=int, default=64, help="tasks of the bare loop")
     parser.add_argument("--latency", type=int, default=30, help="webhook events for the latency figure (0: skip)")
     parser.add_argument("--databases", default="sqlite,postgresql")
-    parser.add_argument("--py-spy", metavar="DIR", help="sample this process with py-spy while the executions run: collapsed stacks in DIR/flows-<database>.txt, shares by area printed")
+    parser.add_argument(
+        "--py-spy",
+        metavar="DIR",
+        help="sample this process with py-spy while the executions run: collapsed stacks in DIR/flows-<database>.txt, shares by area printed",
+    )
     parser.add_argument("--jobs", type=int, help=argparse.SUPPRESS)  # accepted for old command lines; the raw-queue figure is gone
     args = parser.parse_args()
     global TARGET_PORT

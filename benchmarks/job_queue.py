@@ -47,14 +47,15 @@ from typing import Self
 import asyncpg
 from aiohttp import web
 from flows import _differing
+from sqlalchemy import bindparam, func, select, update
+from webhook_ingest import cpu_seconds, percentile
+
 from patchbay.core.app import create_app
 from patchbay.core.appkeys import SERVICES
 from patchbay.core.jobs.models import Job
 from patchbay.core.jobs.queue import JobContext, JobQueue
 from patchbay.core.settings import load_settings
 from patchbay.core.timeutil import utcnow
-from sqlalchemy import bindparam, func, select, update
-from webhook_ingest import cpu_seconds, percentile
 
 BATCHED, SINGLE, NAIVE = "bench.batched", "bench.single", "bench.naive"
 _JOBS = Job.__table__
@@ -230,10 +231,17 @@ async def run(name: str, url: str, args) -> dict[str, object]:
         finally:
             await runner.cleanup()
     return {
-        "name": name, "settings": _differing(settings), "workers": settings.workers, "enqueue_rate": enqueue_rate, "single_rate": single_rate,
-        "drained": drained, "latency": latency, "naive": naive, "undone": undone,
+        "name": name,
+        "settings": _differing(settings),
+        "workers": settings.workers,
+        "enqueue_rate": enqueue_rate,
+        "single_rate": single_rate,
+        "drained": drained,
+        "latency": latency,
+        "naive": naive,
+        "undone": undone,
         "checks": {"batched": calls.check(ids), "one by one": calls.check(single_ids), "naive": naive_calls.check(naive_ids)},
-    }  # fmt: skip
+    }
 
 
 @contextlib.asynccontextmanager
@@ -264,7 +272,9 @@ def report(result: dict[str, object], args) -> bool:
     print(f"  enqueued one by one, a transaction each:      {result['single_rate']:7.0f} jobs/s   ({args.single} jobs, workers running)")
     print(f"  claimed and done, one process, {workers} at once:  {drained['rate']:7.0f} jobs/s   {_cpu(drained)}")
     if "first_quarter" in drained:
-        print(f"    of which the first quarter of the jobs (largest backlog) {drained['first_quarter']:.0f} jobs/s, the last quarter {drained['last_quarter']:.0f} jobs/s")
+        print(
+            f"    of which the first quarter of the jobs (largest backlog) {drained['first_quarter']:.0f} jobs/s, the last quarter {drained['last_quarter']:.0f} jobs/s"
+        )
     print(f"  naive queue, a transaction per job, {workers} tasks: {naive['rate']:7.0f} jobs/s   {_cpu(naive)}")
     ratios = f"patchbay / naive: {drained['rate'] / naive['rate']:.2f}x the jobs/s, {drained['cpu_ms'] / naive['cpu_ms']:.2f}x the CPU per job in this process"
     if drained["db_cpu_ms"] is not None and naive["db_cpu_ms"]:

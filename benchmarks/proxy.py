@@ -117,6 +117,7 @@ def _patchbay(upstream: str, data_dir: str, database_url: str | None, log_level:
     if source:  # the baseline tree's package, before the installed one
         sys.path.insert(0, source)
     Path(data_dir).mkdir(parents=True, exist_ok=True)
+    from patchbay import Provider, hookimpl
     from patchbay.core.app import create_app
     from patchbay.core.appkeys import SERVICES
     from patchbay.core.connections.service import connect_with_api_key
@@ -125,13 +126,20 @@ def _patchbay(upstream: str, data_dir: str, database_url: str | None, log_level:
     from patchbay.core.settings import load_settings
     from patchbay.core.testing import create_workspace_with_key, sign_access_token
 
-    from patchbay import Provider, hookimpl
-
     class BenchPack:
         @hookimpl
         def register_providers(self):
-            return [Provider(name="bench", display_name="Bench", category="other", auth_mode="api_key", api_base_url="{server}/v1",
-                             connection_params=("server",), connection_param_defaults={"server": upstream})]  # fmt: skip
+            return [
+                Provider(
+                    name="bench",
+                    display_name="Bench",
+                    category="other",
+                    auth_mode="api_key",
+                    api_base_url="{server}/v1",
+                    connection_params=("server",),
+                    connection_param_defaults={"server": upstream},
+                )
+            ]
 
     # As `patchbay serve` runs (INFO logs, access log, workers), with what a loopback bench needs.
     base = {"PATCHBAY_SECRET_KEY": "bench-secret", "PATCHBAY_DATA_DIR": data_dir}
@@ -154,7 +162,9 @@ def _patchbay(upstream: str, data_dir: str, database_url: str | None, log_level:
 
     async def prepare(app: web.Application) -> dict:
         ws = await create_workspace_with_key(app, plan="enterprise")
-        connection = await connect_with_api_key(app[SERVICES], workspace_id=ws["workspace_id"], provider_name="bench", credentials={"apiKey": UPSTREAM_KEY}, validate=False)
+        connection = await connect_with_api_key(
+            app[SERVICES], workspace_id=ws["workspace_id"], provider_name="bench", credentials={"apiKey": UPSTREAM_KEY}, validate=False
+        )
         headers = dict(ws["headers"])
         if auth == "token":
             token = await sign_access_token(app, {"sub": "bench", "organization_id": ws["workspace_id"], "permissions": ["connections.write"]})
@@ -250,7 +260,9 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as folder:
             upstream, port = _start(context, processes, _upstream)
             upstream_url = f"http://127.0.0.1:{port}"
-            patchbay, (port, info) = _start(context, processes, _patchbay, upstream_url, folder, args.database_url, args.log_level, args.auth, args.profile, None)
+            patchbay, (port, info) = _start(
+                context, processes, _patchbay, upstream_url, folder, args.database_url, args.log_level, args.auth, args.profile, None
+            )
             proxy_url = f"http://127.0.0.1:{port}/connect/v1/proxy/bench"
             naive, port = _start(context, processes, _naive_proxy, upstream_url)
             naive_url = f"http://127.0.0.1:{port}"
@@ -265,7 +277,9 @@ def main() -> None:
             pids = {"upstream": upstream.pid, "patchbay": patchbay.pid, "naive": naive.pid}
             if args.baseline_tree:
                 source = package_folder(args.baseline_tree, Path(folder) / "baseline-package")
-                baseline, (port, baseline_info) = _start(context, processes, _patchbay, upstream_url, f"{folder}/baseline", args.database_url, args.log_level, args.auth, None, str(source))
+                baseline, (port, baseline_info) = _start(
+                    context, processes, _patchbay, upstream_url, f"{folder}/baseline", args.database_url, args.log_level, args.auth, None, str(source)
+                )
                 baseline_url = f"http://127.0.0.1:{port}/connect/v1/proxy/bench"
                 targets["baseline passthrough"] = (f"{baseline_url}{ITEM_PATH}", wrk_script(scripts, "base-pass", "GET", baseline_info["headers"], None))
                 targets["baseline envelope"] = (baseline_url, wrk_script(scripts, "base-env", "POST", baseline_info["headers"], ENVELOPE))
@@ -305,8 +319,10 @@ def report(args, settings: dict[str, object], results: dict[str, list[tuple[dict
     def cpu_us(name: str, process: str) -> float:
         return sum(cpu[process] for _, cpu in results[name]) / max(1, sum(f["requests"] for f, _ in results[name])) * 1e6
 
-    print(f"proxy benchmark: wrk -t1 -c{args.connections}, {args.rounds} rounds x {args.seconds:g} s per target (rotated order), "
-          f"GET {ITEM_PATH} of a loopback upstream, caller auth {args.auth}")  # fmt: skip
+    print(
+        f"proxy benchmark: wrk -t1 -c{args.connections}, {args.rounds} rounds x {args.seconds:g} s per target (rotated order), "
+        f"GET {ITEM_PATH} of a loopback upstream, caller auth {args.auth}"
+    )
     print("patchbay settings that differ from the defaults:")
     for name, value in sorted(settings.items()):
         print(f"  {name} = {value}")
@@ -316,14 +332,20 @@ def report(args, settings: dict[str, object], results: dict[str, list[tuple[dict
         errors = sum(int(figures["errors"]) for figures, _ in results[name])
         print(f"{name:21} {median(name, 'rps'):8.0f} {median(name, 'p50_ms'):7.2f} {median(name, 'p99_ms'):7.2f} {errors:6d} {cpu_us(name, process):10.0f}")
     for form in ("passthrough", "envelope"):
-        print(f"{form:12} patchbay/naive {ratio(f'patchbay {form}', f'naive {form}'):.2f}x   patchbay/direct {ratio(f'patchbay {form}', 'direct'):.2f}x   "
-              f"naive/direct {ratio(f'naive {form}', 'direct'):.2f}x")  # fmt: skip
+        print(
+            f"{form:12} patchbay/naive {ratio(f'patchbay {form}', f'naive {form}'):.2f}x   patchbay/direct {ratio(f'patchbay {form}', 'direct'):.2f}x   "
+            f"naive/direct {ratio(f'naive {form}', 'direct'):.2f}x"
+        )
     if args.baseline_tree:
         print(f"against the baseline tree {args.baseline_tree} (CPU per call of this tree / the baseline's, per round; below 1: cheaper):")
         for form in ("passthrough", "envelope"):
             mine, theirs = results[f"patchbay {form}"], results[f"baseline {form}"]
             rounds = [(a[1]["patchbay"] / a[0]["requests"]) / (b[1]["baseline"] / b[0]["requests"]) for a, b in zip(mine, theirs, strict=True)]
-            print(f"{form:12} " + " ".join(f"{value:.2f}" for value in rounds) + f"   median {statistics.median(rounds):.2f}x   req/s {ratio(f'patchbay {form}', f'baseline {form}'):.2f}x")
+            print(
+                f"{form:12} "
+                + " ".join(f"{value:.2f}" for value in rounds)
+                + f"   median {statistics.median(rounds):.2f}x   req/s {ratio(f'patchbay {form}', f'baseline {form}'):.2f}x"
+            )
 
 
 if __name__ == "__main__":

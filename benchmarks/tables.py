@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import random
 import statistics
@@ -45,10 +44,60 @@ from patchbay.core.tables.transfer import import_csv
 from patchbay.core.timeutil import utcnow
 from patchbay.core.workspaces.models import Workspace
 
-FIRST = ["ada", "grace", "alan", "katherine", "edsger", "barbara", "donald", "margaret", "dennis", "frances", "john", "radia", "tim",
-         "linus", "guido", "ken", "bjarne", "niklaus", "leslie", "vint", "whitfield", "shafi", "silvio", "judea", "yann"]  # fmt: skip
-LAST = ["lovelace", "hopper", "turing", "johnson", "dijkstra", "liskov", "knuth", "hamilton", "ritchie", "allen", "mccarthy", "perlman",
-        "berners", "torvalds", "rossum", "thompson", "stroustrup", "wirth", "lamport", "cerf", "diffie", "goldwasser", "micali", "pearl", "lecun"]  # fmt: skip
+FIRST = [
+    "ada",
+    "grace",
+    "alan",
+    "katherine",
+    "edsger",
+    "barbara",
+    "donald",
+    "margaret",
+    "dennis",
+    "frances",
+    "john",
+    "radia",
+    "tim",
+    "linus",
+    "guido",
+    "ken",
+    "bjarne",
+    "niklaus",
+    "leslie",
+    "vint",
+    "whitfield",
+    "shafi",
+    "silvio",
+    "judea",
+    "yann",
+]
+LAST = [
+    "lovelace",
+    "hopper",
+    "turing",
+    "johnson",
+    "dijkstra",
+    "liskov",
+    "knuth",
+    "hamilton",
+    "ritchie",
+    "allen",
+    "mccarthy",
+    "perlman",
+    "berners",
+    "torvalds",
+    "rossum",
+    "thompson",
+    "stroustrup",
+    "wirth",
+    "lamport",
+    "cerf",
+    "diffie",
+    "goldwasser",
+    "micali",
+    "pearl",
+    "lecun",
+]
 CITIES = ["oslo", "lima", "kyoto", "austin", "lagos", "porto", "quito", "hanoi", "cairo", "perth", "dublin", "zurich", "denver", "nairobi"]
 COLUMNS = [{"name": "name", "type": "text"}, {"name": "email", "type": "text"}, {"name": "city", "type": "text"}, {"name": "n", "type": "number"}]
 
@@ -84,8 +133,18 @@ def prepared_rows(rows: int, workspace_id: str, table_id: str, prefix: str, offs
     for i in range(offset, offset + rows):
         name, email, city, n = person(i)
         data = {"name": name, "email": email, "city": city, "n": n}
-        result.append({"id": bulk.ordered_id(), "workspace_id": workspace_id, "table_id": table_id, "external_key": f"{prefix}{i}", "data": data,
-                       "search_text": search_text_of(data.values()), "created_at": now, "updated_at": now})  # fmt: skip
+        result.append(
+            {
+                "id": bulk.ordered_id(),
+                "workspace_id": workspace_id,
+                "table_id": table_id,
+                "external_key": f"{prefix}{i}",
+                "data": data,
+                "search_text": search_text_of(data.values()),
+                "created_at": now,
+                "updated_at": now,
+            }
+        )
     return result
 
 
@@ -185,7 +244,8 @@ async def bench_search(db: Database, rows: int, queries: int) -> dict[str, float
         for term in terms[:5]:
             started = time.perf_counter()
             await session.execute(
-                text("SELECT count(*) FROM table_rows WHERE table_id = :t AND lower(search_text) LIKE :q"), {"t": table.id, "q": f"%{term.lower().split('@')[0]}%"}
+                text("SELECT count(*) FROM table_rows WHERE table_id = :t AND lower(search_text) LIKE :q"),
+                {"t": table.id, "q": f"%{term.lower().split('@')[0]}%"},
             )
             like.append((time.perf_counter() - started) * 1000)
     assert found == len(terms), f"only {found} of {len(terms)} searches found their row"
@@ -197,12 +257,16 @@ async def run(url: str, label: str, rows: int, search_rows: int, queries: int) -
     try:
         await upgrade(db)
         imported = await bench_import(db, rows)
-        print(f"{label:<10} import   {imported['import']:>9,.0f} rows/s   plain bulk insert {imported['plain']:>9,.0f} rows/s   "
-              f"ratio {imported['import'] / imported['plain']:.2f}x   (plain into table_rows with its indexes: {imported['indexed']:,.0f} rows/s, "
-              f"ratio {imported['import'] / imported['indexed']:.2f}x)")  # fmt: skip
+        print(
+            f"{label:<10} import   {imported['import']:>9,.0f} rows/s   plain bulk insert {imported['plain']:>9,.0f} rows/s   "
+            f"ratio {imported['import'] / imported['plain']:.2f}x   (plain into table_rows with its indexes: {imported['indexed']:,.0f} rows/s, "
+            f"ratio {imported['import'] / imported['indexed']:.2f}x)"
+        )
         searched = await bench_search(db, search_rows, queries)
-        print(f"{label:<10} search   p50 {searched['p50']:.1f} ms   p95 {searched['p95']:.1f} ms over {search_rows:,} rows "
-              f"({queries} queries; LIKE scan p50 {searched['like_p50']:.0f} ms; loaded in {searched['load']:.0f} s)")  # fmt: skip
+        print(
+            f"{label:<10} search   p50 {searched['p50']:.1f} ms   p95 {searched['p95']:.1f} ms over {search_rows:,} rows "
+            f"({queries} queries; LIKE scan p50 {searched['like_p50']:.0f} ms; loaded in {searched['load']:.0f} s)"
+        )
         sys.stdout.flush()
     finally:
         await db.close()

@@ -135,8 +135,9 @@ def drive_wrk(url: str, form: dict[str, str], seconds: float, concurrency: int, 
     try:
         subprocess.run(["wrk", "-t1", f"-c{concurrency}", "-d2s", "-s", script.name, url], capture_output=True, check=True)  # warm-up
         before, loop_before = cpu_seconds(pid), main_thread_cpu_seconds(pid)
-        out = subprocess.run(["wrk", "-t1", f"-c{concurrency}", f"-d{int(seconds)}s", "--latency", "-s", script.name, url],
-                             capture_output=True, text=True, check=True).stdout  # fmt: skip
+        out = subprocess.run(
+            ["wrk", "-t1", f"-c{concurrency}", f"-d{int(seconds)}s", "--latency", "-s", script.name, url], capture_output=True, text=True, check=True
+        ).stdout
         spent, loop_spent = cpu_seconds(pid) - before, main_thread_cpu_seconds(pid) - loop_before
     finally:
         os.unlink(script.name)
@@ -181,8 +182,15 @@ def start_patchbay(data_dir: Path, source: Path | None = None) -> tuple[subproce
     config = data_dir / "bench.toml"
     data_dir.mkdir(parents=True, exist_ok=True)
     config.write_text("[rate_limits]\n" + "".join(f'{key} = "off"\n' for key in ("oidc_token", "oidc_register", "connect_api")))
-    env = {**os.environ, "PATCHBAY_DATA_DIR": str(data_dir), "PATCHBAY_PORT": str(port), "PATCHBAY_SECRET_KEY": "bench-secret",
-           "PATCHBAY_BASE_URL": f"http://127.0.0.1:{port}", "PATCHBAY_SCHEDULER": "false", "PATCHBAY_CONFIG": str(config)}  # fmt: skip
+    env = {
+        **os.environ,
+        "PATCHBAY_DATA_DIR": str(data_dir),
+        "PATCHBAY_PORT": str(port),
+        "PATCHBAY_SECRET_KEY": "bench-secret",
+        "PATCHBAY_BASE_URL": f"http://127.0.0.1:{port}",
+        "PATCHBAY_SCHEDULER": "false",
+        "PATCHBAY_CONFIG": str(config),
+    }
     env.pop("PATCHBAY_DATABASE_URL", None)
     if source is not None:
         env["PYTHONPATH"] = str(source)
@@ -194,7 +202,9 @@ def start_patchbay(data_dir: Path, source: Path | None = None) -> tuple[subproce
 
 
 def register(base: str) -> dict[str, str]:
-    body = json.dumps({"client_name": "bench", "redirect_uris": ["https://bench.example/cb"], "grant_types": ["client_credentials"], "scope": "openid"}).encode()
+    body = json.dumps(
+        {"client_name": "bench", "redirect_uris": ["https://bench.example/cb"], "grant_types": ["client_credentials"], "scope": "openid"}
+    ).encode()
     request = urllib.request.Request(base + "/api/v1/oidc/register", data=body, headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(request) as response:
         return json.loads(response.read())
@@ -206,8 +216,14 @@ def start_node_provider() -> tuple[subprocess.Popen, str] | None:
     if not (NODE_DIR / "node_modules" / "oidc-provider").exists():
         subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--loglevel=error"], cwd=NODE_DIR, check=True, timeout=600)
     port = free_port()
-    process = subprocess.Popen(["node", str(NODE_DIR / "oidc_provider_bench.mjs")], cwd=NODE_DIR, env={**os.environ, "PORT": str(port)},
-                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)  # fmt: skip
+    process = subprocess.Popen(
+        ["node", str(NODE_DIR / "oidc_provider_bench.mjs")],
+        cwd=NODE_DIR,
+        env={**os.environ, "PORT": str(port)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     issuer = json.loads(process.stdout.readline())["issuer"]
     return process, issuer
 
@@ -244,14 +260,20 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--rounds", type=int, default=3, help="rounds alternating patchbay and node-oidc-provider")
     parser.add_argument("--baseline-tree", metavar="DIR", type=Path, help="also run patchbay from this source tree and compare CPU per token round by round")
-    parser.add_argument("--py-spy", metavar="DIR", type=Path, help="sample patchbay's thread holding the GIL with py-spy through the rounds; shares of its samples printed")
+    parser.add_argument(
+        "--py-spy", metavar="DIR", type=Path, help="sample patchbay's thread holding the GIL with py-spy through the rounds; shares of its samples printed"
+    )
     args = parser.parse_args()
     cores = os.cpu_count() or 1
     generator = "wrk" if shutil.which("wrk") else "aiohttp"
-    print(f"machine: {cores} cores, load average {os.getloadavg()[0]:.1f}; {args.rounds} rounds of {args.seconds:.0f} s per contender, "
-          f"alternating; {args.concurrency} concurrent keep-alive connections ({generator})")  # fmt: skip
-    print("patchbay settings that differ from the defaults: rate limits oidc_token, oidc_register, connect_api off; "
-          "PATCHBAY_SCHEDULER=false; SQLite in a scratch directory; the job workers and the access log are on (to serve.log there)")  # fmt: skip
+    print(
+        f"machine: {cores} cores, load average {os.getloadavg()[0]:.1f}; {args.rounds} rounds of {args.seconds:.0f} s per contender, "
+        f"alternating; {args.concurrency} concurrent keep-alive connections ({generator})"
+    )
+    print(
+        "patchbay settings that differ from the defaults: rate limits oidc_token, oidc_register, connect_api off; "
+        "PATCHBAY_SCHEDULER=false; SQLite in a scratch directory; the job workers and the access log are on (to serve.log there)"
+    )
 
     first = (signing_rate(2, 1), signing_rate(2, cores))
 
@@ -318,7 +340,9 @@ def main() -> None:
     if baseline_runs:
         print(f"\nbaseline tree {args.baseline_tree}, same rounds:")
         for number, r in enumerate(baseline_runs, 1):
-            print(f"{number:<7}{'baseline patchbay':<22}{r['rate']:>10,.0f}{r['p50_ms']:>10.1f}{r['p99_ms']:>10.1f}{r['errors']:>8}{r['cpu_ms']:>14.2f}{r['loop_ms']:>13.2f}")
+            print(
+                f"{number:<7}{'baseline patchbay':<22}{r['rate']:>10,.0f}{r['p50_ms']:>10.1f}{r['p99_ms']:>10.1f}{r['errors']:>8}{r['cpu_ms']:>14.2f}{r['loop_ms']:>13.2f}"
+            )
         cpu = [a["cpu_ms"] / b["cpu_ms"] for a, b in zip(results["patchbay serve"], baseline_runs, strict=True)]
         rate = [a["rate"] / b["rate"] for a, b in zip(results["patchbay serve"], baseline_runs, strict=True)]
         print(f"this tree / baseline, CPU per token (below 1: cheaper): {statistics.median(cpu):.2f}x (per round: {', '.join(f'{x:.2f}' for x in cpu)})")

@@ -38,6 +38,7 @@ from pathlib import Path
 
 import aiohttp
 import asyncpg
+from profiles import print_shares, start_py_spy, stop_py_spy
 
 from patchbay.core.app import create_app
 from patchbay.core.appkeys import SERVICES
@@ -48,7 +49,6 @@ from patchbay.core.testing import create_workspace_with_key
 from patchbay.core.webhooks.models import WebhookSubscription
 from patchbay.providers.meta.testing import FakeGraph, leadgen_payload, meta_signature, page_event_payload
 from patchbay.testing import Receiver, add_connection
-from profiles import print_shares, start_py_spy, stop_py_spy
 
 APP_SECRET = "bench-app-secret"
 PATCHBAY = str(Path(sys.executable).parent / "patchbay")
@@ -250,9 +250,15 @@ async def steady_load(url: str, receiver: Receiver, graph: FakeGraph | None, con
         if delivery in sent and seen[delivery] == 1:
             forwarded.append((request["at"] + loop_offset - sent[delivery]) * 1000)
     return {
-        "accepted": len(sent), "failures": failures, "elapsed": elapsed, "drain": drain, "backlog": backlog, "latencies": forwarded,
-        "missing": len(set(sent) - set(seen)), "twice": sum(1 for count in seen.values() if count > 1),
-    }  # fmt: skip
+        "accepted": len(sent),
+        "failures": failures,
+        "elapsed": elapsed,
+        "drain": drain,
+        "backlog": backlog,
+        "latencies": forwarded,
+        "missing": len(set(sent) - set(seen)),
+        "twice": sum(1 for count in seen.values() if count > 1),
+    }
 
 
 async def stored(database_url: str, seconds: float) -> tuple[dict[str, float], int, list]:
@@ -263,7 +269,9 @@ async def stored(database_url: str, seconds: float) -> tuple[dict[str, float], i
         async with db.engine.begin() as connection:
             rows = (await connection.exec_driver_sql("SELECT kind, count(*) FROM jobs WHERE status = 'done' GROUP BY kind")).all()
             leads = (await connection.exec_driver_sql("SELECT count(*) FROM leads")).scalar()
-            reasons = (await connection.exec_driver_sql("SELECT reason, count(*) FROM webhook_events WHERE status = 'FAILED' GROUP BY reason ORDER BY 2 DESC LIMIT 3")).all()
+            reasons = (
+                await connection.exec_driver_sql("SELECT reason, count(*) FROM webhook_events WHERE status = 'FAILED' GROUP BY reason ORDER BY 2 DESC LIMIT 3")
+            ).all()
     finally:
         await db.close()
     return {kind: count / seconds for kind, count in rows}, leads, reasons
@@ -275,8 +283,14 @@ async def measure_database(label: str, database_url: str, tmp: Path, args, bare:
     config = tmp / f"{label}.toml"
     graph_url = f'api_base_url = "{graph.url}"\n' if graph else ""
     config.write_text(f'[providers.facebook]\nwebhook_secret = "{APP_SECRET}"\n{graph_url}')
-    environ = {"PATCHBAY_SECRET_KEY": "bench-secret", "PATCHBAY_DATA_DIR": str(tmp / label), "PATCHBAY_DATABASE_URL": database_url,
-               "PATCHBAY_SCHEDULER": "false", "PATCHBAY_ALLOW_INSECURE_TARGETS": "true", "PATCHBAY_CONFIG": str(config)}  # fmt: skip
+    environ = {
+        "PATCHBAY_SECRET_KEY": "bench-secret",
+        "PATCHBAY_DATA_DIR": str(tmp / label),
+        "PATCHBAY_DATABASE_URL": database_url,
+        "PATCHBAY_SCHEDULER": "false",
+        "PATCHBAY_ALLOW_INSECURE_TARGETS": "true",
+        "PATCHBAY_CONFIG": str(config),
+    }
     await prepare(database_url, environ, receiver.url)
     try:
         process, url = await start_patchbay(environ)
@@ -311,7 +325,9 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=20, help="duration of the steady-state load")
     parser.add_argument("--concurrency", type=int, default=64)
-    parser.add_argument("--events", choices=("leadgen", "feed"), default="leadgen", help="leadgen: each event's lead fetched from a local fake Graph API and stored")
+    parser.add_argument(
+        "--events", choices=("leadgen", "feed"), default="leadgen", help="leadgen: each event's lead fetched from a local fake Graph API and stored"
+    )
     parser.add_argument("--py-spy", metavar="DIR", help="sample the server with py-spy during the load; collapsed stacks written to DIR/<database>.txt")
     parser.add_argument("--bare-events", type=int, default=10000, help="requests sent to the bare handler")
     args = parser.parse_args()
@@ -341,17 +357,30 @@ async def main() -> None:
     finally:
         await stop(bare)
     fetched = "each lead fetched from a local fake Graph API and stored" if args.events == "leadgen" else "nothing fetched or stored"
-    print(f"steady state: signed Meta {args.events} events from an aiohttp client at concurrency {args.concurrency} for {args.seconds:g} s, {fetched}, one subscription per event;")
-    print("settings differing from the default: PATCHBAY_SCHEDULER=false, PATCHBAY_ALLOW_INSECURE_TARGETS=true (local receiver); the access log goes to serve.log in the data folder")
-    print(f"relay (each POST forwarded at once through one client session, nothing stored; its own process): {relay['rate']:.0f} events/s, "
-          f"{1000 * relay['cpu']:.3f} ms CPU per event: the floor of one POST in and one POST out per event in one aiohttp process")
-    print(f"{'database':<11} {'fwd/s':>7} {'accepted/s':>10} {'bare 200/s':>10} {'ratio':>6} {'of relay':>8} {'p50 ms':>8} {'p99 ms':>8} {'drain s':>7} {'cpu ms/ev':>9} {'bare cpu':>8} {'leads':>6} {'missing':>7} {'twice':>5}  backlog each second")
+    print(
+        f"steady state: signed Meta {args.events} events from an aiohttp client at concurrency {args.concurrency} for {args.seconds:g} s, {fetched}, one subscription per event;"
+    )
+    print(
+        "settings differing from the default: PATCHBAY_SCHEDULER=false, PATCHBAY_ALLOW_INSECURE_TARGETS=true (local receiver); the access log goes to serve.log in the data folder"
+    )
+    print(
+        f"relay (each POST forwarded at once through one client session, nothing stored; its own process): {relay['rate']:.0f} events/s, "
+        f"{1000 * relay['cpu']:.3f} ms CPU per event: the floor of one POST in and one POST out per event in one aiohttp process"
+    )
+    print(
+        f"{'database':<11} {'fwd/s':>7} {'accepted/s':>10} {'bare 200/s':>10} {'ratio':>6} {'of relay':>8} {'p50 ms':>8} {'p99 ms':>8} {'drain s':>7} {'cpu ms/ev':>9} {'bare cpu':>8} {'leads':>6} {'missing':>7} {'twice':>5}  backlog each second"
+    )
     for label, r in results.items():
         forwarded_rate = (r["accepted"] - r["missing"]) / (r["elapsed"] + r["drain"])
         accepted_rate = r["accepted"] / r["elapsed"]
-        print(f"{label:<11} {forwarded_rate:>7.0f} {accepted_rate:>10.0f} {r['bare_rate']:>10.0f} {forwarded_rate / r['bare_rate']:>6.3f} {forwarded_rate / relay['rate']:>8.3f} "
-              f"{percentile(r['latencies'], 0.5):>8.0f} {percentile(r['latencies'], 0.99):>8.0f} {r['drain']:>7.1f} {1000 * r['cpu'] / max(1, r['accepted']):>9.2f} {1000 * r['bare_cpu']:>8.3f} {r['leads']:>6} {r['missing']:>7} {r['twice']:>5}  {r['backlog']}")  # fmt: skip
-        print("  jobs done/s over the run (one worker pool, PATCHBAY_WORKERS default): " + ", ".join(f"{kind} {rate:.0f}" for kind, rate in sorted(r["jobs"].items())))
+        print(
+            f"{label:<11} {forwarded_rate:>7.0f} {accepted_rate:>10.0f} {r['bare_rate']:>10.0f} {forwarded_rate / r['bare_rate']:>6.3f} {forwarded_rate / relay['rate']:>8.3f} "
+            f"{percentile(r['latencies'], 0.5):>8.0f} {percentile(r['latencies'], 0.99):>8.0f} {r['drain']:>7.1f} {1000 * r['cpu'] / max(1, r['accepted']):>9.2f} {1000 * r['bare_cpu']:>8.3f} {r['leads']:>6} {r['missing']:>7} {r['twice']:>5}  {r['backlog']}"
+        )
+        print(
+            "  jobs done/s over the run (one worker pool, PATCHBAY_WORKERS default): "
+            + ", ".join(f"{kind} {rate:.0f}" for kind, rate in sorted(r["jobs"].items()))
+        )
         if r["failures"]:
             print(f"  {label}: {r['failures']} requests were not answered 200")
         if r["missing"] or r["twice"]:

@@ -6,11 +6,10 @@ import re
 from datetime import timedelta
 
 import click
-from sqlalchemy import select
 
 from patchbay.cli.clients import clients
-from patchbay.core.flows.template_review import NotPendingReview, decide, pending_templates
 from patchbay.cli.runtime import confirm_delete, emit, json_option, run_with_database
+from patchbay.core.flows.template_review import NotPendingReview, decide, pending_templates
 from patchbay.core.security.api_keys import UnknownPermission, api_key_json, create_api_key, list_api_keys, revoke_api_key
 from patchbay.core.security.models import ApiKey
 from patchbay.core.security.signing_keys import SigningKeys
@@ -25,8 +24,14 @@ def _fail(error: Exception) -> click.ClickException:
 
 
 def _workspace_json(workspace: Workspace, members: int | None = None) -> dict:
-    data = {"id": workspace.id, "name": workspace.name, "slug": workspace.slug, "plan": workspace.plan,
-            "externalId": workspace.external_id, "createdAt": iso(workspace.created_at)}  # fmt: skip
+    data = {
+        "id": workspace.id,
+        "name": workspace.name,
+        "slug": workspace.slug,
+        "plan": workspace.plan,
+        "externalId": workspace.external_id,
+        "createdAt": iso(workspace.created_at),
+    }
     return data if members is None else {**data, "members": members}
 
 
@@ -63,8 +68,15 @@ def workspaces_create(name: str, plan: str | None, external_id: str | None, as_j
                 workspace, created = await create_workspace(session, name=name, plan=plan or settings.workspaces.default_plan, external_id=external_id)
             except WorkspaceError as error:
                 raise _fail(error) from None
-            return {"id": workspace.id, "name": workspace.name, "slug": workspace.slug, "plan": workspace.plan,
-                    "externalId": workspace.external_id, "created": created, "createdAt": iso(workspace.created_at)}  # fmt: skip
+            return {
+                "id": workspace.id,
+                "name": workspace.name,
+                "slug": workspace.slug,
+                "plan": workspace.plan,
+                "externalId": workspace.external_id,
+                "created": created,
+                "createdAt": iso(workspace.created_at),
+            }
 
     data = run_with_database(work)
     emit(data, as_json, f"workspace {data['id']} ({data['name']}, plan {data['plan']})")
@@ -190,7 +202,9 @@ def api_keys_list(workspace_id: str, as_json: bool) -> None:
             return [api_key_json(record) for record in await list_api_keys(session, workspace_id)]
 
     data = run_with_database(work)
-    lines = [f"{k['id']}  {k['prefix']}…  {k['status']:8}  {k['name']}  expires {k['expiresAt'] or 'never'}  last used {k['lastUsedAt'] or 'never'}" for k in data]
+    lines = [
+        f"{k['id']}  {k['prefix']}…  {k['status']:8}  {k['name']}  expires {k['expiresAt'] or 'never'}  last used {k['lastUsedAt'] or 'never'}" for k in data
+    ]
     emit(data, as_json, "\n".join(lines) or f"no API keys in workspace {workspace_id}")
 
 
@@ -264,7 +278,10 @@ def templates_list(as_json: bool) -> None:
 
     async def work(_settings, db, _box):
         async with db.session() as session:
-            return [{"id": t.id, "slug": t.slug, "name": t.name, "workspaceId": t.workspace_id, "visibility": t.visibility} for t in await pending_templates(session)]
+            return [
+                {"id": t.id, "slug": t.slug, "name": t.name, "workspaceId": t.workspace_id, "visibility": t.visibility}
+                for t in await pending_templates(session)
+            ]
 
     data = run_with_database(work)
     emit(data, as_json, "\n".join(f"{t['id']}  {t['slug']}  {t['name']}  workspace {t['workspaceId']}" for t in data) or "no templates pending review")

@@ -34,9 +34,15 @@ def clients() -> None:
 def clients_create(name, redirect_uris, grant_types, auth_method, scope, workspace_id, permissions, no_require_pkce, trust, as_json) -> None:
     """Register a client; the secret is shown once. Without --platform or --first-party it is a
     third-party client, like one registered at /api/v1/oidc/register."""
-    raw = {"client_name": name, "redirect_uris": list(redirect_uris), "grant_types": list(grant_types) or ["authorization_code"],
-           "token_endpoint_auth_method": auth_method, "scope": scope, "require_pkce": not no_require_pkce,
-           "permissions": list(permissions) or None}  # fmt: skip
+    raw = {
+        "client_name": name,
+        "redirect_uris": list(redirect_uris),
+        "grant_types": list(grant_types) or ["authorization_code"],
+        "token_endpoint_auth_method": auth_method,
+        "scope": scope,
+        "require_pkce": not no_require_pkce,
+        "permissions": list(permissions) or None,
+    }
     try:
         metadata = validate_metadata(raw)
     except ClientMetadataError as error:
@@ -84,9 +90,18 @@ def clients_rotate_secret(client_id: str, as_json: bool) -> None:
 
 def _client_json(row: OidcClient) -> dict:
     """A registered client as the operator sees it: never its secret (nor the secret's digest)."""
-    return {"client_id": row.client_id, "client_name": row.client_name, "trust": row.trust, "redirect_uris": list(row.redirect_uris),
-            "grant_types": list(row.grant_types), "token_endpoint_auth_method": row.token_endpoint_auth_method, "scope": row.scope,
-            "require_pkce": row.require_pkce, "workspaceId": row.workspace_id, "permissions": row.permissions}  # fmt: skip
+    return {
+        "client_id": row.client_id,
+        "client_name": row.client_name,
+        "trust": row.trust,
+        "redirect_uris": list(row.redirect_uris),
+        "grant_types": list(row.grant_types),
+        "token_endpoint_auth_method": row.token_endpoint_auth_method,
+        "scope": row.scope,
+        "require_pkce": row.require_pkce,
+        "workspaceId": row.workspace_id,
+        "permissions": row.permissions,
+    }
 
 
 @clients.command("list")

@@ -7,6 +7,7 @@ import signal
 
 import click
 from aiohttp import web
+
 from patchbay.cli import admin, db_commands, packs
 from patchbay.cli.runtime import plugin_failure, settings_from, settle_garbage_collector
 from patchbay.core.app import create_app

@@ -80,7 +80,7 @@ AUTH_FIELDS = {
     "api_key": '            auth_mode="api_key",\n            credential_headers={"x-api-key": "{api_key}"},',
     "basic": '            auth_mode="basic",',
     "oauth2": '            auth_mode="oauth2",\n            capabilities=("oauth", "proxy"),\n'
-              '            authorization_url="https://$name.example/oauth/authorize",\n            token_url="https://$name.example/oauth/token",',
+    '            authorization_url="https://$name.example/oauth/authorize",\n            token_url="https://$name.example/oauth/token",',
 }
 FEATURES = ("action",)
 

@@ -12,6 +12,7 @@ import importlib
 from collections.abc import AsyncIterator, Iterable
 
 from aiohttp import web
+
 from patchbay.core.appkeys import SERVICES
 from patchbay.core.features import FEATURES
 from patchbay.core.http.bodies import body_limit_middleware, no_nul_middleware
@@ -31,7 +32,10 @@ def create_app(settings: Settings, *, plugins: Iterable[object] = (), background
     :param migrate: bring the database schema up to date at start (SQLite's folder is created).
     """
     services = build_services(settings, plugins=plugins)
-    app = web.Application(middlewares=[request_id_middleware, error_middleware, no_nul_middleware, throttle_middleware, body_limit_middleware], client_max_size=settings.max_body_bytes)
+    app = web.Application(
+        middlewares=[request_id_middleware, error_middleware, no_nul_middleware, throttle_middleware, body_limit_middleware],
+        client_max_size=settings.max_body_bytes,
+    )
     app[SERVICES] = services
     app.cleanup_ctx.append(_services_running(migrate=migrate))
     for module_name in FEATURES:

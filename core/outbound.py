@@ -189,9 +189,13 @@ class Outbound:
     the system's trust store (a private CA)."""
 
     def __init__(
-        self, *, allow_insecure: bool, limits: OutboundSettings | None = None, address_allowed: AddressRule | None = None,
+        self,
+        *,
+        allow_insecure: bool,
+        limits: OutboundSettings | None = None,
+        address_allowed: AddressRule | None = None,
         ssl_context: ssl.SSLContext | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.allow_insecure = allow_insecure
         self.ssl_context = ssl_context
         self.limits = limits or OutboundSettings()
@@ -203,9 +207,12 @@ class Outbound:
         # No cookie jar: the one session serves every workspace, and a cookie one tenant's call
         # received must never ride along on another tenant's call to the same host.
         self._session = aiohttp.ClientSession(
-            connector=connector, timeout=self.call_timeout(), auto_decompress=False, cookie_jar=aiohttp.DummyCookieJar(),
+            connector=connector,
+            timeout=self.call_timeout(),
+            auto_decompress=False,
+            cookie_jar=aiohttp.DummyCookieJar(),
             middlewares=(self._check_every_hop,),
-        )  # fmt: skip
+        )
 
     async def _check_every_hop(self, request: aiohttp.ClientRequest, handler: Any) -> aiohttp.ClientResponse:
         self.check(str(request.url))

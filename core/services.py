@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 import pluggy
+
 from patchbay.core.jobs.cron import CronRegistry
 from patchbay.core.jobs.queue import JobQueue
 from patchbay.core.outbound import Outbound

@@ -69,7 +69,9 @@ class Section(BaseModel):
 def _raw_value(value: Any, kind: Any) -> Any:
     """What a source gives, before pydantic reads it as ``kind``: a string for a list is its
     comma-separated items; ``true`` for a number is refused (pydantic would read it as 1)."""
-    members = [member for member in typing.get_args(kind) if member is not type(None)] if typing.get_origin(kind) in (typing.Union, type(int | None)) else [kind]
+    members = (
+        [member for member in typing.get_args(kind) if member is not type(None)] if typing.get_origin(kind) in (typing.Union, type(int | None)) else [kind]
+    )
     if any(typing.get_origin(member) is list for member in members):
         items = value if isinstance(value, list) else str(value).split(",") if value is not None else value
         return [str(item).strip() for item in items if str(item).strip()] if items is not None else None
@@ -165,7 +167,6 @@ class OutboundSettings(Section):
     stream_idle_seconds: int = 60
 
 
-
 class IdentitySettings(Section):
     """Limits of the identity provider for clients it does not trust (docs/security-identity-trust.md)."""
 
@@ -176,7 +177,6 @@ class IdentitySettings(Section):
     grant_check_seconds: int = 5
 
 
-
 class ConnectUiSettings(Section):
     """The hosted connect page (docs/connect-ui.md)."""
 
@@ -184,7 +184,6 @@ class ConnectUiSettings(Section):
     session_ttl_minutes: int = 30
     #: the longest lifetime a creator may ask for
     max_session_ttl_minutes: int = 1440
-
 
 
 class MetricsSettings(Section):
@@ -207,7 +206,20 @@ class PluginsSettings(Section):
     skip_broken: bool = False
 
 
-SECTIONS = {"smtp": SmtpSettings, "branding": BrandingSettings, "compliance": ComplianceSettings, "admin": AdminSettings, "workspaces": WorkspacesSettings, "webhooks": WebhooksSettings, "retention": RetentionSettings, "outbound": OutboundSettings, "identity": IdentitySettings, "connect_ui": ConnectUiSettings, "plugins": PluginsSettings, "metrics": MetricsSettings}
+SECTIONS = {
+    "smtp": SmtpSettings,
+    "branding": BrandingSettings,
+    "compliance": ComplianceSettings,
+    "admin": AdminSettings,
+    "workspaces": WorkspacesSettings,
+    "webhooks": WebhooksSettings,
+    "retention": RetentionSettings,
+    "outbound": OutboundSettings,
+    "identity": IdentitySettings,
+    "connect_ui": ConnectUiSettings,
+    "plugins": PluginsSettings,
+    "metrics": MetricsSettings,
+}
 FREE_TABLES = ("providers", "federation", "plans", "rate_limits")
 PLUGIN_FIELDS = ("plugin_sections", "plugin_environ")
 
@@ -343,7 +355,11 @@ def load_settings(flags: Mapping[str, Any] | None = None, environ: Mapping[str, 
             values[name] = table
             continue
         env_name = f"{ENV_PREFIX}{name.upper()}"
-        for source, value in ((f"--{name.replace('_', '-')}", flags.get(name)), (env_name, environ.get(env_name)), (f"{name} (config file)", file_values.get(name))):
+        for source, value in (
+            (f"--{name.replace('_', '-')}", flags.get(name)),
+            (env_name, environ.get(env_name)),
+            (f"{name} (config file)", file_values.get(name)),
+        ):
             if value is not None:
                 raw[name], sources[name] = value, source
                 break

@@ -39,8 +39,11 @@ async def sign_access_token(app: Services | web.Application, claims: dict[str, A
     services = services_of(app)
     async with services.db.transaction() as session:
         if await session.get(OidcClient, client_id) is None:
-            session.add(OidcClient(client_id=client_id, client_name=client_id, application=client_id, token_endpoint_auth_method="none",
-                                   scope="openid", trust="first_party"))  # fmt: skip
+            session.add(
+                OidcClient(
+                    client_id=client_id, client_name=client_id, application=client_id, token_endpoint_auth_method="none", scope="openid", trust="first_party"
+                )
+            )
     now = int(time.time())
     body = {"iss": services.settings.resolved_issuer, "iat": now, "exp": now + lifetime, "token_type": "access_token", "client_id": client_id, **claims}
     return await services.signing_keys.sign(body)

@@ -144,7 +144,9 @@ def pg_url(pg_template):
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption("--all-databases", action="store_true", help="run every test that uses database_url on PostgreSQL too, marked both_databases or not (docs/testing.md)")
+    parser.addoption(
+        "--all-databases", action="store_true", help="run every test that uses database_url on PostgreSQL too, marked both_databases or not (docs/testing.md)"
+    )
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -178,8 +180,13 @@ def make_settings(tmp_path, sqlite_url):
     Overrides use the names of ``Settings`` (``database_url=``, ``providers={...}``, ...)."""
 
     def make(**overrides: Any):
-        environ = {"PATCHBAY_SECRET_KEY": TEST_SECRET, "PATCHBAY_DATA_DIR": str(tmp_path / "data"),
-                   "PATCHBAY_DATABASE_URL": sqlite_url, "PATCHBAY_SCHEDULER": "false", "PATCHBAY_ALLOW_INSECURE_TARGETS": "true"}  # fmt: skip
+        environ = {
+            "PATCHBAY_SECRET_KEY": TEST_SECRET,
+            "PATCHBAY_DATA_DIR": str(tmp_path / "data"),
+            "PATCHBAY_DATABASE_URL": sqlite_url,
+            "PATCHBAY_SCHEDULER": "false",
+            "PATCHBAY_ALLOW_INSECURE_TARGETS": "true",
+        }
         settings = load_settings({}, environ)
         for key, value in overrides.items():
             setattr(settings, key, value)

@@ -13,8 +13,15 @@ from aiohttp import web
 
 from patchbay.core.accounts import service as accounts
 from patchbay.core.accounts.api_models import (
-    Account, AccountDeleted, AccountDetail, AccountPage, CreateAccountDto, CreatedAccount, UpdateAccountDto, account_json,
-)  # fmt: skip
+    Account,
+    AccountDeleted,
+    AccountDetail,
+    AccountPage,
+    CreateAccountDto,
+    CreatedAccount,
+    UpdateAccountDto,
+    account_json,
+)
 from patchbay.core.accounts.auth import is_operator
 from patchbay.core.appkeys import SERVICES
 from patchbay.core.errors import Forbidden, Invalid, NotFound, Unauthenticated
@@ -68,7 +75,9 @@ async def list_accounts(request: web.Request) -> web.Response:
     """Every account, oldest first (``?externalId=``, ``?plan=`` filter). Operator only."""
     _operator_only(request)
     page, limit = page_params(request)
-    rows, total = await accounts.account_page(request.app[SERVICES], external_id=request.query.get("externalId"), plan=request.query.get("plan"), page=page, limit=limit)
+    rows, total = await accounts.account_page(
+        request.app[SERVICES], external_id=request.query.get("externalId"), plan=request.query.get("plan"), page=page, limit=limit
+    )
     return reply(request, {"data": [account_json(w) for w in rows], "page": page, "limit": limit, "total": total})
 
 

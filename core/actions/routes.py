@@ -24,8 +24,14 @@ routes = web.RouteTableDef()
 async def _run(request: web.Request, *, connection_id: str | None, action: str, inputs: Any, provider: str | None) -> web.Response:
     if not connection_id:
         raise bad_request("connectionId is required")
-    result = await run_action(request.app[SERVICES], workspace_id=principal_of(request).workspace_id, connection_id=connection_id,
-                              action_name=action, inputs=inputs, provider=provider)  # fmt: skip
+    result = await run_action(
+        request.app[SERVICES],
+        workspace_id=principal_of(request).workspace_id,
+        connection_id=connection_id,
+        action_name=action,
+        inputs=inputs,
+        provider=provider,
+    )
     return reply(request, {"success": True, "data": result}, status=201)
 
 
@@ -104,8 +110,13 @@ async def registry_field_options(request: web.Request) -> web.Response:
     connection_id = request.query.get("connectionId")
     if not connection_id:
         raise bad_request("Query parameter 'connectionId' is required")
-    options = await field_options(request.app[SERVICES], workspace_id=principal_of(request).workspace_id, action_id=request.match_info["actionId"],
-                                  field=request.match_info["fieldKey"], connection_id=connection_id)  # fmt: skip
+    options = await field_options(
+        request.app[SERVICES],
+        workspace_id=principal_of(request).workspace_id,
+        action_id=request.match_info["actionId"],
+        field=request.match_info["fieldKey"],
+        connection_id=connection_id,
+    )
     return reply(request, {"data": options})
 
 

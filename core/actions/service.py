@@ -45,10 +45,17 @@ def catalog(registry: Any) -> list[dict[str, Any]]:
         provider = registry.provider(name)
         if provider is None or not actions:
             continue
-        entries.append({
-            "providerType": name, "name": name, "displayName": provider.display_name, "category": provider.category,
-            "authMode": provider.auth_mode, "actionCount": len(actions), "actions": sorted(actions),
-        })  # fmt: skip
+        entries.append(
+            {
+                "providerType": name,
+                "name": name,
+                "displayName": provider.display_name,
+                "category": provider.category,
+                "authMode": provider.auth_mode,
+                "actionCount": len(actions),
+                "actions": sorted(actions),
+            }
+        )
     return entries
 
 
@@ -77,9 +84,7 @@ async def only_connection(services: Services, workspace_id: str, provider: str) 
     return ids[0]
 
 
-async def run_action(
-    services: Services, *, workspace_id: str, connection_id: str, action_name: str, inputs: Any, provider: str | None = None
-) -> Any:
+async def run_action(services: Services, *, workspace_id: str, connection_id: str, action_name: str, inputs: Any, provider: str | None = None) -> Any:
     """Run ``action_name`` of the connection's provider with ``inputs``; answers its result.
 
     ``action_name`` may be qualified (``acme.create_contact``). Raises ``NotFound`` (unknown action

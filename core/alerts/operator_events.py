@@ -50,13 +50,29 @@ def record(session: Any, event: str, summary: str, *, workspace_id: str | None, 
         raise ValueError(f"unknown operator event {event!r}")
     now = utcnow()
     alert = {"event": event, "timestamp": iso(now), "workspaceId": workspace_id, "summary": summary, "details": details}
-    session.add(Job(id=new_id(), kind=FANOUT_JOB, payload={"alert": alert}, status="queued", run_at=now, attempts=0, max_attempts=FANOUT_MAX_ATTEMPTS, workspace_id=workspace_id))
+    session.add(
+        Job(
+            id=new_id(),
+            kind=FANOUT_JOB,
+            payload={"alert": alert},
+            status="queued",
+            run_at=now,
+            attempts=0,
+            max_attempts=FANOUT_MAX_ATTEMPTS,
+            workspace_id=workspace_id,
+        )
+    )
 
 
 def connection_invalid(session: Any, connection: Any, reason: str) -> None:
     """A connection's refresh failed for good; ``connection`` has ``id``, ``provider``, ``workspace_id``."""
-    record(session, CONNECTION_INVALID, f"Connection {connection.id} ({connection.provider}) needs reconnecting: its refresh was refused",
-           workspace_id=connection.workspace_id, details={"connectionId": connection.id, "provider": connection.provider, "reason": reason})  # fmt: skip
+    record(
+        session,
+        CONNECTION_INVALID,
+        f"Connection {connection.id} ({connection.provider}) needs reconnecting: its refresh was refused",
+        workspace_id=connection.workspace_id,
+        details={"connectionId": connection.id, "provider": connection.provider, "reason": reason},
+    )
 
 
 def webhook_subscription_disabled(subscription: Any, reason: str) -> None:
@@ -65,8 +81,13 @@ def webhook_subscription_disabled(subscription: Any, reason: str) -> None:
     session: Session | None = object_session(subscription)
     if session is None:
         raise ValueError("the subscription is not attached to a session")
-    record(session, WEBHOOK_DISABLED, f"Webhook subscription {subscription.id} to {subscription.url} was disabled: {reason}",
-           workspace_id=subscription.workspace_id, details={"subscriptionId": subscription.id, "provider": subscription.provider, "url": subscription.url, "reason": reason})  # fmt: skip
+    record(
+        session,
+        WEBHOOK_DISABLED,
+        f"Webhook subscription {subscription.id} to {subscription.url} was disabled: {reason}",
+        workspace_id=subscription.workspace_id,
+        details={"subscriptionId": subscription.id, "provider": subscription.provider, "url": subscription.url, "reason": reason},
+    )
 
 
 async def check_job_failures(services: Services) -> dict[str, Any]:
@@ -89,8 +110,13 @@ async def check_job_failures(services: Services) -> dict[str, Any]:
         details: dict[str, Any] = {"kind": kind, "failed": count, "windowSeconds": FAILING_WINDOW_SECONDS}
         if workspace_id is not None:
             details["lastError"] = await _last_error(services, kind, workspace_id)
-        alert = {"event": JOBS_FAILING, "timestamp": iso(now), "workspaceId": workspace_id,
-                 "summary": f"{count} {kind} jobs failed in the last {FAILING_WINDOW_SECONDS // 60} minutes", "details": details}  # fmt: skip
+        alert = {
+            "event": JOBS_FAILING,
+            "timestamp": iso(now),
+            "workspaceId": workspace_id,
+            "summary": f"{count} {kind} jobs failed in the last {FAILING_WINDOW_SECONDS // 60} minutes",
+            "details": details,
+        }
         if await services.jobs.enqueue_once(FANOUT_JOB, {"alert": alert}, f"{JOBS_FAILING}:{kind}:{workspace_id or '-'}:{tick}"):
             told += 1
     return {"failingKinds": len(rows), "told": told}

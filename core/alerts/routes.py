@@ -73,8 +73,12 @@ async def update_alert(request: web.Request) -> web.Response:
     """Change an alert subscription: isActive, target, eventTypes."""
     dto = await read_alert(request, UpdateAlertDto)
     subscription = await service.update_alert(
-        request.app[SERVICES], principal_of(request).workspace_id, request.match_info["subscriptionId"],
-        is_active=dto.isActive, target=dto.target, event_types=dto.eventTypes,
+        request.app[SERVICES],
+        principal_of(request).workspace_id,
+        request.match_info["subscriptionId"],
+        is_active=dto.isActive,
+        target=dto.target,
+        event_types=dto.eventTypes,
     )
     return reply(request, alert_json(subscription))
 

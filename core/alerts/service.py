@@ -68,7 +68,13 @@ async def enqueue_alerts(services: Services, session: AsyncSession, ended: list[
     by_workspace: dict[str, list[dict[str, Any]]] = {}
     for execution in ended:
         event = event_for(execution["status"])
-        alert = {"event": event, "timestamp": timestamp, "flowId": execution["flow_id"], "executionId": execution["execution_id"], "error": execution["error"] or ""}
+        alert = {
+            "event": event,
+            "timestamp": timestamp,
+            "flowId": execution["flow_id"],
+            "executionId": execution["execution_id"],
+            "error": execution["error"] or "",
+        }
         for row in rows:
             if row.workspace_id == execution["workspace_id"] and event in (row.event_types or []):
                 by_workspace.setdefault(row.workspace_id, []).append({"subscriptionId": row.id, "alert": alert})

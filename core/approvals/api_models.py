@@ -38,7 +38,13 @@ class DecisionDto:
 
 
 #: the policy's fields by their JSON name
-POLICY_FIELDS = {"enabled": "enabled", "providers": "providers", "categories": "categories", "approverRoles": "approver_roles", "approverUserIds": "approver_user_ids"}
+POLICY_FIELDS = {
+    "enabled": "enabled",
+    "providers": "providers",
+    "categories": "categories",
+    "approverRoles": "approver_roles",
+    "approverUserIds": "approver_user_ids",
+}
 
 
 async def read_policy_changes(request: web.Request) -> dict[str, Any]:

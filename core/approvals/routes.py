@@ -7,8 +7,15 @@ from aiohttp import web
 from patchbay.core.appkeys import SERVICES
 from patchbay.core.approvals import service
 from patchbay.core.approvals.api_models import (
-    ApprovalPolicyOut, ApprovalRequestOut, ApprovalRequestPage, DecisionDto, UpdatePolicyDto, policy_json, read_policy_changes, request_json,
-)  # fmt: skip
+    ApprovalPolicyOut,
+    ApprovalRequestOut,
+    ApprovalRequestPage,
+    DecisionDto,
+    UpdatePolicyDto,
+    policy_json,
+    read_policy_changes,
+    request_json,
+)
 from patchbay.core.http.bodies import page_params, read_body
 from patchbay.core.http.openapi import PAGE_QUERY, accepts, query
 from patchbay.core.http.responses import reply, returns
@@ -87,7 +94,9 @@ async def _note(request: web.Request) -> str | None:
 async def approve(request: web.Request) -> web.Response:
     """Approve an integration request; an API-key request is connected now. Body ``{note?}``."""
     principal = principal_of(request)
-    row = await service.approve(request.app[SERVICES], workspace_id=principal.workspace_id, request_id=request.match_info["id"], principal=principal, note=await _note(request))
+    row = await service.approve(
+        request.app[SERVICES], workspace_id=principal.workspace_id, request_id=request.match_info["id"], principal=principal, note=await _note(request)
+    )
     return reply(request, request_json(row), status=201)
 
 
@@ -98,7 +107,9 @@ async def approve(request: web.Request) -> web.Response:
 async def deny(request: web.Request) -> web.Response:
     """Deny an integration request. Body ``{note?}``."""
     principal = principal_of(request)
-    row = await service.deny(request.app[SERVICES], workspace_id=principal.workspace_id, request_id=request.match_info["id"], principal=principal, note=await _note(request))
+    row = await service.deny(
+        request.app[SERVICES], workspace_id=principal.workspace_id, request_id=request.match_info["id"], principal=principal, note=await _note(request)
+    )
     return reply(request, request_json(row), status=201)
 
 

@@ -125,7 +125,9 @@ async def require_ungated_or_approver(services: Services, session: AsyncSession,
         raise Forbidden(f"The approval policy gates {provider}: only an approver can import its connections")
 
 
-async def gate_connect(services: Services, session: AsyncSession, *, workspace_id: str, provider: str, principal: Principal, payload: dict[str, Any] | None) -> str | None:
+async def gate_connect(
+    services: Services, session: AsyncSession, *, workspace_id: str, provider: str, principal: Principal, payload: dict[str, Any] | None
+) -> str | None:
     """The id of a new pending approval request when this connect needs approval, else None.
 
     :param payload: the connect body, ``{credentials: {...}, metadata?: {...}}`` for API-key
@@ -139,13 +141,15 @@ async def gate_connect(services: Services, session: AsyncSession, *, workspace_i
     credentials = payload.get("credentials")
     if not credentials:
         approved = await session.scalar(
-            select(ApprovalRequest).where(
+            select(ApprovalRequest)
+            .where(
                 ApprovalRequest.workspace_id == workspace_id,
                 ApprovalRequest.provider == provider,
                 ApprovalRequest.kind == "oauth",
                 ApprovalRequest.status == "approved",
                 ApprovalRequest.requested_by == principal.subject,
-            ).limit(1)
+            )
+            .limit(1)
         )
         if approved is not None:
             approved.status = "completed"
@@ -159,7 +163,9 @@ async def gate_connect(services: Services, session: AsyncSession, *, workspace_i
         status="pending",
         requested_by=principal.subject,
         requested_by_kind=principal.kind,
-        credentials=services.secrets.encrypt(json.dumps({"credentials": credentials, "params": payload.get("params") or {}, "endUserId": payload.get("endUserId")}))
+        credentials=services.secrets.encrypt(
+            json.dumps({"credentials": credentials, "params": payload.get("params") or {}, "endUserId": payload.get("endUserId")})
+        )
         if credentials
         else None,
         meta=metadata,
@@ -208,7 +214,10 @@ async def _load_for_decision(services: Services, workspace_id: str, request_id: 
         stale = utcnow() - timedelta(seconds=APPROVING_TIMEOUT_SECONDS)  # a decision whose process died
         claimed = await session.execute(
             update(ApprovalRequest)
-            .where(ApprovalRequest.id == request_id, or_(ApprovalRequest.status == "pending", and_(ApprovalRequest.status == "approving", ApprovalRequest.updated_at < stale)))
+            .where(
+                ApprovalRequest.id == request_id,
+                or_(ApprovalRequest.status == "pending", and_(ApprovalRequest.status == "approving", ApprovalRequest.updated_at < stale)),
+            )
             .values(status="approving", updated_at=utcnow())
         )
         if claimed.rowcount != 1:
@@ -239,9 +248,14 @@ async def approve(services: Services, *, workspace_id: str, request_id: str, pri
         try:
             stored = json.loads(services.secrets.decrypt(request.credentials or "null")) or {}
             connection = await connections.connect_with_api_key(
-                services, workspace_id=workspace_id, provider_name=request.provider, credentials=stored.get("credentials") or {},
-                metadata=dict(request.meta or {}), params=stored.get("params") or {}, end_user_id=stored.get("endUserId"),
-            )  # fmt: skip
+                services,
+                workspace_id=workspace_id,
+                provider_name=request.provider,
+                credentials=stored.get("credentials") or {},
+                metadata=dict(request.meta or {}),
+                params=stored.get("params") or {},
+                end_user_id=stored.get("endUserId"),
+            )
             connection_id = connection.id
         except BaseException:
             await _finish(services, workspace_id, request_id, principal, status="pending")

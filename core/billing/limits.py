@@ -83,7 +83,7 @@ def _limit_value(where: str, value: Any) -> int | None:
     if value is None or value == "unlimited" or value == -1:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise SettingsError(f"{where}: {value!r} is not a whole number, -1 or \"unlimited\"")
+        raise SettingsError(f'{where}: {value!r} is not a whole number, -1 or "unlimited"')
     return value
 
 
@@ -168,8 +168,10 @@ def limit_reached(workspace_id: str, plan: str, resource: str, limit: int) -> Pl
     """``Plan limit exceeded for <resource>`` (403 over HTTP), saying what the plan allows and how
     an operator lifts it."""
     per = " this month" if resource in MONTHLY_RESOURCES else ""
-    message = (f"Plan limit exceeded for {resource}: plan {plan} allows {limit}{per}; an operator lifts it with "
-               f"`patchbay workspaces set-plan --workspace {workspace_id} --plan enterprise` or a [plans.{plan}] setting")  # fmt: skip
+    message = (
+        f"Plan limit exceeded for {resource}: plan {plan} allows {limit}{per}; an operator lifts it with "
+        f"`patchbay workspaces set-plan --workspace {workspace_id} --plan enterprise` or a [plans.{plan}] setting"
+    )
     return PlanLimitExceeded(message, resource=resource, plan=plan, limit=limit)
 
 
@@ -187,7 +189,9 @@ async def enforce_limit(session: AsyncSession, workspace_id: str, resource: str,
 
 async def monthly_usage(session: AsyncSession, workspace_id: str, metric: str, period: str | None = None) -> int:
     value = await session.scalar(
-        select(UsageCounter.count).where(UsageCounter.workspace_id == workspace_id, UsageCounter.metric == metric, UsageCounter.period == (period or current_period()))
+        select(UsageCounter.count).where(
+            UsageCounter.workspace_id == workspace_id, UsageCounter.metric == metric, UsageCounter.period == (period or current_period())
+        )
     )
     return int(value or 0)
 
@@ -197,7 +201,9 @@ def _counter_upsert(session: AsyncSession, workspace_id: str, metric: str, amoun
     now = utcnow()
     insert = pg_insert if session.bind.dialect.name == "postgresql" else sqlite_insert
     table = UsageCounter.__table__
-    statement = insert(table).values(id=new_id(), workspace_id=workspace_id, metric=metric, period=current_period(now), count=amount, created_at=now, updated_at=now)
+    statement = insert(table).values(
+        id=new_id(), workspace_id=workspace_id, metric=metric, period=current_period(now), count=amount, created_at=now, updated_at=now
+    )
     return statement.on_conflict_do_update(
         index_elements=[table.c.workspace_id, table.c.metric, table.c.period],
         set_={"count": table.c.count + statement.excluded.count, "updated_at": statement.excluded.updated_at},

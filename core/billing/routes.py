@@ -12,9 +12,17 @@ from aiohttp import web
 from patchbay.core.appkeys import SERVICES
 from patchbay.core.billing import service
 from patchbay.core.billing.api_models import (
-    BillingPlan, BillingSubscription, BillingUsage, CheckoutDto, CheckoutSession, PortalDto, PortalSession, UsageHistory, WebhookReceipt,
+    BillingPlan,
+    BillingSubscription,
+    BillingUsage,
+    CheckoutDto,
+    CheckoutSession,
+    PortalDto,
+    PortalSession,
+    UsageHistory,
+    WebhookReceipt,
     subscription_json,
-)  # fmt: skip
+)
 from patchbay.core.billing.limits import current_period
 from patchbay.core.http.bodies import query_int, read_body
 from patchbay.core.http.openapi import accepts, query

@@ -16,7 +16,17 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from patchbay.core.billing.limits import MONTHLY_RESOURCES, RESOURCES, limits_of, workspace_plan
 from patchbay.core.billing.models import PaymentEvent as EventRow
 from patchbay.core.billing.models import Subscription, UsageCounter
-from patchbay.core.billing.payments import PAID_PLANS, CheckoutRequest, CheckoutSession, PaymentContext, PaymentEvent, PaymentProvider, PaymentProviderError, SubscriptionState, WebhookVerificationError
+from patchbay.core.billing.payments import (
+    PAID_PLANS,
+    CheckoutRequest,
+    CheckoutSession,
+    PaymentContext,
+    PaymentEvent,
+    PaymentProvider,
+    PaymentProviderError,
+    SubscriptionState,
+    WebhookVerificationError,
+)
 from patchbay.core.errors import Conflict, Invalid, NotFound, UpstreamFailed
 from patchbay.core.users.models import User
 from patchbay.core.workspaces.models import Workspace
@@ -96,7 +106,9 @@ async def start_checkout(
     ``user_id``: the signed-in user whose email the checkout is prefilled with."""
     name, provider, ctx = _provider_or_refuse(services)
     if plan not in PAID_PLANS or not provider.price_configured(ctx, plan):
-        raise Invalid(f"Validation failed: plan must be one of {', '.join(p for p in PAID_PLANS if provider.price_configured(ctx, p)) or 'the configured plans'}")
+        raise Invalid(
+            f"Validation failed: plan must be one of {', '.join(p for p in PAID_PLANS if provider.price_configured(ctx, p)) or 'the configured plans'}"
+        )
     for url in (success_url, cancel_url):
         if url is not None and not url.startswith(("https://", "http://")):
             raise Invalid("Validation failed: successUrl and cancelUrl must be http(s) URLs")
@@ -216,7 +228,11 @@ async def apply_event(services: Services, provider: str, event: PaymentEvent) ->
     try:
         async with services.db.transaction() as session:
             workspace = await _workspace_for(session, provider, event)
-            session.add(EventRow(provider=provider, event_id=event.id, event_type=event.type, workspace_id=workspace.id if workspace else None, data={"kind": event.kind}))
+            session.add(
+                EventRow(
+                    provider=provider, event_id=event.id, event_type=event.type, workspace_id=workspace.id if workspace else None, data={"kind": event.kind}
+                )
+            )
             await session.flush()  # a replay stops here on the unique (provider, event_id)
             if workspace is None or event.kind == "other":
                 return True

@@ -56,7 +56,9 @@ async def privacy_policy(request: web.Request) -> web.Response:
 async def deletion_information(request: web.Request) -> web.Response:
     """How to request the deletion of one's data, with the provider callbacks installed packs read."""
     base = request.app[SERVICES].settings.public_base_url
-    callbacks = [{"source": source, "field": callback.field} for source, callback in sorted(request.app[SERVICES].registry.objects("deletion_callbacks").items())]
+    callbacks = [
+        {"source": source, "field": callback.field} for source, callback in sorted(request.app[SERVICES].registry.objects("deletion_callbacks").items())
+    ]
     return reply(
         request,
         {
@@ -64,7 +66,7 @@ async def deletion_information(request: web.Request) -> web.Response:
             "callbackUrl": f"{base}/compliance/data-deletion",
             "statusUrl": f"{base}/compliance/data-deletion/status?code={{confirmation_code}}",
             "callbacks": callbacks,
-        }
+        },
     )
 
 
@@ -110,7 +112,12 @@ async def deletion_status(request: web.Request) -> web.Response:
     if not code:
         raise bad_request("Query parameter 'code' is required")
     deletion = await service.deletion_by_code(request.app[SERVICES], code)
-    body = {"confirmationCode": deletion.confirmation_code, "status": deletion.status, "requestedAt": iso(deletion.created_at), "completedAt": iso(deletion.completed_at)}
+    body = {
+        "confirmationCode": deletion.confirmation_code,
+        "status": deletion.status,
+        "requestedAt": iso(deletion.created_at),
+        "completedAt": iso(deletion.completed_at),
+    }
     accept = request.headers.get("Accept", "")
     if "text/html" in accept and "application/json" not in accept:  # a person following Meta's link
         words = {"pending": "is being processed", "completed": "has been completed", "failed": "could not be completed yet; we are looking into it"}

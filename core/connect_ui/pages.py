@@ -26,8 +26,8 @@ from patchbay.core.connect_ui.form_models import CredentialsForm, OAuthStartForm
 from patchbay.core.connect_ui.models import ConnectSession
 from patchbay.core.connect_ui.service import SessionUnusable
 from patchbay.core.connections.routes_oauth import HeldForApproval, begin_login, login_url
-from patchbay.core.http.bodies import read_form
 from patchbay.core.errors import DomainError
+from patchbay.core.http.bodies import read_form
 from patchbay.core.http.errors import ApiError
 from patchbay.core.http.openapi import FORM, accepts, query
 from patchbay.core.http.responses import HTML, JAVASCRIPT, REDIRECT, returns
@@ -145,16 +145,30 @@ async def provider_list(request: web.Request) -> web.Response:
     category = request.query.get("category", "")
     shown = [p for p in offered if (not query or query.lower() in f"{p.display_name} {p.name}".lower()) and (not category or category in p.all_categories)]
     categories = sorted({c for p in offered for c in p.all_categories})
-    return render(request, "providers.html", {"providers": shown, "categories": categories, "query": query, "category": category, "end_user": row.end_user or {}})
+    return render(
+        request, "providers.html", {"providers": shown, "categories": categories, "query": query, "category": category, "end_user": row.end_user or {}}
+    )
 
 
-async def _step(request: web.Request, row: ConnectSession, *, provider_name: str | None = None, error: str | None = None, values: dict[str, str] | None = None, status: int = 200) -> web.Response:
+async def _step(
+    request: web.Request,
+    row: ConnectSession,
+    *,
+    provider_name: str | None = None,
+    error: str | None = None,
+    values: dict[str, str] | None = None,
+    status: int = 200,
+) -> web.Response:
     provider = service.offered_provider(request.app[SERVICES], row, provider_name or request.match_info["name"])
     context = {
-        "provider": provider, "fields": form_fields(provider), "error": error, "values": values or {},
-        "csrf": _signed(request, "csrf", row.id), "reconnect": row.reconnect_id is not None,
+        "provider": provider,
+        "fields": form_fields(provider),
+        "error": error,
+        "values": values or {},
+        "csrf": _signed(request, "csrf", row.id),
+        "reconnect": row.reconnect_id is not None,
         "several": len(service.offered_providers(request.app[SERVICES], row)) > 1,
-    }  # fmt: skip
+    }
     return render(request, "oauth.html" if provider.requires_oauth else "api_key.html", context, status=status)
 
 
@@ -239,7 +253,13 @@ async def oauth_return(request: web.Request) -> web.Response:
     provider = service.offered_provider(request.app[SERVICES], row, request.query.get("provider", ""))
     if request.query.get("status") != "connected":
         reason = request.query.get("error_description") or request.query.get("error") or "The sign-in did not complete."
-        await service.emit(request.app[SERVICES], row.workspace_id, provider.name, "connection.failed", {"endUserId": row.end_user_id, "reason": reason, "connectSessionId": row.id})
+        await service.emit(
+            request.app[SERVICES],
+            row.workspace_id,
+            provider.name,
+            "connection.failed",
+            {"endUserId": row.end_user_id, "reason": reason, "connectSessionId": row.id},
+        )
         return await _step(request, row, provider_name=provider.name, error=reason, status=400)
     try:
         await service.finish_oauth(request.app[SERVICES], row, provider, request.query.get("connectionId", ""))
@@ -271,7 +291,9 @@ async def done(request: web.Request) -> web.Response:
     return_to = None
     if row.return_url:
         return_to = row.return_url + ("&" if "?" in row.return_url else "?") + urlencode({k: v for k, v in result.items() if v})
-    return render(request, "done.html", {"state": state, "result": result, "return_to": return_to, "origin": _message_origin(row.return_url), "provider": provider})
+    return render(
+        request, "done.html", {"state": state, "result": result, "return_to": return_to, "origin": _message_origin(row.return_url), "provider": provider}
+    )
 
 
 def _message_origin(return_url: str | None) -> str:
@@ -292,7 +314,9 @@ async def static_file(request: web.Request) -> web.StreamResponse:
     name = request.match_info["file"]
     if name not in STATIC_FILES:
         raise web.HTTPNotFound()
-    return web.FileResponse(STATIC / name, headers={"Content-Type": "text/javascript; charset=utf-8", "Cache-Control": "public, max-age=300", "X-Content-Type-Options": "nosniff"})
+    return web.FileResponse(
+        STATIC / name, headers={"Content-Type": "text/javascript; charset=utf-8", "Cache-Control": "public, max-age=300", "X-Content-Type-Options": "nosniff"}
+    )
 
 
 def setup(app: web.Application) -> None:

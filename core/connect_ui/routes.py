@@ -6,7 +6,13 @@ from aiohttp import web
 
 from patchbay.core.appkeys import SERVICES
 from patchbay.core.connect_ui import service
-from patchbay.core.connect_ui.api_models import ALLOWED_PROVIDERS_ERROR, ConnectSessionOut, ConnectSessionOutPage, CreateConnectSessionDto, CreatedConnectSession
+from patchbay.core.connect_ui.api_models import (
+    ALLOWED_PROVIDERS_ERROR,
+    ConnectSessionOut,
+    ConnectSessionOutPage,
+    CreateConnectSessionDto,
+    CreatedConnectSession,
+)
 from patchbay.core.errors import Invalid
 from patchbay.core.http.bodies import page_params, read_object, structure
 from patchbay.core.http.openapi import PAGE_QUERY, accepts, query

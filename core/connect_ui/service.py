@@ -129,10 +129,16 @@ async def create_session(services: Services, workspace_id: str, body: CreateConn
             connection = await get_row(session, reconnect)  # 404 for another workspace's connection
             allowed = [connection.provider]
         row = ConnectSession(
-            workspace_id=workspace_id, token_digest=services.secrets.digest(token), end_user_id=end_user_id, end_user=display,
-            allowed_providers=allowed, default_metadata=metadata, return_url=return_url, reconnect_id=reconnect,
+            workspace_id=workspace_id,
+            token_digest=services.secrets.digest(token),
+            end_user_id=end_user_id,
+            end_user=display,
+            allowed_providers=allowed,
+            default_metadata=metadata,
+            return_url=return_url,
+            reconnect_id=reconnect,
             expires_at=utcnow() + lifetime,
-        )  # fmt: skip
+        )
         session.add(row)
         await session.flush()
     return row, token
@@ -228,20 +234,29 @@ async def connect_api_key(services: Services, row: ConnectSession, provider: Pro
         await _use(session, row)  # claimed first: a second submit racing this one finds it used
         approval_id = None
         if row.reconnect_id is None:
-            approval_id = await gate_connect(services, session, workspace_id=row.workspace_id, provider=provider.name, principal=end_user_principal(row), payload=body)
+            approval_id = await gate_connect(
+                services, session, workspace_id=row.workspace_id, provider=provider.name, principal=end_user_principal(row), payload=body
+            )
         if approval_id is not None:
             await _record(session, row, approval_id=approval_id)
     if approval_id is not None:
         return {"status": "pending_approval", "approvalId": approval_id}
     try:
         connection = await connections.connect_with_api_key(
-            services, workspace_id=row.workspace_id, provider_name=provider.name, credentials=credentials, metadata=metadata, params=params,
+            services,
+            workspace_id=row.workspace_id,
+            provider_name=provider.name,
+            credentials=credentials,
+            metadata=metadata,
+            params=params,
             reconnect_id=row.reconnect_id,
-        )  # fmt: skip
+        )
     except DomainError as error:
         async with services.db.transaction(tenant=row.workspace_id) as session:
             await _record(session, row, used_at=None)  # a refused key leaves the link usable
-        await emit(services, row.workspace_id, provider.name, "connection.failed", {"endUserId": row.end_user_id, "reason": error.message, "connectSessionId": row.id})
+        await emit(
+            services, row.workspace_id, provider.name, "connection.failed", {"endUserId": row.end_user_id, "reason": error.message, "connectSessionId": row.id}
+        )
         raise
     async with services.db.transaction(tenant=row.workspace_id) as session:
         await session.execute(

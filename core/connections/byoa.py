@@ -24,8 +24,14 @@ async def _find(session, provider: str) -> ByoaCredential | None:
 def _status(row: ByoaCredential | None, provider: str) -> dict[str, Any]:
     if row is None:
         return {"provider": provider, "configured": False}
-    return {"provider": provider, "configured": True, "clientId": row.client_id, "scopes": row.scopes or [],
-            "createdAt": iso(row.created_at), "updatedAt": iso(row.updated_at)}  # fmt: skip
+    return {
+        "provider": provider,
+        "configured": True,
+        "clientId": row.client_id,
+        "scopes": row.scopes or [],
+        "createdAt": iso(row.created_at),
+        "updatedAt": iso(row.updated_at),
+    }
 
 
 def require_oauth(provider: Provider) -> None:

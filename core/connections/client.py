@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from multidict import CIMultiDict, CIMultiDictProxy
+
 from patchbay.core.connections.runtime import ConnectionState
 from patchbay.core.connections.store import active_connection, load_state
 from patchbay.core.errors import Conflict, NotFound, UpstreamFailed

@@ -48,7 +48,12 @@ def _label(name: str) -> str:
 def connection_parameters(provider: Provider) -> list[dict[str, Any]]:
     """The connection parameters (``params``), each required unless the definition has a default."""
     return [
-        {"name": name, "label": _label(name), "required": name not in provider.connection_param_defaults, "default": provider.connection_param_defaults.get(name)}
+        {
+            "name": name,
+            "label": _label(name),
+            "required": name not in provider.connection_param_defaults,
+            "default": provider.connection_param_defaults.get(name),
+        }
         for name in provider.connection_params
     ]
 
@@ -65,9 +70,11 @@ def logo_svg(provider: Provider) -> str:
     initials = escape("".join(word[0] for word in words[:2]).upper())
     hue = int(hashlib.sha256(provider.name.encode()).hexdigest()[:4], 16) % 360
     label = escape(provider.display_name, {'"': "&quot;"})
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="64" height="64" viewBox="0 0 64 64" role="img" aria-label="{label}">'
-            f'<rect width="64" height="64" rx="12" fill="hsl({hue},55%,42%)"/>'
-            f'<text x="32" y="41" font-family="sans-serif" font-size="24" font-weight="600" fill="#fff" text-anchor="middle">{initials}</text></svg>')  # fmt: skip
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="64" height="64" viewBox="0 0 64 64" role="img" aria-label="{label}">'
+        f'<rect width="64" height="64" rx="12" fill="hsl({hue},55%,42%)"/>'
+        f'<text x="32" y="41" font-family="sans-serif" font-size="24" font-weight="600" fill="#fff" text-anchor="middle">{initials}</text></svg>'
+    )
 
 
 def connect_facts(provider: Provider, base_url: str = "") -> dict[str, Any]:

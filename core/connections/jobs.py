@@ -48,11 +48,16 @@ async def refresh_expiring(services: Services) -> dict[str, int]:
         rows = list(
             await session.execute(
                 select(Connection.id, Connection.workspace_id, Connection.provider)
-                .where(Connection.status.in_(ACTIVE_STATUSES), Connection.expires_at.is_not(None), Connection.expires_at < now + REFRESH_AHEAD,
-                       or_(Connection.refresh_retry_at.is_(None), Connection.refresh_retry_at < now))
-                .order_by(Connection.expires_at).limit(BATCH)
+                .where(
+                    Connection.status.in_(ACTIVE_STATUSES),
+                    Connection.expires_at.is_not(None),
+                    Connection.expires_at < now + REFRESH_AHEAD,
+                    or_(Connection.refresh_retry_at.is_(None), Connection.refresh_retry_at < now),
+                )
+                .order_by(Connection.expires_at)
+                .limit(BATCH)
             )
-        )  # fmt: skip
+        )
     rows = [row for row in rows if row.provider in modes]
     summary = {"due": len(rows), "refreshed": 0, "failed": 0, "invalid": 0}
 
@@ -81,11 +86,13 @@ async def check_connections(services: Services) -> dict[str, int]:
         rows = list(
             await session.execute(
                 select(Connection.id, Connection.workspace_id)
-                .where(Connection.status != "disconnected",
-                       or_(Connection.last_health_check_at.is_(None), Connection.last_health_check_at < now - HEALTH_EVERY))
-                .order_by(Connection.last_health_check_at.nulls_first()).limit(BATCH)
+                .where(
+                    Connection.status != "disconnected", or_(Connection.last_health_check_at.is_(None), Connection.last_health_check_at < now - HEALTH_EVERY)
+                )
+                .order_by(Connection.last_health_check_at.nulls_first())
+                .limit(BATCH)
             )
-        )  # fmt: skip
+        )
     summary: dict[str, int] = {"checked": 0}
 
     async def work(row) -> None:

@@ -41,4 +41,3 @@ class RemovalListeners:
     async def notify(self, session: Any, removal: ConnectionRemoval) -> None:
         for listener in self._listeners:
             await listener(session, removal)
-

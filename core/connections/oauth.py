@@ -188,11 +188,17 @@ async def start_login(services: Services, principal: Principal, provider_type: s
         scopes = list(provider.scopes)
     verifier, challenge = pkce_pair() if provider.pkce else (None, None)
     state_row = OAuthState(
-        workspace_id=workspace_id, provider=provider.name, return_to=return_to, callback_uri=callback_url(services, provider.name),
-        code_verifier=services.secrets.encrypt(verifier) if verifier else None, params=params, connection_id=reconnect,
-        oauth_app=oauth_app.source, expires_at=utcnow() + STATE_LIFETIME,
+        workspace_id=workspace_id,
+        provider=provider.name,
+        return_to=return_to,
+        callback_uri=callback_url(services, provider.name),
+        code_verifier=services.secrets.encrypt(verifier) if verifier else None,
+        params=params,
+        connection_id=reconnect,
+        oauth_app=oauth_app.source,
+        expires_at=utcnow() + STATE_LIFETIME,
         meta={"scopes": scopes, "requestedBy": principal.subject, "metadata": metadata},
-    )  # fmt: skip
+    )
     async with services.db.transaction(tenant=workspace_id) as session:
         await session.execute(delete(OAuthState).where(OAuthState.expires_at < utcnow()))
         session.add(state_row)
@@ -254,11 +260,18 @@ async def finish_login(services: Services, provider: Provider, row: OAuthState, 
     try:
         async with services.db.transaction(tenant=row.workspace_id) as session:
             connection = await save_connection(
-                services, session, workspace_id=row.workspace_id, provider=provider.name, credentials=token_credentials(tokens),
-                params=params, metadata={**dict(tokens.metadata), **((row.meta or {}).get("metadata") or {})},
-                scopes=scopes, expires_at=tokens.expires_at,
-                oauth_app=oauth_app.source, connection_id=row.connection_id,
-            )  # fmt: skip
+                services,
+                session,
+                workspace_id=row.workspace_id,
+                provider=provider.name,
+                credentials=token_credentials(tokens),
+                params=params,
+                metadata={**dict(tokens.metadata), **((row.meta or {}).get("metadata") or {})},
+                scopes=scopes,
+                expires_at=tokens.expires_at,
+                oauth_app=oauth_app.source,
+                connection_id=row.connection_id,
+            )
     except DomainError as error:  # a plan limit reached since the login started
         return LoginOutcome(error="connection_refused", description=error.message)
     return LoginOutcome(connection_id=connection.id)

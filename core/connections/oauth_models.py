@@ -3,9 +3,9 @@ answer in JSON; their pages and redirects are declared beside the handlers."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, NotRequired
 
-from typing_extensions import NotRequired, TypedDict
+from typing_extensions import TypedDict
 
 from patchbay.core.http.responses import response_model
 

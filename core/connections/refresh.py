@@ -166,10 +166,17 @@ async def _refresh_holding_lease(services: Services, state: ConnectionState) -> 
     now = utcnow()
     credentials = token_credentials(tokens, state.credentials)
     values = {
-        "credentials": encrypt_credentials(services, credentials), "expires_at": tokens.expires_at, "last_refreshed_at": now,
-        "status": "connected", "refresh_error": None, "refresh_retry_at": None, "refresh_failures": 0,
-        "refresh_lease_until": None, "refresh_lease_owner": None, "updated_at": now,
-    }  # fmt: skip
+        "credentials": encrypt_credentials(services, credentials),
+        "expires_at": tokens.expires_at,
+        "last_refreshed_at": now,
+        "status": "connected",
+        "refresh_error": None,
+        "refresh_retry_at": None,
+        "refresh_failures": 0,
+        "refresh_lease_until": None,
+        "refresh_lease_owner": None,
+        "updated_at": now,
+    }
     if tokens.scopes:
         values["scopes"] = list(tokens.scopes)
     if tokens.params:
@@ -184,7 +191,13 @@ async def _record_failure(services: Services, state: ConnectionState, error: Pro
     now = utcnow()
     async with services.db.transaction() as session:
         failures = (await session.scalar(Connection.__table__.select().with_only_columns(Connection.refresh_failures).where(Connection.id == state.id))) or 0
-        values = {"refresh_error": error.message[:1000], "refresh_failures": failures + 1, "refresh_lease_until": None, "refresh_lease_owner": None, "updated_at": now}
+        values = {
+            "refresh_error": error.message[:1000],
+            "refresh_failures": failures + 1,
+            "refresh_lease_until": None,
+            "refresh_lease_owner": None,
+            "updated_at": now,
+        }
         if error.permanent:
             values.update(status="invalid", health="invalid")
             operator_events.connection_invalid(session, state, error.message)

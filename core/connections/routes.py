@@ -10,13 +10,25 @@ from aiohttp import web
 
 from patchbay.core.appkeys import SERVICES
 from patchbay.core.connections import service
-from patchbay.core.connections.models import CONNECTION_STATUSES
 from patchbay.core.connections.api_models import (
-    ApiKeyCredentials, AuditPage, Connected, ConnectDto, ConnectionDeleted, ConnectionOut, ConnectionPage, Disconnected,
-    HealthCheck, HealthReport, PendingApproval, ProviderStatus, UpdateConnectionDto, refuse_control_characters,
-)  # fmt: skip
-from patchbay.core.http.bodies import page_params, query_int, read_object, structure
+    ApiKeyCredentials,
+    AuditPage,
+    ConnectDto,
+    Connected,
+    ConnectionDeleted,
+    ConnectionOut,
+    ConnectionPage,
+    Disconnected,
+    HealthCheck,
+    HealthReport,
+    PendingApproval,
+    ProviderStatus,
+    UpdateConnectionDto,
+    refuse_control_characters,
+)
+from patchbay.core.connections.models import CONNECTION_STATUSES
 from patchbay.core.errors import Invalid
+from patchbay.core.http.bodies import page_params, query_int, read_object, structure
 from patchbay.core.http.openapi import PAGE_QUERY, accepts, query
 from patchbay.core.http.responses import reply, returns
 from patchbay.core.security.auth import principal_of, requires
@@ -117,9 +129,14 @@ async def list_connections(request: web.Request) -> web.Response:
     if status and status not in CONNECTION_STATUSES:
         raise Invalid(f"Query parameter 'status' must be one of {', '.join(CONNECTION_STATUSES)}")
     data, total = await service.connection_page(
-        request.app[SERVICES], workspace_id=principal.workspace_id, provider=request.query.get("provider"), status=status,
-        end_user_id=request.query.get("endUserId"), page=page, limit=limit,
-    )  # fmt: skip
+        request.app[SERVICES],
+        workspace_id=principal.workspace_id,
+        provider=request.query.get("provider"),
+        status=status,
+        end_user_id=request.query.get("endUserId"),
+        page=page,
+        limit=limit,
+    )
     return reply(request, {"data": data, "page": page, "limit": limit, "total": total})
 
 
@@ -141,7 +158,9 @@ async def update_connection(request: web.Request) -> web.Response:
     is removed); e.g. the Facebook page whose lead webhooks belong to this connection."""
     principal = principal_of(request)
     dto = structure(await read_object(request), UpdateConnectionDto)
-    answer = await service.update_metadata(request.app[SERVICES], workspace_id=principal.workspace_id, connection_id=request.match_info["id"], metadata=dto.metadata)
+    answer = await service.update_metadata(
+        request.app[SERVICES], workspace_id=principal.workspace_id, connection_id=request.match_info["id"], metadata=dto.metadata
+    )
     return reply(request, answer)
 
 
@@ -176,6 +195,10 @@ async def connection_audit(request: web.Request) -> web.Response:
     principal = principal_of(request)
     limit = query_int(request, "limit", 50, maximum=200)
     page = await service.audit_page(
-        request.app[SERVICES], workspace_id=principal.workspace_id, connection_id=request.match_info["id"], cursor=request.query.get("cursor") or None, limit=limit
+        request.app[SERVICES],
+        workspace_id=principal.workspace_id,
+        connection_id=request.match_info["id"],
+        cursor=request.query.get("cursor") or None,
+        limit=limit,
     )
     return reply(request, page)

@@ -5,13 +5,14 @@ a fresh access token of a connection."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+
 from aiohttp import web
 
 from patchbay.core.appkeys import SERVICES
 from patchbay.core.connections import service
 from patchbay.core.connections.api_models import AccessToken, ImportConnectionDto, ImportedConnection, refuse_control_characters
-from patchbay.core.http.bodies import read_body
 from patchbay.core.errors import Invalid
+from patchbay.core.http.bodies import read_body
 from patchbay.core.http.openapi import accepts
 from patchbay.core.http.responses import reply, returns
 from patchbay.core.security.auth import principal_of, requires
@@ -57,10 +58,16 @@ async def import_connection(request: web.Request) -> web.Response:
     services = request.app[SERVICES]
     await service.require_import_allowed(services, workspace_id=principal.workspace_id, provider=dto.providerType, principal=principal)
     row = await service.import_tokens(
-        services, workspace_id=principal.workspace_id, provider_name=dto.providerType, access_token=dto.credentials.accessToken,
-        refresh_token=dto.credentials.refreshToken, expires_at=_expires_at(dto.credentials.expiresAt), metadata=dto.metadata or {},
-        params=dto.params or {}, scopes=dto.credentials.scopes or dto.scopes or [],
-    )  # fmt: skip
+        services,
+        workspace_id=principal.workspace_id,
+        provider_name=dto.providerType,
+        access_token=dto.credentials.accessToken,
+        refresh_token=dto.credentials.refreshToken,
+        expires_at=_expires_at(dto.credentials.expiresAt),
+        metadata=dto.metadata or {},
+        params=dto.params or {},
+        scopes=dto.credentials.scopes or dto.scopes or [],
+    )
     return reply(request, {"connectionId": row.id, "success": True}, status=201)
 
 
@@ -74,7 +81,12 @@ async def connection_token(request: web.Request) -> web.Response:
     state = await service.fresh_token(request.app[SERVICES], workspace_id=principal.workspace_id, connection_id=request.match_info["connectionId"])
     return reply(
         request,
-        {"connectionId": state.id, "provider": state.provider, "accessToken": state.access_token,
-         "tokenType": state.credentials.get("token_type") or "Bearer", "expiresAt": iso(state.expires_at)},
+        {
+            "connectionId": state.id,
+            "provider": state.provider,
+            "accessToken": state.access_token,
+            "tokenType": state.credentials.get("token_type") or "Bearer",
+            "expiresAt": iso(state.expires_at),
+        },
         headers={"Cache-Control": "no-store"},
-    )  # fmt: skip
+    )

@@ -7,8 +7,8 @@ from aiohttp import web
 
 from patchbay.core.appkeys import SERVICES
 from patchbay.core.connections import byoa, service
-from patchbay.core.connections.oauth_models import ByoaDeleted, ByoaSaved, ByoaStatus
 from patchbay.core.connections.api_models import SaveByoaCredentialDto
+from patchbay.core.connections.oauth_models import ByoaDeleted, ByoaSaved, ByoaStatus
 from patchbay.core.http.bodies import read_body
 from patchbay.core.http.openapi import accepts
 from patchbay.core.http.responses import reply, returns

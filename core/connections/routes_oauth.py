@@ -26,7 +26,7 @@ from patchbay.core.connections.api_models import PendingApproval
 from patchbay.core.connections.form_models import BeginConfirmation, DeauthorizationCallback
 from patchbay.core.connections.models import OAuthState
 from patchbay.core.connections.oauth import HeldForApproval, StartedLogin
-from patchbay.core.connections.oauth_models import DeauthorizeInfo, Deauthorized, LoginUrl, Refreshed
+from patchbay.core.connections.oauth_models import Deauthorized, DeauthorizeInfo, LoginUrl, Refreshed
 from patchbay.core.connections.refresh import RefreshFailed, can_refresh, refresh_connection
 from patchbay.core.connections.store import load_state
 from patchbay.core.errors import Forbidden, NotFound, Unauthenticated
@@ -50,7 +50,9 @@ def set_binding_cookie(request: web.Request, response: web.StreamResponse, state
     services = request.app[SERVICES]
     lifetime = max(1, int((expires_at - utcnow()).total_seconds()))
     secure = urlsplit(services.settings.public_base_url).scheme == "https"
-    response.set_cookie(oauth.COOKIE_PREFIX + state_id, oauth.binding_value(services, state_id), max_age=lifetime, path="/auth/", httponly=True, secure=secure, samesite="Lax")
+    response.set_cookie(
+        oauth.COOKIE_PREFIX + state_id, oauth.binding_value(services, state_id), max_age=lifetime, path="/auth/", httponly=True, secure=secure, samesite="Lax"
+    )
 
 
 def is_bound_here(request: web.Request, state_id: str) -> bool:
@@ -85,9 +87,15 @@ login_url = returns(LoginUrl, description="The page that starts the connection, 
 @returns(REDIRECT, status=302, description="To the provider's authorization page, or to the confirmation page of a login by link")
 @login_url
 @returns(PendingApproval, status=202, description="Held for approval")
-@query(account_id={"type": "string"}, redirect_uri={"type": "string", "format": "uri"}, metadata={"type": "string", "description": "A JSON object"},
-       scopes={"type": "string"}, connection_id={"type": "string"}, response={"type": "string", "enum": ["json"]},
-       token={"type": "string", "description": "An access token, for a plain browser navigation"})  # fmt: skip
+@query(
+    account_id={"type": "string"},
+    redirect_uri={"type": "string", "format": "uri"},
+    metadata={"type": "string", "description": "A JSON object"},
+    scopes={"type": "string"},
+    connection_id={"type": "string"},
+    response={"type": "string", "enum": ["json"]},
+    token={"type": "string", "description": "An access token, for a plain browser navigation"},
+)
 async def login(request: web.Request) -> web.StreamResponse:
     """Start the OAuth connection of a provider: 302 to the provider's authorization page.
 
@@ -199,8 +207,7 @@ async def begin(request: web.Request) -> web.StreamResponse:
     workspace_name = await oauth.workspace_name(services, row.workspace_id)
     return html_page(
         f"Connect {provider.display_name}",
-        f"Your {provider.display_name} account will be connected to the workspace “{workspace_name}”. "
-        "Continue only if you started this connection.",
+        f"Your {provider.display_name} account will be connected to the workspace “{workspace_name}”. Continue only if you started this connection.",
         form={"action": f"/auth/{provider.name}/begin", "fields": {"state": state}, "button": "Continue"},
     )
 
@@ -279,7 +286,7 @@ async def deauthorize_info(request: web.Request) -> web.Response:
                 "where the provider's pack reads its deauthorization callback (Meta's signed_request, say), as that callback: "
                 "the connections of the user it names are disconnected."
             ),
-        }
+        },
     )
 
 

@@ -156,12 +156,34 @@ class AuditBuffer:
         #: the /metrics histogram's child per provider (``labels()`` looks it up under a lock)
         self._latency: dict[str, Any] = {}
 
-    def add(self, *, workspace_id: str, connection_id: str, provider: str, source: str, method: str, path: str, status: int, duration_ms: float, error: str | None = None) -> None:
+    def add(
+        self,
+        *,
+        workspace_id: str,
+        connection_id: str,
+        provider: str,
+        source: str,
+        method: str,
+        path: str,
+        status: int,
+        duration_ms: float,
+        error: str | None = None,
+    ) -> None:
         self._rows.append(
-            {"id": row_id(), "workspace_id": workspace_id, "connection_id": connection_id, "provider": provider, "source": source,
-             "method": method, "path": path[:2000], "status": status, "duration_ms": round(duration_ms, 3),
-             "error": error, "created_at": utcnow()}
-        )  # fmt: skip
+            {
+                "id": row_id(),
+                "workspace_id": workspace_id,
+                "connection_id": connection_id,
+                "provider": provider,
+                "source": source,
+                "method": method,
+                "path": path[:2000],
+                "status": status,
+                "duration_ms": round(duration_ms, 3),
+                "error": error,
+                "created_at": utcnow(),
+            }
+        )
         latency = self._latency.get(provider)
         if latency is None and (metrics := self._metrics()) is not None:  # the proxy's upstream latency per provider, for /metrics
             latency = self._latency[provider] = metrics.proxy_upstream.labels(provider)
@@ -288,4 +310,3 @@ def retry_seconds(value: str | None, *, now: float | None = None) -> float | Non
             number /= 1000
         return max(0.0, number - (now or time.time()))
     return number
-

@@ -17,7 +17,15 @@ from sqlalchemy import select, update
 from patchbay.core.approvals import service as approvals  # which imports this module: its names are read when called
 from patchbay.core.connections import store
 from patchbay.core.connections.auth import (
-    OAuthApp, ProviderAuthError, TemplateError, UnvouchedHost, auth_for, check_fillable, check_oauth_hosts, connection_params, fill_url,
+    OAuthApp,
+    ProviderAuthError,
+    TemplateError,
+    UnvouchedHost,
+    auth_for,
+    check_fillable,
+    check_oauth_hosts,
+    connection_params,
+    fill_url,
 )
 from patchbay.core.connections.client import client_for_state
 from patchbay.core.connections.lifecycle import ConnectionRemoval, RemovalListeners
@@ -54,6 +62,7 @@ async def _audit_written_at_stop(services: Services) -> AsyncIterator[None]:
         yield
     finally:
         await services.connections.audit.close()
+
 
 API_KEY_MODES = ("api_key", "basic", "oauth2_cc", "none")
 
@@ -152,9 +161,17 @@ async def connect_with_api_key(
     verdict = None
     if validate:
         state = ConnectionState(
-            id=connection_id, workspace_id=workspace_id, provider=provider.name, status="connected", credentials=stored,
-            params={**values, **learnt}, metadata=dict(metadata or {}), scopes=scopes, expires_at=expires_at, oauth_app=oauth_app,
-        )  # fmt: skip
+            id=connection_id,
+            workspace_id=workspace_id,
+            provider=provider.name,
+            status="connected",
+            credentials=stored,
+            params={**values, **learnt},
+            metadata=dict(metadata or {}),
+            scopes=scopes,
+            expires_at=expires_at,
+            oauth_app=oauth_app,
+        )
         try:
             verdict = await handler.check(client_for_state(services, state, provider, source="validate"))
         except ProviderAuthError as error:
@@ -164,18 +181,35 @@ async def connect_with_api_key(
             raise Invalid(f"Credentials rejected by {provider.display_name}")
     async with services.db.transaction(tenant=workspace_id) as session:
         connection = await save_connection(
-            services, session, workspace_id=workspace_id, provider=provider.name, credentials=stored, params={**values, **learnt},
-            metadata={**learnt_meta, **dict(metadata or {})}, scopes=scopes, expires_at=expires_at, oauth_app=oauth_app,
-            connection_id=reconnect_id, new_connection_id=connection_id, health={True: "healthy"}.get(verdict),
-        )  # fmt: skip
+            services,
+            session,
+            workspace_id=workspace_id,
+            provider=provider.name,
+            credentials=stored,
+            params={**values, **learnt},
+            metadata={**learnt_meta, **dict(metadata or {})},
+            scopes=scopes,
+            expires_at=expires_at,
+            oauth_app=oauth_app,
+            connection_id=reconnect_id,
+            new_connection_id=connection_id,
+            health={True: "healthy"}.get(verdict),
+        )
         if end_user_id is not None:
             connection.end_user_id = end_user_id
         return connection
 
 
 async def import_tokens(
-    services: Services, *, workspace_id: str, provider_name: str, access_token: str, refresh_token: str | None = None,
-    expires_at: datetime | None = None, metadata: Mapping[str, Any] | None = None, params: Mapping[str, Any] | None = None,
+    services: Services,
+    *,
+    workspace_id: str,
+    provider_name: str,
+    access_token: str,
+    refresh_token: str | None = None,
+    expires_at: datetime | None = None,
+    metadata: Mapping[str, Any] | None = None,
+    params: Mapping[str, Any] | None = None,
     scopes: list[str] | None = None,
 ) -> Connection:
     """Store existing OAuth tokens as a new connection (4.18 import); refreshes use the workspace's
@@ -194,11 +228,17 @@ async def import_tokens(
         raise Invalid(str(error)) from None
     async with services.db.transaction(tenant=workspace_id) as session:
         return await save_connection(
-            services, session, workspace_id=workspace_id, provider=provider.name,
+            services,
+            session,
+            workspace_id=workspace_id,
+            provider=provider.name,
             credentials={"access_token": access_token, "refresh_token": refresh_token, "token_type": "Bearer"},
-            params=values, metadata=metadata, scopes=scopes or [], expires_at=expires_at,
+            params=values,
+            metadata=metadata,
+            scopes=scopes or [],
+            expires_at=expires_at,
             oauth_app=oauth_app.source if oauth_app else None,
-        )  # fmt: skip
+        )
 
 
 async def fresh_token(services: Services, *, workspace_id: str, connection_id: str) -> ConnectionState:
@@ -279,20 +319,31 @@ async def check_health(services: Services, *, workspace_id: str | None, connecti
     now = utcnow()
     async with services.db.transaction() as session:
         await session.execute(
-            update(Connection).where(Connection.id == connection_id).values(health=health, last_health_check_at=now).execution_options(synchronize_session=False)
+            update(Connection)
+            .where(Connection.id == connection_id)
+            .values(health=health, last_health_check_at=now)
+            .execution_options(synchronize_session=False)
         )
     services.connections.forget(connection_id)
-    return {"connectionId": connection_id, "provider": state.provider, "status": "invalid" if health == "invalid" else state.status,
-            "health": health, "detail": detail, "checkedAt": now}  # fmt: skip
+    return {
+        "connectionId": connection_id,
+        "provider": state.provider,
+        "status": "invalid" if health == "invalid" else state.status,
+        "health": health,
+        "detail": detail,
+        "checkedAt": now,
+    }
 
 
 async def disconnect_provider_user(services: Services, *, provider: str, user_id: str) -> int:
     """Disconnect (without revoking: the provider already has) every workspace's connection of
     ``provider`` whose metadata ``user_id`` is ``user_id``; answer how many."""
     async with services.db.session() as session:
-        rows = (await session.execute(
-            select(Connection.id, Connection.workspace_id, Connection.meta).where(Connection.provider == provider, Connection.status != "disconnected")
-        )).all()  # fmt: skip
+        rows = (
+            await session.execute(
+                select(Connection.id, Connection.workspace_id, Connection.meta).where(Connection.provider == provider, Connection.status != "disconnected")
+            )
+        ).all()
     matched = [(connection_id, workspace_id) for connection_id, workspace_id, meta in rows if str((meta or {}).get("user_id", "")) == user_id]
     for connection_id, workspace_id in matched:
         await disconnect(services, workspace_id=workspace_id, connection_id=connection_id, revoke=False)
@@ -351,8 +402,14 @@ async def provider_status(services: Services, *, workspace_id: str, provider: st
         row = await store.latest_connection(session, provider)
     if row is None:
         return {"status": "not_connected", "connectedAt": None, "metadata": {}, "connectionId": None}
-    return {"status": row.status, "connectedAt": iso(row.connected_at), "metadata": row.meta or {}, "connectionId": row.id,
-            "health": row.health, "expiresAt": iso(row.expires_at)}  # fmt: skip
+    return {
+        "status": row.status,
+        "connectedAt": iso(row.connected_at),
+        "metadata": row.meta or {},
+        "connectionId": row.id,
+        "health": row.health,
+        "expiresAt": iso(row.expires_at),
+    }
 
 
 async def health_report(services: Services, *, workspace_id: str) -> dict[str, Any]:
@@ -360,10 +417,17 @@ async def health_report(services: Services, *, workspace_id: str) -> dict[str, A
     async with services.db.session(tenant=workspace_id) as session:
         rows = await store.live_connections(session)
     data = [
-        {"connectionId": r.id, "provider": r.provider, "status": r.status, "health": r.health or ("invalid" if r.status == "invalid" else "unknown"),
-         "lastHealthCheckAt": iso(r.last_health_check_at), "expiresAt": iso(r.expires_at), "refreshError": r.refresh_error}
+        {
+            "connectionId": r.id,
+            "provider": r.provider,
+            "status": r.status,
+            "health": r.health or ("invalid" if r.status == "invalid" else "unknown"),
+            "lastHealthCheckAt": iso(r.last_health_check_at),
+            "expiresAt": iso(r.expires_at),
+            "refreshError": r.refresh_error,
+        }
         for r in rows
-    ]  # fmt: skip
+    ]
     summary: dict[str, int] = {}
     for item in data:
         summary[item["health"]] = summary.get(item["health"], 0) + 1
@@ -418,8 +482,18 @@ async def audit_page(services: Services, *, workspace_id: str, connection_id: st
     more = len(rows) > limit
     rows = rows[:limit]
     data = [
-        {"id": r.id, "connectionId": r.connection_id, "provider": r.provider, "source": r.source, "method": r.method, "path": r.path,
-         "status": r.status, "durationMs": r.duration_ms, "error": r.error, "createdAt": iso(r.created_at)}
+        {
+            "id": r.id,
+            "connectionId": r.connection_id,
+            "provider": r.provider,
+            "source": r.source,
+            "method": r.method,
+            "path": r.path,
+            "status": r.status,
+            "durationMs": r.duration_ms,
+            "error": r.error,
+            "createdAt": iso(r.created_at),
+        }
         for r in rows
-    ]  # fmt: skip
+    ]
     return {"data": data, "nextCursor": _encode_cursor(rows[-1].created_at, rows[-1].id) if more and rows else None}

@@ -41,11 +41,18 @@ def decrypt_credentials(services: Services, stored: str) -> dict[str, Any]:
 
 def state_of(services: Services, row: Connection) -> ConnectionState:
     return ConnectionState(
-        id=row.id, workspace_id=row.workspace_id, provider=row.provider, status=row.status,
-        credentials=decrypt_credentials(services, row.credentials), params=dict(row.params or {}),
-        metadata=dict(row.meta or {}), scopes=list(row.scopes or []), expires_at=row.expires_at,
-        oauth_app=row.oauth_app, connected_at=row.connected_at,
-    )  # fmt: skip
+        id=row.id,
+        workspace_id=row.workspace_id,
+        provider=row.provider,
+        status=row.status,
+        credentials=decrypt_credentials(services, row.credentials),
+        params=dict(row.params or {}),
+        metadata=dict(row.meta or {}),
+        scopes=list(row.scopes or []),
+        expires_at=row.expires_at,
+        oauth_app=row.oauth_app,
+        connected_at=row.connected_at,
+    )
 
 
 async def load_state(services: Services, connection_id: str, *, workspace_id: str | None, fresh: bool = False) -> ConnectionState:
@@ -157,9 +164,7 @@ async def audit_page(session: AsyncSession, connection_id: str, *, after: tuple[
 async def count_providers(session: AsyncSession, workspace_id: str) -> int:
     return int(
         await session.scalar(
-            select(func.count(func.distinct(Connection.provider))).where(
-                Connection.workspace_id == workspace_id, Connection.status.in_(ACTIVE_STATUSES)
-            )
+            select(func.count(func.distinct(Connection.provider))).where(Connection.workspace_id == workspace_id, Connection.status.in_(ACTIVE_STATUSES))
         )
         or 0
     )
@@ -261,7 +266,9 @@ def deployment_app(services: Services, provider: str) -> OAuthApp | None:
     return OAuthApp(client_id=secrets.client_id, client_secret=secrets.client_secret, source="deployment")
 
 
-async def oauth_app_for(services: Services, *, workspace_id: str, provider: str, source: str | None = None, credentials: Mapping[str, Any] | None = None) -> OAuthApp | None:
+async def oauth_app_for(
+    services: Services, *, workspace_id: str, provider: str, source: str | None = None, credentials: Mapping[str, Any] | None = None
+) -> OAuthApp | None:
     """The OAuth client to use: ``source`` names the one a connection was made with; without it the
     workspace's BYOA credentials win over the deployment's."""
     if source == "connection":
@@ -277,5 +284,11 @@ async def oauth_app_for(services: Services, *, workspace_id: str, provider: str,
 def auth_context(services: Services, provider: Provider, oauth_app: OAuthApp | None, params: Mapping[str, Any] | None) -> AuthContext:
     """The context handed to a provider's auth handler: the outbound client and guard, the OAuth
     app and the connection's parameters."""
-    return AuthContext(provider=provider, http=services.outbound.session, app=oauth_app, params=connection_params(provider, params), guard=services.outbound.check,
-                       read_body=services.outbound.read_body)
+    return AuthContext(
+        provider=provider,
+        http=services.outbound.session,
+        app=oauth_app,
+        params=connection_params(provider, params),
+        guard=services.outbound.check,
+        read_body=services.outbound.read_body,
+    )

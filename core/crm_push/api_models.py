@@ -4,9 +4,9 @@ validate and serialize them are the ones ``/openapi.json`` publishes."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NotRequired
 
-from typing_extensions import NotRequired, TypedDict
+from typing_extensions import TypedDict
 
 from patchbay.core.http.responses import response_model
 from patchbay.core.leads.api_models import CrmSyncStatus

@@ -17,9 +17,9 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from patchbay.core.awaitables import maybe_await
-from patchbay.core.errors import Invalid, NotFound
 from patchbay.core.connections.client import open_client
 from patchbay.core.connections.models import Connection
+from patchbay.core.errors import Invalid, NotFound
 from patchbay.core.jobs.cron import CronJob
 from patchbay.core.jobs.queue import JobContext
 from patchbay.core.leads.models import Lead, LeadSync
@@ -114,8 +114,17 @@ async def _insert_sync(services: Services, session: AsyncSession, lead: Lead, co
     insert = postgresql.insert if services.db.is_postgres else sqlite.insert
     statement = (
         insert(LeadSync.__table__)
-        .values(id=new_id(), workspace_id=lead.workspace_id, lead_id=lead.id, connection_id=connection.id, provider=connection.provider,
-                status="pending", attempts=0, created_at=now, updated_at=now)  # fmt: skip
+        .values(
+            id=new_id(),
+            workspace_id=lead.workspace_id,
+            lead_id=lead.id,
+            connection_id=connection.id,
+            provider=connection.provider,
+            status="pending",
+            attempts=0,
+            created_at=now,
+            updated_at=now,
+        )
         .on_conflict_do_nothing(index_elements=["lead_id", "connection_id"])
         .returning(LeadSync.__table__.c.id)
     )

@@ -78,7 +78,11 @@ def parse(text: str, source: str) -> Declaration:
     try:
         declaration = _converter().structure(raw, Declaration)
     except Exception as error:  # cattrs wraps every problem; name each one
-        problems = [re.sub(r"@ $", "@ the top level", problem.replace("@ .", "@ ")) for problem in cattrs.transform_error(error, path="")] if isinstance(error, cattrs.BaseValidationError) else [repr(error)]
+        problems = (
+            [re.sub(r"@ $", "@ the top level", problem.replace("@ .", "@ ")) for problem in cattrs.transform_error(error, path="")]
+            if isinstance(error, cattrs.BaseValidationError)
+            else [repr(error)]
+        )
         raise DeclarationError(f"{source}: " + "; ".join(problems)) from None
     problems = list(_problems(declaration))
     if problems:
@@ -266,7 +270,11 @@ def _verification_problems(verify: Verification) -> Iterator[str]:
     if verify.timestamp_header is not None and verify.timestamp_key is not None:
         yield "timestamp_header: the timestamp comes from timestamp_header or timestamp_key, not both"
     if ("timestamp" in parts) != reads_timestamp:
-        yield "signed: {timestamp} needs timestamp_header or timestamp_key, and a timestamp read is signed" if "timestamp" in parts else "signed: a timestamp read must be signed: add {timestamp}"
+        yield (
+            "signed: {timestamp} needs timestamp_header or timestamp_key, and a timestamp read is signed"
+            if "timestamp" in parts
+            else "signed: a timestamp read must be signed: add {timestamp}"
+        )
     if verify.timestamp_key is not None and verify.signature_key is None:
         yield "timestamp_key: a keyed signature header needs signature_key too"
     if verify.tolerance < 1:

@@ -11,10 +11,16 @@ from patchbay.core.plugins.types import Action, Trigger
 
 def actions_of(declaration: Declaration) -> list[Action]:
     return [
-        Action(name=action.name, display_name=action.title, description=action.description, run=action_runner(declaration, action),
-               inputs=action.input, scopes=action.scopes)
+        Action(
+            name=action.name,
+            display_name=action.title,
+            description=action.description,
+            run=action_runner(declaration, action),
+            inputs=action.input,
+            scopes=action.scopes,
+        )
         for action in declaration.actions
-    ]  # fmt: skip
+    ]
 
 
 def triggers_of(declaration: Declaration) -> list[Trigger]:

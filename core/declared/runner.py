@@ -106,7 +106,11 @@ def build(request: Request, values: Mapping[str, Any], *, headers: Mapping[str, 
     the file's own, under the request's constant ones, under those taken from inputs."""
     params: dict[str, Any] = dict(request.fixed_query)
     params.update({param: values[name] for param, name in request.query.items() if values.get(name) is not None})
-    headers = {**dict(headers), **request.headers, **{header: str(values[name]) for header, name in request.input_headers.items() if values.get(name) is not None}}
+    headers = {
+        **dict(headers),
+        **request.headers,
+        **{header: str(values[name]) for header, name in request.input_headers.items() if values.get(name) is not None},
+    }
     if request.graphql is not None:
         variables: dict[str, Any] = json.loads(json.dumps(request.graphql.fixed_variables))
         for path, name in request.graphql.variables.items():
@@ -208,7 +212,14 @@ def _page_items(expression: str | None, body: Any, outgoing: Outgoing) -> list[A
 
 
 async def collect(
-    client: Any, request: Request, values: Mapping[str, Any], *, items: str | None, pagination: Pagination | None, errors: Errors, headers: Mapping[str, str] = ()
+    client: Any,
+    request: Request,
+    values: Mapping[str, Any],
+    *,
+    items: str | None,
+    pagination: Pagination | None,
+    errors: Errors,
+    headers: Mapping[str, str] = (),
 ) -> list[Any]:
     """The items (``items`` of each answer) of every page, in order, following ``pagination``."""
     first = build(request, values, headers=headers)
@@ -263,7 +274,9 @@ def action_runner(declaration: Declaration, action: Action):
     async def run(client: Any, inputs: Any) -> Any:
         values = dict(inputs)
         if action.pagination is not None:
-            return await collect(client, action.request, values, items=action.output.select, pagination=action.pagination, errors=errors, headers=declaration.headers)
+            return await collect(
+                client, action.request, values, items=action.output.select, pagination=action.pagination, errors=errors, headers=declaration.headers
+            )
         outgoing = build(action.request, values, headers=declaration.headers)
         body, _ = await send(client, outgoing, errors)
         return select(action.output.select, body)

@@ -82,5 +82,7 @@ class DeclaredWebhooks(WebhookHandler):
                 continue
             data = select(self.items.get(kind), body)
             event_id = select(self.spec.event_id, body) if self.spec.event_id else None
-            found.append(InboundEvent(type=kind, data=data if isinstance(data, dict) else {"value": data}, external_id=None if event_id is None else str(event_id)))
+            found.append(
+                InboundEvent(type=kind, data=data if isinstance(data, dict) else {"value": data}, external_id=None if event_id is None else str(event_id))
+            )
         return found

@@ -175,11 +175,28 @@ async def create_executions(services: Services, session: AsyncSession, rows: lis
         return []
     now = utcnow()
     values = [
-        {"id": new_id(), "status": "pending", "attempts": 0, "created_at": now, "updated_at": now, "version": None, "steps": None,
-         "dedupe_key": None, "subscription_id": None, "replay_of": None, "trigger_payload": None, **row}
+        {
+            "id": new_id(),
+            "status": "pending",
+            "attempts": 0,
+            "created_at": now,
+            "updated_at": now,
+            "version": None,
+            "steps": None,
+            "dedupe_key": None,
+            "subscription_id": None,
+            "replay_of": None,
+            "trigger_payload": None,
+            **row,
+        }
         for row in rows
-    ]  # fmt: skip
-    statement = _insert(services)(FlowExecution).values(values).on_conflict_do_nothing(index_elements=["dedupe_key"]).returning(FlowExecution.id, FlowExecution.workspace_id)
+    ]
+    statement = (
+        _insert(services)(FlowExecution)
+        .values(values)
+        .on_conflict_do_nothing(index_elements=["dedupe_key"])
+        .returning(FlowExecution.id, FlowExecution.workspace_id)
+    )
     created = (await session.execute(statement)).all()
     by_workspace: dict[str, list[str]] = {}
     for execution_id, workspace_id in created:
@@ -194,10 +211,12 @@ async def _done_records(services: Services, execution_id: str) -> dict[int, Step
     async with services.db.session() as session:
         rows = (await session.scalars(select(FlowExecutionStep).where(FlowExecutionStep.execution_id == execution_id))).all()
     return {
-        row.position: StepRecord(row.position, row.step_id, row.type, row.status, row.input, row.output, row.error,
-                                 row.started_at, row.finished_at, row.duration_ms, written=True)
-        for row in rows if row.status in ("completed", "failed")
-    }  # fmt: skip
+        row.position: StepRecord(
+            row.position, row.step_id, row.type, row.status, row.input, row.output, row.error, row.started_at, row.finished_at, row.duration_ms, written=True
+        )
+        for row in rows
+        if row.status in ("completed", "failed")
+    }
 
 
 async def run_execution(services: Services, execution_id: str) -> str | None:
@@ -211,7 +230,9 @@ async def run_execution(services: Services, execution_id: str) -> str | None:
     done = await _done_records(services, execution_id) if execution["attempts"] > 1 else {}
     context = RunContext(services, workspace_id, execution["flow_id"], execution_id, execution["trigger_payload"], test=execution["trigger_source"] == "test")
     try:
-        plans = plan_steps(services.registry, execution["steps"]) if execution["version"] is None else await runner.plan(execution["flow_id"], execution["version"])
+        plans = (
+            plan_steps(services.registry, execution["steps"]) if execution["version"] is None else await runner.plan(execution["flow_id"], execution["version"])
+        )
     except StepFailed as error:
         await runner.finish(execution, Outcome("failed", str(error), []), alerts=not context.test)
         return "failed"
@@ -255,8 +276,11 @@ async def run_test(services: Services, *, workspace_id: str, flow_id: str, steps
     now = utcnow()
     execution_id = new_id()
     async with services.db.transaction(tenant=workspace_id) as session:
-        session.add(FlowExecution(id=execution_id, flow_id=flow_id, status="running", trigger_source="test", trigger_payload=payload,
-                                  steps=steps, attempts=1, started_at=now))  # fmt: skip
+        session.add(
+            FlowExecution(
+                id=execution_id, flow_id=flow_id, status="running", trigger_source="test", trigger_payload=payload, steps=steps, attempts=1, started_at=now
+            )
+        )
     execution = {"id": execution_id, "workspace_id": workspace_id, "flow_id": flow_id, "started_at": now}
     context = RunContext(services, workspace_id, flow_id, execution_id, payload, test=True)
     outcome = await run_steps(services, context, plan_steps(services.registry, steps), {})

@@ -57,8 +57,13 @@ async def replay(services: Services, *, workspace_id: str, flow_id: str, executi
     async with services.db.transaction(tenant=workspace_id) as session:
         flow = await get_flow(session, flow_id)
         original = await _execution(session, flow.id, execution_id)
-        row = {"workspace_id": workspace_id, "flow_id": flow.id, "trigger_source": "replay", "trigger_payload": original.trigger_payload,
-               "replay_of": original.id}  # fmt: skip
+        row = {
+            "workspace_id": workspace_id,
+            "flow_id": flow.id,
+            "trigger_source": "replay",
+            "trigger_payload": original.trigger_payload,
+            "replay_of": original.id,
+        }
         if flow.published_version is not None:
             row["version"] = flow.published_version
         else:

@@ -46,10 +46,18 @@ def plan_steps(registry: Any, steps: list[dict[str, Any]]) -> list[StepPlan]:
         kind = step_type(registry, kind_name)
         raw = {key: value for key, value in step.items() if key not in _STEP_META_KEYS}
         prepare = getattr(kind, "prepare", None)
-        plans.append(StepPlan(
-            position, str(step.get("id")), kind_name, kind, raw, compile_value(prepare(raw) if prepare else raw),
-            float(step.get("timeoutSeconds") or DEFAULT_STEP_TIMEOUT), bool(getattr(kind, "side_effects", True)),
-        ))  # fmt: skip
+        plans.append(
+            StepPlan(
+                position,
+                str(step.get("id")),
+                kind_name,
+                kind,
+                raw,
+                compile_value(prepare(raw) if prepare else raw),
+                float(step.get("timeoutSeconds") or DEFAULT_STEP_TIMEOUT),
+                bool(getattr(kind, "side_effects", True)),
+            )
+        )
     return plans
 
 

@@ -21,8 +21,15 @@ STATUS_QUERY = {"type": "string", "enum": list(EXECUTION_STATUSES)}
 
 async def _page(request: web.Request, flow_id: str | None, *, of_flow: bool) -> web.Response:
     page, limit = page_params(request)
-    rows, total = await executions.execution_page(request.app[SERVICES], workspace_id=principal_of(request).workspace_id, flow_id=flow_id,
-                                                  status=request.query.get("status"), page=page, limit=limit, of_flow=of_flow)  # fmt: skip
+    rows, total = await executions.execution_page(
+        request.app[SERVICES],
+        workspace_id=principal_of(request).workspace_id,
+        flow_id=flow_id,
+        status=request.query.get("status"),
+        page=page,
+        limit=limit,
+        of_flow=of_flow,
+    )
     return reply(request, page_envelope([service.execution_json(e) for e in rows], page, limit, total))
 
 
@@ -36,8 +43,12 @@ async def list_executions(request: web.Request) -> web.Response:
 
 
 async def _with_steps(request: web.Request):
-    return await executions.execution_with_steps(request.app[SERVICES], workspace_id=principal_of(request).workspace_id, flow_id=request.match_info["flowId"],
-                                                 execution_id=request.match_info["executionId"])  # fmt: skip
+    return await executions.execution_with_steps(
+        request.app[SERVICES],
+        workspace_id=principal_of(request).workspace_id,
+        flow_id=request.match_info["flowId"],
+        execution_id=request.match_info["executionId"],
+    )
 
 
 @routes.get("/connect/v1/flows/{flowId}/executions/{executionId}")
@@ -64,8 +75,12 @@ async def list_execution_steps(request: web.Request) -> web.Response:
 async def replay_execution(request: web.Request) -> web.Response:
     """Run the flow again with the execution's original trigger payload: the published version, or
     the current steps of a flow never published. Answers the new (pending) execution."""
-    execution = await executions.replay(request.app[SERVICES], workspace_id=principal_of(request).workspace_id, flow_id=request.match_info["flowId"],
-                                        execution_id=request.match_info["executionId"])  # fmt: skip
+    execution = await executions.replay(
+        request.app[SERVICES],
+        workspace_id=principal_of(request).workspace_id,
+        flow_id=request.match_info["flowId"],
+        execution_id=request.match_info["executionId"],
+    )
     return reply(request, service.execution_json(execution), status=201)
 
 

@@ -10,9 +10,21 @@ from aiohttp import web
 from patchbay.core.appkeys import SERVICES
 from patchbay.core.flows import service
 from patchbay.core.flows.api_models import (
-    ActionOptions, CreateFlowDto, ExecutionWithSteps, FlowDeleted, FlowOut, FlowPage, FlowVersionOut, FlowVersionWithSteps, Published,
-    ProviderTriggers, ToggleDto, TriggerPayload, UpdateFlowDto, read_checked,
-)  # fmt: skip
+    ActionOptions,
+    CreateFlowDto,
+    ExecutionWithSteps,
+    FlowDeleted,
+    FlowOut,
+    FlowPage,
+    FlowVersionOut,
+    FlowVersionWithSteps,
+    ProviderTriggers,
+    Published,
+    ToggleDto,
+    TriggerPayload,
+    UpdateFlowDto,
+    read_checked,
+)
 from patchbay.core.flows.models import FLOW_STATUSES, Flow
 from patchbay.core.flows.steps import known_step_types
 from patchbay.core.http.bodies import page_envelope, page_params, read_json, structure
@@ -29,15 +41,24 @@ def trigger_options(registry) -> list[dict[str, Any]]:
     options = []
     for provider_name, triggers in sorted(registry.objects("triggers").items()):
         provider = registry.provider(provider_name)
-        options.append({
-            "providerType": provider_name,
-            "displayName": provider.display_name if provider else provider_name,
-            "triggers": [
-                {"name": t.name, "displayName": t.display_name, "kind": t.kind, "description": t.description,
-                 "eventTypes": list(t.event_types), "config": dict(t.config), "sample": dict(t.sample)}
-                for t in sorted(triggers.values(), key=lambda t: t.name)
-            ],
-        })  # fmt: skip
+        options.append(
+            {
+                "providerType": provider_name,
+                "displayName": provider.display_name if provider else provider_name,
+                "triggers": [
+                    {
+                        "name": t.name,
+                        "displayName": t.display_name,
+                        "kind": t.kind,
+                        "description": t.description,
+                        "eventTypes": list(t.event_types),
+                        "config": dict(t.config),
+                        "sample": dict(t.sample),
+                    }
+                    for t in sorted(triggers.values(), key=lambda t: t.name)
+                ],
+            }
+        )
     return options
 
 
@@ -58,10 +79,13 @@ async def get_action_options(request: web.Request) -> web.Response:
 
     registry = request.app[SERVICES].registry
     providers = [
-        {"providerType": name, "displayName": registry.provider(name).display_name if registry.provider(name) else name,
-         "actions": [action_json(name, a) for a in sorted(actions.values(), key=lambda a: a.name)]}
+        {
+            "providerType": name,
+            "displayName": registry.provider(name).display_name if registry.provider(name) else name,
+            "actions": [action_json(name, a) for a in sorted(actions.values(), key=lambda a: a.name)],
+        }
         for name, actions in sorted(registry.objects("actions").items())
-    ]  # fmt: skip
+    ]
     return reply(request, {"stepTypes": known_step_types(registry), "providers": providers})
 
 
@@ -72,8 +96,9 @@ async def get_action_options(request: web.Request) -> web.Response:
 async def list_flows(request: web.Request) -> web.Response:
     """The workspace's flows, newest first; ``?status=`` filters."""
     page, limit = page_params(request)
-    rows, total = await service.flow_page(request.app[SERVICES], workspace_id=principal_of(request).workspace_id, status=request.query.get("status"),
-                                          page=page, limit=limit)  # fmt: skip
+    rows, total = await service.flow_page(
+        request.app[SERVICES], workspace_id=principal_of(request).workspace_id, status=request.query.get("status"), page=page, limit=limit
+    )
     return reply(request, page_envelope([service.flow_json(f) for f in rows], page, limit, total))
 
 
@@ -140,7 +165,9 @@ async def revert_flow(request: web.Request) -> web.Response:
         version = int(request.match_info["version"])
     except ValueError:
         raise not_found("Version not found") from None
-    flow = await service.revert_flow(request.app[SERVICES], workspace_id=principal_of(request).workspace_id, flow_id=request.match_info["flowId"], version=version)
+    flow = await service.revert_flow(
+        request.app[SERVICES], workspace_id=principal_of(request).workspace_id, flow_id=request.match_info["flowId"], version=version
+    )
     return _published(request, flow)
 
 
@@ -162,7 +189,9 @@ async def list_versions(request: web.Request) -> web.Response:
 async def toggle_flow(request: web.Request) -> web.Response:
     """Pause or resume the live runs of a published flow (its triggers and schedules)."""
     body = structure(await read_json(request), ToggleDto) if (await request.read()).strip() else ToggleDto()
-    flow = await service.toggle_flow(request.app[SERVICES], workspace_id=principal_of(request).workspace_id, flow_id=request.match_info["flowId"], active=body.isActive)
+    flow = await service.toggle_flow(
+        request.app[SERVICES], workspace_id=principal_of(request).workspace_id, flow_id=request.match_info["flowId"], active=body.isActive
+    )
     return reply(request, service.flow_json(flow))
 
 
@@ -185,8 +214,9 @@ async def test_flow(request: web.Request) -> web.Response:
     payload: Any = {}
     if raw.strip():
         payload = await read_json(request)
-    execution, steps = await service.run_flow_now(request.app[SERVICES], workspace_id=principal_of(request).workspace_id, flow_id=request.match_info["flowId"],
-                                                  payload=payload)  # fmt: skip
+    execution, steps = await service.run_flow_now(
+        request.app[SERVICES], workspace_id=principal_of(request).workspace_id, flow_id=request.match_info["flowId"], payload=payload
+    )
     return reply(request, {**service.execution_json(execution), "steps": [service.step_json(s) for s in steps]}, status=201)
 
 

@@ -31,7 +31,9 @@ async def list_schedules(request: web.Request) -> web.Response:
 async def create_schedule(request: web.Request) -> web.Response:
     """Run the flow's published version on a cron expression."""
     body = await read_checked(request, CreateScheduleDto)
-    schedule = await schedules.create_schedule(request.app[SERVICES], workspace_id=principal_of(request).workspace_id, flow_id=request.match_info["flowId"], body=body)
+    schedule = await schedules.create_schedule(
+        request.app[SERVICES], workspace_id=principal_of(request).workspace_id, flow_id=request.match_info["flowId"], body=body
+    )
     return reply(request, schedules.schedule_json(schedule), status=201)
 
 
@@ -42,8 +44,13 @@ async def create_schedule(request: web.Request) -> web.Response:
 async def update_schedule(request: web.Request) -> web.Response:
     """Change a schedule's cron, timezone, payload or isActive."""
     body = await read_checked(request, UpdateScheduleDto)
-    schedule = await schedules.update_schedule(request.app[SERVICES], workspace_id=principal_of(request).workspace_id, flow_id=request.match_info["flowId"],
-                                               schedule_id=request.match_info["scheduleId"], body=body)  # fmt: skip
+    schedule = await schedules.update_schedule(
+        request.app[SERVICES],
+        workspace_id=principal_of(request).workspace_id,
+        flow_id=request.match_info["flowId"],
+        schedule_id=request.match_info["scheduleId"],
+        body=body,
+    )
     return reply(request, schedules.schedule_json(schedule))
 
 
@@ -52,8 +59,12 @@ async def update_schedule(request: web.Request) -> web.Response:
 @requires("triggers.write")
 async def delete_schedule(request: web.Request) -> web.Response:
     """Delete a schedule."""
-    await schedules.delete_schedule(request.app[SERVICES], workspace_id=principal_of(request).workspace_id, flow_id=request.match_info["flowId"],
-                                    schedule_id=request.match_info["scheduleId"])  # fmt: skip
+    await schedules.delete_schedule(
+        request.app[SERVICES],
+        workspace_id=principal_of(request).workspace_id,
+        flow_id=request.match_info["flowId"],
+        schedule_id=request.match_info["scheduleId"],
+    )
     return reply(request, {"success": True})
 
 

@@ -43,8 +43,13 @@ async def clone_template(request: web.Request) -> web.Response:
     """Create a draft flow from a template, its trigger bound to ``triggerConnectionId`` (or the
     workspace's connection to the trigger's provider); monthly cap per plan."""
     body = await read_checked(request, CloneTemplateDto, optional=True)
-    flow = await templates.clone(request.app[SERVICES], workspace_id=principal_of(request).workspace_id, slug=request.match_info["slug"],
-                                 name=body.get("name"), trigger_connection_id=body.get("triggerConnectionId"))  # fmt: skip
+    flow = await templates.clone(
+        request.app[SERVICES],
+        workspace_id=principal_of(request).workspace_id,
+        slug=request.match_info["slug"],
+        name=body.get("name"),
+        trigger_connection_id=body.get("triggerConnectionId"),
+    )
     return reply(request, service.flow_json(flow), status=201)
 
 
@@ -58,8 +63,13 @@ async def publish_as_template(request: web.Request) -> web.Response:
     ``pending_review`` (seen by its workspace only) until an operator approves it with
     ``patchbay templates approve``; republishing a public template sends it back to review."""
     body = await read_checked(request, PublishTemplateDto, optional=True)
-    template = await templates.publish_flow(request.app[SERVICES], workspace_id=principal_of(request).workspace_id, flow_id=request.match_info["flowId"],
-                                            visibility=body.get("visibility", "private"), category=body.get("category", "custom"))  # fmt: skip
+    template = await templates.publish_flow(
+        request.app[SERVICES],
+        workspace_id=principal_of(request).workspace_id,
+        flow_id=request.match_info["flowId"],
+        visibility=body.get("visibility", "private"),
+        category=body.get("category", "custom"),
+    )
     return reply(request, templates.template_json(template), status=201)
 
 

@@ -31,7 +31,9 @@ async def list_triggers(request: web.Request) -> web.Response:
 async def create_trigger(request: web.Request) -> web.Response:
     """Subscribe a flow to a provider trigger (webhook or poll); plan-capped."""
     body = await read_checked(request, CreateTriggerDto)
-    subscription = await triggers.subscribe(request.app[SERVICES], workspace_id=principal_of(request).workspace_id, flow_id=request.match_info["flowId"], body=body)
+    subscription = await triggers.subscribe(
+        request.app[SERVICES], workspace_id=principal_of(request).workspace_id, flow_id=request.match_info["flowId"], body=body
+    )
     return reply(request, triggers.subscription_json(subscription), status=201)
 
 
@@ -40,8 +42,12 @@ async def create_trigger(request: web.Request) -> web.Response:
 @requires("triggers.write")
 async def delete_trigger(request: web.Request) -> web.Response:
     """Remove a trigger subscription."""
-    await triggers.unsubscribe(request.app[SERVICES], workspace_id=principal_of(request).workspace_id, flow_id=request.match_info["flowId"],
-                               subscription_id=request.match_info["subscriptionId"])  # fmt: skip
+    await triggers.unsubscribe(
+        request.app[SERVICES],
+        workspace_id=principal_of(request).workspace_id,
+        flow_id=request.match_info["flowId"],
+        subscription_id=request.match_info["subscriptionId"],
+    )
     return reply(request, {"success": True})
 
 

@@ -217,17 +217,23 @@ class FlowRunner:
         now = utcnow()
         outcomes = [
             (i.execution["id"], i.outcome.status, i.outcome.error, int((now - (i.execution["started_at"] or now)).total_seconds() * 1000)) for i in items
-        ]  # fmt: skip
+        ]
         async with self.services.db.transaction() as session:
             connection = await session.connection()
             finished = await store.finish(connection, outcomes, now)
             ended = [item for item in items if item.execution["id"] in finished]
             await self._steps.insert(connection, [row for i in ended for row in step_rows(i.outcome.records, i.execution["workspace_id"], i.execution["id"])])
             alerting = [
-                {"workspace_id": i.execution["workspace_id"], "flow_id": i.execution["flow_id"], "execution_id": i.execution["id"],
-                 "status": i.outcome.status, "error": i.outcome.error}
-                for i in ended if i.alerts
-            ]  # fmt: skip
+                {
+                    "workspace_id": i.execution["workspace_id"],
+                    "flow_id": i.execution["flow_id"],
+                    "execution_id": i.execution["id"],
+                    "status": i.outcome.status,
+                    "error": i.outcome.error,
+                }
+                for i in ended
+                if i.alerts
+            ]
             await enqueue_alerts(self.services, session, alerting)
         return [item.execution["id"] in finished for item in items]
 

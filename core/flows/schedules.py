@@ -93,9 +93,15 @@ async def run_schedules(services: Services, now: datetime | None = None) -> dict
             )
             if claimed.rowcount != 1 or not live:
                 continue
-            row = {"workspace_id": schedule.workspace_id, "flow_id": schedule.flow_id, "version": version, "trigger_source": "schedule",
-                   "trigger_payload": {**(schedule.payload or {}), "scheduledAt": iso(tick)},
-                   "subscription_id": schedule.id, "dedupe_key": f"schedule:{schedule.id}:{iso(tick)}"}  # fmt: skip
+            row = {
+                "workspace_id": schedule.workspace_id,
+                "flow_id": schedule.flow_id,
+                "version": version,
+                "trigger_source": "schedule",
+                "trigger_payload": {**(schedule.payload or {}), "scheduledAt": iso(tick)},
+                "subscription_id": schedule.id,
+                "dedupe_key": f"schedule:{schedule.id}:{iso(tick)}",
+            }
             fired += len(await create_executions(services, session, [row]))
     return {"due": len(due), "fired": fired}
 

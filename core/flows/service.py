@@ -137,8 +137,15 @@ async def publish(session: AsyncSession, flow: Flow, *, action: str = "publish",
     """Snapshot the current steps as the version taken by :func:`claim_next_version` and make the
     flow published."""
     now = utcnow()
-    snapshot = FlowVersion(workspace_id=flow.workspace_id, flow_id=flow.id, version=flow.version, steps=list(flow.steps or []),
-                           published_at=now, action=action, reverted_from=reverted_from)  # fmt: skip
+    snapshot = FlowVersion(
+        workspace_id=flow.workspace_id,
+        flow_id=flow.id,
+        version=flow.version,
+        steps=list(flow.steps or []),
+        published_at=now,
+        action=action,
+        reverted_from=reverted_from,
+    )
     session.add(snapshot)
     flow.status = "published"
     flow.published_version = flow.version

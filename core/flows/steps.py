@@ -193,9 +193,12 @@ class TableUpsert:
         key = config.get("externalKey")
         async with context.services.flow_runner.step_sessions, context.services.db.transaction(tenant=context.workspace_id) as session:
             row = await upsert_row(
-                session, workspace_id=context.workspace_id, table_slug=str(config["table"]),
-                external_key=None if key is None else str(key), data=data,
-            )  # fmt: skip
+                session,
+                workspace_id=context.workspace_id,
+                table_slug=str(config["table"]),
+                external_key=None if key is None else str(key),
+                data=data,
+            )
             return _row_json(row)
 
 

@@ -24,8 +24,12 @@ STARTED = ("id", "workspace_id", "flow_id", "version", "steps", "trigger_payload
 _START = (
     _EXECUTIONS.update()
     .where(one_of_param(_EXECUTIONS.c.id, "ids"), one_of(_EXECUTIONS.c.status, ("pending", "running")))
-    .values(status="running", attempts=_EXECUTIONS.c.attempts + 1, updated_at=bindparam("now", type_=UtcDateTime()),
-            started_at=func.coalesce(_EXECUTIONS.c.started_at, bindparam("now", type_=UtcDateTime())))  # fmt: skip
+    .values(
+        status="running",
+        attempts=_EXECUTIONS.c.attempts + 1,
+        updated_at=bindparam("now", type_=UtcDateTime()),
+        started_at=func.coalesce(_EXECUTIONS.c.started_at, bindparam("now", type_=UtcDateTime())),
+    )
     .returning(*[_EXECUTIONS.c[name] for name in STARTED])
 )
 
@@ -57,7 +61,10 @@ _INSERT_STEPS_PG = text(
     f"INSERT INTO flow_execution_steps (id, {', '.join(STEP_COLUMNS)}) "
     f"SELECT CAST(gen_random_uuid() AS text), {', '.join(STEP_COLUMNS)} "
     "FROM ROWS FROM ("
-    + ", ".join(f"unnest(CAST(:{name} AS {kind}[]))" if kind else f"jsonb_array_elements(CAST(:{name} AS jsonb))" for name, kind in zip(STEP_COLUMNS, _STEP_ARRAYS, strict=True))
+    + ", ".join(
+        f"unnest(CAST(:{name} AS {kind}[]))" if kind else f"jsonb_array_elements(CAST(:{name} AS jsonb))"
+        for name, kind in zip(STEP_COLUMNS, _STEP_ARRAYS, strict=True)
+    )
     + f") AS v({', '.join(STEP_COLUMNS)}) "
     "ON CONFLICT (execution_id, position) DO NOTHING"
 )
@@ -65,6 +72,8 @@ _INSERT_STEPS_SQLITE = (
     f"INSERT INTO flow_execution_steps (id, {', '.join(STEP_COLUMNS)}) VALUES ({', '.join('?' * (1 + len(STEP_COLUMNS)))}) "
     "ON CONFLICT (execution_id, position) DO NOTHING"
 )
+
+
 async def start(connection: AsyncConnection, ids: list[str], now: Any) -> dict[str, dict[str, Any]]:
     """Mark the executions ``running`` (again, when resumed): one attempt more, ``started_at`` kept
     from the first. Answers the rows changed by id; an execution that has ended is left out."""
@@ -104,11 +113,27 @@ class StepWriter:
             return
         if connection.dialect.name != "postgresql":
             dump_input, dump_output, stamp = self._binds(connection.dialect)
-            await connection.exec_driver_sql(_INSERT_STEPS_SQLITE, [
-                (new_id(), workspace_id, execution_id, position, step_id, kind, status, dump_input(input_), dump_output(output), error,
-                 stamp(started_at), stamp(finished_at), duration_ms)
-                for workspace_id, execution_id, position, step_id, kind, status, input_, output, error, started_at, finished_at, duration_ms in rows
-            ])  # fmt: skip
+            await connection.exec_driver_sql(
+                _INSERT_STEPS_SQLITE,
+                [
+                    (
+                        new_id(),
+                        workspace_id,
+                        execution_id,
+                        position,
+                        step_id,
+                        kind,
+                        status,
+                        dump_input(input_),
+                        dump_output(output),
+                        error,
+                        stamp(started_at),
+                        stamp(finished_at),
+                        duration_ms,
+                    )
+                    for workspace_id, execution_id, position, step_id, kind, status, input_, output, error, started_at, finished_at, duration_ms in rows
+                ],
+            )
             return
         arrays = dict(zip(STEP_COLUMNS, map(list, zip(*rows, strict=True)), strict=True))
         arrays["input"] = json.dumps(arrays["input"])

@@ -16,10 +16,14 @@ def flow_template(slug: str, name: str, category: str, description: str, trigger
     providers its action steps connect to."""
     providers = sorted({s["connectionId"].split(":", 1)[1] for s in steps if str(s.get("connectionId", "")).startswith("$connection:")})
     return {
-        "slug": slug, "name": name, "category": category, "description": description,
+        "slug": slug,
+        "name": name,
+        "category": category,
+        "description": description,
         "trigger": {"providerType": trigger[0], "triggerName": trigger[1], "kind": trigger[2]},
-        "steps": steps, "providers": providers,
-    }  # fmt: skip
+        "steps": steps,
+        "providers": providers,
+    }
 
 
 def action_step(step_id: str, provider: str, action: str, inputs: dict[str, Any]) -> dict[str, Any]:

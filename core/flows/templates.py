@@ -78,7 +78,7 @@ def _bind(value: Any, connections: dict[str, str]) -> Any:
     if isinstance(value, list):
         return [_bind(v, connections) for v in value]
     if isinstance(value, str) and value.startswith(_PLACEHOLDER):
-        return connections.get(value[len(_PLACEHOLDER):], value)
+        return connections.get(value[len(_PLACEHOLDER) :], value)
     return value
 
 
@@ -111,16 +111,35 @@ async def clone(services: Services, *, workspace_id: str, slug: str, name: Any =
                 if connection_id is None:
                     raise Invalid(f"No compatible connection: this template needs a connection to {provider}; connect {provider} first")
             bound[provider] = connection_id
-        flow = Flow(id=new_id(), name=(name or template.name).strip(), description=template.description, steps=_bind(template.steps, bound),
-                    trigger={**trigger, "connectionId": connection_id} if trigger else None, status="draft", version=0,
-                    template_slug=template.slug)  # fmt: skip
+        flow = Flow(
+            id=new_id(),
+            name=(name or template.name).strip(),
+            description=template.description,
+            steps=_bind(template.steps, bound),
+            trigger={**trigger, "connectionId": connection_id} if trigger else None,
+            status="draft",
+            version=0,
+            template_slug=template.slug,
+        )
         session.add(flow)
         if provider and trigger.get("triggerName") and (services.registry.get("triggers", provider) or {}).get(trigger["triggerName"]):
             await enforce_limit(session, workspace_id, "active_triggers")
-            session.add(FlowTriggerSubscription(flow_id=flow.id, provider_type=provider, trigger_name=trigger["triggerName"],
-                                                kind=trigger.get("kind") or "webhook", connection_id=connection_id, config={}, is_active=True))  # fmt: skip
+            session.add(
+                FlowTriggerSubscription(
+                    flow_id=flow.id,
+                    provider_type=provider,
+                    trigger_name=trigger["triggerName"],
+                    kind=trigger.get("kind") or "webhook",
+                    connection_id=connection_id,
+                    config={},
+                    is_active=True,
+                )
+            )
         await session.execute(
-            update(FlowTemplate).where(FlowTemplate.id == template.id).values(clone_count=FlowTemplate.clone_count + 1).execution_options(synchronize_session=False)
+            update(FlowTemplate)
+            .where(FlowTemplate.id == template.id)
+            .values(clone_count=FlowTemplate.clone_count + 1)
+            .execution_options(synchronize_session=False)
         )
     return flow
 
@@ -154,7 +173,9 @@ async def publish_flow(services: Services, *, workspace_id: str, flow_id: str, v
         flow = await get_flow(session, flow_id)
         template = await session.scalar(select(FlowTemplate).where(FlowTemplate.source_flow_id == flow.id, FlowTemplate.workspace_id == workspace_id))
         if template is None:
-            template = FlowTemplate(slug=f"{_slugify(flow.name)}-{new_id()[:8]}", workspace_id=workspace_id, source_flow_id=flow.id, is_system=False, clone_count=0)
+            template = FlowTemplate(
+                slug=f"{_slugify(flow.name)}-{new_id()[:8]}", workspace_id=workspace_id, source_flow_id=flow.id, is_system=False, clone_count=0
+            )
             session.add(template)
         steps = _unbind(flow.steps or [])
         trigger = {k: v for k, v in (flow.trigger or {}).items() if k != "connectionId"} or None
@@ -175,8 +196,10 @@ async def seeded_system_templates(services: Services) -> AsyncIterator[None]:
     (concurrent starts insert each once)."""
     insert = postgresql.insert if services.db.is_postgres else sqlite.insert
     now = utcnow()
-    rows = [{"id": new_id(), "visibility": "public", "is_system": True, "workspace_id": None, "clone_count": 0, "created_at": now, "updated_at": now, **t}
-            for t in system_templates(services.registry)]  # fmt: skip
+    rows = [
+        {"id": new_id(), "visibility": "public", "is_system": True, "workspace_id": None, "clone_count": 0, "created_at": now, "updated_at": now, **t}
+        for t in system_templates(services.registry)
+    ]
     if rows:
         async with services.db.transaction() as session:
             await session.execute(insert(FlowTemplate).values(rows).on_conflict_do_nothing(index_elements=["slug"]))

@@ -46,6 +46,7 @@ from jinja2.sandbox import (
 )
 from jinja2.utils import Namespace, htmlsafe_json_dumps
 from jinja2.visitor import NodeTransformer
+
 from patchbay.core.flows import template_bounds as bounds
 from patchbay.core.flows.template_bounds import (
     MAX_INT_BITS,
@@ -295,8 +296,34 @@ _BUILT_TYPES = (str, bytes, list, tuple, dict, set, frozenset, int)
 
 #: filters that do not print their input (they count, pick, sort or regroup it): the others may
 #: not be given a value too heavy to print
-_NOT_PRINTING = frozenset({"attr", "batch", "count", "default", "d", "dictsort", "first", "groupby", "items", "last", "length", "list", "map",
-                           "max", "min", "random", "reject", "rejectattr", "reverse", "select", "selectattr", "slice", "sort", "unique"})  # fmt: skip
+_NOT_PRINTING = frozenset(
+    {
+        "attr",
+        "batch",
+        "count",
+        "default",
+        "d",
+        "dictsort",
+        "first",
+        "groupby",
+        "items",
+        "last",
+        "length",
+        "list",
+        "map",
+        "max",
+        "min",
+        "random",
+        "reject",
+        "rejectattr",
+        "reverse",
+        "select",
+        "selectattr",
+        "slice",
+        "sort",
+        "unique",
+    }
+)
 
 
 #: filters whose output may be much longer than their input
@@ -400,8 +427,12 @@ for _name in _REMOVED_FILTERS:
 _env.filters.update(tojson=_tojson, pprint=_pprint)
 _env.filters.update({name: _bounded_filter(name, function) for name, function in _env.filters.items()})
 # the hooks of ``_Bounded``; taking the context keeps Jinja from running them once at compile time
-_env.filters.update({name: pass_context(lambda context, *args, hook=hook: hook(*args)) for name, hook in
-                     (("_pb_counted", _counted), ("_pb_concat", _concat), ("_pb_output", _output), ("_pb_built", _built))})  # fmt: skip
+_env.filters.update(
+    {
+        name: pass_context(lambda context, *args, hook=hook: hook(*args))
+        for name, hook in (("_pb_counted", _counted), ("_pb_concat", _concat), ("_pb_output", _output), ("_pb_built", _built))
+    }
+)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -460,13 +491,19 @@ def compile_value(value: Any) -> Compiled:
     if isinstance(value, dict):  # containers are built anew by every render: a step may change its own
         parts = {key: compile_value(item) for key, item in value.items()}
         renders = [(key, part._render) for key, part in parts.items()]
-        return Compiled(lambda context: {key: render(context) for key, render in renders}, any(part.templated for part in parts.values()),
-                        _light_all(list(parts.items()), dict))  # fmt: skip
+        return Compiled(
+            lambda context: {key: render(context) for key, render in renders},
+            any(part.templated for part in parts.values()),
+            _light_all(list(parts.items()), dict),
+        )
     if isinstance(value, list):
         parts = [compile_value(item) for item in value]
         renders = [part._render for part in parts]
-        return Compiled(lambda context: [render(context) for render in renders], any(part.templated for part in parts),
-                        _light_all(list(enumerate(parts)), lambda pairs: [item for _, item in pairs]))  # fmt: skip
+        return Compiled(
+            lambda context: [render(context) for render in renders],
+            any(part.templated for part in parts),
+            _light_all(list(enumerate(parts)), lambda pairs: [item for _, item in pairs]),
+        )
     return Compiled(lambda context: value, False, lambda context: value)
 
 

@@ -81,10 +81,14 @@ def _execution_rows(
         if not matches(registry, subscription, event_type) or subscription.flow_id in rows:
             continue
         rows[subscription.flow_id] = {
-            "workspace_id": workspace_id, "flow_id": subscription.flow_id, "version": version, "trigger_source": source,
-            "trigger_payload": payload, "subscription_id": subscription.id,
+            "workspace_id": workspace_id,
+            "flow_id": subscription.flow_id,
+            "version": version,
+            "trigger_source": source,
+            "trigger_payload": payload,
+            "subscription_id": subscription.id,
             "dedupe_key": f"{source}:{dedupe}:{subscription.flow_id}" if dedupe else None,
-        }  # fmt: skip
+        }
     return list(rows.values())
 
 
@@ -104,9 +108,7 @@ async def fire_matching_triggers(
     in ``session``'s transaction. ``source`` is ``webhook`` (webhook subscriptions) or ``records``
     (subscriptions of either kind); ``dedupe`` (an event id) makes a repeated call a no-op.
     Answers the number of executions created."""
-    statement = _live_subscriptions(source).where(
-        FlowTriggerSubscription.workspace_id == workspace_id, FlowTriggerSubscription.provider_type == provider_type
-    )
+    statement = _live_subscriptions(source).where(FlowTriggerSubscription.workspace_id == workspace_id, FlowTriggerSubscription.provider_type == provider_type)
     found = (await session.execute(statement)).all()
     rows = _execution_rows(
         services.registry, found, workspace_id=workspace_id, event_type=event_type, payload=payload, source=source, dedupe=dedupe, connection_id=connection_id
@@ -139,9 +141,15 @@ class InboundEventListener:
         rows = []
         for event in events:
             rows += _execution_rows(
-                self.services.registry, found.get((event.workspace_id, event.provider), []), workspace_id=event.workspace_id, event_type=event.event_type,
-                payload=event.payload, source="webhook", dedupe=str(event.id), connection_id=getattr(event, "connection_id", None),
-            )  # fmt: skip
+                self.services.registry,
+                found.get((event.workspace_id, event.provider), []),
+                workspace_id=event.workspace_id,
+                event_type=event.event_type,
+                payload=event.payload,
+                source="webhook",
+                dedupe=str(event.id),
+                connection_id=getattr(event, "connection_id", None),
+            )
         return len(await create_executions(self.services, session, rows))
 
 
@@ -174,10 +182,17 @@ async def poll_subscription(services: Services, subscription: FlowTriggerSubscri
         client = await open_client(services, workspace_id=subscription.workspace_id, connection_id=subscription.connection_id)
         items, next_cursor = await trigger.poll(client, dict(subscription.config or {}), subscription.cursor)
         rows = [
-            {"workspace_id": subscription.workspace_id, "flow_id": subscription.flow_id, "version": version, "trigger_source": "poll",
-             "trigger_payload": item, "subscription_id": subscription.id, "dedupe_key": f"poll:{subscription.id}:{_item_key(trigger, item)}"}
+            {
+                "workspace_id": subscription.workspace_id,
+                "flow_id": subscription.flow_id,
+                "version": version,
+                "trigger_source": "poll",
+                "trigger_payload": item,
+                "subscription_id": subscription.id,
+                "dedupe_key": f"poll:{subscription.id}:{_item_key(trigger, item)}",
+            }
             for item in items or []
-        ]  # fmt: skip
+        ]
     except Exception as failure:  # the provider's error: kept on the subscription, retried next tick
         error, rows = f"{type(failure).__name__}: {failure}"[:2000], []
         log.info("polling trigger subscription %s failed: %s", subscription.id, error)
@@ -213,11 +228,14 @@ async def poll_triggers(services: Services) -> dict[str, Any]:
 
 async def count_active_triggers(session: AsyncSession, workspace_id: str) -> int:
     """The billing counter of ``active_triggers``."""
-    return await session.scalar(
-        select(func.count()).select_from(FlowTriggerSubscription).where(
-            FlowTriggerSubscription.workspace_id == workspace_id, FlowTriggerSubscription.is_active.is_(True)
+    return (
+        await session.scalar(
+            select(func.count())
+            .select_from(FlowTriggerSubscription)
+            .where(FlowTriggerSubscription.workspace_id == workspace_id, FlowTriggerSubscription.is_active.is_(True))
         )
-    ) or 0
+        or 0
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -287,8 +305,9 @@ async def subscribe(services: Services, *, workspace_id: str, flow_id: str, body
             if connection.provider != provider_type:
                 raise Invalid(f"connectionId: the connection is to {connection.provider}, not {provider_type}")
         await enforce_limit(session, workspace_id, "active_triggers")
-        subscription = FlowTriggerSubscription(flow_id=flow.id, provider_type=provider_type, trigger_name=trigger_name, kind=kind,
-                                               connection_id=connection_id, config=config, is_active=True)  # fmt: skip
+        subscription = FlowTriggerSubscription(
+            flow_id=flow.id, provider_type=provider_type, trigger_name=trigger_name, kind=kind, connection_id=connection_id, config=config, is_active=True
+        )
         session.add(subscription)
     return subscription
 

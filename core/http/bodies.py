@@ -33,6 +33,7 @@ def adapter_of(model: Any) -> TypeAdapter:
     """The ``TypeAdapter`` of a request model, made once per model."""
     return TypeAdapter(model)
 
+
 MAX_PAGE_SIZE = 100
 
 #: the last page a page list serves: its offset stays a 64-bit integer, which SQLite and
@@ -149,10 +150,17 @@ def structure(data: Any, cls: type[T]) -> T:
 
 #: the JSON type a pydantic type error wanted
 _WANTED = {
-    "string_type": "a string", "bool_type": "true or false", "int_type": "an integer", "float_type": "a number",
-    "list_type": "an array", "dict_type": "an object", "dataclass_type": "an object", "model_type": "an object",
-    "model_attributes_type": "an object", "none_required": "null",
-}  # fmt: skip
+    "string_type": "a string",
+    "bool_type": "true or false",
+    "int_type": "an integer",
+    "float_type": "a number",
+    "list_type": "an array",
+    "dict_type": "an object",
+    "dataclass_type": "an object",
+    "model_type": "an object",
+    "model_attributes_type": "an object",
+    "none_required": "null",
+}
 
 
 def _choices(expected: str) -> str:
@@ -179,7 +187,12 @@ def _problem(error: Mapping[str, Any]) -> str:
         return f"must have at least {ctx['min_length']} item{'s' if ctx['min_length'] != 1 else ''}"
     if kind == "too_long":
         return f"must have at most {ctx['max_length']} items"
-    bounds = {"greater_than_equal": ("at least", "ge"), "greater_than": ("greater than", "gt"), "less_than_equal": ("at most", "le"), "less_than": ("less than", "lt")}
+    bounds = {
+        "greater_than_equal": ("at least", "ge"),
+        "greater_than": ("greater than", "gt"),
+        "less_than_equal": ("at most", "le"),
+        "less_than": ("less than", "lt"),
+    }
     if kind in bounds:
         words, key = bounds[kind]
         return f"must be {words} {ctx[key]}"

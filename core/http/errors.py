@@ -16,7 +16,19 @@ from aiohttp import web
 from sqlalchemy.orm.exc import StaleDataError
 
 from patchbay.core.appkeys import ERROR_FORMATS, REQUEST_ID
-from patchbay.core.errors import Conflict, DomainError, Forbidden, Invalid, NotFound, RateLimited, RequestTimeout, Unauthenticated, Unavailable, UnsupportedMediaType, UpstreamFailed
+from patchbay.core.errors import (
+    Conflict,
+    DomainError,
+    Forbidden,
+    Invalid,
+    NotFound,
+    RateLimited,
+    RequestTimeout,
+    Unauthenticated,
+    Unavailable,
+    UnsupportedMediaType,
+    UpstreamFailed,
+)
 
 log = logging.getLogger(__name__)
 
@@ -108,8 +120,6 @@ async def error_middleware(request: web.Request, handler) -> web.StreamResponse:
         return error_response(request, 400, "Malformed JSON body")
     except StaleDataError:  # a concurrent request deleted or changed the row this one was updating
         return error_response(request, 409, "The resource was changed or deleted by another request: try again")
-    except web.HTTPException:
-        raise
     except Exception:
         log.exception("unhandled error in %s %s (request %s)", request.method, request.path, request.get(REQUEST_ID))
         return error_response(request, 500, "Internal Server Error")

@@ -58,16 +58,34 @@ class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
         registry = self.registry
-        self.requests = Counter("patchbay_http_requests", "HTTP requests answered, by route template and status.", ["method", "route", "status"], registry=registry)
-        self.latency = Histogram("patchbay_http_request_duration_seconds", "Time to answer an HTTP request.", ["method", "route"], buckets=_LATENCY_BUCKETS, registry=registry)
-        self.proxy_upstream = Histogram("patchbay_proxy_upstream_duration_seconds", "Time a provider took to answer a proxied call.", ["provider"], buckets=_LATENCY_BUCKETS, registry=registry)
+        self.requests = Counter(
+            "patchbay_http_requests", "HTTP requests answered, by route template and status.", ["method", "route", "status"], registry=registry
+        )
+        self.latency = Histogram(
+            "patchbay_http_request_duration_seconds", "Time to answer an HTTP request.", ["method", "route"], buckets=_LATENCY_BUCKETS, registry=registry
+        )
+        self.proxy_upstream = Histogram(
+            "patchbay_proxy_upstream_duration_seconds",
+            "Time a provider took to answer a proxied call.",
+            ["provider"],
+            buckets=_LATENCY_BUCKETS,
+            registry=registry,
+        )
         self.jobs_queued = Gauge("patchbay_jobs_queued", "Jobs waiting or running, by kind (shared state).", ["kind"], registry=registry)
-        self.jobs_oldest_age = Gauge("patchbay_jobs_oldest_age_seconds", "Age of the oldest job waiting or running, by kind (shared state).", ["kind"], registry=registry)
+        self.jobs_oldest_age = Gauge(
+            "patchbay_jobs_oldest_age_seconds", "Age of the oldest job waiting or running, by kind (shared state).", ["kind"], registry=registry
+        )
         self.deliveries = Gauge("patchbay_webhook_deliveries", "Outbound webhook deliveries by status (shared state).", ["status"], registry=registry)
-        self.attempts = Gauge("patchbay_webhook_delivery_attempts", "Outbound webhook delivery attempts by outcome (shared state).", ["outcome"], registry=registry)
+        self.attempts = Gauge(
+            "patchbay_webhook_delivery_attempts", "Outbound webhook delivery attempts by outcome (shared state).", ["outcome"], registry=registry
+        )
         self.executions = Gauge("patchbay_flow_executions", "Flow executions by status (shared state).", ["status"], registry=registry)
-        self.connections = Gauge("patchbay_connections", "Provider connections by status; expired and invalid ones failed to refresh (shared state).", ["status"], registry=registry)
-        self.refresh_failing = Gauge("patchbay_connections_refresh_failing", "Connections whose last token refresh failed, by provider (shared state).", ["provider"], registry=registry)
+        self.connections = Gauge(
+            "patchbay_connections", "Provider connections by status; expired and invalid ones failed to refresh (shared state).", ["status"], registry=registry
+        )
+        self.refresh_failing = Gauge(
+            "patchbay_connections_refresh_failing", "Connections whose last token refresh failed, by provider (shared state).", ["provider"], registry=registry
+        )
 
         #: (method, route, status) -> its request counter and latency histogram (``labels()`` costs
         #: more than the observation; the set is as bounded as the metrics' own labels)
@@ -84,12 +102,22 @@ class Metrics:
         """Set the shared-state gauges from the database (one grouped query per table)."""
         now = utcnow()
         async with db.session() as session:
-            jobs = (await session.execute(select(Job.kind, func.count(), func.min(Job.created_at)).where(Job.status.in_(("queued", "running"))).group_by(Job.kind))).all()
+            jobs = (
+                await session.execute(select(Job.kind, func.count(), func.min(Job.created_at)).where(Job.status.in_(("queued", "running"))).group_by(Job.kind))
+            ).all()
             deliveries = (await session.execute(select(WebhookDelivery.status, func.count()).group_by(WebhookDelivery.status))).all()
-            succeeded, tried = (await session.execute(select(func.count().filter(WebhookAttempt.status_code.between(200, 299)), func.count()).select_from(WebhookAttempt))).one()
+            succeeded, tried = (
+                await session.execute(select(func.count().filter(WebhookAttempt.status_code.between(200, 299)), func.count()).select_from(WebhookAttempt))
+            ).one()
             executions = (await session.execute(select(FlowExecution.status, func.count()).group_by(FlowExecution.status))).all()
             connections = (await session.execute(select(Connection.status, func.count()).group_by(Connection.status))).all()
-            failing = (await session.execute(select(Connection.provider, func.count()).where(Connection.refresh_failures > 0, Connection.status != "disconnected").group_by(Connection.provider))).all()
+            failing = (
+                await session.execute(
+                    select(Connection.provider, func.count())
+                    .where(Connection.refresh_failures > 0, Connection.status != "disconnected")
+                    .group_by(Connection.provider)
+                )
+            ).all()
         for gauge in (self.jobs_queued, self.jobs_oldest_age, self.deliveries, self.attempts, self.executions, self.connections, self.refresh_failing):
             gauge.clear()
         for kind, count, oldest in jobs:

@@ -35,6 +35,7 @@ def new_request_id() -> str:
     """16 URL-safe characters (96 random bits)."""
     return base64.urlsafe_b64encode(_request_ids.randbytes(12)).decode()
 
+
 #: Paths under the connect API's throttle. The identity provider has its own limits, and inbound
 #: webhooks are never throttled (a provider's burst must be stored, not refused).
 THROTTLED_PREFIXES = ("/connect/v1/", "/api/", "/leads", "/crm/", "/byoa/", "/accounts", "/auth/")

@@ -100,8 +100,9 @@ def _for_method(handler: Any, attribute: str, method: str) -> Any:
     return declared.get(method, declared.get(None))
 
 
-def accepts(model: type, *, required: bool = True, also: dict[str, dict[str, Any]] | None = None,
-            media: str = "application/json", method: str | None = None) -> Any:  # fmt: skip
+def accepts(
+    model: type, *, required: bool = True, also: dict[str, dict[str, Any]] | None = None, media: str = "application/json", method: str | None = None
+) -> Any:
     """Decorate a handler (above ``@requires``): its JSON body is ``model``, a dataclass read with
     ``core.http.bodies.read_body`` or ``structure`` (``required=False``: the body may be left out); ``also`` maps
     the other media types it takes to their schemas (``{"text/csv": {"type": "string"}}``).
@@ -189,8 +190,7 @@ PAGE_QUERY: dict[str, dict[str, Any]] = {
 }
 
 
-ERROR_SCHEMA = {"type": "object", "required": ["statusCode", "message"],
-                "properties": {"statusCode": {"type": "integer"}, "message": {"type": "string"}}}  # fmt: skip
+ERROR_SCHEMA = {"type": "object", "required": ["statusCode", "message"], "properties": {"statusCode": {"type": "integer"}, "message": {"type": "string"}}}
 
 
 def _component(name: str, schema: dict[str, Any], schemas: dict[str, Any]) -> None:
@@ -206,8 +206,9 @@ def _component(name: str, schema: dict[str, Any], schemas: dict[str, Any]) -> No
 _MADE: dict[tuple[Any, str, type[GenerateJsonSchema], str], dict[str, Any]] = {}
 
 
-def _json_schema(model: Any, mode: str, generator: type[GenerateJsonSchema], ref_template: str = "#/components/schemas/{model}",
-                 adapter: TypeAdapter | None = None) -> dict[str, Any]:  # fmt: skip
+def _json_schema(
+    model: Any, mode: str, generator: type[GenerateJsonSchema], ref_template: str = "#/components/schemas/{model}", adapter: TypeAdapter | None = None
+) -> dict[str, Any]:
     """A copy of ``model``'s JSON Schema (``$defs`` included), made with ``adapter`` (or a new one)
     the first time the process asks for it."""
     key = (model, mode, generator, ref_template)
@@ -222,7 +223,9 @@ def _json_schema(model: Any, mode: str, generator: type[GenerateJsonSchema], ref
     return copy.deepcopy(schema)
 
 
-def _schema(adapter: TypeAdapter | None, model: Any, mode: str, schemas: dict[str, Any], generator: type[GenerateJsonSchema] = GenerateJsonSchema) -> dict[str, Any]:
+def _schema(
+    adapter: TypeAdapter | None, model: Any, mode: str, schemas: dict[str, Any], generator: type[GenerateJsonSchema] = GenerateJsonSchema
+) -> dict[str, Any]:
     """The schema of ``model`` (a ``$ref`` for a class); the schemas it refers to go to ``schemas``."""
     schema = _json_schema(model, mode, generator, adapter=adapter)
     for name, definition in schema.pop("$defs", {}).items():
@@ -282,12 +285,31 @@ def _responses(handler: Any, schemas: dict[str, Any]) -> dict[str, Any]:
 #: the first segment of a path (after ``/connect/v1``, ``/api/v1`` or ``/api``) -> the area whose
 #: tag its operations carry; a segment not listed is its own area
 AREAS = {
-    "": "service", "health": "service", "livez": "service", "readyz": "service", "metrics": "service", "openapi.json": "service",
-    "cron": "service", ".well-known": "identity", "oidc": "identity", "organizations": "platform", "users": "platform",
-    "auth": "connections", "byoa": "connections", "connect": "connect-ui", "connect-sessions": "connect-ui",
-    "webhook": "webhooks", "flow-templates": "flows", "task-history": "flows", "execute": "actions", "registry": "actions",
-    "unified": "unified-crm", "crm": "leads", "api-keys": "workspaces", "accounts": "workspaces",
-}  # fmt: skip
+    "": "service",
+    "health": "service",
+    "livez": "service",
+    "readyz": "service",
+    "metrics": "service",
+    "openapi.json": "service",
+    "cron": "service",
+    ".well-known": "identity",
+    "oidc": "identity",
+    "organizations": "platform",
+    "users": "platform",
+    "auth": "connections",
+    "byoa": "connections",
+    "connect": "connect-ui",
+    "connect-sessions": "connect-ui",
+    "webhook": "webhooks",
+    "flow-templates": "flows",
+    "task-history": "flows",
+    "execute": "actions",
+    "registry": "actions",
+    "unified": "unified-crm",
+    "crm": "leads",
+    "api-keys": "workspaces",
+    "accounts": "workspaces",
+}
 
 
 def _tag(path: str) -> str:
@@ -342,7 +364,7 @@ def build_document(app: web.Application) -> dict[str, Any]:
             "securitySchemes": {
                 "apiKey": {"type": "apiKey", "in": "header", "name": "x-api-key"},
                 "bearer": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"},
-            }
+            },
         },
         "paths": dict(sorted(paths.items())),
     }

@@ -168,8 +168,11 @@ async def provider_logo(request: web.Request) -> web.Response:
     """The provider's logo (an SVG monogram), public so that an ``<img>`` can show it; unknown
     type: 404."""
     provider = get_provider(request.app[SERVICES].registry, request.match_info["providerType"])
-    return web.Response(text=logo_svg(provider), content_type="image/svg+xml",
-                        headers={"Cache-Control": "public, max-age=86400", "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'"})  # fmt: skip
+    return web.Response(
+        text=logo_svg(provider),
+        content_type="image/svg+xml",
+        headers={"Cache-Control": "public, max-age=86400", "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'"},
+    )
 
 
 def setup(app: web.Application) -> None:

@@ -30,7 +30,7 @@ async def root(request: web.Request) -> web.Response:
             "discovery": f"{settings.resolved_issuer}/.well-known/openid-configuration",
             "openapi": f"{settings.public_base_url}/openapi.json",
             "providers": len(request.app[SERVICES].registry.providers),
-        }
+        },
     )
 
 

@@ -14,9 +14,26 @@ from patchbay.core.workspaces.models import Membership
 
 SCOPES_SUPPORTED = ("openid", "profile", "email", "phone", "organization", "permissions", "offline_access")
 CLAIMS_SUPPORTED = (
-    "sub", "iss", "aud", "exp", "iat", "nonce", "name", "given_name", "family_name", "email", "email_verified",
-    "picture", "phone_number", "updated_at", "organization_id", "organization_memberships", "user_type", "permissions", "roles",
-)  # fmt: skip
+    "sub",
+    "iss",
+    "aud",
+    "exp",
+    "iat",
+    "nonce",
+    "name",
+    "given_name",
+    "family_name",
+    "email",
+    "email_verified",
+    "picture",
+    "phone_number",
+    "updated_at",
+    "organization_id",
+    "organization_memberships",
+    "user_type",
+    "permissions",
+    "roles",
+)
 SCOPE_DESCRIPTIONS = {
     "openid": "Sign you in",
     "profile": "Your name and picture",
@@ -62,14 +79,24 @@ async def load_user_facts(session: AsyncSession, user_id: str) -> UserFacts | No
     user = await session.get(User, user_id)
     if user is None:
         return None
-    rows = (await session.execute(
-        select(Membership.workspace_id, Membership.role).where(Membership.user_id == user_id).order_by(Membership.created_at, Membership.id)
-    )).all()  # fmt: skip
+    rows = (
+        await session.execute(
+            select(Membership.workspace_id, Membership.role).where(Membership.user_id == user_id).order_by(Membership.created_at, Membership.id)
+        )
+    ).all()
     return UserFacts(
-        id=user.id, email=user.email, email_verified=bool(user.email_verified), name=user.name, given_name=user.given_name,
-        family_name=user.family_name, picture=user.picture, phone_number=user.phone_number, user_type=user.user_type,
-        updated_at=int(user.updated_at.timestamp()), memberships=tuple((row[0], row[1]) for row in rows),
-    )  # fmt: skip
+        id=user.id,
+        email=user.email,
+        email_verified=bool(user.email_verified),
+        name=user.name,
+        given_name=user.given_name,
+        family_name=user.family_name,
+        picture=user.picture,
+        phone_number=user.phone_number,
+        user_type=user.user_type,
+        updated_at=int(user.updated_at.timestamp()),
+        memberships=tuple((row[0], row[1]) for row in rows),
+    )
 
 
 def user_claims(user: UserFacts, scope: str | None) -> dict[str, Any]:

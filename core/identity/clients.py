@@ -151,8 +151,15 @@ class ClientConflict(OAuthRefusal):
         super().__init__(message, error="invalid_client_metadata")
 
 
-async def create_client(session: AsyncSession, box: SecretBox, metadata: dict[str, Any], *, workspace_id: str | None = None,
-                        trust: str = "third_party", self_registered: bool = False) -> IssuedClient:  # fmt: skip
+async def create_client(
+    session: AsyncSession,
+    box: SecretBox,
+    metadata: dict[str, Any],
+    *,
+    workspace_id: str | None = None,
+    trust: str = "third_party",
+    self_registered: bool = False,
+) -> IssuedClient:
     """Store a client from validated metadata; the secret is returned once and kept as a digest.
     ``trust`` is the operator's to grant (``patchbay clients create``); registration leaves the
     default and sets ``self_registered``."""
@@ -205,13 +212,25 @@ class Client(ClientMixin):
     @classmethod
     def from_row(cls, row: OidcClient, box: SecretBox) -> Client:
         return cls(
-            client_id=row.client_id, secret_digests=(row.secret_digest,) if row.secret_digest else (), client_name=row.client_name,
-            redirect_uris=tuple(row.redirect_uris), grant_types=tuple(row.grant_types), token_endpoint_auth_method=row.token_endpoint_auth_method,
-            scope=row.scope, logo_uri=row.logo_uri, client_uri=row.client_uri, require_pkce=row.require_pkce,
-            refresh_token_rotation=row.refresh_token_rotation, access_token_ttl=row.access_token_ttl, refresh_token_ttl=row.refresh_token_ttl,
-            workspace_id=row.workspace_id, permissions=tuple(row.permissions) if row.permissions is not None else None,
-            trust=row.trust or "third_party", self_registered=bool(row.self_registered), box=box,
-        )  # fmt: skip
+            client_id=row.client_id,
+            secret_digests=(row.secret_digest,) if row.secret_digest else (),
+            client_name=row.client_name,
+            redirect_uris=tuple(row.redirect_uris),
+            grant_types=tuple(row.grant_types),
+            token_endpoint_auth_method=row.token_endpoint_auth_method,
+            scope=row.scope,
+            logo_uri=row.logo_uri,
+            client_uri=row.client_uri,
+            require_pkce=row.require_pkce,
+            refresh_token_rotation=row.refresh_token_rotation,
+            access_token_ttl=row.access_token_ttl,
+            refresh_token_ttl=row.refresh_token_ttl,
+            workspace_id=row.workspace_id,
+            permissions=tuple(row.permissions) if row.permissions is not None else None,
+            trust=row.trust or "third_party",
+            self_registered=bool(row.self_registered),
+            box=box,
+        )
 
     @property
     def is_public(self) -> bool:

@@ -6,14 +6,31 @@ from __future__ import annotations
 from aiohttp import web
 
 from patchbay.core.identity import (
-    pages, routes_authorize, routes_discovery, routes_federation, routes_introspection, routes_platform, routes_registration, routes_token,
+    pages,
+    routes_authorize,
+    routes_discovery,
+    routes_federation,
+    routes_introspection,
+    routes_platform,
+    routes_registration,
+    routes_token,
     routes_userinfo,
-)  # fmt: skip
+)
 from patchbay.core.identity.http import setup_common
 
 
 def setup(app: web.Application) -> None:
     setup_common(app)
     pages.setup_templates(app)
-    for module in (routes_discovery, routes_token, routes_authorize, routes_userinfo, routes_introspection, routes_registration, pages, routes_federation, routes_platform):
+    for module in (
+        routes_discovery,
+        routes_token,
+        routes_authorize,
+        routes_userinfo,
+        routes_introspection,
+        routes_registration,
+        pages,
+        routes_federation,
+        routes_platform,
+    ):
         app.router.add_routes(module.routes)

@@ -25,7 +25,6 @@ from patchbay.core.identity.server import AioOAuth2Request, OAuthResult
 from patchbay.core.ratelimit.limiter import parse_limit
 from patchbay.core.settings import RATE_LIMIT_DEFAULTS
 
-
 CORS_HEADERS = {
     "Access-Control-Allow-Origin": "*",
     "Access-Control-Allow-Methods": "GET, POST, OPTIONS",
@@ -36,8 +35,16 @@ NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
 #: Endpoints that are navigated to by a browser, not called by scripts: no CORS (RFC 9700 2.6).
 NO_CORS = (f"{PREFIX}/authorize", f"{PREFIX}/login", f"{PREFIX}/consent", f"{PREFIX}/signout", f"{PREFIX}/federation/")
 
-OAUTH_ERRORS = {400: "invalid_request", 401: "invalid_client", 403: "access_denied", 404: "invalid_request",
-                405: "invalid_request", 413: "invalid_request", 429: "temporarily_unavailable", 500: "server_error"}  # fmt: skip
+OAUTH_ERRORS = {
+    400: "invalid_request",
+    401: "invalid_client",
+    403: "access_denied",
+    404: "invalid_request",
+    405: "invalid_request",
+    413: "invalid_request",
+    429: "temporarily_unavailable",
+    500: "server_error",
+}
 
 
 def oauth_error(status: int, error: str, description: str, headers: dict[str, str] | None = None) -> web.Response:
@@ -136,7 +143,7 @@ def endpoint_uri(issuer: str, path: str) -> str:
     in front of us, the issuer setting says what the world sees)."""
     uri = issuer + path
     if uri.startswith("http://"):
-        uri = "https://" + uri[len("http://"):]
+        uri = "https://" + uri[len("http://") :]
     return uri
 
 

@@ -13,7 +13,6 @@ from sqlalchemy.orm import Mapped, mapped_column
 from patchbay.core.storage.base import Base, IdMixin, TimestampMixin
 from patchbay.core.timeutil import utcnow
 
-
 TRUST_LEVELS = ("third_party", "first_party", "platform")
 
 

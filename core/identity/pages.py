@@ -14,13 +14,19 @@ from patchbay.core.appkeys import SERVICES
 from patchbay.core.http.bodies import read_form
 from patchbay.core.http.openapi import FORM, accepts, query, query_model
 from patchbay.core.http.responses import HTML, REDIRECT, returns
-from patchbay.core.identity.routes_authorize import continue_signed_in, error_to_client, proceed, read_interaction, redirect, goes_on_after_post
 from patchbay.core.identity.claims import SCOPE_DESCRIPTIONS, scope_list
 from patchbay.core.identity.http import PREFIX, add_route, client_ip, rate_limit
 from patchbay.core.identity.protocol_models import ConsentForm, EndSessionRequest, LoginForm, SignOutConfirmation, oauth_errors
+from patchbay.core.identity.routes_authorize import continue_signed_in, error_to_client, goes_on_after_post, proceed, read_interaction, redirect
 from patchbay.core.identity.service import (
-    check_password, client_borrows_a_name, load_client, remember_consent, revoke_refresh_tokens, sessions_of_grant, sign_out,
-)  # fmt: skip
+    check_password,
+    client_borrows_a_name,
+    load_client,
+    remember_consent,
+    revoke_refresh_tokens,
+    sessions_of_grant,
+    sign_out,
+)
 from patchbay.core.identity.session import LoginSession, check_csrf, clear_cookie, csrf_token, current_session, seal, unseal
 from patchbay.core.security.signing_keys import InvalidToken
 from patchbay.core.users.service import normalise_email
@@ -88,8 +94,9 @@ async def login_page(request: web.Request) -> web.Response:
     params, client = await _interaction(request, request.query.get("interaction"))
     if params is None:
         return message(request, "Sign-in link expired", "Go back to the application and start again.", 400)
-    return render(request, "login.html", {"interaction": request.query["interaction"], "client": client,
-                                          "email": params.get("login_hint") or "", "error": None})  # fmt: skip
+    return render(
+        request, "login.html", {"interaction": request.query["interaction"], "client": client, "email": params.get("login_hint") or "", "error": None}
+    )
 
 
 @goes_on_after_post
@@ -110,8 +117,12 @@ async def login_submit(request: web.Request) -> web.Response:
     await throttle_login(request, email)
     user_id = await check_password(request.app[SERVICES], email, form.get("password") or "")
     if user_id is None:
-        return render(request, "login.html", {"interaction": form["interaction"], "client": client, "email": email,
-                                              "error": "The email or password is not correct."}, status=401)  # fmt: skip
+        return render(
+            request,
+            "login.html",
+            {"interaction": form["interaction"], "client": client, "email": email, "error": "The email or password is not correct."},
+            status=401,
+        )
     return await continue_signed_in(request, params, client, user_id)
 
 
@@ -129,8 +140,17 @@ async def consent_page(request: web.Request) -> web.Response:
         return message(request, "Consent link expired", "Go back to the application and start again.", 400)
     scopes = [(scope, SCOPE_DESCRIPTIONS.get(scope, scope)) for scope in scope_list(params.get("scope") or "openid")]
     borrowed = await client_borrows_a_name(request.app[SERVICES], client)
-    return render(request, "consent.html", {"interaction": request.query["interaction"], "client": client, "scopes": scopes,
-                                            "redirect_host": shown_host(params["redirect_uri"]), "borrowed_name": borrowed})  # fmt: skip
+    return render(
+        request,
+        "consent.html",
+        {
+            "interaction": request.query["interaction"],
+            "client": client,
+            "scopes": scopes,
+            "redirect_host": shown_host(params["redirect_uri"]),
+            "borrowed_name": borrowed,
+        },
+    )
 
 
 def shown_host(uri: str) -> str:
@@ -191,8 +211,9 @@ def _confirm_sign_out(request: web.Request, session: LoginSession, client, targe
     """The "Sign out?" page; its form posts a ticket bound to this browser's session."""
     ticket = seal(request.app[SERVICES], "signout-confirm", {"to": target, "s": session.id}, 600)
     scheme, host, port = _origin(target) if target else ("", "", None)
-    return render(request, "logout.html", {"client": client, "target": target, "ticket": ticket,
-                                           "target_origin": f"{scheme}://{host}" + (f":{port}" if port else "")})  # fmt: skip
+    return render(
+        request, "logout.html", {"client": client, "target": target, "ticket": ticket, "target_origin": f"{scheme}://{host}" + (f":{port}" if port else "")}
+    )
 
 
 @returns(HTML, description="Signed out already, or the page asking to confirm the sign-out")

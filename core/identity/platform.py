@@ -29,8 +29,15 @@ if TYPE_CHECKING:
     from patchbay.core.services import Services
 
 #: the profile fields of the platform API and their columns
-PROFILE_FIELDS = {"name": "name", "givenName": "given_name", "familyName": "family_name", "picture": "picture",
-                  "phoneNumber": "phone_number", "userType": "user_type"}  # fmt: skip
+PROFILE_FIELDS = {
+    "name": "name",
+    "givenName": "given_name",
+    "familyName": "family_name",
+    "picture": "picture",
+    "phoneNumber": "phone_number",
+    "userType": "user_type",
+}
+
 
 @attrs.frozen
 class AppCaller:
@@ -38,7 +45,9 @@ class AppCaller:
     workspace_id: str | None
     user_id: str | None = None  # a signed-in user (session cookie): reads of their own records only
 
+
 # -- who calls ------------------------------------------------------------------------------------
+
 
 async def client_caller(services: Services, client_id: str, secret: str) -> AppCaller:
     """The caller presenting a client's id and secret (``x-client-id``, ``x-client-secret``)."""
@@ -46,6 +55,7 @@ async def client_caller(services: Services, client_id: str, secret: str) -> AppC
     if client is None or client.is_public or not client.check_client_secret(secret):
         raise Unauthenticated("Unauthorized")
     return _trusted(client)
+
 
 async def token_caller(services: Services, token: str) -> AppCaller:
     """The caller presenting a client_credentials access token."""
@@ -60,6 +70,7 @@ async def token_caller(services: Services, token: str) -> AppCaller:
         raise Unauthenticated("Unauthorized")
     return _trusted(client)
 
+
 def _trusted(client: Client) -> AppCaller:
     """Platform trust is granted by the operator (``patchbay clients create --platform``), never
     self-served: an authenticated client without it is refused."""
@@ -67,9 +78,11 @@ def _trusted(client: Client) -> AppCaller:
         raise Forbidden("This client is not trusted with the platform API")
     return AppCaller(client.client_id, client.workspace_id)
 
+
 def _visible_org(caller: AppCaller, organization_id: str) -> None:
     if caller.workspace_id is not None and caller.workspace_id != organization_id:
         raise NotFound("Organization not found")
+
 
 def _own_id(caller: AppCaller, user_id: str) -> str:
     """``me`` names the signed-in user; a user may read only their own records."""
@@ -79,6 +92,7 @@ def _own_id(caller: AppCaller, user_id: str) -> str:
         raise NotFound("User not found")
     return caller.user_id
 
+
 async def _get_org(session: AsyncSession, caller: AppCaller, organization_id: str) -> Workspace:
     _visible_org(caller, organization_id)
     row = await session.get(Workspace, organization_id)
@@ -86,11 +100,13 @@ async def _get_org(session: AsyncSession, caller: AppCaller, organization_id: st
         raise NotFound("Organization not found")
     return row
 
+
 async def _get_user(session: AsyncSession, caller: AppCaller, user_id: str) -> User:
     row = await visible_user(session, _own_id(caller, user_id), workspace_id=caller.workspace_id)
     if row is None:
         raise NotFound("User not found")
     return row
+
 
 async def _check_bound_client_may_change(session: AsyncSession, caller: AppCaller, user: User, body: dict[str, Any]) -> None:
     """A client bound to one organization changes only its own users: those it created, while they
@@ -100,11 +116,14 @@ async def _check_bound_client_may_change(session: AsyncSession, caller: AppCalle
     if user.created_by_client_id != caller.client_id or await member_elsewhere(session, user.id, caller.workspace_id):
         raise Forbidden("A client bound to an organization can change only the users it created, while they belong to no other organization")
 
+
 # -- organizations --------------------------------------------------------------------------------
+
 
 async def list_organizations(services: Services, caller: AppCaller, *, page: int, limit: int) -> tuple[list[Workspace], int]:
     async with services.db.session() as session:
         return await organization_page(session, workspace_id=caller.workspace_id, page=page, limit=limit)
+
 
 async def create_organization(services: Services, caller: AppCaller, dto: CreateOrganizationDto) -> Workspace:
     """``plan`` defaults to the deployment's ``[workspaces] default_plan``, as for workspaces made
@@ -120,9 +139,11 @@ async def create_organization(services: Services, caller: AppCaller, dto: Create
             raise Invalid(f"Validation failed: {error}") from None
     return row
 
+
 async def get_organization(services: Services, caller: AppCaller, organization_id: str) -> Workspace:
     async with services.db.session() as session:
         return await _get_org(session, caller, organization_id)
+
 
 async def update_organization(services: Services, caller: AppCaller, organization_id: str, body: dict[str, Any], dto: UpdateOrganizationDto) -> Workspace:
     """Rename an organization or change its plan (plans are the operator's: unbound clients only)."""
@@ -140,10 +161,12 @@ async def update_organization(services: Services, caller: AppCaller, organizatio
             row.plan = dto.plan
     return row
 
+
 async def organization_memberships(services: Services, caller: AppCaller, organization_id: str) -> list[Membership]:
     async with services.db.session() as session:
         org = await _get_org(session, caller, organization_id)
         return await memberships(session, workspace_id=org.id)
+
 
 async def add_organization_member(services: Services, caller: AppCaller, organization_id: str, dto: AddMemberDto) -> Membership:
     """Add a user to an organization, or change the role of a member. A workspace-bound client may
@@ -159,11 +182,14 @@ async def add_organization_member(services: Services, caller: AppCaller, organiz
         except WorkspaceError as error:
             raise Invalid(f"Validation failed: {error}") from None
 
+
 # -- users ----------------------------------------------------------------------------------------
+
 
 async def list_users(services: Services, caller: AppCaller, *, email: str | None, page: int, limit: int) -> tuple[list[User], int]:
     async with services.db.session() as session:
         return await user_page(session, workspace_id=caller.workspace_id, email=email, page=page, limit=limit)
+
 
 async def create_platform_user(services: Services, caller: AppCaller, body: dict[str, Any], dto: CreateUserDto) -> User:
     """Create a user; a workspace-bound client makes it a member (``role``, default viewer)."""
@@ -185,9 +211,11 @@ async def create_platform_user(services: Services, caller: AppCaller, body: dict
             await add_member(session, workspace_id=caller.workspace_id, user_id=user.id, role=dto.role)
     return user
 
+
 async def get_platform_user(services: Services, caller: AppCaller, user_id: str) -> User:
     async with services.db.session() as session:
         return await _get_user(session, caller, user_id)
+
 
 async def update_platform_user(services: Services, caller: AppCaller, user_id: str, body: dict[str, Any], dto: UpdateUserDto) -> User:
     """Change a user's profile, type or password. A workspace-bound client changes only the users
@@ -209,24 +237,29 @@ async def update_platform_user(services: Services, caller: AppCaller, user_id: s
             await change_password(session, row, dto.password)
     return row
 
+
 async def user_memberships(services: Services, caller: AppCaller, user_id: str) -> list[Membership]:
     """The organizations a user belongs to, with roles."""
     async with services.db.session() as session:
         user = await _get_user(session, caller, user_id)
         return await memberships(session, user_id=user.id, workspace_id=caller.workspace_id)
 
+
 # -- queries --------------------------------------------------------------------------------------
+
 
 async def _page(session: AsyncSession, query: Select[Any], order: Sequence[Any], page: int, limit: int) -> tuple[list[Any], int]:
     total = await session.scalar(select(func.count()).select_from(query.subquery()))
     rows = (await session.scalars(query.order_by(*order).offset((page - 1) * limit).limit(limit))).all()
     return list(rows), int(total or 0)
 
+
 async def organization_page(session: AsyncSession, *, workspace_id: str | None, page: int, limit: int) -> tuple[list[Workspace], int]:
     query = select(Workspace)
     if workspace_id is not None:
         query = query.where(Workspace.id == workspace_id)
     return await _page(session, query, (Workspace.created_at, Workspace.id), page, limit)
+
 
 async def user_page(session: AsyncSession, *, workspace_id: str | None, email: str | None, page: int, limit: int) -> tuple[list[User], int]:
     """Users (members of ``workspace_id`` when given), ``email`` matched without case."""
@@ -237,6 +270,7 @@ async def user_page(session: AsyncSession, *, workspace_id: str | None, email: s
         query = query.where(func.lower(User.email) == email.strip().lower())
     return await _page(session, query, (User.created_at, User.id), page, limit)
 
+
 async def visible_user(session: AsyncSession, user_id: str, *, workspace_id: str | None) -> User | None:
     """The user, when it exists and (for a bound client) is a member of ``workspace_id``."""
     row = await session.get(User, user_id)
@@ -244,6 +278,7 @@ async def visible_user(session: AsyncSession, user_id: str, *, workspace_id: str
         return row
     member = await session.scalar(select(Membership.id).where(Membership.user_id == user_id, Membership.workspace_id == workspace_id))
     return row if member else None
+
 
 async def addable_user(session: AsyncSession, user_id: str, *, workspace_id: str | None, client_id: str | None) -> User | None:
     """The user a client may add to ``workspace_id`` (or whose role there it may change): any user
@@ -253,10 +288,12 @@ async def addable_user(session: AsyncSession, user_id: str, *, workspace_id: str
         return row
     return await visible_user(session, user_id, workspace_id=workspace_id)
 
+
 async def member_elsewhere(session: AsyncSession, user_id: str, workspace_id: str) -> bool:
     """Whether the user also belongs to an organization other than ``workspace_id``."""
     found = await session.scalar(select(Membership.id).where(Membership.user_id == user_id, Membership.workspace_id != workspace_id).limit(1))
     return found is not None
+
 
 async def memberships(session: AsyncSession, *, workspace_id: str | None = None, user_id: str | None = None) -> list[Membership]:
     """Memberships of an organization or of a user (or of a user in one organization), oldest first."""

@@ -5,9 +5,9 @@ The keys are the protocols' own names (snake_case), not the connect API's."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, NotRequired
 
-from typing_extensions import NotRequired, TypedDict
+from typing_extensions import TypedDict
 
 from patchbay.core.http.openapi import form_model
 from patchbay.core.http.responses import response_model, returns

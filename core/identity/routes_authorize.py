@@ -57,8 +57,9 @@ def federation_hint(request: web.Request, params: dict[str, Any]) -> str | None:
     return name
 
 
-async def proceed(request: web.Request, params: dict[str, Any], client: Client, *, session: LoginSession | None = None,
-                  fresh_login: bool = False, consented: bool = False) -> web.Response:  # fmt: skip
+async def proceed(
+    request: web.Request, params: dict[str, Any], client: Client, *, session: LoginSession | None = None, fresh_login: bool = False, consented: bool = False
+) -> web.Response:
     """Continue an authorization request whose client and redirect_uri are already validated."""
     services = request.app[SERVICES]
     post = request.method == "POST"

@@ -15,9 +15,9 @@ from aiohttp import web
 from patchbay.core.appkeys import SERVICES
 from patchbay.core.errors import Invalid
 from patchbay.core.http.openapi import query
-from patchbay.core.identity.routes_authorize import continue_signed_in, error_to_client, goes_on_after_get
 from patchbay.core.identity.http import PREFIX, add_route
 from patchbay.core.identity.protocol_models import oauth_errors
+from patchbay.core.identity.routes_authorize import continue_signed_in, error_to_client, goes_on_after_get
 from patchbay.core.identity.service import link_federated_user, load_client
 from patchbay.core.identity.session import seal, unseal
 from patchbay.core.security.secrets import random_token
@@ -43,14 +43,16 @@ async def start_federation(request: web.Request, params: dict, idp: str) -> web.
     state, nonce, verifier = random_token(16), random_token(16), random_token(48)
     challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
     try:
-        url = await protocol.authorization_url(config=table, http=request.app[SERVICES].outbound.session, redirect_uri=callback_url(request),
-                                               state=state, nonce=nonce, code_challenge=challenge)  # fmt: skip
+        url = await protocol.authorization_url(
+            config=table, http=request.app[SERVICES].outbound.session, redirect_uri=callback_url(request), state=state, nonce=nonce, code_challenge=challenge
+        )
     except Exception as error:  # an unreachable upstream must not become a 500 for the user
         return error_to_client(request, params, "temporarily_unavailable", f"the identity provider {idp} is unavailable ({type(error).__name__})")
     response = web.Response(status=302, headers={"Location": url, "Cache-Control": "no-store"})
     cookie = seal(request.app[SERVICES], "federation", {"s": state, "n": nonce, "v": verifier, "i": idp, "p": params}, 600)
-    response.set_cookie(FEDERATION_COOKIE, cookie, httponly=True, samesite="Lax", path=CALLBACK,
-                        secure=request.app[SERVICES].settings.resolved_issuer.startswith("https://"))  # fmt: skip
+    response.set_cookie(
+        FEDERATION_COOKIE, cookie, httponly=True, samesite="Lax", path=CALLBACK, secure=request.app[SERVICES].settings.resolved_issuer.startswith("https://")
+    )
     return response
 
 
@@ -71,8 +73,14 @@ async def federation_callback(request: web.Request) -> web.Response:
         return error_to_client(request, params, "access_denied", f"the identity provider answered {request.query.get('error', 'no code')}")
     table, protocol = _protocol(request, data["i"])
     try:
-        claims = await protocol.complete(config=table, http=services.outbound.session, redirect_uri=callback_url(request),
-                                         code=request.query["code"], code_verifier=data["v"], nonce=data["n"])  # fmt: skip
+        claims = await protocol.complete(
+            config=table,
+            http=services.outbound.session,
+            redirect_uri=callback_url(request),
+            code=request.query["code"],
+            code_verifier=data["v"],
+            nonce=data["n"],
+        )
     except Exception as error:  # the upstream answer did not verify
         return error_to_client(request, params, "access_denied", f"the federated login failed ({error})")
     user_id = await link_federated_user(services, data["i"], claims)
@@ -82,4 +90,3 @@ async def federation_callback(request: web.Request) -> web.Response:
 
 
 add_route(routes, ("GET",), CALLBACK, federation_callback)
-

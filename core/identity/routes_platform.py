@@ -16,9 +16,18 @@ from patchbay.core.http.responses import reply, returns
 from patchbay.core.identity import platform
 from patchbay.core.identity.platform import AppCaller
 from patchbay.core.identity.platform_models import (
-    AddMemberDto, CreateOrganizationDto, CreateUserDto, MembershipList, Organization, OrganizationMembership, OrganizationPage, PlatformUser,
-    PlatformUserPage, UpdateOrganizationDto, UpdateUserDto,
-)  # fmt: skip
+    AddMemberDto,
+    CreateOrganizationDto,
+    CreateUserDto,
+    MembershipList,
+    Organization,
+    OrganizationMembership,
+    OrganizationPage,
+    PlatformUser,
+    PlatformUserPage,
+    UpdateOrganizationDto,
+    UpdateUserDto,
+)
 from patchbay.core.identity.session import current_session
 from patchbay.core.timeutil import iso
 from patchbay.core.users.models import User
@@ -61,9 +70,19 @@ def app_client(handler=None, *, users: bool = False):
 
 
 def user_json(row: User) -> dict[str, Any]:
-    return {"id": row.id, "email": row.email, "emailVerified": row.email_verified, "name": row.name, "givenName": row.given_name,
-            "familyName": row.family_name, "picture": row.picture, "phoneNumber": row.phone_number, "userType": row.user_type,
-            "createdAt": iso(row.created_at), "updatedAt": iso(row.updated_at)}  # fmt: skip
+    return {
+        "id": row.id,
+        "email": row.email,
+        "emailVerified": row.email_verified,
+        "name": row.name,
+        "givenName": row.given_name,
+        "familyName": row.family_name,
+        "picture": row.picture,
+        "phoneNumber": row.phone_number,
+        "userType": row.user_type,
+        "createdAt": iso(row.created_at),
+        "updatedAt": iso(row.updated_at),
+    }
 
 
 def membership_json(row: Membership) -> dict[str, Any]:

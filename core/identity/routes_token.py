@@ -61,5 +61,3 @@ async def token(request: web.Request) -> web.Response:
 
 
 add_route(routes, ("POST",), f"{PREFIX}/token", token)
-
-

@@ -20,8 +20,9 @@ routes = web.RouteTableDef()
 
 def invalid_token(description: str, headers: dict[str, str] | None = None) -> web.Response:
     challenge = f'Bearer error="invalid_token", error_description="{description}"'
-    return web.json_response({"error": "invalid_token", "error_description": description}, status=401,
-                             headers={**NO_STORE, **(headers or {}), "WWW-Authenticate": challenge})  # fmt: skip
+    return web.json_response(
+        {"error": "invalid_token", "error_description": description}, status=401, headers={**NO_STORE, **(headers or {}), "WWW-Authenticate": challenge}
+    )
 
 
 @returns(UserInfo)
@@ -33,8 +34,11 @@ async def userinfo(request: web.Request) -> web.Response:
     if not request.headers.get("Authorization") and request.method == "POST" and request.content_type == "application/x-www-form-urlencoded":
         scheme, token = "bearer", (await read_form(request)).get("access_token") or ""  # RFC 6750 2.2, form body
     if scheme.lower() != "bearer" or not token.strip():
-        return web.json_response({"error": "invalid_token", "error_description": "Bearer access token required"}, status=401,
-                                 headers={**NO_STORE, "WWW-Authenticate": 'Bearer realm="patchbay"'})  # fmt: skip
+        return web.json_response(
+            {"error": "invalid_token", "error_description": "Bearer access token required"},
+            status=401,
+            headers={**NO_STORE, "WWW-Authenticate": 'Bearer realm="patchbay"'},
+        )
     token = token.strip()
     services = request.app[SERVICES]
     headers = await rate_limit(request, "oidc_userinfo", "token:" + services.secrets.digest(token)[:32])

@@ -71,8 +71,20 @@ class CodeView:
 
     @classmethod
     def from_row(cls, row: AuthorizationCode) -> CodeView:
-        return cls(row.id, row.client_id, row.user_id, row.redirect_uri, row.scope, row.nonce, row.code_challenge,
-                   row.code_challenge_method, row.auth_time, row.expires_at.timestamp(), row.used_at is not None, row.grant_id)  # fmt: skip
+        return cls(
+            row.id,
+            row.client_id,
+            row.user_id,
+            row.redirect_uri,
+            row.scope,
+            row.nonce,
+            row.code_challenge,
+            row.code_challenge_method,
+            row.auth_time,
+            row.expires_at.timestamp(),
+            row.used_at is not None,
+            row.grant_id,
+        )
 
     # authlib's AuthorizationCodeMixin
     def get_redirect_uri(self) -> str:
@@ -286,8 +298,16 @@ new_jti = JwtIds()
 
 def access_token_claims(ctx: Context, client: Client, user: UserFacts | None, scope: str) -> dict[str, Any]:
     now = int(time.time())
-    claims: dict[str, Any] = {"iss": ctx.issuer, "aud": client.client_id, "client_id": client.client_id, "iat": now,
-                              "exp": now + client.access_token_ttl, "scope": scope, "token_type": "access_token", "jti": new_jti()}  # fmt: skip
+    claims: dict[str, Any] = {
+        "iss": ctx.issuer,
+        "aud": client.client_id,
+        "client_id": client.client_id,
+        "iat": now,
+        "exp": now + client.access_token_ttl,
+        "scope": scope,
+        "token_type": "access_token",
+        "jti": new_jti(),
+    }
     if user is not None:
         claims.update(user_claims(user, scope))
         if ctx.grant_id:
@@ -331,8 +351,9 @@ service_claims = ServiceClaims()
 UNSIGNED = "(unsigned)"
 
 
-def generate_bearer_token(grant_type: str, client: Client, user: UserFacts | None = None, scope: str | None = None,
-                          expires_in: int | None = None, include_refresh_token: bool = True) -> dict[str, Any]:  # fmt: skip
+def generate_bearer_token(
+    grant_type: str, client: Client, user: UserFacts | None = None, scope: str | None = None, expires_in: int | None = None, include_refresh_token: bool = True
+) -> dict[str, Any]:
     ctx = CURRENT.get()
     scope = scope or ""
     if ctx.defer_signing and user is None:
@@ -350,8 +371,14 @@ def generate_bearer_token(grant_type: str, client: Client, user: UserFacts | Non
 
 
 def _queue_refresh(ctx: Context, client: Client, user_id: str, scope: str, refresh_token: str) -> None:
-    row = RefreshToken(token_digest=ctx.box.digest(refresh_token), grant_id=ctx.grant_id, client_id=client.client_id, user_id=user_id,
-                       scope=scope, expires_at=utcnow() + timedelta(seconds=client.refresh_token_ttl))  # fmt: skip
+    row = RefreshToken(
+        token_digest=ctx.box.digest(refresh_token),
+        grant_id=ctx.grant_id,
+        client_id=client.client_id,
+        user_id=user_id,
+        scope=scope,
+        expires_at=utcnow() + timedelta(seconds=client.refresh_token_ttl),
+    )
 
     async def write(session: AsyncSession) -> bool:
         session.add(row)
@@ -372,11 +399,18 @@ class CodeGrant(AuthorizationCodeGrant):
         ctx = CURRENT.get()
         data = request.payload.data
         row = AuthorizationCode(
-            code_digest=ctx.box.digest(code), client_id=request.client.client_id, user_id=request.user.id,
-            redirect_uri=data["redirect_uri"], scope=request.scope, nonce=data.get("nonce"),
-            code_challenge=data.get("code_challenge"), code_challenge_method=data.get("code_challenge_method"),
-            auth_time=ctx.auth_time or int(time.time()), expires_at=utcnow() + timedelta(seconds=CODE_LIFETIME), session_id=ctx.session_id,
-        )  # fmt: skip
+            code_digest=ctx.box.digest(code),
+            client_id=request.client.client_id,
+            user_id=request.user.id,
+            redirect_uri=data["redirect_uri"],
+            scope=request.scope,
+            nonce=data.get("nonce"),
+            code_challenge=data.get("code_challenge"),
+            code_challenge_method=data.get("code_challenge_method"),
+            auth_time=ctx.auth_time or int(time.time()),
+            expires_at=utcnow() + timedelta(seconds=CODE_LIFETIME),
+            session_id=ctx.session_id,
+        )
 
         async def write(session: AsyncSession) -> bool:
             session.add(row)
@@ -402,9 +436,10 @@ class CodeGrant(AuthorizationCodeGrant):
 
         async def write(session: AsyncSession) -> bool:
             result = await session.execute(
-                update(AuthorizationCode).where(AuthorizationCode.id == authorization_code.id, AuthorizationCode.used_at.is_(None))
+                update(AuthorizationCode)
+                .where(AuthorizationCode.id == authorization_code.id, AuthorizationCode.used_at.is_(None))
                 .values(used_at=utcnow(), grant_id=grant_id)
-            )  # fmt: skip
+            )
             return result.rowcount == 1
 
         ctx.writes.insert(0, write)  # first: a lost race must stop before anything is stored
@@ -542,8 +577,14 @@ class _IdTokenMixin:
         ctx = CURRENT.get()
         client: Client = request.client
         now = int(time.time())
-        claims: dict[str, Any] = {"iss": ctx.issuer, "aud": client.client_id, "azp": client.client_id, "iat": now,
-                                  "exp": now + client.access_token_ttl, "token_type": "id_token"}  # fmt: skip
+        claims: dict[str, Any] = {
+            "iss": ctx.issuer,
+            "aud": client.client_id,
+            "azp": client.client_id,
+            "iat": now,
+            "exp": now + client.access_token_ttl,
+            "token_type": "id_token",
+        }
         if request.authorization_code is not None and request.authorization_code.nonce:
             claims["nonce"] = request.authorization_code.nonce
         if ctx.auth_time:
@@ -593,10 +634,28 @@ class Introspection(IntrospectionEndpoint):
         ctx = CURRENT.get()
         if isinstance(token, AccessView):
             c = token.claims
-            return {"active": True, "scope": c.get("scope", ""), "client_id": c.get("client_id"), "token_type": "Bearer",
-                    "exp": c.get("exp"), "iat": c.get("iat"), "sub": c.get("sub"), "iss": c.get("iss"), "aud": c.get("aud")}  # fmt: skip
-        return {"active": True, "scope": token.scope, "client_id": token.client_id, "token_type": "refresh_token",
-                "exp": int(token.expires_at), "iat": token.issued_at, "sub": token.user_id, "iss": ctx.issuer, "aud": token.client_id}  # fmt: skip
+            return {
+                "active": True,
+                "scope": c.get("scope", ""),
+                "client_id": c.get("client_id"),
+                "token_type": "Bearer",
+                "exp": c.get("exp"),
+                "iat": c.get("iat"),
+                "sub": c.get("sub"),
+                "iss": c.get("iss"),
+                "aud": c.get("aud"),
+            }
+        return {
+            "active": True,
+            "scope": token.scope,
+            "client_id": token.client_id,
+            "token_type": "refresh_token",
+            "exp": int(token.expires_at),
+            "iat": token.issued_at,
+            "sub": token.user_id,
+            "iss": ctx.issuer,
+            "aud": token.client_id,
+        }
 
 
 class Revocation(RevocationEndpoint):

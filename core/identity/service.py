@@ -80,16 +80,28 @@ async def load_refresh(services: Services, ctx: Context, token: str | None) -> N
     if not token:
         return
     async with services.db.session() as session:
-        found = (await session.execute(
-            select(RefreshToken, Grant).join(Grant, Grant.id == RefreshToken.grant_id)
-            .where(RefreshToken.token_digest.in_(services.secrets.digests(token)))
-        )).first()  # fmt: skip
+        found = (
+            await session.execute(
+                select(RefreshToken, Grant).join(Grant, Grant.id == RefreshToken.grant_id).where(RefreshToken.token_digest.in_(services.secrets.digests(token)))
+            )
+        ).first()
         if found is None:
             return
         row, grant = found
-        ctx.refresh = RefreshView(row.id, row.grant_id, row.client_id, row.user_id, row.scope, row.expires_at.timestamp(),
-                                  row.revoked_at is not None, row.rotated_at is not None, grant.revoked_at is not None, grant.auth_time, token,
-                                  int(row.created_at.timestamp()))  # fmt: skip
+        ctx.refresh = RefreshView(
+            row.id,
+            row.grant_id,
+            row.client_id,
+            row.user_id,
+            row.scope,
+            row.expires_at.timestamp(),
+            row.revoked_at is not None,
+            row.rotated_at is not None,
+            grant.revoked_at is not None,
+            grant.auth_time,
+            token,
+            int(row.created_at.timestamp()),
+        )
         facts = await load_user_facts(session, row.user_id)
     if facts is not None:
         ctx.users[facts.id] = facts
@@ -199,9 +211,10 @@ async def revoke_refresh_tokens(services: Services, user_id: str, client_id: str
     """Revoke every refresh token the client holds for the user."""
     async with services.db.transaction() as session:
         await session.execute(
-            update(RefreshToken).where(RefreshToken.user_id == user_id, RefreshToken.client_id == client_id, RefreshToken.revoked_at.is_(None))
+            update(RefreshToken)
+            .where(RefreshToken.user_id == user_id, RefreshToken.client_id == client_id, RefreshToken.revoked_at.is_(None))
             .values(revoked_at=utcnow())
-        )  # fmt: skip
+        )
 
 
 # -- federated login ------------------------------------------------------------------------------
@@ -224,9 +237,15 @@ async def link_federated_user(services: Services, idp: str, claims: dict[str, An
             user = None
         if user is None:
             address = normalise_email(email) if email and not await find_user_by_email(session, email) else f"{idp}.{subject}@federated.invalid"
-            user = User(email=address, password_hash=None, name=claims.get("name"), given_name=claims.get("given_name"),
-                        family_name=claims.get("family_name"), picture=claims.get("picture"),
-                        email_verified=verified and address == email)  # fmt: skip
+            user = User(
+                email=address,
+                password_hash=None,
+                name=claims.get("name"),
+                given_name=claims.get("given_name"),
+                family_name=claims.get("family_name"),
+                picture=claims.get("picture"),
+                email_verified=verified and address == email,
+            )
             session.add(user)
             await session.flush()
         session.add(FederatedIdentity(provider=idp, subject=subject, user_id=user.id))

@@ -23,9 +23,7 @@ KEEP_FINISHED = timedelta(days=7)
 
 async def purge(services: Services) -> dict[str, Any]:
     async with services.db.transaction() as session:
-        jobs = await session.execute(
-            delete(Job).where(Job.status.in_(("done", "failed")), Job.updated_at < utcnow() - KEEP_FINISHED)
-        )
+        jobs = await session.execute(delete(Job).where(Job.status.in_(("done", "failed")), Job.updated_at < utcnow() - KEEP_FINISHED))
     counters = await services.rate_limiter.purge()
     return {"jobsPurged": jobs.rowcount, "counterRowsPurged": counters, **await purge_expired(services)}
 

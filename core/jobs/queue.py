@@ -27,14 +27,15 @@ from datetime import timedelta
 from typing import Any
 
 import attrs
-from patchbay.core.jobs.models import Job
-from patchbay.core.storage.db import Database
-from patchbay.core.storage.sql import one_of, one_of_param
-from patchbay.core.timeutil import new_id, utcnow
 from sqlalchemy import and_, bindparam, event, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session
+
+from patchbay.core.jobs.models import Job
+from patchbay.core.storage.db import Database
+from patchbay.core.storage.sql import one_of, one_of_param
+from patchbay.core.timeutil import new_id, utcnow
 
 log = logging.getLogger(__name__)
 
@@ -59,11 +60,19 @@ _CLAIMABLE = (
 _CLAIM = (
     update(_JOBS)
     .where(_JOBS.c.id.in_(_CLAIMABLE.scalar_subquery()))
-    .values(status="running", attempts=_JOBS.c.attempts + 1, lease_until=bindparam("lease_until", type_=_JOBS.c.lease_until.type), locked_by=bindparam("worker"), updated_at=_NOW)
+    .values(
+        status="running",
+        attempts=_JOBS.c.attempts + 1,
+        lease_until=bindparam("lease_until", type_=_JOBS.c.lease_until.type),
+        locked_by=bindparam("worker"),
+        updated_at=_NOW,
+    )
     .returning(*_JOBS.c)
 )
 #: finished jobs of ``ids`` that ``worker`` still holds, marked done (built once, as the claim)
-_MARK_DONE = update(_JOBS).where(one_of_param(_JOBS.c.id, "ids"), _JOBS.c.locked_by == bindparam("worker")).values(status="done", lease_until=None, updated_at=_NOW)
+_MARK_DONE = (
+    update(_JOBS).where(one_of_param(_JOBS.c.id, "ids"), _JOBS.c.locked_by == bindparam("worker")).values(status="done", lease_until=None, updated_at=_NOW)
+)
 
 
 class RetryLater(Exception):
@@ -198,10 +207,20 @@ class JobQueue:
         now = utcnow()
         run_at = now + timedelta(seconds=delay)
         rows = [
-            {"id": new_id(), "kind": kind, "payload": payload, "status": "queued", "run_at": run_at, "attempts": 0,
-             "max_attempts": spec.max_attempts, "workspace_id": workspace_id, "created_at": now, "updated_at": now}
+            {
+                "id": new_id(),
+                "kind": kind,
+                "payload": payload,
+                "status": "queued",
+                "run_at": run_at,
+                "attempts": 0,
+                "max_attempts": spec.max_attempts,
+                "workspace_id": workspace_id,
+                "created_at": now,
+                "updated_at": now,
+            }
             for payload in payloads
-        ]  # fmt: skip
+        ]
         session.sync_session.info[_NOTIFY_KEY] = self.wake
         await session.execute(Job.__table__.insert(), rows)
         return [row["id"] for row in rows]
@@ -216,10 +235,22 @@ class JobQueue:
         """Enqueue unless a job with ``dedupe_key`` exists (in any process); True if enqueued."""
         spec = self._spec(kind)
         now = utcnow()
-        statement = self._insert(Job).values(
-            id=new_id(), kind=kind, payload=payload, status="queued", run_at=now, attempts=0,
-            max_attempts=spec.max_attempts, dedupe_key=dedupe_key, created_at=now, updated_at=now,
-        ).on_conflict_do_nothing(index_elements=["dedupe_key"])  # fmt: skip
+        statement = (
+            self._insert(Job)
+            .values(
+                id=new_id(),
+                kind=kind,
+                payload=payload,
+                status="queued",
+                run_at=now,
+                attempts=0,
+                max_attempts=spec.max_attempts,
+                dedupe_key=dedupe_key,
+                created_at=now,
+                updated_at=now,
+            )
+            .on_conflict_do_nothing(index_elements=["dedupe_key"])
+        )
         async with self.db.transaction() as session:
             inserted = (await session.execute(statement)).rowcount > 0
         if inserted:
@@ -278,9 +309,7 @@ class JobQueue:
         else:
             values.update(status="queued", run_at=utcnow() + timedelta(seconds=retry_in))
         async with self.db.transaction() as session:
-            await session.execute(
-                update(Job).where(Job.id == job.id, Job.locked_by == worker_id).values(**values).execution_options(synchronize_session=False)
-            )
+            await session.execute(update(Job).where(Job.id == job.id, Job.locked_by == worker_id).values(**values).execution_options(synchronize_session=False))
 
     async def release(self, worker_id: str, job_ids: list[str]) -> None:
         """Give back jobs this worker claimed but did not finish (it is stopping): queued again at

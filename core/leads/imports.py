@@ -16,8 +16,8 @@ from typing import Any
 from sqlalchemy import select, update
 
 from patchbay.core.awaitables import maybe_await
-from patchbay.core.connections.models import Connection
 from patchbay.core.connections.client import open_client
+from patchbay.core.connections.models import Connection
 from patchbay.core.crm_push.service import schedule_push
 from patchbay.core.errors import Invalid, NotFound
 from patchbay.core.jobs.queue import JobContext

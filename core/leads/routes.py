@@ -22,6 +22,7 @@ from patchbay.core.security.auth import principal_of, requires
 
 routes = web.RouteTableDef()
 
+
 def account_of(request: web.Request, value: str | None) -> str:
     """The caller's workspace; 404 when ``value`` names another one."""
     workspace_id = principal_of(request).workspace_id
@@ -31,8 +32,13 @@ def account_of(request: web.Request, value: str | None) -> str:
 
 
 @routes.get("/leads")
-@query(accountId={"type": "string"}, crmSyncStatus={"type": "string", "enum": list(CRM_SYNC_STATUSES)}, provider={"type": "string"},
-       search={"type": "string"}, **PAGE_QUERY)  # fmt: skip
+@query(
+    accountId={"type": "string"},
+    crmSyncStatus={"type": "string", "enum": list(CRM_SYNC_STATUSES)},
+    provider={"type": "string"},
+    search={"type": "string"},
+    **PAGE_QUERY,
+)
 @returns(LeadPage)
 @requires("leads.view")
 async def list_leads(request: web.Request) -> web.Response:
@@ -41,8 +47,13 @@ async def list_leads(request: web.Request) -> web.Response:
     workspace_id = account_of(request, request.query.get("accountId"))
     page, limit = page_params(request)
     rows, total = await service.leads_page(
-        request.app[SERVICES], workspace_id, page=page, limit=limit,
-        status=request.query.get("crmSyncStatus"), provider=request.query.get("provider"), search=request.query.get("search"),
+        request.app[SERVICES],
+        workspace_id,
+        page=page,
+        limit=limit,
+        status=request.query.get("crmSyncStatus"),
+        provider=request.query.get("provider"),
+        search=request.query.get("search"),
     )
     return reply(request, {"data": [lead_json(row) for row in rows], "page": page, "limit": limit, "total": total})
 

@@ -184,7 +184,9 @@ async def save_leads(session: AsyncSession, items: list[NewLead]) -> list[tuple[
         keys = _identity(item.workspace_id, item.provider, values.get("external_id"), values.get("email"), values.get("phone"))
         lead = next((known[key] for key in keys if key in known), None)
         if lead is None:
-            lead = Lead(workspace_id=item.workspace_id, provider=item.provider, connection_id=item.connection_id, event_id=item.event_id, source=item.source, **values)
+            lead = Lead(
+                workspace_id=item.workspace_id, provider=item.provider, connection_id=item.connection_id, event_id=item.event_id, source=item.source, **values
+            )
             session.add(lead)
             saved.append((lead, True))
         else:
@@ -254,10 +256,17 @@ def lead_json(lead: Lead, syncs: list[Any] | None = None) -> dict[str, Any]:
     }
     if syncs is not None:
         body["crmSyncs"] = [
-            {"connectionId": s.connection_id, "provider": s.provider, "status": s.status, "externalId": s.external_id,
-             "attempts": s.attempts, "error": s.error, "lastAttemptAt": iso(s.last_attempt_at)}
+            {
+                "connectionId": s.connection_id,
+                "provider": s.provider,
+                "status": s.status,
+                "externalId": s.external_id,
+                "attempts": s.attempts,
+                "error": s.error,
+                "lastAttemptAt": iso(s.last_attempt_at),
+            }
             for s in syncs
-        ]  # fmt: skip
+        ]
     return body
 
 

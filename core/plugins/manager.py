@@ -136,6 +136,7 @@ def build_registry(settings: Settings, extra_plugins: Iterable[object] = ()) -> 
     ``[providers.<name>]`` settings and with the plugins' own sections loaded."""
     options = settings.plugins
     pm = create_plugin_manager(extra_plugins, disable=options.disable, skip_broken=options.skip_broken)
-    registry = load_registry(pm, settings.providers, replace=options.replace, skip_broken=options.skip_broken,
-                             sections=settings.plugin_sections, environ=settings.plugin_environ)  # fmt: skip
+    registry = load_registry(
+        pm, settings.providers, replace=options.replace, skip_broken=options.skip_broken, sections=settings.plugin_sections, environ=settings.plugin_environ
+    )
     return pm, registry

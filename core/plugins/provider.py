@@ -34,22 +34,44 @@ AUTH_MODES: tuple[str, ...] = ("api_key", "basic", "oauth2", "oauth2_cc", "none"
 #: Grouping labels a definition may use; ``category`` is the primary one.
 CATEGORIES: frozenset[str] = frozenset(
     {
-        "accounting", "ads", "analytics", "ats", "banking", "cms", "communication", "crm", "design",
-        "dev-tools", "e-commerce", "erp", "gaming", "hr", "iam", "invoicing", "knowledge-base",
-        "legal", "marketing", "other", "payment", "productivity", "search", "social", "sports",
-        "storage", "support", "surveys", "ticketing", "video",
+        "accounting",
+        "ads",
+        "analytics",
+        "ats",
+        "banking",
+        "cms",
+        "communication",
+        "crm",
+        "design",
+        "dev-tools",
+        "e-commerce",
+        "erp",
+        "gaming",
+        "hr",
+        "iam",
+        "invoicing",
+        "knowledge-base",
+        "legal",
+        "marketing",
+        "other",
+        "payment",
+        "productivity",
+        "search",
+        "social",
+        "sports",
+        "storage",
+        "support",
+        "surveys",
+        "ticketing",
+        "video",
     }
 )
 
 #: Everything a provider can be said to do. ``oauth`` goes with the OAuth auth modes,
 #: ``webhook_receive`` with ``webhooks=True``.
-CAPABILITIES: frozenset[str] = frozenset(
-    {"oauth", "proxy", "webhook_receive", "lead_sync", "actions", "triggers", "unified_crm", "records"}
-)
+CAPABILITIES: frozenset[str] = frozenset({"oauth", "proxy", "webhook_receive", "lead_sync", "actions", "triggers", "unified_crm", "records"})
 
-CREDENTIAL_FIELDS: frozenset[str] = frozenset(
-    {"access_token", "api_key", "api_secret", "username", "password", "basic"}
-)
+CREDENTIAL_FIELDS: frozenset[str] = frozenset({"access_token", "api_key", "api_secret", "username", "password", "basic"})
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 _LABEL = r"[a-z0-9]([a-z0-9-]*[a-z0-9])?"
@@ -73,7 +95,9 @@ def host_matches(pattern: str, host: str) -> bool:
         labels = labels[len(labels) - len(wanted) :]
     elif len(labels) != len(wanted):
         return False
-    return all(want in ("*", label) for want, label in zip(wanted, labels))
+    return all(want in ("*", label) for want, label in zip(wanted, labels, strict=True))
+
+
 #: plain http is accepted only on the loopback interface: local fakes of a provider in development
 #: and tests (``[providers.<name>] api_base_url = "http://127.0.0.1:8999"``)
 LOOPBACK_HTTP = ("http://127.0.0.1:", "http://127.0.0.1/", "http://localhost:", "http://localhost/", "http://[::1]:")

@@ -181,8 +181,11 @@ class Registry:
                     if "connection_params" not in changes:
                         # a parameter asked for only by a template the operator replaced is no longer required
                         dropped = set(provider.templated_params()) - updated.templated_params()
-                        updated = attrs.evolve(updated, connection_params=tuple(p for p in updated.connection_params if p not in dropped),
-                                               fixed_params=tuple(p for p in updated.fixed_params if p not in dropped))
+                        updated = attrs.evolve(
+                            updated,
+                            connection_params=tuple(p for p in updated.connection_params if p not in dropped),
+                            fixed_params=tuple(p for p in updated.fixed_params if p not in dropped),
+                        )
                     updated.validate()
                 except (TypeError, DefinitionError) as error:
                     raise PluginSettingsError(f"[providers.{name}]: {error}") from None
@@ -268,9 +271,7 @@ def _load(pm: PluginManager, replace: tuple[str, ...]) -> Registry:
             raise
         except Exception as error:  # a pack's own bug: say which pack
             raise PluginError(f"plugin {plugin!r}: register_providers failed: {error!r}", plugin=plugin) from error
-    replaced = {
-        getattr(provider, "name", None): plugin for plugin in replace for provider in definitions_by_plugin.get(plugin, ())
-    }
+    replaced = {getattr(provider, "name", None): plugin for plugin in replace for provider in definitions_by_plugin.get(plugin, ())}
     for plugin, definitions in definitions_by_plugin.items():
         for provider in definitions:
             if replaced.get(getattr(provider, "name", None), plugin) == plugin:

@@ -209,9 +209,16 @@ async def send(
         raise
     finally:
         rt.audit.add(
-            workspace_id=state.workspace_id, connection_id=state.id, provider=state.provider, source=source,
-            method=method, path=audit_path, status=status, duration_ms=(time.perf_counter() - started) * 1000, error=error,
-        )  # fmt: skip
+            workspace_id=state.workspace_id,
+            connection_id=state.id,
+            provider=state.provider,
+            source=source,
+            method=method,
+            path=audit_path,
+            status=status,
+            duration_ms=(time.perf_counter() - started) * 1000,
+            error=error,
+        )
 
 
 async def _send_once(services, state, provider, method, path, query, headers, body, stream) -> aiohttp.ClientResponse:

@@ -110,9 +110,15 @@ async def proxy(request: web.Request) -> web.StreamResponse:
             body = json.dumps(envelope.body, separators=(",", ":")).encode()
             headers.setdefault("Content-Type", "application/json")
     _, upstream = await send(
-        request.app[SERVICES], state, method=method, path=envelope.path, headers=headers, body=body,
-        query=[(str(k), str(v)) for k, v in query.items()] if query else None, stream=True,
-    )  # fmt: skip
+        request.app[SERVICES],
+        state,
+        method=method,
+        path=envelope.path,
+        headers=headers,
+        body=body,
+        query=[(str(k), str(v)) for k, v in query.items()] if query else None,
+        stream=True,
+    )
     return await _answer(request, upstream)
 
 
@@ -138,7 +144,14 @@ async def proxy_passthrough(request: web.Request) -> web.StreamResponse:
             if length is not None:
                 headers["Content-Length"] = str(length)
     _, upstream = await send(
-        request.app[SERVICES], state, method=request.method, path="/" + request.match_info["path"], headers=headers, body=body,
-        query=request.rel_url.raw_query_string or None, replayable=replayable, stream=True,
-    )  # fmt: skip
+        request.app[SERVICES],
+        state,
+        method=request.method,
+        path="/" + request.match_info["path"],
+        headers=headers,
+        body=body,
+        query=request.rel_url.raw_query_string or None,
+        replayable=replayable,
+        stream=True,
+    )
     return await _answer(request, upstream)

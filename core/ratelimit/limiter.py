@@ -70,9 +70,9 @@ class DatabaseStorage(Storage):
         window = int(time.time() // expiry)
         expires_at = datetime.fromtimestamp((window + 1) * expiry, UTC)
         statement = self._insert(RateLimitCounter).values(key=key, window=window, count=amount, expires_at=expires_at)
-        statement = statement.on_conflict_do_update(
-            index_elements=["key", "window"], set_={"count": RateLimitCounter.count + amount}
-        ).returning(RateLimitCounter.count)
+        statement = statement.on_conflict_do_update(index_elements=["key", "window"], set_={"count": RateLimitCounter.count + amount}).returning(
+            RateLimitCounter.count
+        )
         async with self._db.transaction() as session:
             return (await session.execute(statement)).scalar_one()
 

@@ -7,6 +7,7 @@ from aiohttp import web
 
 from patchbay.core.appkeys import SERVICES
 from patchbay.core.http.bodies import page_params
+from patchbay.core.http.csv_bodies import csv_source
 from patchbay.core.http.openapi import PAGE_QUERY, accepts, query
 from patchbay.core.http.responses import reply, returns
 from patchbay.core.records import service
@@ -14,7 +15,6 @@ from patchbay.core.records.api_models import KIND_QUERY, RecordDeleted, RecordOu
 from patchbay.core.records.transfer import import_records
 from patchbay.core.security.auth import principal_of, requires
 from patchbay.core.tables.api_models import ImportReport
-from patchbay.core.http.csv_bodies import csv_source
 
 routes = web.RouteTableDef()
 PREFIX = "/connect/v1/records"
@@ -34,7 +34,13 @@ async def list_records(request: web.Request) -> web.Response:
     workspace_id = _tenant(request)
     params = request.query
     records, total = await service.list_records(
-        request.app[SERVICES], workspace_id, page=page, limit=limit, resource_type=params.get("resourceType"), provider_type=params.get("providerType"), search=params.get("search")
+        request.app[SERVICES],
+        workspace_id,
+        page=page,
+        limit=limit,
+        resource_type=params.get("resourceType"),
+        provider_type=params.get("providerType"),
+        search=params.get("search"),
     )
     return reply(request, {"data": [service.record_json(record) for record in records], "page": page, "limit": limit, "total": total})
 
@@ -58,10 +64,12 @@ async def import_records_route(request: web.Request) -> web.Response:
     ``external_id`` or ``id`` column makes a re-import update instead of duplicating."""
     chunks, body = await csv_source(request)
     report = await import_records(
-        request.app[SERVICES].db, workspace_id=_tenant(request), chunks=chunks,
+        request.app[SERVICES].db,
+        workspace_id=_tenant(request),
+        chunks=chunks,
         provider_type=request.query.get("providerType", body.get("providerType")),
         resource_type=request.query.get("resourceType", body.get("resourceType")),
-    )  # fmt: skip
+    )
     return reply(request, report.json(), status=201)
 
 

@@ -17,8 +17,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from patchbay.core.errors import NotFound
 from patchbay.core.records.models import Record
 from patchbay.core.tables import bulk
-from patchbay.core.tables.service import paged
 from patchbay.core.tables.search import index_bulk_inserts, last_rowid, matches, search_text_of
+from patchbay.core.tables.service import paged
 from patchbay.core.timeutil import iso, utcnow
 
 if TYPE_CHECKING:
@@ -60,7 +60,14 @@ async def delete_record(services: Services, workspace_id: str, record_id: str) -
 
 
 async def list_records(
-    services: Services, workspace_id: str, *, page: int, limit: int, resource_type: str | None = None, provider_type: str | None = None, search: str | None = None
+    services: Services,
+    workspace_id: str,
+    *,
+    page: int,
+    limit: int,
+    resource_type: str | None = None,
+    provider_type: str | None = None,
+    search: str | None = None,
 ) -> tuple[list[Record], int]:
     conditions = [Record.workspace_id == workspace_id]
     if resource_type:
@@ -117,9 +124,11 @@ async def _existing(session: AsyncSession, workspace_id: str, provider_type: str
     for start in range(0, len(external_ids), 900):
         result = await session.execute(
             select(columns.id, columns.external_id).where(
-                columns.workspace_id == workspace_id, columns.provider_type == provider_type, columns.resource_type == resource_type,
+                columns.workspace_id == workspace_id,
+                columns.provider_type == provider_type,
+                columns.resource_type == resource_type,
                 columns.external_id.in_(external_ids[start : start + 900]),
-            )  # fmt: skip
+            )
         )
         found.update({external_id: record_id for record_id, external_id in result.all()})
     return found
@@ -133,9 +142,15 @@ def external_id_of(value: Any) -> str | None:
 
 
 async def store_records(
-    session: AsyncSession, *, workspace_id: str, provider_type: str, resource_type: str, items: Sequence[tuple[str | None, dict[str, Any]]],
-    source: str, connection_id: str | None = None,
-) -> tuple[int, int]:  # fmt: skip
+    session: AsyncSession,
+    *,
+    workspace_id: str,
+    provider_type: str,
+    resource_type: str,
+    items: Sequence[tuple[str | None, dict[str, Any]]],
+    source: str,
+    connection_id: str | None = None,
+) -> tuple[int, int]:
     """Insert or update ``items`` (``(external_id, data)``) in the session's transaction; a record
     with a known external id has its data replaced. Answers ``(created, updated)``."""
     latest: dict[str, dict[str, Any]] = {}  # the last occurrence of an id in the batch wins
@@ -156,8 +171,15 @@ async def store_records(
             updates.append({**row, "id": known[external_id], "updated_at": now, "connection_id": connection_id, "source": source})
         else:
             inserts.append({**row, "id": next(fresh)})
-    constants = {"workspace_id": workspace_id, "provider_type": provider_type, "resource_type": resource_type, "connection_id": connection_id,
-                 "source": source, "created_at": now, "updated_at": now}  # fmt: skip
+    constants = {
+        "workspace_id": workspace_id,
+        "provider_type": provider_type,
+        "resource_type": resource_type,
+        "connection_id": connection_id,
+        "source": source,
+        "created_at": now,
+        "updated_at": now,
+    }
     table = Record.__table__
     after = await last_rowid(session, table)
     await bulk.insert_rows(session, table, inserts, constants)
@@ -174,6 +196,11 @@ async def replay(services: Services, workspace_id: str, record_id: str) -> int:
     async with services.db.transaction(tenant=workspace_id) as session:
         record = await get_record(session, workspace_id, record_id)
         return await fire_matching_triggers(
-            services, session, workspace_id=record.workspace_id, provider_type=record.provider_type, event_type=record.resource_type,
-            payload=record_json(record), source="records",
-        )  # fmt: skip
+            services,
+            session,
+            workspace_id=record.workspace_id,
+            provider_type=record.provider_type,
+            event_type=record.resource_type,
+            payload=record_json(record),
+            source="records",
+        )

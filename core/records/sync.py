@@ -75,9 +75,7 @@ async def sync_connection(services: Services, *, workspace_id: str, connection_i
 
 
 async def _cursor_row(session, connection: Connection, resource_type: str) -> RecordSyncCursor:
-    row = await session.scalar(
-        select(RecordSyncCursor).where(RecordSyncCursor.connection_id == connection.id, RecordSyncCursor.resource_type == resource_type)
-    )
+    row = await session.scalar(select(RecordSyncCursor).where(RecordSyncCursor.connection_id == connection.id, RecordSyncCursor.resource_type == resource_type))
     if row is None:
         row = RecordSyncCursor(workspace_id=connection.workspace_id, connection_id=connection.id, resource_type=resource_type, records_synced=0)
         session.add(row)
@@ -98,9 +96,14 @@ async def _sync_source(services: Services, client: Any, connection: Connection, 
         async with db.transaction(tenant=connection.workspace_id) as session:
             if items:
                 await store_records(
-                    session, workspace_id=connection.workspace_id, provider_type=connection.provider, resource_type=resource_type,
-                    items=items, source="sync", connection_id=connection.id,
-                )  # fmt: skip
+                    session,
+                    workspace_id=connection.workspace_id,
+                    provider_type=connection.provider,
+                    resource_type=resource_type,
+                    items=items,
+                    source="sync",
+                    connection_id=connection.id,
+                )
             row = await _cursor_row(session, connection, resource_type)
             if next_cursor is not None:
                 row.cursor = json.dumps(next_cursor)
@@ -127,4 +130,3 @@ async def _handle(context: JobContext) -> None:
 def install(services: Services) -> None:
     services.jobs.register(JOB_KIND, _handle, max_attempts=3)
     services.cron.add(CronJob("data-sync", INTERVAL_SECONDS, schedule_syncs))
-

@@ -33,8 +33,9 @@ class UnknownPermission(ValueError):
     pass
 
 
-async def create_api_key(session: AsyncSession, box: SecretBox, *, workspace_id: str, name: str, permissions: list[str] | None = None,
-                         expires_in: timedelta | None = None) -> IssuedKey:  # fmt: skip
+async def create_api_key(
+    session: AsyncSession, box: SecretBox, *, workspace_id: str, name: str, permissions: list[str] | None = None, expires_in: timedelta | None = None
+) -> IssuedKey:
     granted = list(permissions) if permissions else list(PERMISSIONS)
     unknown = sorted(set(granted) - set(PERMISSIONS))
     if unknown:
@@ -54,8 +55,9 @@ async def find_api_key(session: AsyncSession, box: SecretBox, key: str) -> ApiKe
     if not key.startswith(KEY_PREFIX):
         return None
     return await session.scalar(
-        select(ApiKey).where(ApiKey.key_digest.in_(box.digests(key)), ApiKey.revoked_at.is_(None),
-                             or_(ApiKey.expires_at.is_(None), ApiKey.expires_at > utcnow()))  # fmt: skip
+        select(ApiKey).where(
+            ApiKey.key_digest.in_(box.digests(key)), ApiKey.revoked_at.is_(None), or_(ApiKey.expires_at.is_(None), ApiKey.expires_at > utcnow())
+        )
     )
 
 

@@ -3,21 +3,34 @@
 from __future__ import annotations
 
 PERMISSIONS: tuple[str, ...] = (
-    "templates.view", "templates.write", "templates.publish",
-    "actions.view", "actions.execute",
-    "triggers.view", "triggers.write",
-    "flows.view", "flows.write",
+    "templates.view",
+    "templates.write",
+    "templates.publish",
+    "actions.view",
+    "actions.execute",
+    "triggers.view",
+    "triggers.write",
+    "flows.view",
+    "flows.write",
     "task_history.view",
-    "records.view", "records.write",
-    "tables.view", "tables.write",
-    "alerts.view", "alerts.write",
-    "connections.view", "connections.write",
-    "webhooks.view", "webhooks.write",
-    "leads.view", "leads.write",
-    "billing.view", "billing.write",
+    "records.view",
+    "records.write",
+    "tables.view",
+    "tables.write",
+    "alerts.view",
+    "alerts.write",
+    "connections.view",
+    "connections.write",
+    "webhooks.view",
+    "webhooks.write",
+    "leads.view",
+    "leads.write",
+    "billing.view",
+    "billing.write",
     "workspace.admin",
-    "approvals.view", "approvals.write",
-)  # fmt: skip
+    "approvals.view",
+    "approvals.write",
+)
 
 _MANAGER_EXCLUDED = {"billing.view", "billing.write", "workspace.admin"}
 

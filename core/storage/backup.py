@@ -59,7 +59,11 @@ def _sqlite_has_data(path: Path) -> bool:
 
 
 def _postgres_has_data(url: str) -> bool:
-    result = subprocess.run([_tool("psql"), "--no-psqlrc", "-tAc", "SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public'", _libpq_dsn(url)], capture_output=True, text=True)
+    result = subprocess.run(
+        [_tool("psql"), "--no-psqlrc", "-tAc", "SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public'", _libpq_dsn(url)],
+        capture_output=True,
+        text=True,
+    )
     if result.returncode != 0:
         raise BackupError(f"psql failed: {result.stderr.strip()}")
     return int(result.stdout.strip() or 0) > 0

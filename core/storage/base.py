@@ -14,9 +14,9 @@ from typing import Any
 
 from sqlalchemy import JSON, DateTime, ForeignKey, MetaData, String, Table, event
 from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.orm import DeclarativeBase, Mapped, ORMExecuteState, Session, declared_attr, mapped_column, with_loader_criteria
 from sqlalchemy.sql import visitors
 from sqlalchemy.sql.selectable import Alias, Join, Select
-from sqlalchemy.orm import DeclarativeBase, Mapped, ORMExecuteState, Session, declared_attr, mapped_column, with_loader_criteria
 from sqlalchemy.types import TypeDecorator
 
 from patchbay.core.timeutil import new_id, utcnow

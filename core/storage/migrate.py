@@ -53,9 +53,7 @@ async def new_revision(db: Database, *, branch: str, message: str) -> str:
         if branch_heads:
             command.revision(config, message=message, autogenerate=True, rev_id=rev_id, head=f"{branch}@head")
         else:
-            command.revision(
-                config, message=message, autogenerate=True, rev_id=rev_id, head="base", branch_label=branch, depends_on="core_0001"
-            )
+            command.revision(config, message=message, autogenerate=True, rev_id=rev_id, head="base", branch_label=branch, depends_on="core_0001")
         return rev_id
 
     async with db.engine.begin() as connection:

@@ -14,9 +14,19 @@ from patchbay.core.http.responses import Media, reply, returns
 from patchbay.core.security.auth import principal_of, requires
 from patchbay.core.tables import service
 from patchbay.core.tables.api_models import (
-    CreateTableDto, CsvDto, ImportReport, RowDeleted, RowDto, RowOut, RowPage, TableDeleted, TableOut, UpdateTableDto, UpsertedRow,
+    CreateTableDto,
+    CsvDto,
+    ImportReport,
+    RowDeleted,
+    RowDto,
+    RowOut,
+    RowPage,
+    TableDeleted,
+    TableOut,
+    UpdateTableDto,
+    UpsertedRow,
     UpsertRowDto,
-)  # fmt: skip
+)
 from patchbay.core.tables.transfer import export_csv, import_csv
 
 routes = web.RouteTableDef()
@@ -96,7 +106,9 @@ async def list_rows(request: web.Request) -> web.Response:
     """Rows of the table, a page at a time; ``search`` finds rows by the words of their values."""
     page, limit = page_params(request)
     workspace_id = _tenant(request)
-    rows, total = await service.rows_of(request.app[SERVICES], workspace_id, request.match_info["slug"], page=page, limit=limit, search=request.query.get("search"))
+    rows, total = await service.rows_of(
+        request.app[SERVICES], workspace_id, request.match_info["slug"], page=page, limit=limit, search=request.query.get("search")
+    )
     return reply(request, {"data": [service.row_json(row) for row in rows], "page": page, "limit": limit, "total": total})
 
 

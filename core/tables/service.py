@@ -164,15 +164,19 @@ async def _erase_values(session: AsyncSession, table: DataTable, names: set[str]
     that no value lives on unseen in storage or search once its column is gone."""
     after = ""
     while True:
-        rows = (await session.execute(
-            select(TableRow.id, TableRow.data).where(TableRow.table_id == table.id, TableRow.id > after).order_by(TableRow.id).limit(ERASE_BATCH)
-        )).all()  # fmt: skip
+        rows = (
+            await session.execute(
+                select(TableRow.id, TableRow.data).where(TableRow.table_id == table.id, TableRow.id > after).order_by(TableRow.id).limit(ERASE_BATCH)
+            )
+        ).all()
         if not rows:
             return
         changed = [{"row_id": row_id, "data": {k: v for k, v in data.items() if k not in names}} for row_id, data in rows if names & set(data or {})]
         for change in changed:
             await session.execute(
-                TableRow.__table__.update().where(TableRow.__table__.c.id == change["row_id"]).values(data=change["data"], search_text=search_text_of(change["data"].values()))
+                TableRow.__table__.update()
+                .where(TableRow.__table__.c.id == change["row_id"])
+                .values(data=change["data"], search_text=search_text_of(change["data"].values()))
             )
         after = rows[-1][0]
 
@@ -439,8 +443,14 @@ async def lookup_rows(session: AsyncSession, *, workspace_id: str, lookups: list
             probes[index] = _newest(select(TableRow.id), table, condition).scalar_subquery().label(f"lookup_{index}")
     if arrays["idx"]:
         for found in (await session.execute(_NEWEST_OF_MANY, {"ws": workspace_id, **arrays})).mappings():
-            results[found["idx"]] = {"id": found["id"], "tableId": found["table_id"], "external_key": found["external_key"], "data": found["data"],
-                                     "createdAt": iso(found["created_at"]), "updatedAt": iso(found["updated_at"])}  # fmt: skip
+            results[found["idx"]] = {
+                "id": found["id"],
+                "tableId": found["table_id"],
+                "external_key": found["external_key"],
+                "data": found["data"],
+                "createdAt": iso(found["created_at"]),
+                "updatedAt": iso(found["updated_at"]),
+            }
     row_ids: dict[int, str] = {}
     if sqlite_lookups:
         found = await session.execute(_NEWEST_OF_MANY_SQLITE, {"ws": workspace_id, "lookups": json.dumps(sqlite_lookups)})

@@ -175,12 +175,13 @@ async def _write(db: Database, table: DataTable, items: list[_Item], report: Imp
         inserts = [
             {"id": row["id"], "external_key": row["external_key"], "data": row["data"], "search_text": search_text_of(row["data"].values())}
             for row in created.values()
-        ]  # fmt: skip
+        ]
         constants = {"workspace_id": table.workspace_id, "table_id": table.id, "created_at": now, "updated_at": now}
         changes = [
             {"id": row["id"], "external_key": row["external_key"], "data": row["data"], "search_text": search_text_of(row["data"].values()), "updated_at": now}
-            for row_id, row in updated.items() if row_id not in created
-        ]  # fmt: skip
+            for row_id, row in updated.items()
+            if row_id not in created
+        ]
         after = await last_rowid(session, TableRow.__table__)
         await bulk.insert_rows(session, TableRow.__table__, inserts, constants)
         await index_bulk_inserts(session, TableRow.__table__, after)

@@ -67,9 +67,13 @@ def _list_handler(resource: str, caller: Callable[[web.Request], Principal], nam
         principal = caller(request)
         limit = query_int(request, "limit", DEFAULT_PAGE_SIZE, maximum=MAX_PAGE_SIZE)
         page = await service.list_items(
-            request.app[SERVICES], workspace_id=principal.workspace_id, connection_id=request.query.get("connectionId"), resource=resource,
-            limit=limit, cursor=request.query.get("cursor"),
-        )  # fmt: skip
+            request.app[SERVICES],
+            workspace_id=principal.workspace_id,
+            connection_id=request.query.get("connectionId"),
+            resource=resource,
+            limit=limit,
+            cursor=request.query.get("cursor"),
+        )
         return reply(request, page)
 
     handler.__name__ = handler.__qualname__ = name
@@ -83,9 +87,12 @@ def _get_handler(resource: str, caller: Callable[[web.Request], Principal], name
     async def handler(request: web.Request) -> web.Response:
         principal = caller(request)
         item = await service.get_item(
-            request.app[SERVICES], workspace_id=principal.workspace_id, connection_id=request.query.get("connectionId"), resource=resource,
+            request.app[SERVICES],
+            workspace_id=principal.workspace_id,
+            connection_id=request.query.get("connectionId"),
+            resource=resource,
             item_id=request.match_info["itemId"],
-        )  # fmt: skip
+        )
         return reply(request, item)
 
     handler.__name__ = handler.__qualname__ = name
@@ -96,12 +103,25 @@ def _get_handler(resource: str, caller: Callable[[web.Request], Principal], name
 def setup(app: web.Application) -> None:
     app.router.add_routes(routes)
     for resource in RESOURCES:  # one route per resource, as the spec lists them
-        app.router.add_get(f"{PREFIX}/crm/{resource}", _list_handler(
-            resource, _server_to_server, "list_crm", f"Unified {resource} of a CRM connection (server-to-server), cursor-paged.",
-            {**_CONNECTION, **_ORGANIZATION, **_PAGING}))  # fmt: skip
-        app.router.add_get(f"{PREFIX}/crm/{resource}/{{itemId}}", _get_handler(
-            resource, _server_to_server, "get_crm", f"One unified item of {resource} (server-to-server).", {**_CONNECTION, **_ORGANIZATION}))  # fmt: skip
-        app.router.add_get(f"{PREFIX}/user/crm/{resource}", _list_handler(
-            resource, _user, "list_user_crm", f"Unified {resource} for a signed-in user's workspace, cursor-paged.", {**_CONNECTION, **_PAGING}))  # fmt: skip
-        app.router.add_get(f"{PREFIX}/user/crm/{resource}/{{itemId}}", _get_handler(
-            resource, _user, "get_user_crm", f"One unified item of {resource} for a signed-in user's workspace.", _CONNECTION))  # fmt: skip
+        app.router.add_get(
+            f"{PREFIX}/crm/{resource}",
+            _list_handler(
+                resource,
+                _server_to_server,
+                "list_crm",
+                f"Unified {resource} of a CRM connection (server-to-server), cursor-paged.",
+                {**_CONNECTION, **_ORGANIZATION, **_PAGING},
+            ),
+        )
+        app.router.add_get(
+            f"{PREFIX}/crm/{resource}/{{itemId}}",
+            _get_handler(resource, _server_to_server, "get_crm", f"One unified item of {resource} (server-to-server).", {**_CONNECTION, **_ORGANIZATION}),
+        )
+        app.router.add_get(
+            f"{PREFIX}/user/crm/{resource}",
+            _list_handler(resource, _user, "list_user_crm", f"Unified {resource} for a signed-in user's workspace, cursor-paged.", {**_CONNECTION, **_PAGING}),
+        )
+        app.router.add_get(
+            f"{PREFIX}/user/crm/{resource}/{{itemId}}",
+            _get_handler(resource, _user, "get_user_crm", f"One unified item of {resource} for a signed-in user's workspace.", _CONNECTION),
+        )

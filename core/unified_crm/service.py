@@ -94,7 +94,9 @@ async def _open(services: Services, workspace_id: str, connection_id: str | None
 
     if resource not in RESOURCES:
         raise NotFound(f"Unknown CRM resource: {resource}")
-    client = await open_client(services, workspace_id=workspace_id, connection_id=await _connection_id(services, workspace_id, connection_id), source="unified-crm")
+    client = await open_client(
+        services, workspace_id=workspace_id, connection_id=await _connection_id(services, workspace_id, connection_id), source="unified-crm"
+    )
     provider = client.provider.name
     mapper = services.registry.get("crm_mappers", provider)
     if mapper is None:

@@ -35,9 +35,10 @@ async def start_session(db: AsyncSession, box: SecretBox, user_id: str, lifetime
 async def find_session(db: AsyncSession, box: SecretBox, token: str) -> LiveSession | None:
     """The live (not ended, not expired) session of ``token`` whose user still exists."""
     row = await db.scalar(
-        select(SignInSession).join(User, User.id == SignInSession.user_id)
+        select(SignInSession)
+        .join(User, User.id == SignInSession.user_id)
         .where(SignInSession.token_digest.in_(box.digests(token)), SignInSession.ended_at.is_(None), SignInSession.expires_at > utcnow())
-    )  # fmt: skip
+    )
     return LiveSession(row.id, row.user_id, row.auth_time) if row is not None else None
 
 

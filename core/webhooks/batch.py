@@ -25,9 +25,9 @@ from typing import Any
 import attrs
 from sqlalchemy import func, select, update
 
-from patchbay.core.connections.models import Connection
 from patchbay.core.awaitables import maybe_await
 from patchbay.core.connections.client import open_client
+from patchbay.core.connections.models import Connection
 from patchbay.core.crm_push.service import destinations, schedule_push
 from patchbay.core.leads.store import NewLead, lead_json, lock_workspace_leads, save_leads
 from patchbay.core.services import Services
@@ -40,8 +40,16 @@ from patchbay.core.webhooks.protocol import InboundEvent, WebhookHandler
 ROUTABLE_STATUSES = ("connected", "expired", "invalid")
 
 #: the columns the pass reads (rows, not ORM objects: cheaper to load)
-_READ = (WebhookEvent.id, WebhookEvent.provider, WebhookEvent.status, WebhookEvent.parent_id, WebhookEvent.body, WebhookEvent.body_hash,
-         WebhookEvent.connection_hint, WebhookEvent.created_at)  # fmt: skip
+_READ = (
+    WebhookEvent.id,
+    WebhookEvent.provider,
+    WebhookEvent.status,
+    WebhookEvent.parent_id,
+    WebhookEvent.body,
+    WebhookEvent.body_hash,
+    WebhookEvent.connection_hint,
+    WebhookEvent.created_at,
+)
 
 #: lead fetches of one batch in flight at once
 FETCH_CONCURRENCY = 16
@@ -267,8 +275,17 @@ async def _commit(services: Services, routed: list[Routed]) -> tuple[set[str], l
         rows, forwarded, with_lead = [], [], []
         for event in mine:
             key = (event.provider, event.workspace_id, event.item.external_id)
-            row = {"id": event.id, "workspace_id": event.workspace_id, "connection_id": event.connection_id, "event_type": event.event_type,
-                   "external_id": event.item.external_id, "payload": event.payload, "lead_id": None, "reason": None, "status": "PROCESSED"}  # fmt: skip
+            row = {
+                "id": event.id,
+                "workspace_id": event.workspace_id,
+                "connection_id": event.connection_id,
+                "event_type": event.event_type,
+                "external_id": event.item.external_id,
+                "payload": event.payload,
+                "lead_id": None,
+                "reason": None,
+                "status": "PROCESSED",
+            }
             if event.item.external_id and key in known:
                 row.update(status="DUPLICATE", reason=f"the same provider event ({event.item.external_id}) was received before as event {known[key]}")
                 rows.append(row)
@@ -308,9 +325,7 @@ async def _schedule_pushes(services: Services, session, leads: list[Any]) -> Non
                 await schedule_push(services, session, lead)
 
 
-async def _create_deliveries(
-    services: Services, session, events: list[Routed], now
-) -> tuple[list[tuple[NewDelivery, WebhookSubscription, Routed]], list[str]]:
+async def _create_deliveries(services: Services, session, events: list[Routed], now) -> tuple[list[tuple[NewDelivery, WebhookSubscription, Routed]], list[str]]:
     """The deliveries of the batch's events to their workspaces' active, matching subscriptions (one
     query, one INSERT, each event serialized once for its deliveries, which store the bytes), and
     one delayed job per workspace backing their first attempts (made at once after the commit).
@@ -331,9 +346,21 @@ async def _create_deliveries(
             if matches(subscription, event.event_type):
                 body = body or forward_body(event)
                 delivery = NewDelivery(new_id(), event.workspace_id, subscription.id, body)
-                rows.append({"id": delivery.id, "workspace_id": event.workspace_id, "event_id": event.id, "subscription_id": subscription.id,
-                             "status": "pending", "attempts": 0, "manual": False, "next_attempt_at": now, "created_at": now, "updated_at": now,
-                             "body": body})  # fmt: skip
+                rows.append(
+                    {
+                        "id": delivery.id,
+                        "workspace_id": event.workspace_id,
+                        "event_id": event.id,
+                        "subscription_id": subscription.id,
+                        "status": "pending",
+                        "attempts": 0,
+                        "manual": False,
+                        "next_attempt_at": now,
+                        "created_at": now,
+                        "updated_at": now,
+                        "body": body,
+                    }
+                )
                 pending.append((delivery, subscription, event))
                 by_workspace[event.workspace_id].append(delivery.id)
     if rows:

@@ -81,7 +81,9 @@ async def create_deliveries(
             continue
         if body is None:
             body = forward_body(event)
-        delivery = WebhookDelivery(workspace_id=event.workspace_id, event_id=event.id, subscription_id=subscription.id, manual=manual, next_attempt_at=utcnow(), body=body)
+        delivery = WebhookDelivery(
+            workspace_id=event.workspace_id, event_id=event.id, subscription_id=subscription.id, manual=manual, next_attempt_at=utcnow(), body=body
+        )
         session.add(delivery)
         created.append(delivery)
     if created:
@@ -235,7 +237,7 @@ async def _attempt(services: Services, subscription: WebhookSubscription, event:
             outcome.excerpt = (await response.content.read(EXCERPT_BYTES)).decode("utf-8", "replace")
     except UnsafeTarget as exc:
         outcome.error, outcome.unsafe = f"refused target: {exc}", True
-    except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+    except (TimeoutError, aiohttp.ClientError, OSError) as exc:
         outcome.error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
     outcome.duration_ms = int((time.perf_counter() - started) * 1000)
     return outcome
@@ -244,7 +246,9 @@ async def _attempt(services: Services, subscription: WebhookSubscription, event:
 def _next_delay(services: Services, subscription: WebhookSubscription, attempt: int, outcome: _Outcome) -> float | None:
     if outcome.ok or outcome.gone or outcome.unsafe:
         return None
-    return next_delay(services.settings.webhooks, long_tail=subscription.long_tail, attempt=attempt, status=outcome.status_code, retry_after=outcome.retry_after)
+    return next_delay(
+        services.settings.webhooks, long_tail=subscription.long_tail, attempt=attempt, status=outcome.status_code, retry_after=outcome.retry_after
+    )
 
 
 def _delivery_values(outcome: _Outcome, attempt: int, delay: float | None, now) -> dict[str, Any]:
@@ -277,8 +281,16 @@ async def deliver_job(context: JobContext) -> None:
     delay = _next_delay(services, subscription, attempt, outcome)
     now = utcnow()
     async with services.db.transaction(tenant=delivery.workspace_id) as session:
-        session.add(WebhookAttempt(delivery_id=delivery.id, number=attempt, status_code=outcome.status_code, duration_ms=outcome.duration_ms,
-                                   response_excerpt=outcome.excerpt, error=outcome.error))  # fmt: skip
+        session.add(
+            WebhookAttempt(
+                delivery_id=delivery.id,
+                number=attempt,
+                status_code=outcome.status_code,
+                duration_ms=outcome.duration_ms,
+                response_excerpt=outcome.excerpt,
+                error=outcome.error,
+            )
+        )
         values = _delivery_values(outcome, attempt, delay, now)
         await session.execute(update(WebhookDelivery).where(WebhookDelivery.id == delivery.id).values(**values).execution_options(synchronize_session=False))
         subscription = await session.get(WebhookSubscription, subscription.id)
@@ -322,9 +334,7 @@ async def _first_attempts(services: Services, pending: list[tuple[Any, WebhookSu
     return await asyncio.gather(*(attempt(*item) for item in pending))
 
 
-async def _finish_first_attempts(
-    services: Services, deliveries: list[Any], outcomes: list[_Outcome | str], finish_jobs: list[str] = ()
-) -> None:
+async def _finish_first_attempts(services: Services, deliveries: list[Any], outcomes: list[_Outcome | str], finish_jobs: list[str] = ()) -> None:
     tried = [(delivery, outcome) for delivery, outcome in zip(deliveries, outcomes, strict=True) if not isinstance(outcome, str)]
     for delivery, outcome in zip(deliveries, outcomes, strict=True):
         if isinstance(outcome, str):
@@ -396,10 +406,20 @@ async def _log_first_attempts(services: Services, tried: list[tuple[Any, _Outcom
         if not mine:
             return
         attempts = [
-            {"id": new_id(), "workspace_id": delivery.workspace_id, "delivery_id": delivery.id, "number": 1, "status_code": outcome.status_code,
-             "duration_ms": outcome.duration_ms, "response_excerpt": outcome.excerpt, "error": outcome.error, "created_at": now, "updated_at": now}
+            {
+                "id": new_id(),
+                "workspace_id": delivery.workspace_id,
+                "delivery_id": delivery.id,
+                "number": 1,
+                "status_code": outcome.status_code,
+                "duration_ms": outcome.duration_ms,
+                "response_excerpt": outcome.excerpt,
+                "error": outcome.error,
+                "created_at": now,
+                "updated_at": now,
+            }
             for delivery, outcome in mine
-        ]  # fmt: skip
+        ]
         await session.execute(WebhookAttempt.__table__.insert(), attempts)
         answered = {delivery.subscription_id for delivery, outcome in mine if outcome.ok}
         if answered:

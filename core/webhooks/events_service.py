@@ -147,9 +147,7 @@ async def delivery_with_attempts(services: Services, workspace_id: str, delivery
         return delivery, (await attempts_by_delivery(session, [delivery.id]))[delivery.id]
 
 
-async def redeliver_event(
-    services: Services, workspace_id: str, event_id: str, *, subscription_id: str | None
-) -> tuple[WebhookEvent, list[WebhookDelivery]]:
+async def redeliver_event(services: Services, workspace_id: str, event_id: str, *, subscription_id: str | None) -> tuple[WebhookEvent, list[WebhookDelivery]]:
     """:func:`redeliver` in the workspace's transaction."""
     async with services.db.transaction(tenant=workspace_id) as session:
         return await redeliver(services.jobs, session, event_id, subscription_id=subscription_id)

@@ -65,10 +65,16 @@ async def receive(services: Services, provider: str, inbound: InboundRequest, *,
     now = utcnow()
     event_id = new_id()
     row = {
-        "id": event_id, "workspace_id": None, "provider": provider, "status": "RECEIVED", "body": text,
+        "id": event_id,
+        "workspace_id": None,
+        "provider": provider,
+        "status": "RECEIVED",
+        "body": text,
         "body_hash": hashlib.sha256(provider.encode() + b"\n" + inbound.body).hexdigest(),
-        "connection_hint": connection_hint, "created_at": now, "updated_at": now,
-    }  # fmt: skip
+        "connection_hint": connection_hint,
+        "created_at": now,
+        "updated_at": now,
+    }
     try:
         await services.webhook_ingest.submit(row)
     except Exception:

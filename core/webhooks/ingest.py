@@ -134,8 +134,7 @@ class IngestWriter:
         # (half the cost of a batch); timestamps in the format SQLAlchemy stores and parses.
         connection = await session.connection()
         values = [
-            tuple(row.get(column) for column in _SQLITE_COLUMNS[:-2]) + (_sqlite_time(row["created_at"]), _sqlite_time(row["updated_at"]))
-            for row in rows
+            tuple(row.get(column) for column in _SQLITE_COLUMNS[:-2]) + (_sqlite_time(row["created_at"]), _sqlite_time(row["updated_at"])) for row in rows
         ]
         await connection.exec_driver_sql(_SQLITE_INSERT, values)
 

@@ -49,4 +49,3 @@ class WebhookListeners:
                 continue
             for event in events:
                 await listener(session, event)
-

@@ -25,9 +25,9 @@ from sqlalchemy import and_, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
-from patchbay.core.connections.models import Connection
 from patchbay.core.awaitables import maybe_await
 from patchbay.core.connections.client import open_client
+from patchbay.core.connections.models import Connection
 from patchbay.core.crm_push.service import schedule_push
 from patchbay.core.jobs.queue import JobContext
 from patchbay.core.leads.store import lead_json, lock_workspace_leads, merge_lead, save_lead
@@ -179,11 +179,20 @@ async def _split(services: Services, event: WebhookEvent, items: list[InboundEve
     """Store the body's other events as children (ids derived from the parent: idempotent)."""
     now = utcnow()
     rows = [
-        {"id": str(uuid.uuid5(uuid.UUID(event.id), str(index))), "provider": event.provider, "status": "RECEIVED",
-         "event_type": item.type, "payload": dict(item.data), "external_id": item.external_id, "parent_id": event.id,
-         "connection_hint": event.connection_hint, "created_at": now, "updated_at": now}
+        {
+            "id": str(uuid.uuid5(uuid.UUID(event.id), str(index))),
+            "provider": event.provider,
+            "status": "RECEIVED",
+            "event_type": item.type,
+            "payload": dict(item.data),
+            "external_id": item.external_id,
+            "parent_id": event.id,
+            "connection_hint": event.connection_hint,
+            "created_at": now,
+            "updated_at": now,
+        }
         for index, item in enumerate(items, start=1)
-    ]  # fmt: skip
+    ]
     insert = postgresql.insert if services.db.is_postgres else sqlite.insert
     async with services.db.transaction() as session:
         await session.execute(insert(WebhookEvent).values(rows).on_conflict_do_nothing(index_elements=["id"]))
@@ -254,7 +263,13 @@ async def _process_item(services: Services, handler: WebhookHandler | None, even
             else:
                 if lead_data is not None:
                     lead, created = await save_lead(
-                        session, workspace_id=workspace_id, provider=event.provider, data=lead_data, connection_id=connection.id, event_id=event.id, source="webhook"
+                        session,
+                        workspace_id=workspace_id,
+                        provider=event.provider,
+                        data=lead_data,
+                        connection_id=connection.id,
+                        event_id=event.id,
+                        source="webhook",
                     )
                     if not created:  # a new event about a person the workspace knows: update, do not duplicate
                         merge_lead(lead, lead_data)
@@ -266,8 +281,14 @@ async def _process_item(services: Services, handler: WebhookHandler | None, even
             await session.execute(
                 update(WebhookEvent)
                 .where(WebhookEvent.id == event.id)
-                .values(status=status, reason=reason, event_type=base["event_type"], payload=payload, external_id=base["external_id"],
-                        lead_id=(lead.id if lead is not None else None))  # fmt: skip
+                .values(
+                    status=status,
+                    reason=reason,
+                    event_type=base["event_type"],
+                    payload=payload,
+                    external_id=base["external_id"],
+                    lead_id=(lead.id if lead is not None else None),
+                )
                 .execution_options(synchronize_session=False)
             )
             if status != "DUPLICATE":

@@ -9,9 +9,9 @@ from typing import Any
 
 from sqlalchemy import select
 
-from patchbay.core.connections.models import Connection
 from patchbay.core.awaitables import maybe_await
 from patchbay.core.connections.client import open_client
+from patchbay.core.connections.models import Connection
 from patchbay.core.services import Services
 from patchbay.core.timeutil import utcnow
 from patchbay.core.webhooks.models import WebhookRegistration

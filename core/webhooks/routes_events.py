@@ -20,9 +20,9 @@ from patchbay.core.http.responses import reply, returns
 from patchbay.core.security.auth import principal_of, requires
 from patchbay.core.timeutil import iso
 from patchbay.core.webhooks import events_service as service
-from patchbay.core.webhooks.api_models import Redelivered, RedeliverDto, WebhookDeliveryPage, WebhookDeliveryWithAttempts, WebhookEventDetail, WebhookEventPage
-from patchbay.core.webhooks.routes_subscriptions import read_dto
+from patchbay.core.webhooks.api_models import RedeliverDto, Redelivered, WebhookDeliveryPage, WebhookDeliveryWithAttempts, WebhookEventDetail, WebhookEventPage
 from patchbay.core.webhooks.models import DELIVERY_STATUSES, EVENT_STATUSES, WebhookAttempt, WebhookDelivery, WebhookEvent
+from patchbay.core.webhooks.routes_subscriptions import read_dto
 
 routes = web.RouteTableDef()
 
@@ -92,8 +92,13 @@ async def list_events(request: web.Request) -> web.Response:
     """The workspace's inbound events, newest first."""
     page, limit = page_params(request)
     rows, total = await service.events_of(
-        request.app[SERVICES], principal_of(request).workspace_id,
-        provider=_filter(request, "provider"), event_type=_filter(request, "eventType"), status=_filter(request, "status"), page=page, limit=limit,
+        request.app[SERVICES],
+        principal_of(request).workspace_id,
+        provider=_filter(request, "provider"),
+        event_type=_filter(request, "eventType"),
+        status=_filter(request, "status"),
+        page=page,
+        limit=limit,
     )
     return reply(request, page_envelope([event_json(row) for row in rows], page, limit, total))
 
@@ -117,7 +122,9 @@ async def redeliver(request: web.Request) -> web.Response:
     409 while the event is not processed yet; 404 when ``subscriptionId`` names no active
     subscription of the workspace."""
     subscription_id = (await read_dto(request, RedeliverDto, optional=True)).subscriptionId
-    event, deliveries = await service.redeliver_event(request.app[SERVICES], principal_of(request).workspace_id, request.match_info["id"], subscription_id=subscription_id)
+    event, deliveries = await service.redeliver_event(
+        request.app[SERVICES], principal_of(request).workspace_id, request.match_info["id"], subscription_id=subscription_id
+    )
     return reply(request, {"eventId": event.id, "deliveries": [delivery_json(d) for d in deliveries]}, status=201)
 
 
@@ -129,8 +136,13 @@ async def list_deliveries(request: web.Request) -> web.Response:
     """Deliveries of the workspace, newest first, with their attempts."""
     page, limit = page_params(request)
     rows, total, attempts = await service.deliveries_with_attempts(
-        request.app[SERVICES], principal_of(request).workspace_id,
-        event_id=_filter(request, "eventId"), subscription_id=_filter(request, "subscriptionId"), status=_filter(request, "status"), page=page, limit=limit,
+        request.app[SERVICES],
+        principal_of(request).workspace_id,
+        event_id=_filter(request, "eventId"),
+        subscription_id=_filter(request, "subscriptionId"),
+        status=_filter(request, "status"),
+        page=page,
+        limit=limit,
     )
     return reply(request, page_envelope([delivery_json(d, attempts[d.id]) for d in rows], page, limit, total))
 

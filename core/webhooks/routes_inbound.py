@@ -40,7 +40,10 @@ async def handshake(request: web.Request) -> web.Response:
 
 
 @routes.post("/webhook/{providerType}")
-@returns(InboundWebhookReceipt | dict[str, Any], description="Stored: the receipt; or, for a provider's verification request (Slack's url_verification), the answer it expects")
+@returns(
+    InboundWebhookReceipt | dict[str, Any],
+    description="Stored: the receipt; or, for a provider's verification request (Slack's url_verification), the answer it expects",
+)
 async def receive(request: web.Request) -> web.Response:
     """Receive a provider event: verified, stored, answered 200, then processed."""
     services = request.app[SERVICES]

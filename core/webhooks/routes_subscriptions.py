@@ -23,9 +23,14 @@ from patchbay.core.security.auth import principal_of, requires
 from patchbay.core.timeutil import iso
 from patchbay.core.webhooks import subscriptions_service as service
 from patchbay.core.webhooks.api_models import (
-    RotatedSubscription, RotateSecretDto, SubscribeDto, SubscriptionDeleted, UpdateSubscriptionDto, WebhookSubscriptionOut,
+    RotatedSubscription,
+    RotateSecretDto,
+    SubscribeDto,
+    SubscriptionDeleted,
+    UpdateSubscriptionDto,
+    WebhookSubscriptionOut,
     event_types,
-)  # fmt: skip
+)
 from patchbay.core.webhooks.models import WebhookSubscription
 from patchbay.core.webhooks.signing import generate_secret
 
@@ -111,7 +116,9 @@ async def list_subscriptions(request: web.Request) -> web.Response:
     """The active subscriptions to a provider's events (``?all=true``: disabled ones too)."""
     services = request.app[SERVICES]
     get_provider(services.registry, request.match_info["type"])
-    rows = await service.subscriptions_of(services, principal_of(request).workspace_id, request.match_info["type"], include_disabled=request.query.get("all") == "true")
+    rows = await service.subscriptions_of(
+        services, principal_of(request).workspace_id, request.match_info["type"], include_disabled=request.query.get("all") == "true"
+    )
     return reply(request, [subscription_json(row) for row in rows])
 
 
@@ -136,8 +143,14 @@ async def update_subscription(request: web.Request) -> web.Response:
     provider = get_provider(services.registry, request.match_info["type"])
     events = _events(provider, dto) if dto.events is not None or dto.eventType is not None else None
     subscription = await service.change(
-        services, principal_of(request).workspace_id, request.match_info["type"], request.match_info["id"],
-        url=url, events=events, long_tail=dto.longTailRetries, is_active=dto.isActive,
+        services,
+        principal_of(request).workspace_id,
+        request.match_info["type"],
+        request.match_info["id"],
+        url=url,
+        events=events,
+        long_tail=dto.longTailRetries,
+        is_active=dto.isActive,
     )
     return reply(request, subscription_json(subscription))
 
@@ -153,7 +166,11 @@ async def rotate_secret(request: web.Request) -> web.Response:
     dto = await read_dto(request, RotateSecretDto, optional=True)
     new_secret = dto.callbackSecret or generate_secret()
     subscription = await service.rotate(
-        request.app[SERVICES], principal_of(request).workspace_id, request.match_info["type"], request.match_info["id"],
-        new_secret=new_secret, overlap_seconds=dto.overlapSeconds,
+        request.app[SERVICES],
+        principal_of(request).workspace_id,
+        request.match_info["type"],
+        request.match_info["id"],
+        new_secret=new_secret,
+        overlap_seconds=dto.overlapSeconds,
     )
     return reply(request, {**subscription_json(subscription), "callbackSecret": new_secret}, status=201)

@@ -29,9 +29,7 @@ def routing_key_names(registry: Registry, provider: str) -> tuple[str, ...]:
     return tuple(getattr(handler, "routing_metadata_keys", ()) or ())
 
 
-async def ensure_routing_keys_free(
-    db: Database, registry: Registry, *, workspace_id: str, provider: str, metadata: Mapping[str, Any]
-) -> None:
+async def ensure_routing_keys_free(db: Database, registry: Registry, *, workspace_id: str, provider: str, metadata: Mapping[str, Any]) -> None:
     """Conflict (409) when ``metadata`` sets a routing key that another workspace's connection holds."""
     claimed = [(name, str(metadata[name])) for name in routing_key_names(registry, provider) if metadata.get(name) not in (None, "")]
     if not claimed:
@@ -40,9 +38,13 @@ async def ensure_routing_keys_free(
         for name, value in claimed:
             holder = await session.scalar(
                 select(Connection.id)
-                .where(Connection.provider == provider, Connection.workspace_id != workspace_id, Connection.status.in_(HOLDING_STATUSES),
-                       Connection.meta[name].as_string() == value)
+                .where(
+                    Connection.provider == provider,
+                    Connection.workspace_id != workspace_id,
+                    Connection.status.in_(HOLDING_STATUSES),
+                    Connection.meta[name].as_string() == value,
+                )
                 .limit(1)
-            )  # fmt: skip
+            )
             if holder is not None:
                 raise Conflict(f"Routing key {name}={value} is held by another workspace's {provider} connection")

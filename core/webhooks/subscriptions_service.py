@@ -53,9 +53,7 @@ async def create_subscription(
     session: AsyncSession, box: SecretBox, *, provider: str, url: str, events: list[str], long_tail: bool, secret: str | None
 ) -> WebhookSubscription:
     """A new active subscription of the session's workspace; deliveries are signed when ``secret`` is given."""
-    subscription = WebhookSubscription(
-        provider=provider, url=url, events=events, long_tail=long_tail, secret=box.encrypt(secret) if secret else None
-    )  # fmt: skip
+    subscription = WebhookSubscription(provider=provider, url=url, events=events, long_tail=long_tail, secret=box.encrypt(secret) if secret else None)
     session.add(subscription)
     await session.flush()
     return subscription

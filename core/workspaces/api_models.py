@@ -206,8 +206,15 @@ class LinkRevoked:
 
 def workspace_json(workspace: Workspace, role: str | None = None) -> dict[str, Any]:
     """A :class:`WorkspaceOut`, or a :class:`MemberWorkspace` with ``role``."""
-    body = {"id": workspace.id, "name": workspace.name, "slug": workspace.slug, "plan": workspace.plan, "externalId": workspace.external_id,
-            "createdAt": iso(workspace.created_at), "updatedAt": iso(workspace.updated_at)}  # fmt: skip
+    body = {
+        "id": workspace.id,
+        "name": workspace.name,
+        "slug": workspace.slug,
+        "plan": workspace.plan,
+        "externalId": workspace.external_id,
+        "createdAt": iso(workspace.created_at),
+        "updatedAt": iso(workspace.updated_at),
+    }
     if role is not None:
         body["role"] = role
     return body

@@ -25,10 +25,27 @@ from patchbay.core.security.auth import Principal, authenticate, principal_of, r
 from patchbay.core.timeutil import iso
 from patchbay.core.workspaces import service
 from patchbay.core.workspaces.api_models import (
-    ApproveJoinDto, CreatedInvite, CreatedWorkspace, CreateInviteDto, CreateWorkspaceDto, InviteValidation, JoinByLinkDto, JoinedByLink,
-    JoinedWorkspace, JoinRequestOut, JoinRequestPage, LinkRevoked, PublicWorkspace, RequestJoinDto, ShareableLinkDto, ShareableLinkOut,
-    WorkspacePage, invite_json, join_request_json, workspace_json,
-)  # fmt: skip
+    ApproveJoinDto,
+    CreatedInvite,
+    CreatedWorkspace,
+    CreateInviteDto,
+    CreateWorkspaceDto,
+    InviteValidation,
+    JoinByLinkDto,
+    JoinedByLink,
+    JoinedWorkspace,
+    JoinRequestOut,
+    JoinRequestPage,
+    LinkRevoked,
+    PublicWorkspace,
+    RequestJoinDto,
+    ShareableLinkDto,
+    ShareableLinkOut,
+    WorkspacePage,
+    invite_json,
+    join_request_json,
+    workspace_json,
+)
 from patchbay.core.workspaces.mail import invite_url, link_url
 
 routes = web.RouteTableDef()
@@ -97,9 +114,14 @@ async def create_workspace(request: web.Request) -> web.Response:
     services = request.app[SERVICES]
     named = {"owner_user_id": body.ownerUserId, "owner_email": body.ownerEmail} if operator or server else {}
     workspace, created = await service.open_workspace(
-        services, name=body.name, plan=body.plan or services.settings.workspaces.default_plan, external_id=body.externalId,
-        user_id=principal.subject if principal else None, owners_workspace=server.workspace_id if server else None, **named,
-    )  # fmt: skip
+        services,
+        name=body.name,
+        plan=body.plan or services.settings.workspaces.default_plan,
+        external_id=body.externalId,
+        user_id=principal.subject if principal else None,
+        owners_workspace=server.workspace_id if server else None,
+        **named,
+    )
     return reply(request, {**workspace_json(workspace), "created": created}, status=201)
 
 
@@ -117,8 +139,16 @@ async def validate_invite(request: web.Request) -> web.Response:
         invite, workspace = await service.invite_of(request.app[SERVICES], request.match_info["token"])
     except service.TokenRefused as error:
         raise _refused(error) from None
-    return reply(request, {"valid": True, "workspace": {"id": workspace.id, "name": workspace.name, "slug": workspace.slug}, "email": invite.email,
-                           "role": invite.role, "expiresAt": iso(invite.expires_at)})  # fmt: skip
+    return reply(
+        request,
+        {
+            "valid": True,
+            "workspace": {"id": workspace.id, "name": workspace.name, "slug": workspace.slug},
+            "email": invite.email,
+            "role": invite.role,
+            "expiresAt": iso(invite.expires_at),
+        },
+    )
 
 
 @routes.post(PREFIX + "/invite/accept/{token}")
@@ -185,7 +215,9 @@ async def join_by_link(request: web.Request) -> web.Response:
     if not token:
         raise bad_request("Validation failed: token is required")
     try:
-        workspace, membership, joined = await service.join_with_link(request.app[SERVICES], workspace_id=request.match_info["workspaceId"], token=token, user_id=principal.subject)
+        workspace, membership, joined = await service.join_with_link(
+            request.app[SERVICES], workspace_id=request.match_info["workspaceId"], token=token, user_id=principal.subject
+        )
     except service.TokenRefused as error:
         raise _refused(error) from None
     return reply(request, {"workspace": workspace_json(workspace, membership.role), "role": membership.role, "joined": joined}, status=201)
@@ -214,7 +246,12 @@ async def _decide(request: web.Request, approve: bool) -> web.Response:
     if approve and (await request.read()).strip():
         role = (await read_body(request, ApproveJoinDto)).role
     join, user = await service.decide(
-        request.app[SERVICES], workspace_id=workspace_id, request_id=request.match_info["requestId"], approve=approve, role=role, decided_by=principal_of(request).subject
+        request.app[SERVICES],
+        workspace_id=workspace_id,
+        request_id=request.match_info["requestId"],
+        approve=approve,
+        role=role,
+        decided_by=principal_of(request).subject,
     )
     return reply(request, join_request_json(join, user), status=201)
 
@@ -245,10 +282,18 @@ async def create_shareable_link(request: web.Request) -> web.Response:
     workspace_id = _admin_of(request)
     body = await read_body(request, ShareableLinkDto) if (await request.read()).strip() else ShareableLinkDto()
     services = request.app[SERVICES]
-    link, token = await service.new_link(services, workspace_id=workspace_id, role=body.role, hours=body.expiresInHours, created_by=principal_of(request).subject)
+    link, token = await service.new_link(
+        services, workspace_id=workspace_id, role=body.role, hours=body.expiresInHours, created_by=principal_of(request).subject
+    )
     return reply(
         request,
-        {"url": link_url(services.settings, token=token, workspace_id=workspace_id), "token": token, "role": link.role, "expiresAt": iso(link.expires_at), "createdAt": iso(link.created_at)},
+        {
+            "url": link_url(services.settings, token=token, workspace_id=workspace_id),
+            "token": token,
+            "role": link.role,
+            "expiresAt": iso(link.expires_at),
+            "createdAt": iso(link.created_at),
+        },
         status=201,
     )
 

@@ -102,7 +102,10 @@ async def add_member(session: AsyncSession, *, workspace_id: str, user_id: str, 
 async def memberships_of(session: AsyncSession, user_id: str) -> list[tuple[Workspace, str]]:
     """The workspaces ``user_id`` belongs to, with the role, oldest membership first."""
     rows = await session.execute(
-        select(Workspace, Membership.role).join(Membership, Membership.workspace_id == Workspace.id).where(Membership.user_id == user_id).order_by(Membership.created_at, Workspace.id)
+        select(Workspace, Membership.role)
+        .join(Membership, Membership.workspace_id == Workspace.id)
+        .where(Membership.user_id == user_id)
+        .order_by(Membership.created_at, Workspace.id)
     )
     return [(workspace, role) for workspace, role in rows.all()]
 
@@ -125,7 +128,9 @@ class TokenRefused(WorkspaceError):
 # ---------------------------------------------------------------------------------------------
 
 
-async def create_invite(session: AsyncSession, box: SecretBox, *, workspace_id: str, email: str, role: str, ttl: timedelta, invited_by: str | None) -> tuple[Invite, str]:
+async def create_invite(
+    session: AsyncSession, box: SecretBox, *, workspace_id: str, email: str, role: str, ttl: timedelta, invited_by: str | None
+) -> tuple[Invite, str]:
     """A new invite and its token (the only time the token exists in plain text)."""
     _check_role(role)
     email = email.strip().lower()
@@ -171,7 +176,9 @@ async def accept_invite(session: AsyncSession, box: SecretBox, *, token: str, us
         raise TokenRefused("wrong_user", "This invite was sent to another email address")
     now = utcnow()
     used = await session.execute(
-        update(Invite).where(Invite.id == invite.id, Invite.accepted_at.is_(None), Invite.expires_at > now).values(accepted_at=now, accepted_by=user.id, updated_at=now)
+        update(Invite)
+        .where(Invite.id == invite.id, Invite.accepted_at.is_(None), Invite.expires_at > now)
+        .values(accepted_at=now, accepted_by=user.id, updated_at=now)
     )
     if used.rowcount != 1:  # accepted concurrently
         raise TokenRefused("used", "Invite has already been used")
@@ -205,7 +212,9 @@ async def is_member(session: AsyncSession, workspace_id: str, user_id: str) -> b
 async def request_join(session: AsyncSession, *, workspace_id: str, user_id: str, message: str | None) -> JoinRequest:
     if await is_member(session, workspace_id, user_id):
         raise Conflict("You are already a member of this workspace")
-    pending = await session.scalar(select(JoinRequest).where(JoinRequest.workspace_id == workspace_id, JoinRequest.user_id == user_id, JoinRequest.status == "pending"))
+    pending = await session.scalar(
+        select(JoinRequest).where(JoinRequest.workspace_id == workspace_id, JoinRequest.user_id == user_id, JoinRequest.status == "pending")
+    )
     if pending is not None:
         raise Conflict("A join request is already pending")
     request = JoinRequest(workspace_id=workspace_id, user_id=user_id, message=message, status="pending")
@@ -214,7 +223,9 @@ async def request_join(session: AsyncSession, *, workspace_id: str, user_id: str
     return request
 
 
-async def decide_join_request(session: AsyncSession, *, workspace_id: str, request_id: str, approve: bool, role: str = "viewer", decided_by: str | None) -> JoinRequest | None:
+async def decide_join_request(
+    session: AsyncSession, *, workspace_id: str, request_id: str, approve: bool, role: str = "viewer", decided_by: str | None
+) -> JoinRequest | None:
     """Approve (membership with ``role``) or deny a pending request; None when there is no such
     request; Conflict when it was already decided."""
     _check_role(role)
@@ -224,7 +235,9 @@ async def decide_join_request(session: AsyncSession, *, workspace_id: str, reque
     now = utcnow()
     status = "approved" if approve else "denied"
     decided = await session.execute(
-        update(JoinRequest).where(JoinRequest.id == request_id, JoinRequest.status == "pending").values(status=status, role=role if approve else None, decided_by=decided_by, decided_at=now, updated_at=now)
+        update(JoinRequest)
+        .where(JoinRequest.id == request_id, JoinRequest.status == "pending")
+        .values(status=status, role=role if approve else None, decided_by=decided_by, decided_at=now, updated_at=now)
     )
     if decided.rowcount != 1:
         raise Conflict(f"Join request is already {request.status}")
@@ -240,9 +253,13 @@ async def pending_join_requests(session: AsyncSession, *, page: int, limit: int)
     pending = select(JoinRequest).where(JoinRequest.status == "pending")
     total = await session.scalar(select(func.count()).select_from(pending.subquery()))
     rows = await session.execute(
-        select(JoinRequest, User).join(User, User.id == JoinRequest.user_id).where(JoinRequest.status == "pending")
-        .order_by(JoinRequest.created_at, JoinRequest.id).offset((page - 1) * limit).limit(limit)
-    )  # fmt: skip
+        select(JoinRequest, User)
+        .join(User, User.id == JoinRequest.user_id)
+        .where(JoinRequest.status == "pending")
+        .order_by(JoinRequest.created_at, JoinRequest.id)
+        .offset((page - 1) * limit)
+        .limit(limit)
+    )
     return [(request, user) for request, user in rows.all()], int(total or 0)
 
 
@@ -259,12 +276,16 @@ async def revoke_link(session: AsyncSession, workspace_id: str) -> bool:
     return revoked.rowcount > 0
 
 
-async def create_link(session: AsyncSession, box: SecretBox, *, workspace_id: str, role: str, ttl: timedelta | None, created_by: str | None) -> tuple[ShareableLink, str]:
+async def create_link(
+    session: AsyncSession, box: SecretBox, *, workspace_id: str, role: str, ttl: timedelta | None, created_by: str | None
+) -> tuple[ShareableLink, str]:
     """A new shareable link (revoking the previous one) and its token."""
     _check_role(role)
     await revoke_link(session, workspace_id)
     token = random_token(24)
-    link = ShareableLink(workspace_id=workspace_id, token_digest=box.digest(token), role=role, expires_at=utcnow() + ttl if ttl else None, created_by=created_by)
+    link = ShareableLink(
+        workspace_id=workspace_id, token_digest=box.digest(token), role=role, expires_at=utcnow() + ttl if ttl else None, created_by=created_by
+    )
     session.add(link)
     await session.flush()
     return link, token
@@ -313,9 +334,16 @@ async def workspaces_of(services: Services, principal: Principal) -> list[tuple[
 
 
 async def open_workspace(
-    services: Services, *, name: str, plan: str, external_id: str | None, user_id: str | None = None, owner_user_id: str | None = None,
-    owner_email: str | None = None, owners_workspace: str | None = None,
-) -> tuple[Workspace, bool]:  # fmt: skip
+    services: Services,
+    *,
+    name: str,
+    plan: str,
+    external_id: str | None,
+    user_id: str | None = None,
+    owner_user_id: str | None = None,
+    owner_email: str | None = None,
+    owners_workspace: str | None = None,
+) -> tuple[Workspace, bool]:
     """Create a workspace (or answer the one of ``external_id``); a new one gets an admin: the
     signed-in ``user_id``, or the owner named by id or email (who must be a member of
     ``owners_workspace`` when the caller is that workspace's credential)."""
@@ -362,7 +390,9 @@ async def invite(services: Services, *, workspace_id: str, email: str, role: str
         raise Invalid(f"Validation failed: expiresInHours must be between 1 and {MAX_INVITE_HOURS}")
     async with services.db.transaction(tenant=workspace_id) as session:
         try:
-            row, token = await create_invite(session, services.secrets, workspace_id=workspace_id, email=email, role=role, ttl=timedelta(hours=hours), invited_by=invited_by)
+            row, token = await create_invite(
+                session, services.secrets, workspace_id=workspace_id, email=email, role=role, ttl=timedelta(hours=hours), invited_by=invited_by
+            )
         except WorkspaceError as error:
             raise _invalid(error) from None
         services.jobs.enqueue(session, INVITE_EMAIL_JOB, {"invite_id": row.id, "token": services.secrets.encrypt(token)}, workspace_id=workspace_id)
@@ -403,7 +433,9 @@ async def join_requests(services: Services, workspace_id: str, *, page: int, lim
         return await pending_join_requests(session, page=page, limit=limit)
 
 
-async def decide(services: Services, *, workspace_id: str, request_id: str, approve: bool, role: str, decided_by: str | None) -> tuple[JoinRequest, User | None]:
+async def decide(
+    services: Services, *, workspace_id: str, request_id: str, approve: bool, role: str, decided_by: str | None
+) -> tuple[JoinRequest, User | None]:
     """Approve or deny a pending join request; NotFound when there is none."""
     async with services.db.transaction(tenant=workspace_id) as session:
         try:
@@ -421,7 +453,9 @@ async def new_link(services: Services, *, workspace_id: str, role: str, hours: i
         raise Invalid("Validation failed: expiresInHours must be a positive integer")
     async with services.db.transaction(tenant=workspace_id) as session:
         try:
-            return await create_link(session, services.secrets, workspace_id=workspace_id, role=role, ttl=timedelta(hours=hours) if hours else None, created_by=created_by)
+            return await create_link(
+                session, services.secrets, workspace_id=workspace_id, role=role, ttl=timedelta(hours=hours) if hours else None, created_by=created_by
+            )
         except WorkspaceError as error:
             raise _invalid(error) from None
 

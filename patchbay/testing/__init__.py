@@ -20,5 +20,17 @@ def pack_acceptance(provider_name: str, **options) -> type:
     return build(provider_name, **options)
 
 
-__all__ = ["ClientCall", "FakeClient", "FakeProviderAPI", "LocalServer", "Receiver", "RecordedRequest", "add_connection", "create_workspace_with_key",
-           "pack_acceptance", "registered", "sample_lead", "sign_access_token"]
+__all__ = [
+    "ClientCall",
+    "FakeClient",
+    "FakeProviderAPI",
+    "LocalServer",
+    "Receiver",
+    "RecordedRequest",
+    "add_connection",
+    "create_workspace_with_key",
+    "pack_acceptance",
+    "registered",
+    "sample_lead",
+    "sign_access_token",
+]

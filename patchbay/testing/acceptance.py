@@ -130,8 +130,9 @@ async def check_webhook_verification(harness: PackHarness, sign: WebhookSigner, 
         assert not await verifies(sign(body, secret, now - 3600), body, secret), "a stale delivery is accepted"
 
 
-def pack_acceptance(provider_name: str, *, pack: str | None = None, plugins=(), webhook_signer: WebhookSigner | None = None,
-                    webhook_timestamped: bool = True) -> type:  # fmt: skip
+def pack_acceptance(
+    provider_name: str, *, pack: str | None = None, plugins=(), webhook_signer: WebhookSigner | None = None, webhook_timestamped: bool = True
+) -> type:
     """A test class checking ``provider_name`` against the acceptance rules; ``pack`` is the
     plugin (entry-point name) expected to define it, by default the provider's own name;
     ``plugins`` are registered in-process beside the installed ones; ``webhook_signer`` signs a

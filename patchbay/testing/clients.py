@@ -80,7 +80,17 @@ def registered(plugin: Any, kind: str, key: str, name: str | None = None) -> Any
 
 def sample_lead(**changes: Any) -> dict[str, Any]:
     """A lead as a CRM destination's ``push(client, lead)`` receives it, with ``changes`` applied."""
-    lead = {"id": "lead-1", "provider": "facebook", "externalId": "fb-lead-1", "formId": "form-1", "email": "ada@example.com",
-            "phone": "+442079460958", "firstName": "Ada", "lastName": "Lovelace", "fullName": "Ada Lovelace",
-            "customFields": {"company_name": "Analytical"}, "capturedAt": "2026-11-01T10:00:00Z"}  # fmt: skip
+    lead = {
+        "id": "lead-1",
+        "provider": "facebook",
+        "externalId": "fb-lead-1",
+        "formId": "form-1",
+        "email": "ada@example.com",
+        "phone": "+442079460958",
+        "firstName": "Ada",
+        "lastName": "Lovelace",
+        "fullName": "Ada Lovelace",
+        "customFields": {"company_name": "Analytical"},
+        "capturedAt": "2026-11-01T10:00:00Z",
+    }
     return {**lead, **changes}

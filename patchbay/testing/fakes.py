@@ -27,7 +27,12 @@ class FakeProviderAPI(LocalServer):
     ``answer_all(status, body)`` makes every route answer the same (e.g. 401 for a refused
     credential). Every request lands in ``requests``."""
 
-    def __init__(self, routes: Mapping[tuple[str, str], tuple[int, Any] | Callable[[RecordedRequest], tuple[int, Any]]] | None = None, *, default: tuple[int, Any] = (200, {})) -> None:
+    def __init__(
+        self,
+        routes: Mapping[tuple[str, str], tuple[int, Any] | Callable[[RecordedRequest], tuple[int, Any]]] | None = None,
+        *,
+        default: tuple[int, Any] = (200, {}),
+    ) -> None:
         self.routes: dict[tuple[str, str], Any] = dict(routes or {})
         self.default = default
         self.forced: tuple[int, Any] | None = None

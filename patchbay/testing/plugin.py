@@ -21,7 +21,13 @@ import pytest_asyncio
 from patchbay.testing.fakes import FakeProviderAPI
 
 #: the credential every field of which a test connection holds, so any declared template renders
-TEST_CREDENTIALS = {"access_token": "acceptance-token", "api_key": "acceptance-key", "api_secret": "acceptance-secret", "username": "acceptance-user", "password": "acceptance-password"}
+TEST_CREDENTIALS = {
+    "access_token": "acceptance-token",
+    "api_key": "acceptance-key",
+    "api_secret": "acceptance-secret",
+    "username": "acceptance-user",
+    "password": "acceptance-password",
+}
 
 
 @attrs.define
@@ -94,8 +100,13 @@ async def serve_pack(provider_name: str, fake: FakeProviderAPI, data_dir: Path, 
     from patchbay.core.settings import load_settings
     from patchbay.testing import create_workspace_with_key
 
-    environ = {"PATCHBAY_DATA_DIR": str(data_dir), "PATCHBAY_SECRET_KEY": "acceptance-secret-key",
-               "PATCHBAY_SCHEDULER": "false", "PATCHBAY_ALLOW_INSECURE_TARGETS": "true", "PATCHBAY_WORKERS": "0"}  # fmt: skip
+    environ = {
+        "PATCHBAY_DATA_DIR": str(data_dir),
+        "PATCHBAY_SECRET_KEY": "acceptance-secret-key",
+        "PATCHBAY_SCHEDULER": "false",
+        "PATCHBAY_ALLOW_INSECURE_TARGETS": "true",
+        "PATCHBAY_WORKERS": "0",
+    }
     settings = load_settings({}, environ)
     settings.providers = {name: {"api_base_url": fake.url} for name in (aim or (provider_name,))}
     settings.providers[provider_name] = {"api_base_url": fake.url, **(overrides or {})}

@@ -47,8 +47,14 @@ async def _post_json(context: Any, url: str, body: dict[str, Any]) -> None:
 
 def _email_lines(alert: dict[str, Any]) -> list[str]:
     if not _is_flow(alert):
-        lines = [_headline(alert) + ".", "", f"Event:     {alert.get('event')}", f"Workspace: {alert.get('workspaceId') or '(the deployment)'}",
-                 f"Time:      {alert.get('timestamp')}", ""]  # fmt: skip
+        lines = [
+            _headline(alert) + ".",
+            "",
+            f"Event:     {alert.get('event')}",
+            f"Workspace: {alert.get('workspaceId') or '(the deployment)'}",
+            f"Time:      {alert.get('timestamp')}",
+            "",
+        ]
         return lines + [f"{key}: {value}" for key, value in (alert.get("details") or {}).items()]
     lines = [
         _headline(alert) + ".",
@@ -83,9 +89,15 @@ class EmailChannel:
         message["Subject"] = f"[patchbay] {_headline(alert)}"
         message.set_content("\n".join(_email_lines(alert)) + "\n")
         await aiosmtplib.send(
-            message, hostname=smtp.host, port=smtp.port, username=smtp.username, password=smtp.password,
-            start_tls=smtp.starttls, use_tls=smtp.use_tls, timeout=30,
-        )  # fmt: skip
+            message,
+            hostname=smtp.host,
+            port=smtp.port,
+            username=smtp.username,
+            password=smtp.password,
+            start_tls=smtp.starttls,
+            use_tls=smtp.use_tls,
+            timeout=30,
+        )
 
 
 class WebhookChannel:

@@ -36,9 +36,16 @@ class OidcFederation:
 
     async def authorization_url(self, *, config: dict[str, Any], http, redirect_uri: str, state: str, nonce: str, code_challenge: str) -> str:
         metadata = await self._discover(config, http)
-        query = {"response_type": "code", "client_id": config["client_id"], "redirect_uri": redirect_uri,
-                 "scope": config.get("scope", "openid email profile"), "state": state, "nonce": nonce,
-                 "code_challenge": code_challenge, "code_challenge_method": "S256"}  # fmt: skip
+        query = {
+            "response_type": "code",
+            "client_id": config["client_id"],
+            "redirect_uri": redirect_uri,
+            "scope": config.get("scope", "openid email profile"),
+            "state": state,
+            "nonce": nonce,
+            "code_challenge": code_challenge,
+            "code_challenge_method": "S256",
+        }
         endpoint = metadata["authorization_endpoint"]
         return endpoint + ("&" if "?" in endpoint else "?") + urlencode(query)
 
@@ -48,8 +55,14 @@ class OidcFederation:
         from joserfc.jwk import KeySet
 
         metadata = await self._discover(config, http)
-        form = {"grant_type": "authorization_code", "code": code, "redirect_uri": redirect_uri, "code_verifier": code_verifier,
-                "client_id": config["client_id"], "client_secret": config.get("client_secret", "")}  # fmt: skip
+        form = {
+            "grant_type": "authorization_code",
+            "code": code,
+            "redirect_uri": redirect_uri,
+            "code_verifier": code_verifier,
+            "client_id": config["client_id"],
+            "client_secret": config.get("client_secret", ""),
+        }
         async with http.post(metadata["token_endpoint"], data=form, headers={"Accept": "application/json"}) as response:
             tokens = await response.json(content_type=None)
             if response.status != 200 or "id_token" not in tokens:

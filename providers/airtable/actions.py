@@ -39,15 +39,41 @@ poll_new_records = high_water_mark(_records_after, start=lambda client, config: 
 def actions() -> list[Action]:
     table = {"baseId": "string", "table": "string"}
     return [
-        Action(name="create_record", display_name="Create record", run=create_record, description="Create a record.",
-               inputs=schema(("baseId", "table", "fields"), **table, fields="object"), scopes=("data.records:write",)),
-        Action(name="update_record", display_name="Update record", run=update_record, description="Update a record's fields.",
-               inputs=schema(("baseId", "table", "recordId", "fields"), **table, recordId="string", fields="object"), scopes=("data.records:write",)),
-        Action(name="find_records", display_name="Find records", run=find_records, description="Records matching a formula.",
-               inputs=schema(("baseId", "table", "formula"), **table, formula="string", maxRecords="integer"), scopes=("data.records:read",)),
-    ]  # fmt: skip
+        Action(
+            name="create_record",
+            display_name="Create record",
+            run=create_record,
+            description="Create a record.",
+            inputs=schema(("baseId", "table", "fields"), **table, fields="object"),
+            scopes=("data.records:write",),
+        ),
+        Action(
+            name="update_record",
+            display_name="Update record",
+            run=update_record,
+            description="Update a record's fields.",
+            inputs=schema(("baseId", "table", "recordId", "fields"), **table, recordId="string", fields="object"),
+            scopes=("data.records:write",),
+        ),
+        Action(
+            name="find_records",
+            display_name="Find records",
+            run=find_records,
+            description="Records matching a formula.",
+            inputs=schema(("baseId", "table", "formula"), **table, formula="string", maxRecords="integer"),
+            scopes=("data.records:read",),
+        ),
+    ]
 
 
 def triggers() -> list[Trigger]:
-    return [Trigger(name="new_record", display_name="New record", kind="poll", poll=poll_new_records,
-                    config=schema(("baseId", "table"), baseId="string", table="string"), description="A record was created.")]  # fmt: skip
+    return [
+        Trigger(
+            name="new_record",
+            display_name="New record",
+            kind="poll",
+            poll=poll_new_records,
+            config=schema(("baseId", "table"), baseId="string", table="string"),
+            description="A record was created.",
+        )
+    ]

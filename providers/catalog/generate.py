@@ -47,18 +47,50 @@ TAGS = {"popular", "mcp"}
 #: business domain wins over the broad ones (a CRM that also does marketing is a CRM; a tool tagged
 #: "productivity" and anything else is the other thing).
 PRIMARY_ORDER = (
-    "ads", "crm", "ats", "hr", "accounting", "invoicing", "banking", "payment", "erp", "e-commerce",
-    "legal", "support", "marketing", "surveys", "cms", "storage", "knowledge-base", "design", "video",
-    "communication", "social", "iam", "analytics", "search", "gaming", "sports", "dev-tools",
-    "productivity", "ticketing", "other",
-)  # fmt: skip
+    "ads",
+    "crm",
+    "ats",
+    "hr",
+    "accounting",
+    "invoicing",
+    "banking",
+    "payment",
+    "erp",
+    "e-commerce",
+    "legal",
+    "support",
+    "marketing",
+    "surveys",
+    "cms",
+    "storage",
+    "knowledge-base",
+    "design",
+    "video",
+    "communication",
+    "social",
+    "iam",
+    "analytics",
+    "search",
+    "gaming",
+    "sports",
+    "dev-tools",
+    "productivity",
+    "ticketing",
+    "other",
+)
 
 #: Facts fields that describe how a credential is obtained and injected: an alias row with an auth
 #: mode of its own does not inherit these from the provider it aliases.
 AUTH_FIELDS = (
-    "authorization_url", "token_url", "default_scopes", "scope_separator", "pkce",
-    "token_request_auth_method", "credential_headers", "credential_query",
-)  # fmt: skip
+    "authorization_url",
+    "token_url",
+    "default_scopes",
+    "scope_separator",
+    "pkce",
+    "token_request_auth_method",
+    "credential_headers",
+    "credential_query",
+)
 
 #: Facts placeholders of credential fields -> the definition's credential fields.
 CREDENTIALS = {
@@ -94,8 +126,7 @@ FACT_FIXES: dict[str, tuple[dict[str, str], str]] = {
     ),
     "certn-partner": (
         {"auth_mode": "API_KEY"},
-        "the row sends 'Bearer ${apiKey}' and has no token URL: an API key, not client credentials "
-        "(docs.certn.co, authentication)",
+        "the row sends 'Bearer ${apiKey}' and has no token URL: an API key, not client credentials (docs.certn.co, authentication)",
     ),
 }
 
@@ -119,9 +150,31 @@ REVOCATION_URLS: dict[str, str] = {
 ZOHO_ACCOUNTS = tuple(f"accounts.zoho.{tld}" for tld in ("com", "eu", "in", "com.au", "jp", "ca", "com.cn", "sa", "uk"))
 SALESFORCE_HOSTS = ("login.salesforce.com", "test.salesforce.com", "*.my.salesforce.com")
 SELLER_CENTRAL = tuple(
-    f"sellercentral.amazon.{tld}" for tld in ("com", "ca", "com.mx", "com.br", "co.uk", "de", "fr", "it", "es", "nl", "se", "pl", "com.tr", "com.be",
-                                              "eg", "ae", "sa", "in", "co.jp", "com.au", "sg")
-) + ("sellercentral-europe.amazon.com",)  # fmt: skip
+    f"sellercentral.amazon.{tld}"
+    for tld in (
+        "com",
+        "ca",
+        "com.mx",
+        "com.br",
+        "co.uk",
+        "de",
+        "fr",
+        "it",
+        "es",
+        "nl",
+        "se",
+        "pl",
+        "com.tr",
+        "com.be",
+        "eg",
+        "ae",
+        "sa",
+        "in",
+        "co.jp",
+        "com.au",
+        "sg",
+    )
+) + ("sellercentral-europe.amazon.com",)
 
 #: The hosts a provider's OAuth URLs reach through a whole-host or top-level-domain parameter
 #: (``https://{hostname}/oauth/token``, ``accounts.zoho.{extension}``): the deployment's OAuth app
@@ -132,8 +185,22 @@ SELLER_CENTRAL = tuple(
 #: needs no entry: ``oauth_host_patterns`` derives ``*.zendesk.com``.
 OAUTH_HOSTS: dict[str, tuple[str, ...]] = {
     **dict.fromkeys(("salesforce", "salesforce-cc", "salesforce-sandbox"), SALESFORCE_HOSTS),  # help.salesforce.com, My Domain URL formats
-    **dict.fromkeys(("zoho", "zoho-bigin", "zoho-books", "zoho-calendar", "zoho-crm", "zoho-desk", "zoho-inventory", "zoho-invoice", "zoho-mail",
-                     "zoho-people", "zoho-recruit"), ZOHO_ACCOUNTS),  # zoho.com/accounts/protocol/oauth/multi-dc.html
+    **dict.fromkeys(
+        (
+            "zoho",
+            "zoho-bigin",
+            "zoho-books",
+            "zoho-calendar",
+            "zoho-crm",
+            "zoho-desk",
+            "zoho-inventory",
+            "zoho-invoice",
+            "zoho-mail",
+            "zoho-people",
+            "zoho-recruit",
+        ),
+        ZOHO_ACCOUNTS,
+    ),  # zoho.com/accounts/protocol/oauth/multi-dc.html
     **dict.fromkeys(("amazon-selling-partner", "amazon-selling-partner-beta"), SELLER_CENTRAL),  # developer-docs.amazon.com/sp-api, Seller Central URLs
     **dict.fromkeys(("ninjaone-rmm", "ninjaone-rmm-oauth2"), ("*.ninjarmm.com",)),  # app., eu., oc., ca., us2.ninjarmm.com
     **dict.fromkeys(("servicenow", "servicenow-oauth2-cc"), ("*.service-now.com",)),  # the facts' fallback: {subdomain}.service-now.com
@@ -220,8 +287,7 @@ CORRECTIONS: dict[str, tuple[dict[str, Any], str]] = {
     ),
     "twilio": (
         {"health_check": "GET /2010-04-01/Accounts.json"},
-        "the facts' check needs the account SID in its path; listing accounts proves the same credential "
-        "(twilio.com/docs, Accounts resource)",
+        "the facts' check needs the account SID in its path; listing accounts proves the same credential (twilio.com/docs, Accounts resource)",
     ),
     "notion": ({"refreshes": False}, "Notion access tokens do not expire and have no refresh token (developers.notion.com, authorization)"),
     "github": (
@@ -447,8 +513,10 @@ def map_row(facts: dict[str, str], notes: list[str] | None = None) -> dict[str, 
             raise Skip(f"token request auth method {facts['token_request_auth_method']!r} is not supported")
 
     headers, query = {}, {}
-    for source, target in ((_json_object(facts["credential_headers"], "credential_headers"), headers),
-                           (_json_object(facts["credential_query"], "credential_query"), query)):  # fmt: skip
+    for source, target in (
+        (_json_object(facts["credential_headers"], "credential_headers"), headers),
+        (_json_object(facts["credential_query"], "credential_query"), query),
+    ):
         for key, value in source.items():
             template, found, only_b = resolve_fallback(value, credentials=True)
             defaults.update(found)

@@ -15,13 +15,27 @@ def _map(resource: str, r: dict[str, Any]) -> dict[str, Any]:
     common = {"id": r.get("id"), "createdAt": r.get("date_created"), "updatedAt": r.get("date_updated")}
     if resource == "contacts":
         first, last = split_name(r.get("name"))
-        return {**common, "firstName": first, "lastName": last, "email": primary(r.get("emails"), "email"), "phone": primary(r.get("phones"), "phone"),
-                "title": r.get("title"), "companyId": r.get("lead_id")}  # fmt: skip
+        return {
+            **common,
+            "firstName": first,
+            "lastName": last,
+            "email": primary(r.get("emails"), "email"),
+            "phone": primary(r.get("phones"), "phone"),
+            "title": r.get("title"),
+            "companyId": r.get("lead_id"),
+        }
     if resource == "companies":
         return {**common, "name": r.get("display_name") or r.get("name"), "domain": domain_of(r.get("url")), "industry": None, "phone": None, "employees": None}
     value = r.get("value")
-    return {**common, "name": r.get("note") or r.get("lead_name"), "amount": value / 100 if isinstance(value, int | float) else None,
-            "currency": r.get("value_currency"), "stage": r.get("status_label"), "closeDate": r.get("date_won"), "companyId": r.get("lead_id")}  # fmt: skip
+    return {
+        **common,
+        "name": r.get("note") or r.get("lead_name"),
+        "amount": value / 100 if isinstance(value, int | float) else None,
+        "currency": r.get("value_currency"),
+        "stage": r.get("status_label"),
+        "closeDate": r.get("date_won"),
+        "companyId": r.get("lead_id"),
+    }
 
 
 class CloseMapper:

@@ -38,11 +38,18 @@ async def _emails_after(client, config: dict[str, Any], cursor: int) -> list[dic
     listed = (await call(client, "GET", "/gmail/v1/users/me/messages", params={"q": query, "maxResults": 50}) or {}).get("messages") or []
     items = []
     for entry in listed:
-        message = await call(client, "GET", f"/gmail/v1/users/me/messages/{entry['id']}",
-                             params={"format": "metadata", "metadataHeaders": "Subject,From,To"})  # fmt: skip
-        items.append({"id": message.get("id"), "threadId": message.get("threadId"), "snippet": message.get("snippet"),
-                      "subject": _header(message, "Subject"), "from": _header(message, "From"), "to": _header(message, "To"),
-                      "receivedAt": int(message.get("internalDate") or 0) // 1000})  # fmt: skip
+        message = await call(client, "GET", f"/gmail/v1/users/me/messages/{entry['id']}", params={"format": "metadata", "metadataHeaders": "Subject,From,To"})
+        items.append(
+            {
+                "id": message.get("id"),
+                "threadId": message.get("threadId"),
+                "snippet": message.get("snippet"),
+                "subject": _header(message, "Subject"),
+                "from": _header(message, "From"),
+                "to": _header(message, "To"),
+                "receivedAt": int(message.get("internalDate") or 0) // 1000,
+            }
+        )
     return items
 
 
@@ -50,11 +57,27 @@ poll_new_emails = high_water_mark(_emails_after, start=lambda client, config: no
 
 
 def actions() -> list[Action]:
-    return [Action(name="send_email", display_name="Send email", run=send_email, description="Send an email from the connected mailbox.",
-                   inputs=schema(("to", "subject", "body"), to="string", cc="string", subject="string", body="string", html="boolean"),
-                   scopes=("https://www.googleapis.com/auth/gmail.send",))]  # fmt: skip
+    return [
+        Action(
+            name="send_email",
+            display_name="Send email",
+            run=send_email,
+            description="Send an email from the connected mailbox.",
+            inputs=schema(("to", "subject", "body"), to="string", cc="string", subject="string", body="string", html="boolean"),
+            scopes=("https://www.googleapis.com/auth/gmail.send",),
+        )
+    ]
 
 
 def triggers() -> list[Trigger]:
-    return [Trigger(name="new_email", display_name="New email", kind="poll", poll=poll_new_emails, config=schema(query="string"),
-                    description="A message matching a Gmail search arrived.", sample={"id": "m1", "subject": "Hello", "from": "a@example.com"})]  # fmt: skip
+    return [
+        Trigger(
+            name="new_email",
+            display_name="New email",
+            kind="poll",
+            poll=poll_new_emails,
+            config=schema(query="string"),
+            description="A message matching a Gmail search arrived.",
+            sample={"id": "m1", "subject": "Hello", "from": "a@example.com"},
+        )
+    ]

@@ -16,8 +16,7 @@ def _values_path(spreadsheet_id: str, cell_range: str) -> str:
 
 async def append_row(client, inputs: dict[str, Any]) -> Any:
     path = _values_path(inputs["spreadsheetId"], inputs["range"]) + ":append"
-    body = await call(client, "POST", path, params={"valueInputOption": "USER_ENTERED", "insertDataOption": "INSERT_ROWS"},
-                      json={"values": [inputs["values"]]})  # fmt: skip
+    body = await call(client, "POST", path, params={"valueInputOption": "USER_ENTERED", "insertDataOption": "INSERT_ROWS"}, json={"values": [inputs["values"]]})
     return (body or {}).get("updates", body)
 
 
@@ -45,14 +44,35 @@ poll_new_rows = high_water_mark(_rows_after, start=_row_count, mark=lambda row: 
 def actions() -> list[Action]:
     scope = ("https://www.googleapis.com/auth/spreadsheets",)
     return [
-        Action(name="append_row", display_name="Append row", run=append_row, description="Append one row of values.",
-               inputs=schema(("spreadsheetId", "range", "values"), spreadsheetId="string", range="string", values="array"), scopes=scope),
-        Action(name="get_rows", display_name="Get rows", run=get_rows, description="Read the values of a range.",
-               inputs=schema(("spreadsheetId", "range"), spreadsheetId="string", range="string"), scopes=scope),
-    ]  # fmt: skip
+        Action(
+            name="append_row",
+            display_name="Append row",
+            run=append_row,
+            description="Append one row of values.",
+            inputs=schema(("spreadsheetId", "range", "values"), spreadsheetId="string", range="string", values="array"),
+            scopes=scope,
+        ),
+        Action(
+            name="get_rows",
+            display_name="Get rows",
+            run=get_rows,
+            description="Read the values of a range.",
+            inputs=schema(("spreadsheetId", "range"), spreadsheetId="string", range="string"),
+            scopes=scope,
+        ),
+    ]
 
 
 def triggers() -> list[Trigger]:
-    return [Trigger(name="new_row", display_name="New row", kind="poll", poll=poll_new_rows, item_id=lambda item: str(item["rowNumber"]),
-                    config=schema(("spreadsheetId",), spreadsheetId="string", range="string"),
-                    description="A row was added at the bottom of a sheet.", sample={"rowNumber": 2, "values": ["a", "b"]})]  # fmt: skip
+    return [
+        Trigger(
+            name="new_row",
+            display_name="New row",
+            kind="poll",
+            poll=poll_new_rows,
+            item_id=lambda item: str(item["rowNumber"]),
+            config=schema(("spreadsheetId",), spreadsheetId="string", range="string"),
+            description="A row was added at the bottom of a sheet.",
+            sample={"rowNumber": 2, "values": ["a", "b"]},
+        )
+    ]

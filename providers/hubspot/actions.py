@@ -29,8 +29,15 @@ async def find_contact(client, inputs: dict[str, Any]) -> Any:
 
 
 async def create_deal(client, inputs: dict[str, Any]) -> Any:
-    properties = compact({"dealname": inputs["dealname"], "amount": inputs.get("amount"), "pipeline": inputs.get("pipeline"),
-                          "dealstage": inputs.get("dealstage"), **(inputs.get("properties") or {})})  # fmt: skip
+    properties = compact(
+        {
+            "dealname": inputs["dealname"],
+            "amount": inputs.get("amount"),
+            "pipeline": inputs.get("pipeline"),
+            "dealstage": inputs.get("dealstage"),
+            **(inputs.get("properties") or {}),
+        }
+    )
     return await call(client, "POST", "/crm/v3/objects/deals", json={"properties": properties})
 
 
@@ -67,23 +74,57 @@ poll_new_contacts = high_water_mark(_contacts_after, start=lambda client, config
 
 def actions() -> list[Action]:
     return [
-        Action(name="create_contact", display_name="Create contact", run=create_contact, description="Create a CRM contact.",
-               inputs=schema(("email",), email="string", firstname="string", lastname="string", phone="string", company="string", properties="object"),
-               scopes=("crm.objects.contacts.write",)),
-        Action(name="update_contact", display_name="Update contact", run=update_contact, description="Update a contact's properties.",
-               inputs=schema(("contactId", "properties"), contactId="string", properties="object"), scopes=("crm.objects.contacts.write",)),
-        Action(name="find_contact", display_name="Find contact by email", run=find_contact, description="The contact with this email, or null.",
-               inputs=schema(("email",), email="string"), scopes=("crm.objects.contacts.read",)),
-        Action(name="create_deal", display_name="Create deal", run=create_deal, description="Create a deal in a pipeline.",
-               inputs=schema(("dealname",), dealname="string", amount="string", pipeline="string", dealstage="string", properties="object"),
-               scopes=("crm.objects.deals.write",), options={"pipeline": pipeline_options}),
-    ]  # fmt: skip
+        Action(
+            name="create_contact",
+            display_name="Create contact",
+            run=create_contact,
+            description="Create a CRM contact.",
+            inputs=schema(("email",), email="string", firstname="string", lastname="string", phone="string", company="string", properties="object"),
+            scopes=("crm.objects.contacts.write",),
+        ),
+        Action(
+            name="update_contact",
+            display_name="Update contact",
+            run=update_contact,
+            description="Update a contact's properties.",
+            inputs=schema(("contactId", "properties"), contactId="string", properties="object"),
+            scopes=("crm.objects.contacts.write",),
+        ),
+        Action(
+            name="find_contact",
+            display_name="Find contact by email",
+            run=find_contact,
+            description="The contact with this email, or null.",
+            inputs=schema(("email",), email="string"),
+            scopes=("crm.objects.contacts.read",),
+        ),
+        Action(
+            name="create_deal",
+            display_name="Create deal",
+            run=create_deal,
+            description="Create a deal in a pipeline.",
+            inputs=schema(("dealname",), dealname="string", amount="string", pipeline="string", dealstage="string", properties="object"),
+            scopes=("crm.objects.deals.write",),
+            options={"pipeline": pipeline_options},
+        ),
+    ]
 
 
 def triggers() -> list[Trigger]:
     return [
-        Trigger(name="new_contact", display_name="New contact", kind="poll", poll=poll_new_contacts, description="A contact was created.",
-                sample={"id": "101", "properties": {"email": "ada@example.com", "firstname": "Ada"}}),
-        Trigger(name="contact.creation", display_name="Contact created (webhook)", kind="webhook", event_types=("contact.creation",),
-                description="HubSpot's contact.creation webhook event."),
-    ]  # fmt: skip
+        Trigger(
+            name="new_contact",
+            display_name="New contact",
+            kind="poll",
+            poll=poll_new_contacts,
+            description="A contact was created.",
+            sample={"id": "101", "properties": {"email": "ada@example.com", "firstname": "Ada"}},
+        ),
+        Trigger(
+            name="contact.creation",
+            display_name="Contact created (webhook)",
+            kind="webhook",
+            event_types=("contact.creation",),
+            description="HubSpot's contact.creation webhook event.",
+        ),
+    ]

@@ -17,17 +17,40 @@ PROPERTIES = {
 
 def _map(resource: str, obj: dict[str, Any]) -> dict[str, Any]:
     p = obj.get("properties") or {}
-    common = {"id": obj.get("id"), "createdAt": obj.get("createdAt") or p.get("createdate"),
-              "updatedAt": obj.get("updatedAt") or p.get("lastmodifieddate") or p.get("hs_lastmodifieddate")}  # fmt: skip
+    common = {
+        "id": obj.get("id"),
+        "createdAt": obj.get("createdAt") or p.get("createdate"),
+        "updatedAt": obj.get("updatedAt") or p.get("lastmodifieddate") or p.get("hs_lastmodifieddate"),
+    }
     if resource == "contacts":
-        return {**common, "firstName": p.get("firstname"), "lastName": p.get("lastname"), "email": p.get("email"), "phone": p.get("phone"),
-                "title": p.get("jobtitle"), "companyId": p.get("associatedcompanyid")}  # fmt: skip
+        return {
+            **common,
+            "firstName": p.get("firstname"),
+            "lastName": p.get("lastname"),
+            "email": p.get("email"),
+            "phone": p.get("phone"),
+            "title": p.get("jobtitle"),
+            "companyId": p.get("associatedcompanyid"),
+        }
     if resource == "companies":
-        return {**common, "name": p.get("name"), "domain": p.get("domain"), "industry": p.get("industry"), "phone": p.get("phone"),
-                "employees": p.get("numberofemployees")}  # fmt: skip
+        return {
+            **common,
+            "name": p.get("name"),
+            "domain": p.get("domain"),
+            "industry": p.get("industry"),
+            "phone": p.get("phone"),
+            "employees": p.get("numberofemployees"),
+        }
     close = p.get("closedate")
-    return {**common, "name": p.get("dealname"), "amount": p.get("amount"), "currency": p.get("deal_currency_code"), "stage": p.get("dealstage"),
-            "closeDate": close[:10] if close else None, "companyId": None}  # fmt: skip
+    return {
+        **common,
+        "name": p.get("dealname"),
+        "amount": p.get("amount"),
+        "currency": p.get("deal_currency_code"),
+        "stage": p.get("dealstage"),
+        "closeDate": close[:10] if close else None,
+        "companyId": None,
+    }
 
 
 class HubSpotMapper:

@@ -25,4 +25,3 @@ class HubSpotDestination:
     async def test(self, client):
         await call(client, "GET", "/crm/v3/objects/contacts", params={"limit": 1})
         return True
-

@@ -39,7 +39,9 @@ class HubSpotWebhooks(WebhookHandler):
     def events(self, payload):
         items = payload if isinstance(payload, list) else [payload]
         return [
-            InboundEvent(type=str(item.get("subscriptionType", "unknown")), data=item, external_id=str(item["eventId"]) if item.get("eventId") is not None else None)
+            InboundEvent(
+                type=str(item.get("subscriptionType", "unknown")), data=item, external_id=str(item["eventId"]) if item.get("eventId") is not None else None
+            )
             for item in items
             if isinstance(item, dict)
         ]
@@ -47,4 +49,3 @@ class HubSpotWebhooks(WebhookHandler):
     def routing_keys(self, event):
         portal = event.data.get("portalId")
         return [("portal_id", str(portal)), ("hub_id", str(portal))] if portal is not None else []
-

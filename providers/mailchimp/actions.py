@@ -13,8 +13,9 @@ from patchbay.providers._shared.polling import high_water_mark
 async def add_member(client, inputs: dict[str, Any]) -> Any:
     email = str(inputs["email"]).strip()
     member_hash = hashlib.md5(email.lower().encode()).hexdigest()  # noqa: S324 - Mailchimp's member id
-    body = compact({"email_address": email, "status_if_new": inputs.get("status") or "subscribed", "merge_fields": inputs.get("mergeFields"),
-                    "tags": inputs.get("tags")})  # fmt: skip
+    body = compact(
+        {"email_address": email, "status_if_new": inputs.get("status") or "subscribed", "merge_fields": inputs.get("mergeFields"), "tags": inputs.get("tags")}
+    )
     return await call(client, "PUT", f"/3.0/lists/{inputs['listId']}/members/{member_hash}", json=body)
 
 
@@ -33,12 +34,34 @@ poll_new_subscribers = high_water_mark(_subscribers_after, start=lambda client, 
 
 
 def actions() -> list[Action]:
-    return [Action(name="add_member", display_name="Add or update subscriber", run=add_member, description="Add an email address to an audience.",
-                   inputs=schema(("listId", "email"), listId="string", email="string", status={"type": "string", "enum": ["subscribed", "pending", "unsubscribed", "transactional"]},
-                                 mergeFields="object", tags="array"),
-                   options={"listId": list_options})]  # fmt: skip
+    return [
+        Action(
+            name="add_member",
+            display_name="Add or update subscriber",
+            run=add_member,
+            description="Add an email address to an audience.",
+            inputs=schema(
+                ("listId", "email"),
+                listId="string",
+                email="string",
+                status={"type": "string", "enum": ["subscribed", "pending", "unsubscribed", "transactional"]},
+                mergeFields="object",
+                tags="array",
+            ),
+            options={"listId": list_options},
+        )
+    ]
 
 
 def triggers() -> list[Trigger]:
-    return [Trigger(name="new_subscriber", display_name="New subscriber", kind="poll", poll=poll_new_subscribers, item_id=lambda m: m.get("id"),
-                    config=schema(("listId",), listId="string"), description="Someone subscribed to an audience.")]  # fmt: skip
+    return [
+        Trigger(
+            name="new_subscriber",
+            display_name="New subscriber",
+            kind="poll",
+            poll=poll_new_subscribers,
+            item_id=lambda m: m.get("id"),
+            config=schema(("listId",), listId="string"),
+            description="Someone subscribed to an audience.",
+        )
+    ]

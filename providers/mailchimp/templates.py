@@ -4,11 +4,24 @@ from __future__ import annotations
 
 from patchbay import action_step, flow_template
 
-
 TEMPLATES = [
-    flow_template("mailchimp-subscriber-to-sheet", "New Mailchimp subscriber to a Google Sheets row", "marketing",
-       "Log every new Mailchimp subscriber in a spreadsheet.",
-       ("mailchimp", "new_subscriber", "poll"),
-       [action_step("row", "google-sheet", "append_row", {"spreadsheetId": "", "range": "Subscribers!A:C",
-                                                       "values": ["{{ trigger.email_address }}", "{{ trigger.status }}", "{{ trigger.timestamp_opt | default('') }}"]})]),
+    flow_template(
+        "mailchimp-subscriber-to-sheet",
+        "New Mailchimp subscriber to a Google Sheets row",
+        "marketing",
+        "Log every new Mailchimp subscriber in a spreadsheet.",
+        ("mailchimp", "new_subscriber", "poll"),
+        [
+            action_step(
+                "row",
+                "google-sheet",
+                "append_row",
+                {
+                    "spreadsheetId": "",
+                    "range": "Subscribers!A:C",
+                    "values": ["{{ trigger.email_address }}", "{{ trigger.status }}", "{{ trigger.timestamp_opt | default('') }}"],
+                },
+            )
+        ],
+    ),
 ]

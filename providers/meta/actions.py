@@ -13,10 +13,26 @@ async def get_lead(client, inputs: dict[str, Any]) -> Any:
 
 
 def actions() -> list[Action]:
-    return [Action(name="get_lead", display_name="Get lead", run=get_lead, description="Read a lead's form answers.",
-                   inputs=schema(("leadId",), leadId="string"), scopes=("leads_retrieval",))]  # fmt: skip
+    return [
+        Action(
+            name="get_lead",
+            display_name="Get lead",
+            run=get_lead,
+            description="Read a lead's form answers.",
+            inputs=schema(("leadId",), leadId="string"),
+            scopes=("leads_retrieval",),
+        )
+    ]
 
 
 def triggers() -> list[Trigger]:
-    return [Trigger(name="leadgen", display_name="New lead (lead ads)", kind="webhook", event_types=("leadgen",),
-                    description="A lead ad form was submitted.", sample={"leadgen_id": "123", "page_id": "456", "form_id": "789"})]  # fmt: skip
+    return [
+        Trigger(
+            name="leadgen",
+            display_name="New lead (lead ads)",
+            kind="webhook",
+            event_types=("leadgen",),
+            description="A lead ad form was submitted.",
+            sample={"leadgen_id": "123", "page_id": "456", "form_id": "789"},
+        )
+    ]

@@ -18,7 +18,12 @@ from patchbay import ProviderAuth, ProviderAuthError
 class FacebookAuth(ProviderAuth):
     async def exchange_code(self, ctx, *, code, redirect_uri, code_verifier):
         short = await super().exchange_code(ctx, code=code, redirect_uri=redirect_uri, code_verifier=code_verifier)
-        params = {"grant_type": "fb_exchange_token", "client_id": ctx.app.client_id, "client_secret": ctx.app.client_secret or "", "fb_exchange_token": short.access_token}
+        params = {
+            "grant_type": "fb_exchange_token",
+            "client_id": ctx.app.client_id,
+            "client_secret": ctx.app.client_secret or "",
+            "fb_exchange_token": short.access_token,
+        }
         body = await self._get(ctx, ctx.url(ctx.provider.token_url), params=params)
         tokens = self.token_set(ctx.provider, body) if "access_token" in body else short
         me = await self._get(ctx, ctx.url(ctx.provider.api_base_url).rstrip("/") + "/me", params={"fields": "id,name"}, token=tokens.access_token)
@@ -43,4 +48,3 @@ class FacebookAuth(ProviderAuth):
             code = "invalid_grant" if isinstance(error, dict) and error.get("code") == 190 else None
             raise ProviderAuthError(f"{ctx.provider.display_name}: {message}", error=code, status=status)
         return body
-

@@ -40,7 +40,9 @@ class FakeGraph(LocalServer):
         app.router.add_route("*", "/{tail:.*}", self._handle)
         super().__init__(app)
 
-    def add_lead(self, lead_id: str, *, email: str, name: str = "Ada Lovelace", phone: str = "+44 20 7946 0958", form_id: str = "form-1", extra: dict | None = None) -> None:
+    def add_lead(
+        self, lead_id: str, *, email: str, name: str = "Ada Lovelace", phone: str = "+44 20 7946 0958", form_id: str = "form-1", extra: dict | None = None
+    ) -> None:
         fields = [{"name": "email", "values": [email]}, {"name": "full_name", "values": [name]}, {"name": "phone_number", "values": [phone]}]
         fields += [{"name": key, "values": [value]} for key, value in (extra or {}).items()]
         self.leads[lead_id] = {"id": lead_id, "created_time": "2026-11-01T10:00:00+0000", "form_id": form_id, "field_data": fields}

@@ -52,7 +52,7 @@ class MetaWebhooks(WebhookHandler):
         header = request.headers.get("x-hub-signature-256", "")
         if not secret or not header.startswith("sha256="):
             return False
-        return signatures_match(hmac_sha256_hex(secret, request.body), header[len("sha256="):])
+        return signatures_match(hmac_sha256_hex(secret, request.body), header[len("sha256=") :])
 
     def events(self, payload):
         if not isinstance(payload, dict):
@@ -134,4 +134,3 @@ class MetaWebhooks(WebhookHandler):
         if not 200 <= response.status < 300:
             raise RuntimeError(f"Graph API subscribed_apps answered {response.status}: {response.text[:300]}")
         return None  # page subscriptions do not expire; renewal re-asserts them
-

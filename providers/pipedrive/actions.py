@@ -14,11 +14,14 @@ def _data(body: Any) -> Any:
 
 
 async def create_person(client, inputs: dict[str, Any]) -> Any:
-    person = compact({
-        "name": inputs["name"], "org_id": inputs.get("org_id"),
-        "email": [{"value": inputs["email"], "primary": True}] if inputs.get("email") else None,
-        "phone": [{"value": inputs["phone"], "primary": True}] if inputs.get("phone") else None,
-    })  # fmt: skip
+    person = compact(
+        {
+            "name": inputs["name"],
+            "org_id": inputs.get("org_id"),
+            "email": [{"value": inputs["email"], "primary": True}] if inputs.get("email") else None,
+            "phone": [{"value": inputs["phone"], "primary": True}] if inputs.get("phone") else None,
+        }
+    )
     return _data(await call(client, "POST", "/v1/persons", json=person))
 
 
@@ -50,14 +53,32 @@ poll_new_deals = high_water_mark(_deals_after, start=_highest_id, mark=lambda de
 
 def actions() -> list[Action]:
     return [
-        Action(name="create_person", display_name="Create person", run=create_person, description="Add a person (contact).",
-               inputs=schema(("name",), name="string", email="string", phone="string", org_id="integer")),
-        Action(name="create_deal", display_name="Create deal", run=create_deal, description="Add a deal.",
-               inputs=schema(("title",), title="string", value="number", currency="string", person_id="integer", org_id="integer", stage_id="integer"),
-               options={"stage_id": stage_options}),
-    ]  # fmt: skip
+        Action(
+            name="create_person",
+            display_name="Create person",
+            run=create_person,
+            description="Add a person (contact).",
+            inputs=schema(("name",), name="string", email="string", phone="string", org_id="integer"),
+        ),
+        Action(
+            name="create_deal",
+            display_name="Create deal",
+            run=create_deal,
+            description="Add a deal.",
+            inputs=schema(("title",), title="string", value="number", currency="string", person_id="integer", org_id="integer", stage_id="integer"),
+            options={"stage_id": stage_options},
+        ),
+    ]
 
 
 def triggers() -> list[Trigger]:
-    return [Trigger(name="new_deal", display_name="New deal", kind="poll", poll=poll_new_deals, description="A deal was added.",
-                    sample={"id": 1, "title": "Big deal", "value": 1000, "currency": "EUR"})]  # fmt: skip
+    return [
+        Trigger(
+            name="new_deal",
+            display_name="New deal",
+            kind="poll",
+            poll=poll_new_deals,
+            description="A deal was added.",
+            sample={"id": 1, "title": "Big deal", "value": 1000, "currency": "EUR"},
+        )
+    ]

@@ -16,12 +16,26 @@ def _map(resource: str, r: dict[str, Any]) -> dict[str, Any]:
         first, last = r.get("first_name"), r.get("last_name")
         if not first and not last:
             first, last = split_name(r.get("name"))
-        return {**common, "firstName": first, "lastName": last, "email": primary(r.get("email")), "phone": primary(r.get("phone")),
-                "title": r.get("job_title"), "companyId": ref_id(r.get("org_id"))}  # fmt: skip
+        return {
+            **common,
+            "firstName": first,
+            "lastName": last,
+            "email": primary(r.get("email")),
+            "phone": primary(r.get("phone")),
+            "title": r.get("job_title"),
+            "companyId": ref_id(r.get("org_id")),
+        }
     if resource == "companies":
         return {**common, "name": r.get("name"), "domain": None, "industry": r.get("industry"), "phone": None, "employees": r.get("people_count")}
-    return {**common, "name": r.get("title"), "amount": r.get("value"), "currency": r.get("currency"), "stage": r.get("stage_id") and str(r.get("stage_id")),
-            "closeDate": r.get("expected_close_date") or r.get("close_time", "")[:10] or None, "companyId": ref_id(r.get("org_id"))}  # fmt: skip
+    return {
+        **common,
+        "name": r.get("title"),
+        "amount": r.get("value"),
+        "currency": r.get("currency"),
+        "stage": r.get("stage_id") and str(r.get("stage_id")),
+        "closeDate": r.get("expected_close_date") or r.get("close_time", "")[:10] or None,
+        "companyId": ref_id(r.get("org_id")),
+    }
 
 
 class PipedriveMapper:

@@ -11,11 +11,13 @@ class PipedriveDestination:
     async def push(self, client, lead):
         first, last = names(lead)
         name = lead.get("fullName") or " ".join(p for p in (first, last) if p) or lead.get("email") or "Unknown"
-        person = compact({
-            "name": name,
-            "email": [{"value": lead["email"], "primary": True}] if lead.get("email") else None,
-            "phone": [{"value": lead["phone"], "primary": True}] if lead.get("phone") else None,
-        })  # fmt: skip
+        person = compact(
+            {
+                "name": name,
+                "email": [{"value": lead["email"], "primary": True}] if lead.get("email") else None,
+                "phone": [{"value": lead["phone"], "primary": True}] if lead.get("phone") else None,
+            }
+        )
         _, body = await call(client, "POST", "/v1/persons", json=person)
         person_id = body["data"]["id"]
         _, body = await call(client, "POST", "/v1/leads", json={"title": f"{name} ({lead.get('provider')})", "person_id": person_id})
@@ -24,4 +26,3 @@ class PipedriveDestination:
     async def test(self, client):
         await call(client, "GET", "/v1/users/me")
         return True
-

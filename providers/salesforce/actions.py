@@ -30,8 +30,10 @@ async def query(client, inputs: dict[str, Any]) -> Any:
 
 async def _leads_after(client, config: dict[str, Any], cursor: str) -> list[dict[str, Any]]:
     """Leads created after the cursor (an ISO timestamp)."""
-    soql = ("SELECT Id, FirstName, LastName, Email, Company, Phone, LeadSource, CreatedDate FROM Lead "
-            f"WHERE CreatedDate > {cursor} ORDER BY CreatedDate ASC LIMIT 200")  # fmt: skip
+    soql = (
+        "SELECT Id, FirstName, LastName, Email, Company, Phone, LeadSource, CreatedDate FROM Lead "
+        f"WHERE CreatedDate > {cursor} ORDER BY CreatedDate ASC LIMIT 200"
+    )
     return (await call(client, "GET", f"{API}/query", params={"q": soql}) or {}).get("records") or []
 
 
@@ -39,15 +41,28 @@ poll_new_leads = high_water_mark(_leads_after, start=lambda client, config: now_
 
 
 def actions() -> list[Action]:
-    lead = schema(("LastName", "Company"), FirstName="string", LastName="string", Company="string", Email="string", Phone="string", LeadSource="string", fields="object")
+    lead = schema(
+        ("LastName", "Company"), FirstName="string", LastName="string", Company="string", Email="string", Phone="string", LeadSource="string", fields="object"
+    )
     contact = schema(("LastName",), FirstName="string", LastName="string", Email="string", Phone="string", AccountId="string", fields="object")
     return [
         Action(name="create_lead", display_name="Create lead", run=create_lead, inputs=lead, description="Create a Lead record.", scopes=("api",)),
-        Action(name="create_contact", display_name="Create contact", run=create_contact, inputs=contact, description="Create a Contact record.", scopes=("api",)),
+        Action(
+            name="create_contact", display_name="Create contact", run=create_contact, inputs=contact, description="Create a Contact record.", scopes=("api",)
+        ),
         Action(name="query", display_name="Run a SOQL query", run=query, inputs=schema(("soql",), soql="string"), description="Run SOQL.", scopes=("api",)),
     ]
 
 
 def triggers() -> list[Trigger]:
-    return [Trigger(name="new_lead", display_name="New lead", kind="poll", poll=poll_new_leads, item_id=lambda r: r.get("Id"),
-                    description="A lead was created.", sample={"Id": "00Q1", "LastName": "Lovelace", "Company": "Analytical"})]  # fmt: skip
+    return [
+        Trigger(
+            name="new_lead",
+            display_name="New lead",
+            kind="poll",
+            poll=poll_new_leads,
+            item_id=lambda r: r.get("Id"),
+            description="A lead was created.",
+            sample={"Id": "00Q1", "LastName": "Lovelace", "Company": "Analytical"},
+        )
+    ]

@@ -18,7 +18,9 @@ class SalesforceAuth(ProviderAuth):
         tokens = super().token_set(provider, body)
         params = dict(tokens.params)
         metadata = dict(tokens.metadata)
-        if isinstance(body.get("instance_url"), str) and body["instance_url"].startswith(("https://", "http://")):  # the outbound guard refuses http in production
+        if isinstance(body.get("instance_url"), str) and body["instance_url"].startswith(
+            ("https://", "http://")
+        ):  # the outbound guard refuses http in production
             params["instance_url"] = body["instance_url"].rstrip("/")
         if isinstance(body.get("id"), str):
             metadata["identity_url"] = body["id"]  # https://login.salesforce.com/id/<org id>/<user id>
@@ -26,4 +28,3 @@ class SalesforceAuth(ProviderAuth):
             if len(parts) >= 2:
                 metadata["organization_id"], metadata["user_id"] = parts[-2], parts[-1]
         return attrs.evolve(tokens, params=params, metadata=metadata)
-

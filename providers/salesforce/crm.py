@@ -22,13 +22,33 @@ _ID = re.compile(r"^[A-Za-z0-9]{15,18}$")
 def _map(resource: str, r: dict[str, Any]) -> dict[str, Any]:
     common = {"id": r.get("Id"), "createdAt": r.get("CreatedDate"), "updatedAt": r.get("LastModifiedDate")}
     if resource == "contacts":
-        return {**common, "firstName": r.get("FirstName"), "lastName": r.get("LastName"), "email": r.get("Email"), "phone": r.get("Phone"),
-                "title": r.get("Title"), "companyId": r.get("AccountId")}  # fmt: skip
+        return {
+            **common,
+            "firstName": r.get("FirstName"),
+            "lastName": r.get("LastName"),
+            "email": r.get("Email"),
+            "phone": r.get("Phone"),
+            "title": r.get("Title"),
+            "companyId": r.get("AccountId"),
+        }
     if resource == "companies":
-        return {**common, "name": r.get("Name"), "domain": domain_of(r.get("Website")), "industry": r.get("Industry"), "phone": r.get("Phone"),
-                "employees": r.get("NumberOfEmployees")}  # fmt: skip
-    return {**common, "name": r.get("Name"), "amount": r.get("Amount"), "currency": r.get("CurrencyIsoCode"), "stage": r.get("StageName"),
-            "closeDate": r.get("CloseDate"), "companyId": r.get("AccountId")}  # fmt: skip
+        return {
+            **common,
+            "name": r.get("Name"),
+            "domain": domain_of(r.get("Website")),
+            "industry": r.get("Industry"),
+            "phone": r.get("Phone"),
+            "employees": r.get("NumberOfEmployees"),
+        }
+    return {
+        **common,
+        "name": r.get("Name"),
+        "amount": r.get("Amount"),
+        "currency": r.get("CurrencyIsoCode"),
+        "stage": r.get("StageName"),
+        "closeDate": r.get("CloseDate"),
+        "companyId": r.get("AccountId"),
+    }
 
 
 class SalesforceMapper:

@@ -13,14 +13,19 @@ class SalesforceDestination:
     async def push(self, client, lead):
         first, last = names(lead)
         custom = lead.get("customFields") or {}
-        record = compact({
-            "FirstName": first, "LastName": last or "Unknown", "Email": lead.get("email"), "Phone": lead.get("phone"),
-            "Company": custom.get("company_name") or custom.get("company") or "Unknown", "LeadSource": lead.get("provider"),
-        })  # fmt: skip
+        record = compact(
+            {
+                "FirstName": first,
+                "LastName": last or "Unknown",
+                "Email": lead.get("email"),
+                "Phone": lead.get("phone"),
+                "Company": custom.get("company_name") or custom.get("company") or "Unknown",
+                "LeadSource": lead.get("provider"),
+            }
+        )
         _, body = await call(client, "POST", f"{self.API}/sobjects/Lead", json=record)
         return str(body["id"])
 
     async def test(self, client):
         await call(client, "GET", f"{self.API}/limits")
         return True
-

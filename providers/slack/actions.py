@@ -27,12 +27,27 @@ async def channel_options(client) -> list[dict[str, Any]]:
 
 
 def actions() -> list[Action]:
-    return [Action(name="send_message", display_name="Send message", run=send_message, description="Post a message to a channel.",
-                   inputs=schema(("channel", "text"), channel="string", text="string", blocks="array", thread_ts="string"),
-                   scopes=("chat:write",), options={"channel": channel_options})]  # fmt: skip
+    return [
+        Action(
+            name="send_message",
+            display_name="Send message",
+            run=send_message,
+            description="Post a message to a channel.",
+            inputs=schema(("channel", "text"), channel="string", text="string", blocks="array", thread_ts="string"),
+            scopes=("chat:write",),
+            options={"channel": channel_options},
+        )
+    ]
 
 
 def triggers() -> list[Trigger]:
-    return [Trigger(name="message", display_name="New message", kind="webhook", event_types=("message",),
-                    description="A message was posted in a channel the app is in (Events API).",
-                    sample={"event": {"type": "message", "channel": "C1", "user": "U1", "text": "hi", "ts": "1.0"}})]  # fmt: skip
+    return [
+        Trigger(
+            name="message",
+            display_name="New message",
+            kind="webhook",
+            event_types=("message",),
+            description="A message was posted in a channel the app is in (Events API).",
+            sample={"event": {"type": "message", "channel": "C1", "user": "U1", "text": "hi", "ts": "1.0"}},
+        )
+    ]

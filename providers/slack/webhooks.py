@@ -40,4 +40,3 @@ class SlackWebhooks(WebhookHandler):
     def routing_keys(self, event):
         team = event.data.get("team_id")
         return [("team_id", str(team))] if team else []
-

@@ -35,17 +35,45 @@ def _poller(resource: str):
 
 def actions() -> list[Action]:
     return [
-        Action(name="create_customer", display_name="Create customer", run=create_customer, description="Create a customer.",
-               inputs=schema((), email="string", name="string", phone="string", description="string", metadata="object")),
-        Action(name="create_refund", display_name="Refund a payment", run=create_refund, description="Refund a charge or payment intent.",
-               inputs=schema((), payment_intent="string", charge="string", amount="integer", reason={"type": "string", "enum": ["duplicate", "fraudulent", "requested_by_customer"]})),
-    ]  # fmt: skip
+        Action(
+            name="create_customer",
+            display_name="Create customer",
+            run=create_customer,
+            description="Create a customer.",
+            inputs=schema((), email="string", name="string", phone="string", description="string", metadata="object"),
+        ),
+        Action(
+            name="create_refund",
+            display_name="Refund a payment",
+            run=create_refund,
+            description="Refund a charge or payment intent.",
+            inputs=schema(
+                (),
+                payment_intent="string",
+                charge="string",
+                amount="integer",
+                reason={"type": "string", "enum": ["duplicate", "fraudulent", "requested_by_customer"]},
+            ),
+        ),
+    ]
 
 
 def triggers() -> list[Trigger]:
     return [
-        Trigger(name="new_charge", display_name="New charge", kind="poll", poll=_poller("charges"), description="A charge was created.",
-                sample={"id": "ch_1", "amount": 1999, "currency": "usd", "status": "succeeded"}),
-        Trigger(name="new_customer", display_name="New customer", kind="poll", poll=_poller("customers"), description="A customer was created.",
-                sample={"id": "cus_1", "email": "ada@example.com"}),
-    ]  # fmt: skip
+        Trigger(
+            name="new_charge",
+            display_name="New charge",
+            kind="poll",
+            poll=_poller("charges"),
+            description="A charge was created.",
+            sample={"id": "ch_1", "amount": 1999, "currency": "usd", "status": "succeeded"},
+        ),
+        Trigger(
+            name="new_customer",
+            display_name="New customer",
+            kind="poll",
+            poll=_poller("customers"),
+            description="A customer was created.",
+            sample={"id": "cus_1", "email": "ada@example.com"},
+        ),
+    ]

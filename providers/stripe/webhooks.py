@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-
 from patchbay import InboundEvent, WebhookHandler, hmac_sha256_hex, signatures_match
 from patchbay.providers._shared.webhooks import fresh
 
@@ -33,4 +32,3 @@ class StripeWebhooks(WebhookHandler):
     def routing_keys(self, event):
         account = event.data.get("account")
         return [("stripe_account_id", str(account)), ("account_id", str(account))] if account else []
-

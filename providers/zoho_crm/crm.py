@@ -14,13 +14,33 @@ MODULES = {"contacts": "Contacts", "companies": "Accounts", "deals": "Deals"}
 def _map(resource: str, r: dict[str, Any]) -> dict[str, Any]:
     common = {"id": r.get("id"), "createdAt": r.get("Created_Time"), "updatedAt": r.get("Modified_Time")}
     if resource == "contacts":
-        return {**common, "firstName": r.get("First_Name"), "lastName": r.get("Last_Name"), "email": r.get("Email"), "phone": r.get("Phone") or r.get("Mobile"),
-                "title": r.get("Title"), "companyId": ref_id(r.get("Account_Name"))}  # fmt: skip
+        return {
+            **common,
+            "firstName": r.get("First_Name"),
+            "lastName": r.get("Last_Name"),
+            "email": r.get("Email"),
+            "phone": r.get("Phone") or r.get("Mobile"),
+            "title": r.get("Title"),
+            "companyId": ref_id(r.get("Account_Name")),
+        }
     if resource == "companies":
-        return {**common, "name": r.get("Account_Name"), "domain": domain_of(r.get("Website")), "industry": r.get("Industry"), "phone": r.get("Phone"),
-                "employees": r.get("Employees")}  # fmt: skip
-    return {**common, "name": r.get("Deal_Name"), "amount": r.get("Amount"), "currency": r.get("Currency"), "stage": r.get("Stage"),
-            "closeDate": r.get("Closing_Date"), "companyId": ref_id(r.get("Account_Name"))}  # fmt: skip
+        return {
+            **common,
+            "name": r.get("Account_Name"),
+            "domain": domain_of(r.get("Website")),
+            "industry": r.get("Industry"),
+            "phone": r.get("Phone"),
+            "employees": r.get("Employees"),
+        }
+    return {
+        **common,
+        "name": r.get("Deal_Name"),
+        "amount": r.get("Amount"),
+        "currency": r.get("Currency"),
+        "stage": r.get("Stage"),
+        "closeDate": r.get("Closing_Date"),
+        "companyId": ref_id(r.get("Account_Name")),
+    }
 
 
 class ZohoCrmMapper:

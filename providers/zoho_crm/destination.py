@@ -10,7 +10,9 @@ class ZohoCrmDestination:
 
     async def push(self, client, lead):
         first, last = names(lead)
-        record = compact({"First_Name": first, "Last_Name": last or "Unknown", "Email": lead.get("email"), "Phone": lead.get("phone"), "Lead_Source": lead.get("provider")})
+        record = compact(
+            {"First_Name": first, "Last_Name": last or "Unknown", "Email": lead.get("email"), "Phone": lead.get("phone"), "Lead_Source": lead.get("provider")}
+        )
         _, body = await call(client, "POST", "/crm/v5/Leads/upsert", json={"data": [record], "duplicate_check_fields": ["Email"]})
         item = (body.get("data") or [{}])[0]
         if item.get("status") != "success":
@@ -20,4 +22,3 @@ class ZohoCrmDestination:
     async def test(self, client):
         await call(client, "GET", "/crm/v5/org")
         return True
-

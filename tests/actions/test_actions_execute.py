@@ -30,8 +30,16 @@ class FakeApi(LocalServer):
             body = json.loads(raw) if raw else None
         except ValueError:
             body = raw.decode()
-        self.calls.append({"method": request.method, "path": request.path, "query": dict(request.query), "body": body,
-                           "authorization": request.headers.get("Authorization"), "headers": dict(request.headers)})  # fmt: skip
+        self.calls.append(
+            {
+                "method": request.method,
+                "path": request.path,
+                "query": dict(request.query),
+                "body": body,
+                "authorization": request.headers.get("Authorization"),
+                "headers": dict(request.headers),
+            }
+        )
         status, answer = self.responses.get((request.method, request.path), (200, {"id": "obj-1", "ok": True}))
         return web.json_response(answer, status=status)
 
@@ -56,25 +64,79 @@ async def setup_app(aiohttp_client, make_app, fake):
 
 # Each provider's main action: inputs, and what the provider must receive.
 CASES = [
-    ("hubspot", "create_contact", {"email": "ada@example.com", "firstname": "Ada", "phone": ""}, "POST", "/crm/v3/objects/contacts",
-     lambda b: b == {"properties": {"email": "ada@example.com", "firstname": "Ada"}}),
-    ("salesforce", "create_lead", {"LastName": "Lovelace", "Company": "Analytical"}, "POST", "/services/data/v59.0/sobjects/Lead",
-     lambda b: b == {"LastName": "Lovelace", "Company": "Analytical"}),
-    ("pipedrive", "create_person", {"name": "Ada", "email": "ada@example.com"}, "POST", "/v1/persons",
-     lambda b: b["name"] == "Ada" and b["email"] == [{"value": "ada@example.com", "primary": True}]),
+    (
+        "hubspot",
+        "create_contact",
+        {"email": "ada@example.com", "firstname": "Ada", "phone": ""},
+        "POST",
+        "/crm/v3/objects/contacts",
+        lambda b: b == {"properties": {"email": "ada@example.com", "firstname": "Ada"}},
+    ),
+    (
+        "salesforce",
+        "create_lead",
+        {"LastName": "Lovelace", "Company": "Analytical"},
+        "POST",
+        "/services/data/v59.0/sobjects/Lead",
+        lambda b: b == {"LastName": "Lovelace", "Company": "Analytical"},
+    ),
+    (
+        "pipedrive",
+        "create_person",
+        {"name": "Ada", "email": "ada@example.com"},
+        "POST",
+        "/v1/persons",
+        lambda b: b["name"] == "Ada" and b["email"] == [{"value": "ada@example.com", "primary": True}],
+    ),
     ("slack", "send_message", {"channel": "C1", "text": "hi"}, "POST", "/chat.postMessage", lambda b: b == {"channel": "C1", "text": "hi"}),
-    ("google-sheet", "append_row", {"spreadsheetId": "s1", "range": "Leads!A:B", "values": ["a", 1]}, "POST", "/v4/spreadsheets/s1/values/Leads!A:B:append",
-     lambda b: b == {"values": [["a", 1]]}),
-    ("google-mail", "send_email", {"to": "b@example.com", "subject": "Hi", "body": "Hello"}, "POST", "/gmail/v1/users/me/messages/send",
-     lambda b: set(b) == {"raw"}),
-    ("notion", "create_page", {"databaseId": "db1", "title": "Note"}, "POST", "/v1/pages",
-     lambda b: b["parent"] == {"database_id": "db1"} and b["properties"]["Name"]["title"][0]["text"]["content"] == "Note"),
-    ("airtable", "create_record", {"baseId": "app1", "table": "Contacts", "fields": {"Email": "a@b.co"}}, "POST", "/v0/app1/Contacts",
-     lambda b: b == {"fields": {"Email": "a@b.co"}, "typecast": True}),
-    ("stripe", "create_customer", {"email": "ada@example.com", "metadata": {"plan": "pro"}}, "POST", "/v1/customers",
-     lambda b: b == "email=ada%40example.com&metadata%5Bplan%5D=pro"),
-    ("mailchimp", "add_member", {"listId": "L1", "email": "Ada@Example.com"}, "PUT", "/3.0/lists/L1/members/" + hashlib.md5(b"ada@example.com").hexdigest(),  # noqa: S324
-     lambda b: b["email_address"] == "Ada@Example.com" and b["status_if_new"] == "subscribed"),
+    (
+        "google-sheet",
+        "append_row",
+        {"spreadsheetId": "s1", "range": "Leads!A:B", "values": ["a", 1]},
+        "POST",
+        "/v4/spreadsheets/s1/values/Leads!A:B:append",
+        lambda b: b == {"values": [["a", 1]]},
+    ),
+    (
+        "google-mail",
+        "send_email",
+        {"to": "b@example.com", "subject": "Hi", "body": "Hello"},
+        "POST",
+        "/gmail/v1/users/me/messages/send",
+        lambda b: set(b) == {"raw"},
+    ),
+    (
+        "notion",
+        "create_page",
+        {"databaseId": "db1", "title": "Note"},
+        "POST",
+        "/v1/pages",
+        lambda b: b["parent"] == {"database_id": "db1"} and b["properties"]["Name"]["title"][0]["text"]["content"] == "Note",
+    ),
+    (
+        "airtable",
+        "create_record",
+        {"baseId": "app1", "table": "Contacts", "fields": {"Email": "a@b.co"}},
+        "POST",
+        "/v0/app1/Contacts",
+        lambda b: b == {"fields": {"Email": "a@b.co"}, "typecast": True},
+    ),
+    (
+        "stripe",
+        "create_customer",
+        {"email": "ada@example.com", "metadata": {"plan": "pro"}},
+        "POST",
+        "/v1/customers",
+        lambda b: b == "email=ada%40example.com&metadata%5Bplan%5D=pro",
+    ),
+    (
+        "mailchimp",
+        "add_member",
+        {"listId": "L1", "email": "Ada@Example.com"},
+        "PUT",
+        "/3.0/lists/L1/members/" + hashlib.md5(b"ada@example.com").hexdigest(),  # noqa: S324
+        lambda b: b["email_address"] == "Ada@Example.com" and b["status_if_new"] == "subscribed",
+    ),
 ]
 
 
@@ -124,9 +186,13 @@ async def test_execute_validates_inputs_and_counts_against_the_monthly_cap(setup
     assert capped.status == 403 and (await capped.json())["message"].startswith("Plan limit exceeded for action_executions:")
     assert len(fake.calls) == 3
     viewer = await create_workspace_with_key(client.server.app, name="V", permissions=["actions.view"])
-    assert (await client.post("/api/execute", json={"connectionId": connection_id, "action": "create_contact", "inputs": {}}, headers=viewer["headers"])).status == 403
+    assert (
+        await client.post("/api/execute", json={"connectionId": connection_id, "action": "create_contact", "inputs": {}}, headers=viewer["headers"])
+    ).status == 403
     other = await create_workspace_with_key(client.server.app, name="O")
-    foreign = await client.post("/api/execute", json={"connectionId": connection_id, "action": "create_contact", "inputs": {"email": "x@b.co"}}, headers=other["headers"])
+    foreign = await client.post(
+        "/api/execute", json={"connectionId": connection_id, "action": "create_contact", "inputs": {"email": "x@b.co"}}, headers=other["headers"]
+    )
     assert foreign.status == 404
 
 
@@ -148,8 +214,16 @@ async def test_an_action_step_runs_in_a_flow(setup_app, fake):
     client, ws = setup_app
     h = ws["headers"]
     connection_id = await add_connection(client.server.app, ws["workspace_id"], "hubspot")
-    steps = [{"id": "contact", "type": "action", "provider": "hubspot", "action": "create_contact", "connectionId": connection_id,
-              "inputs": {"email": "{{ trigger.email }}"}}]  # fmt: skip
+    steps = [
+        {
+            "id": "contact",
+            "type": "action",
+            "provider": "hubspot",
+            "action": "create_contact",
+            "connectionId": connection_id,
+            "inputs": {"email": "{{ trigger.email }}"},
+        }
+    ]
     flow = await (await client.post("/connect/v1/flows", json={"name": "a", "steps": steps}, headers=h)).json()
     execution = await (await client.post(f"/connect/v1/flows/{flow['id']}/test", json={"email": "ada@example.com"}, headers=h)).json()
     assert execution["status"] == "completed" and execution["steps"][0]["output"] == {"id": "obj-1", "ok": True}

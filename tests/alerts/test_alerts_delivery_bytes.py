@@ -50,8 +50,19 @@ async def test_every_attempt_of_a_flow_alert_carries_the_same_bytes(aiohttp_clie
     flow = await (await client.post("/connect/v1/flows", json={"name": "Nightly sync", "steps": steps}, headers=ws["headers"])).json()
     await client.post(f"/connect/v1/flows/{flow['id']}/publish", headers=ws["headers"])
     async with app[SERVICES].db.transaction() as session:
-        await create_executions(app[SERVICES], session, [{"workspace_id": ws["workspace_id"], "flow_id": flow["id"], "version": 1, "trigger_source": "webhook",
-                                                "trigger_payload": {"b": 1, "a": {"d": 2, "c": 3}}}])  # fmt: skip
+        await create_executions(
+            app[SERVICES],
+            session,
+            [
+                {
+                    "workspace_id": ws["workspace_id"],
+                    "flow_id": flow["id"],
+                    "version": 1,
+                    "trigger_source": "webhook",
+                    "trigger_payload": {"b": 1, "a": {"d": 2, "c": 3}},
+                }
+            ],
+        )
     await drain(app[SERVICES], kinds=("flows.execute",))
     with pytest.raises(DeliveryFailed):
         await _attempt(app, 1)
@@ -70,7 +81,9 @@ async def test_every_attempt_of_an_operator_event_carries_the_same_bytes(aiohttp
     await _subscribe(client, ws, receiver, [operator_events.CONNECTION_INVALID])
     details = {"zulu": "z", "alpha": {"yankee": [{"x-ray": 1, "bravo": None}], "charlie": "é"}, "mike": 2}
     async with app[SERVICES].db.transaction() as session:
-        operator_events.record(session, operator_events.CONNECTION_INVALID, "Connection c-1 needs reconnecting", workspace_id=ws["workspace_id"], details=details)
+        operator_events.record(
+            session, operator_events.CONNECTION_INVALID, "Connection c-1 needs reconnecting", workspace_id=ws["workspace_id"], details=details
+        )
     await drain(app[SERVICES], kinds=(operator_events.FANOUT_JOB,))
     with pytest.raises(DeliveryFailed):
         await _attempt(app, 1)

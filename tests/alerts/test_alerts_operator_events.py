@@ -53,8 +53,12 @@ async def subscribe(client, headers, channel, target, events):
 
 async def test_a_connection_refused_for_good_reaches_email_webhook_and_chat(aiohttp_client, make_app, database_url, fake, receivers, smtp_server):
     port, mailbox = smtp_server
-    app_ = make_app(database_url=database_url, plugins=[fake_provider.FakePack(fake.base)], providers=fake_provider.provider_settings(),
-                    smtp=SmtpSettings(host="127.0.0.1", port=port, sender="alerts@patchbay.test"))  # fmt: skip
+    app_ = make_app(
+        database_url=database_url,
+        plugins=[fake_provider.FakePack(fake.base)],
+        providers=fake_provider.provider_settings(),
+        smtp=SmtpSettings(host="127.0.0.1", port=port, sender="alerts@patchbay.test"),
+    )
     api = await aiohttp_client(app_)
     app = api.server.app
     ws = await create_workspace_with_key(app, plan="enterprise")
@@ -108,7 +112,11 @@ async def test_a_disabled_webhook_subscription_is_told(database_url, aiohttp_cli
     gone = await receivers([410])
     await subscribe(client, ws["headers"], "webhook", alerts.url + "/hook", ["webhook.subscription_disabled"])
     await add_connection(app, ws["workspace_id"], "facebook", meta={"page_id": "page-A"})
-    created = await client.post("/connect/v1/webhooks/facebook/subscribe", json={"callbackUrl": gone.url, "eventType": "*", "callbackSecret": "customer-callback-secret"}, headers=ws["headers"])
+    created = await client.post(
+        "/connect/v1/webhooks/facebook/subscribe",
+        json={"callbackUrl": gone.url, "eventType": "*", "callbackSecret": "customer-callback-secret"},
+        headers=ws["headers"],
+    )
     assert created.status == 201, await created.text()
     subscription = await created.json()
     body = json.dumps(page_event_payload("page-A", value={"n": 1})).encode()
@@ -125,8 +133,20 @@ async def _fail_jobs(app, kind: str, workspace_id: str | None, count: int, *, ag
     at = utcnow() - timedelta(seconds=age_seconds)
     async with app[SERVICES].db.transaction() as session:
         for n in range(count):
-            session.add(Job(id=new_id(), kind=kind, payload={}, status="failed", attempts=5, max_attempts=5, workspace_id=workspace_id,
-                            last_error=f"upstream said no ({n})", created_at=at, updated_at=at))  # fmt: skip
+            session.add(
+                Job(
+                    id=new_id(),
+                    kind=kind,
+                    payload={},
+                    status="failed",
+                    attempts=5,
+                    max_attempts=5,
+                    workspace_id=workspace_id,
+                    last_error=f"upstream said no ({n})",
+                    created_at=at,
+                    updated_at=at,
+                )
+            )
 
 
 @pytest.mark.both_databases
@@ -166,8 +186,12 @@ async def test_operator_event_types_are_offered_and_validated(aiohttp_client, ma
     client = await aiohttp_client(make_app())
     ws = await create_workspace_with_key(client.server.app)
     receiver = await receivers()
-    created = await client.post("/connect/v1/alerts", json={"channel": "webhook", "target": receiver.url, "eventTypes": ["jobs.failing", "flow.failed"]}, headers=ws["headers"])
+    created = await client.post(
+        "/connect/v1/alerts", json={"channel": "webhook", "target": receiver.url, "eventTypes": ["jobs.failing", "flow.failed"]}, headers=ws["headers"]
+    )
     assert created.status == 201 and (await created.json())["eventTypes"] == ["jobs.failing", "flow.failed"]
-    refused = await client.post("/connect/v1/alerts", json={"channel": "webhook", "target": receiver.url, "eventTypes": ["jobs.exploded"]}, headers=ws["headers"])
+    refused = await client.post(
+        "/connect/v1/alerts", json={"channel": "webhook", "target": receiver.url, "eventTypes": ["jobs.exploded"]}, headers=ws["headers"]
+    )
     assert refused.status == 400
     assert "connection.invalid" in (await refused.json())["message"]

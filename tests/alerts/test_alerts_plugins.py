@@ -31,12 +31,16 @@ async def test_a_plugin_channel_receives_alerts(aiohttp_client, make_app):
     app = client.server.app
     ws = await create_workspace_with_key(app)
     h = ws["headers"]
-    created = await client.post("/connect/v1/alerts", json={"channel": "pager", "target": "https://pager.example.com/team", "eventTypes": ["flow.succeeded"]}, headers=h)
+    created = await client.post(
+        "/connect/v1/alerts", json={"channel": "pager", "target": "https://pager.example.com/team", "eventTypes": ["flow.succeeded"]}, headers=h
+    )
     assert created.status == 201
     flow = await (await client.post("/connect/v1/flows", json={"name": "Paged", "steps": [{"id": "t", "type": "transform", "output": 1}]}, headers=h)).json()
     await client.post(f"/connect/v1/flows/{flow['id']}/publish", headers=h)
     async with app[SERVICES].db.transaction() as session:
-        (execution_id,) = await create_executions(app[SERVICES], session, [{"workspace_id": ws["workspace_id"], "flow_id": flow["id"], "version": 1, "trigger_source": "schedule"}])
+        (execution_id,) = await create_executions(
+            app[SERVICES], session, [{"workspace_id": ws["workspace_id"], "flow_id": flow["id"], "version": 1, "trigger_source": "schedule"}]
+        )
     await drain(app[SERVICES])
     ((alert, target, sender, has_check),) = plugin.sent
     assert alert["event"] == "flow.succeeded" and alert["executionId"] == execution_id and alert["flowName"] == "Paged"

@@ -20,13 +20,21 @@ async def _refused(response, field: str) -> None:
     assert field in (await response.json())["message"]
 
 
-@pytest.mark.parametrize("body, field", [({"target": "T"}, "channel"), ({"channel": 3, "target": "T"}, "channel"), ({"channel": "webhook"}, "target"),
-                                         ({"channel": "webhook", "target": 3}, "target"), ({"channel": "webhook", "target": "  "}, "target"),
-                                         ({"channel": "webhook", "target": "http://["}, "target"),
-                                         ({"channel": "webhook", "target": "T", "eventTypes": "flow.failed"}, "eventTypes"),
-                                         ({"channel": "webhook", "target": "T", "eventTypes": []}, "eventTypes"),
-                                         ({"channel": "webhook", "target": "T", "eventTypes": [3]}, "eventTypes"),
-                                         ({"channel": "webhook", "target": "T", "isActive": "yes"}, "isActive")])  # fmt: skip
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ({"target": "T"}, "channel"),
+        ({"channel": 3, "target": "T"}, "channel"),
+        ({"channel": "webhook"}, "target"),
+        ({"channel": "webhook", "target": 3}, "target"),
+        ({"channel": "webhook", "target": "  "}, "target"),
+        ({"channel": "webhook", "target": "http://["}, "target"),
+        ({"channel": "webhook", "target": "T", "eventTypes": "flow.failed"}, "eventTypes"),
+        ({"channel": "webhook", "target": "T", "eventTypes": []}, "eventTypes"),
+        ({"channel": "webhook", "target": "T", "eventTypes": [3]}, "eventTypes"),
+        ({"channel": "webhook", "target": "T", "isActive": "yes"}, "isActive"),
+    ],
+)
 async def test_a_malformed_subscription_is_400_naming_the_field(api, body, field):
     client, headers, url = api
     body = {key: url if value == "T" else value for key, value in body.items()}
@@ -34,8 +42,17 @@ async def test_a_malformed_subscription_is_400_naming_the_field(api, body, field
     assert await (await client.get("/connect/v1/alerts", headers=headers)).json() == []
 
 
-@pytest.mark.parametrize("body, field", [({"isActive": "no"}, "isActive"), ({"target": 3}, "target"), ({"target": "https://[::1/x"}, "target"), ({"eventTypes": "flow.succeeded"}, "eventTypes"),
-                                         ({"eventTypes": []}, "eventTypes"), ({"eventTypes": ["flow.maybe"]}, "eventTypes")])  # fmt: skip
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ({"isActive": "no"}, "isActive"),
+        ({"target": 3}, "target"),
+        ({"target": "https://[::1/x"}, "target"),
+        ({"eventTypes": "flow.succeeded"}, "eventTypes"),
+        ({"eventTypes": []}, "eventTypes"),
+        ({"eventTypes": ["flow.maybe"]}, "eventTypes"),
+    ],
+)
 async def test_a_malformed_change_is_400_naming_the_field(api, body, field):
     client, headers, url = api
     created = await (await client.post("/connect/v1/alerts", json={"channel": "webhook", "target": url}, headers=headers)).json()
@@ -45,7 +62,9 @@ async def test_a_malformed_change_is_400_naming_the_field(api, body, field):
 
 async def test_defaults_and_a_change_that_names_one_field(api):
     client, headers, url = api
-    created = await client.post("/connect/v1/alerts", json={"channel": "webhook", "target": url, "eventTypes": ["flow.failed", "jobs.failing", "flow.failed"]}, headers=headers)
+    created = await client.post(
+        "/connect/v1/alerts", json={"channel": "webhook", "target": url, "eventTypes": ["flow.failed", "jobs.failing", "flow.failed"]}, headers=headers
+    )
     assert created.status == 201
     alert = await created.json()
     assert set(alert) == {"id", "subscriptionId", "channel", "target", "eventTypes", "isActive", "createdAt", "updatedAt"}

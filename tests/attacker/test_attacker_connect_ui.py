@@ -98,12 +98,16 @@ async def test_static_route_serves_only_its_scripts(page):
 
 async def _done_page(client, ws, **session) -> str:
     """The done page's HTML after connecting through a session created with ``session``."""
-    created = await client.post("/connect/v1/connect-sessions", json={"endUser": {"id": "victim"}, "allowedProviders": ["acmekeys"], **session}, headers=ws["headers"])
+    created = await client.post(
+        "/connect/v1/connect-sessions", json={"endUser": {"id": "victim"}, "allowedProviders": ["acmekeys"], **session}, headers=ws["headers"]
+    )
     assert created.status == 201, await created.text()
     assert (await client.get(f"/connect/ui?session={(await created.json())['token']}", allow_redirects=False)).status == 303
     form = await (await client.get("/connect/ui/providers/acmekeys")).text()
     csrf = form.split('name="csrf" value="', 1)[1].split('"', 1)[0]
-    connected = await client.post("/connect/ui/providers/acmekeys", data={"csrf": csrf, "apiKey": fake_keys.API_KEY, "param:subdomain": "ada-co"}, allow_redirects=False)
+    connected = await client.post(
+        "/connect/ui/providers/acmekeys", data={"csrf": csrf, "apiKey": fake_keys.API_KEY, "param:subdomain": "ada-co"}, allow_redirects=False
+    )
     assert connected.status == 303 and connected.headers["Location"].endswith("/connect/ui/done")
     done = await client.get("/connect/ui/done")
     assert done.status == 200

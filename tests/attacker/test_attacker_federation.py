@@ -20,13 +20,12 @@ import pytest
 from aiohttp import web
 from joserfc import jwt
 from joserfc.jwk import RSAKey
-
 from sqlalchemy import select
 
 from patchbay.core.appkeys import SERVICES
 from patchbay.core.identity.clients import create_client, validate_metadata
-from patchbay.core.identity.routes_federation import CALLBACK
 from patchbay.core.identity.models import FederatedIdentity
+from patchbay.core.identity.routes_federation import CALLBACK
 from patchbay.core.users.models import User
 
 _spec = importlib.util.spec_from_file_location("conftest_sessions", Path(__file__).with_name("conftest_sessions.py"))
@@ -47,8 +46,15 @@ def upstream_provider(claims: dict[str, Any]) -> web.Application:
 
     async def discovery(request: web.Request) -> web.Response:
         base = issuer(request)
-        return web.json_response({"issuer": base, "authorization_endpoint": f"{base}/authorize", "token_endpoint": f"{base}/token",
-                                  "jwks_uri": f"{base}/jwks", "id_token_signing_alg_values_supported": ["RS256"]})  # fmt: skip
+        return web.json_response(
+            {
+                "issuer": base,
+                "authorization_endpoint": f"{base}/authorize",
+                "token_endpoint": f"{base}/token",
+                "jwks_uri": f"{base}/jwks",
+                "id_token_signing_alg_values_supported": ["RS256"],
+            }
+        )
 
     async def authorize(request: web.Request) -> web.Response:
         code = secrets.token_urlsafe(16)

@@ -99,10 +99,13 @@ async def test_webhook_receiver_refuses_a_large_unsigned_body_before_reading_it(
     assert (await response.json())["statusCode"] == 413
 
 
-@pytest.mark.parametrize(("path", "content_type", "body"), [
-    ("/webhook/stripe", "application/json", b'{"pad": "' + b"x" * 20_000 + b'"}'),
-    ("/api/v1/oidc/token", "application/x-www-form-urlencoded", b"grant_type=" + b"x" * 20_000),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("path", "content_type", "body"),
+    [
+        ("/webhook/stripe", "application/json", b'{"pad": "' + b"x" * 20_000 + b'"}'),
+        ("/api/v1/oidc/token", "application/x-www-form-urlencoded", b"grant_type=" + b"x" * 20_000),
+    ],
+)
 async def test_a_small_compressed_body_that_inflates_past_the_unauthenticated_limit_is_413(small_limits, path, content_type, body):
     packed = gzip.compress(body)
     assert len(packed) < 4096 < len(body)  # declared small, inflated over the limit
@@ -111,15 +114,15 @@ async def test_a_small_compressed_body_that_inflates_past_the_unauthenticated_li
 
 
 async def test_oidc_token_endpoint_refuses_a_large_form(small_limits):
-    response = await small_limits.post("/api/v1/oidc/token", data=b"grant_type=" + b"x" * 20_000,
-                                       headers={"Content-Type": "application/x-www-form-urlencoded"})  # fmt: skip
+    response = await small_limits.post("/api/v1/oidc/token", data=b"grant_type=" + b"x" * 20_000, headers={"Content-Type": "application/x-www-form-urlencoded"})
     assert response.status == 413
     assert (await response.json())["error"] == "invalid_request"
 
 
 async def test_invalid_api_key_gets_the_unauthenticated_limit(small_limits):
-    response = await small_limits.post("/connect/v1/flows", data=b"{}" + b" " * 20_000,
-                                       headers={"x-api-key": "pk_not_a_key", "Content-Type": "application/json"})  # fmt: skip
+    response = await small_limits.post(
+        "/connect/v1/flows", data=b"{}" + b" " * 20_000, headers={"x-api-key": "pk_not_a_key", "Content-Type": "application/json"}
+    )
     assert response.status == 413
 
 
@@ -139,16 +142,18 @@ async def test_authenticated_body_over_its_limit_is_413(small_limits, chunked):
 
 
 async def _table(client):
-    response = await client.post("/connect/v1/tables", json={"name": "People", "slug": "people", "columns": [{"name": "name", "type": "text"}]},
-                                 headers=client.ws["headers"])  # fmt: skip
+    response = await client.post(
+        "/connect/v1/tables", json={"name": "People", "slug": "people", "columns": [{"name": "name", "type": "text"}]}, headers=client.ws["headers"]
+    )
     assert response.status == 201, await response.text()
 
 
 async def test_streamed_csv_import_over_the_limit_is_413(small_limits):
     await _table(small_limits)
     rows = b"name\n" + b"".join(b"person %d\n" % n for n in range(20_000))
-    response = await small_limits.post("/connect/v1/tables/people/import", data=_chunked(rows),
-                                       headers={**small_limits.ws["headers"], "Content-Type": "text/csv"})  # fmt: skip
+    response = await small_limits.post(
+        "/connect/v1/tables/people/import", data=_chunked(rows), headers={**small_limits.ws["headers"], "Content-Type": "text/csv"}
+    )
     assert response.status == 413
     rows_now = await small_limits.get("/connect/v1/tables/people/rows", headers=small_limits.ws["headers"])
     assert (await rows_now.json())["total"] == 0
@@ -158,8 +163,9 @@ async def test_csv_with_an_unbalanced_quote_is_refused_not_held(small_limits, mo
     monkeypatch.setattr(csvstream, "MAX_RECORD_CHARS", 10_000)
     await _table(small_limits)
     rows = b'name\n"unterminated\n' + b"".join(b"person %d\n" % n for n in range(5_000))
-    response = await small_limits.post("/connect/v1/tables/people/import", data=_chunked(rows, 1024),
-                                       headers={**small_limits.ws["headers"], "Content-Type": "text/csv"})  # fmt: skip
+    response = await small_limits.post(
+        "/connect/v1/tables/people/import", data=_chunked(rows, 1024), headers={**small_limits.ws["headers"], "Content-Type": "text/csv"}
+    )
     assert response.status == 400
     message = (await response.json())["message"]
     assert "line 2" in message and "unbalanced quote" in message
@@ -168,11 +174,14 @@ async def test_csv_with_an_unbalanced_quote_is_refused_not_held(small_limits, mo
 # --- rate limits -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("path", "limit", "form"), [
-    ("/api/v1/oidc/token", "oidc_token", {"grant_type": "client_credentials"}),
-    ("/api/v1/oidc/introspect", "oidc_introspect", {"token": "x"}),
-    ("/api/v1/oidc/revoke", "oidc_revoke", {"token": "x"}),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("path", "limit", "form"),
+    [
+        ("/api/v1/oidc/token", "oidc_token", {"grant_type": "client_credentials"}),
+        ("/api/v1/oidc/introspect", "oidc_introspect", {"token": "x"}),
+        ("/api/v1/oidc/revoke", "oidc_revoke", {"token": "x"}),
+    ],
+)
 async def test_random_client_ids_do_not_reset_the_limit(aiohttp_client, make_app, path, limit, form):
     client = await aiohttp_client(make_app(rate_limits={**RATE_LIMIT_DEFAULTS, limit: "3/minute"}))
     statuses = []
@@ -187,8 +196,15 @@ async def test_an_authenticated_client_has_its_own_token_limit(aiohttp_client, m
     """Once its secret checks out, a client counts against its own limit, not its address's."""
     app = make_app(rate_limits={**RATE_LIMIT_DEFAULTS, "oidc_token": "2/minute"})
     client = await aiohttp_client(app)
-    registered = await client.post("/api/v1/oidc/register", json={"client_name": "svc", "grant_types": ["client_credentials"],
-                                                                  "token_endpoint_auth_method": "client_secret_post", "redirect_uris": ["https://svc.example/cb"]})  # fmt: skip
+    registered = await client.post(
+        "/api/v1/oidc/register",
+        json={
+            "client_name": "svc",
+            "grant_types": ["client_credentials"],
+            "token_endpoint_auth_method": "client_secret_post",
+            "redirect_uris": ["https://svc.example/cb"],
+        },
+    )
     assert registered.status == 201, await registered.text()
     credentials = await registered.json()
     for _ in range(2):  # the address's budget, spent by strangers

@@ -19,7 +19,6 @@ from patchbay.core.connections.models import OAuthState
 from patchbay.core.workspaces.models import Membership
 
 
-
 def _load(name: str, path: Path):
     """tests/ is no package (--import-mode=importlib): helpers are loaded by path."""
     spec = importlib.util.spec_from_file_location(name, path)
@@ -115,7 +114,10 @@ async def test_approver_status_is_the_same_whichever_way_the_token_came(idp):
     await gate_fakeoauth(idp)
     client = await idp.operator_client()
     manager = await user_token(idp, client)
-    held = [await idp.http.get("/auth/fakeoauth/login", headers={"Authorization": f"Bearer {manager}"}, allow_redirects=False), await login_by_link(idp, manager)]
+    held = [
+        await idp.http.get("/auth/fakeoauth/login", headers={"Authorization": f"Bearer {manager}"}, allow_redirects=False),
+        await login_by_link(idp, manager),
+    ]
     assert [r.status for r in held] == [202, 202], [await r.text() for r in held]
     await set_role(idp, "admin")
     admin = await user_token(idp, client)

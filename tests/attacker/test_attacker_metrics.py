@@ -90,8 +90,15 @@ def _status(url: str, deadline: float) -> tuple[int, str]:
 
 
 def _env(tmp_path: Path, listen: str) -> dict[str, str]:
-    env = {**os.environ, "PATCHBAY_DATA_DIR": str(tmp_path / "data"), "PATCHBAY_SECRET_KEY": "metrics-test-secret", "PATCHBAY_WORKERS": "0",
-           "PATCHBAY_SCHEDULER": "false", "PATCHBAY_LOG_LEVEL": "WARNING", "PATCHBAY_METRICS_LISTEN": listen}  # fmt: skip
+    env = {
+        **os.environ,
+        "PATCHBAY_DATA_DIR": str(tmp_path / "data"),
+        "PATCHBAY_SECRET_KEY": "metrics-test-secret",
+        "PATCHBAY_WORKERS": "0",
+        "PATCHBAY_SCHEDULER": "false",
+        "PATCHBAY_LOG_LEVEL": "WARNING",
+        "PATCHBAY_METRICS_LISTEN": listen,
+    }
     for name in ("PATCHBAY_BASE_URL", "PATCHBAY_ISSUER", "PATCHBAY_PORT", "PATCHBAY_DATABASE_URL", "PATCHBAY_CONFIG", "PATCHBAY_METRICS_TOKEN"):
         env.pop(name, None)
     return env
@@ -103,7 +110,9 @@ PATCHBAY = str(Path(sys.executable).with_name("patchbay"))
 def test_serve_answers_metrics_on_its_own_listener_without_a_token(tmp_path):
     port, metrics_port = _free_port(), _free_port()
     log = tmp_path / "serve.log"
-    process = subprocess.Popen([PATCHBAY, "serve", "--port", str(port)], env=_env(tmp_path, f"127.0.0.1:{metrics_port}"), stdout=log.open("w"), stderr=subprocess.STDOUT)
+    process = subprocess.Popen(
+        [PATCHBAY, "serve", "--port", str(port)], env=_env(tmp_path, f"127.0.0.1:{metrics_port}"), stdout=log.open("w"), stderr=subprocess.STDOUT
+    )
     try:
         deadline = time.monotonic() + 60
         assert _status(f"http://127.0.0.1:{port}/livez", deadline)[0] == 200
@@ -125,7 +134,6 @@ def test_a_listen_address_that_is_taken_is_one_line(tmp_path):
         result = subprocess.run([PATCHBAY, "serve", "--port", str(_free_port())], env=_env(tmp_path, address), capture_output=True, text=True, timeout=120)
     assert result.returncode == 1 and "Traceback" not in result.stderr + result.stdout
     assert result.stderr.strip().splitlines()[-1].startswith(f"Error: PATCHBAY_METRICS_LISTEN: cannot listen on {address}")
-
 
 
 @pytest.mark.parametrize("malformed", ["9100", "host:", ":9100", "host:99999", "host:port"])

@@ -58,12 +58,25 @@ def make_tls(directory: Path) -> tuple[ssl.SSLContext, ssl.SSLContext]:
     now = datetime.datetime.now(datetime.UTC)
     valid = {"not_valid_before": now - datetime.timedelta(minutes=5), "not_valid_after": now + datetime.timedelta(hours=1)}
     ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
-    ca = (x509.CertificateBuilder(subject_name=_name("oauth test ca"), issuer_name=_name("oauth test ca"), public_key=ca_key.public_key(),
-                                  serial_number=x509.random_serial_number(), **valid)
-          .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True).sign(ca_key, hashes.SHA256()))  # fmt: skip
+    ca = (
+        x509.CertificateBuilder(
+            subject_name=_name("oauth test ca"),
+            issuer_name=_name("oauth test ca"),
+            public_key=ca_key.public_key(),
+            serial_number=x509.random_serial_number(),
+            **valid,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(ca_key, hashes.SHA256())
+    )
     sans = x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(HOST)), x509.DNSName(MY_DOMAIN)])
-    cert = (x509.CertificateBuilder(subject_name=_name(HOST), issuer_name=ca.subject, public_key=key.public_key(), serial_number=x509.random_serial_number(), **valid)
-            .add_extension(sans, critical=False).sign(ca_key, hashes.SHA256()))  # fmt: skip
+    cert = (
+        x509.CertificateBuilder(
+            subject_name=_name(HOST), issuer_name=ca.subject, public_key=key.public_key(), serial_number=x509.random_serial_number(), **valid
+        )
+        .add_extension(sans, critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
     cert_file, key_file = directory / "oauth-host.pem", directory / "oauth-host.key"
     cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
     key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
@@ -160,10 +173,15 @@ async def plant_connection(client, *, hostname: str) -> str:
     operator stopped vouching for its host), with a refresh token."""
     async with client.server.app[SERVICES].db.transaction(tenant=client.ws["workspace_id"]) as session:
         row = await save_connection(
-            client.server.app[SERVICES], session, workspace_id=client.ws["workspace_id"], provider="salesforce",
-            credentials={"access_token": "at-old", "refresh_token": "rt-old"}, params={"hostname": hostname, "instance_url": f"https://{MY_DOMAIN}"},
-            expires_at=utcnow(), oauth_app="deployment",
-        )  # fmt: skip
+            client.server.app[SERVICES],
+            session,
+            workspace_id=client.ws["workspace_id"],
+            provider="salesforce",
+            credentials={"access_token": "at-old", "refresh_token": "rt-old"},
+            params={"hostname": hostname, "instance_url": f"https://{MY_DOMAIN}"},
+            expires_at=utcnow(),
+            oauth_app="deployment",
+        )
         return row.id
 
 
@@ -191,8 +209,15 @@ async def test_callback_does_not_exchange_a_code_at_a_host_the_caller_chose(serv
     without sending the operator's secret to its host."""
     client = await serve()
     app = client.server.app
-    row = OAuthState(workspace_id=client.ws["workspace_id"], provider="salesforce", callback_uri=callback_url(app[SERVICES], "salesforce"), params={"hostname": attacker.netloc},
-                     oauth_app="deployment", expires_at=utcnow() + datetime.timedelta(minutes=5), meta={})  # fmt: skip
+    row = OAuthState(
+        workspace_id=client.ws["workspace_id"],
+        provider="salesforce",
+        callback_uri=callback_url(app[SERVICES], "salesforce"),
+        params={"hostname": attacker.netloc},
+        oauth_app="deployment",
+        expires_at=utcnow() + datetime.timedelta(minutes=5),
+        meta={},
+    )
     async with app[SERVICES].db.transaction(tenant=client.ws["workspace_id"]) as session:
         session.add(row)
         await session.flush()
@@ -225,8 +250,11 @@ async def test_revocation_does_not_send_the_operators_secret_to_a_stored_host(se
 
 async def test_imported_tokens_with_a_host_the_caller_chose_are_refused(serve, attacker):
     client = await serve()
-    body = {"providerType": "salesforce", "credentials": {"accessToken": "at-stolen", "refreshToken": "rt-stolen"},
-            "params": {"hostname": attacker.netloc, "instance_url": f"https://{MY_DOMAIN}"}}  # fmt: skip
+    body = {
+        "providerType": "salesforce",
+        "credentials": {"accessToken": "at-stolen", "refreshToken": "rt-stolen"},
+        "params": {"hostname": attacker.netloc, "instance_url": f"https://{MY_DOMAIN}"},
+    }
     imported = await client.post("/api/connections/import", json=body, headers=client.ws["headers"])
     await client.post(f"/auth/salesforce/refresh/{client.ws['workspace_id']}", headers=client.ws["headers"])
     assert not attacker.saw(CLIENT_SECRET), attacker.received
@@ -254,7 +282,11 @@ async def test_a_parameter_the_operator_set_is_the_operators_only(serve, attacke
     client = await serve(salesforce={"connection_param_defaults": {"hostname": MY_DOMAIN}})
     login = await client.get("/auth/salesforce/login", params={"hostname": "login.salesforce.com"}, headers=client.ws["headers"], allow_redirects=False)
     assert login.status == 400 and "hostname" in (await login.json())["message"]
-    body = {"providerType": "salesforce", "credentials": {"accessToken": "at"}, "params": {"hostname": "test.salesforce.com", "instance_url": f"https://{MY_DOMAIN}"}}
+    body = {
+        "providerType": "salesforce",
+        "credentials": {"accessToken": "at"},
+        "params": {"hostname": "test.salesforce.com", "instance_url": f"https://{MY_DOMAIN}"},
+    }
     imported = await client.post("/api/connections/import", json=body, headers=client.ws["headers"])
     assert imported.status == 400 and "hostname" in (await imported.json())["message"]
     assert await connections(client) == 0
@@ -306,18 +338,21 @@ def test_an_oauth_hosts_pattern_that_vouches_for_too_much_stops_the_start(make_a
         make_app(providers={"clio": {"oauth_hosts": [pattern]}})
 
 
-@pytest.mark.parametrize(("pattern", "host", "vouched"), [
-    ("*.my.salesforce.com", "acme.my.salesforce.com", True),
-    ("*.my.salesforce.com", "acme--dev.sandbox.my.salesforce.com", True),
-    ("*.my.salesforce.com", "my.salesforce.com", False),
-    ("*.my.salesforce.com", "evilmy.salesforce.com", False),
-    ("*.authentication.*.hana.ondemand.com", "acme.authentication.eu10.hana.ondemand.com", True),
-    # where SAP customers deploy their own applications: not SAP's token service
-    ("*.authentication.*.hana.ondemand.com", "evil.cfapps.eu10.hana.ondemand.com", False),
-    ("*.authentication.*.hana.ondemand.com", "acme.authentication.x.eu10.hana.ondemand.com", False),
-    ("login.salesforce.com", "login.salesforce.com", True),
-    ("login.salesforce.com", "x.login.salesforce.com", False),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("pattern", "host", "vouched"),
+    [
+        ("*.my.salesforce.com", "acme.my.salesforce.com", True),
+        ("*.my.salesforce.com", "acme--dev.sandbox.my.salesforce.com", True),
+        ("*.my.salesforce.com", "my.salesforce.com", False),
+        ("*.my.salesforce.com", "evilmy.salesforce.com", False),
+        ("*.authentication.*.hana.ondemand.com", "acme.authentication.eu10.hana.ondemand.com", True),
+        # where SAP customers deploy their own applications: not SAP's token service
+        ("*.authentication.*.hana.ondemand.com", "evil.cfapps.eu10.hana.ondemand.com", False),
+        ("*.authentication.*.hana.ondemand.com", "acme.authentication.x.eu10.hana.ondemand.com", False),
+        ("login.salesforce.com", "login.salesforce.com", True),
+        ("login.salesforce.com", "x.login.salesforce.com", False),
+    ],
+)
 def test_an_oauth_hosts_pattern_vouches_only_for_the_labels_it_names(pattern, host, vouched):
     assert host_matches(pattern, host) is vouched
 

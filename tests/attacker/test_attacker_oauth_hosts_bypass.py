@@ -22,8 +22,14 @@ CLIENT_ID, CLIENT_SECRET, HOST, MY_DOMAIN = hosts.CLIENT_ID, hosts.CLIENT_SECRET
 #: ':' (so the first two named the vouched My Domain host and were accepted by import while login
 #: answered 500 on the previous code), yarl refuses those as ports that are not numbers
 FORMS = [
-    "{my_domain}:{port}.{host}", "{my_domain}:{netloc}", "{my_domain}\\@{netloc}", "{my_domain}@{netloc}", "{netloc}\n",
-    "{netloc}%2F.my.salesforce.com", "{host}\uff0emy.salesforce.com:{port}", "[::ffff:{host}]:{port}",
+    "{my_domain}:{port}.{host}",
+    "{my_domain}:{netloc}",
+    "{my_domain}\\@{netloc}",
+    "{my_domain}@{netloc}",
+    "{netloc}\n",
+    "{netloc}%2F.my.salesforce.com",
+    "{host}\uff0emy.salesforce.com:{port}",
+    "[::ffff:{host}]:{port}",
 ]
 
 
@@ -34,7 +40,11 @@ async def test_a_host_the_two_url_parsers_might_read_differently_gets_no_operato
     login = await client.get("/auth/salesforce/login", params={"hostname": hostname}, headers=client.ws["headers"], allow_redirects=False)
     if login.status == 302:  # the attack worked this far: play it to the end
         await hosts.follow_provider(client, login.headers["Location"], tls)
-    body = {"providerType": "salesforce", "credentials": {"accessToken": "at", "refreshToken": "rt"}, "params": {"hostname": hostname, "instance_url": f"https://{MY_DOMAIN}"}}
+    body = {
+        "providerType": "salesforce",
+        "credentials": {"accessToken": "at", "refreshToken": "rt"},
+        "params": {"hostname": hostname, "instance_url": f"https://{MY_DOMAIN}"},
+    }
     imported = await client.post("/api/connections/import", json=body, headers=client.ws["headers"])
     await client.post(f"/auth/salesforce/refresh/{client.ws['workspace_id']}", headers=client.ws["headers"])
     assert not attacker.saw(CLIENT_SECRET) and not attacker.saw(CLIENT_ID), attacker.received
@@ -56,7 +66,11 @@ async def test_a_stored_host_that_cannot_be_read_fails_its_refresh_cleanly(serve
 
 async def test_a_host_given_as_metadata_gets_no_operator_secret(serve, attacker):
     client = await serve()
-    body = {"providerType": "salesforce", "credentials": {"accessToken": "at", "refreshToken": "rt"}, "metadata": {"hostname": attacker.netloc, "instance_url": f"https://{MY_DOMAIN}"}}
+    body = {
+        "providerType": "salesforce",
+        "credentials": {"accessToken": "at", "refreshToken": "rt"},
+        "metadata": {"hostname": attacker.netloc, "instance_url": f"https://{MY_DOMAIN}"},
+    }
     imported = await client.post("/api/connections/import", json=body, headers=client.ws["headers"])
     await client.post(f"/auth/salesforce/refresh/{client.ws['workspace_id']}", headers=client.ws["headers"])
     assert not attacker.saw(CLIENT_SECRET), attacker.received
@@ -73,7 +87,9 @@ async def test_dropping_the_workspaces_own_app_does_not_send_the_deployments_to_
     assert dropped.status in (200, 204)
     refreshed = await client.post(f"/auth/clio/refresh/{client.ws['workspace_id']}", headers=client.ws["headers"])
     assert refreshed.status == 201 and (await refreshed.json())["connections"][0]["refreshed"] is False
-    relogin = await client.get("/auth/clio/login", params={"hostname": attacker.netloc, "connection_id": connection["id"]}, headers=client.ws["headers"], allow_redirects=False)
+    relogin = await client.get(
+        "/auth/clio/login", params={"hostname": attacker.netloc, "connection_id": connection["id"]}, headers=client.ws["headers"], allow_redirects=False
+    )
     deleted = await client.delete(f"/connect/v1/connections/{connection['id']}", headers=client.ws["headers"])
     assert deleted.status == 200
     assert not attacker.saw(CLIENT_SECRET) and not attacker.saw(CLIENT_ID), attacker.received

@@ -13,11 +13,11 @@ from pathlib import Path
 import aiohttp
 import pytest
 from aiohttp import web
+from aiohttp.test_utils import TestServer
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
-from aiohttp.test_utils import TestServer
 
 from patchbay import hookimpl
 from patchbay.core.alerts.service import AlertContext
@@ -25,11 +25,10 @@ from patchbay.core.appkeys import SERVICES
 from patchbay.core.connections.client import open_client
 from patchbay.core.errors import UpstreamFailed
 from patchbay.core.outbound import GuardedConnector, Outbound, ResponseTooLarge, UnsafeTarget, is_public_address
-from patchbay.core.settings import OutboundSettings
 from patchbay.core.plugins.provider import Provider
+from patchbay.core.settings import OutboundSettings
 from patchbay.core.testing import create_workspace_with_key
 from patchbay.plugins.alert_channels import DeliveryFailed, WebhookChannel
-
 
 PUBLIC = "127.0.0.2"
 PRIVATE = "127.0.0.1"
@@ -44,19 +43,29 @@ def make_tls(directory: Path) -> tuple[ssl.SSLContext, ssl.SSLContext]:
     now = datetime.datetime.now(datetime.UTC)
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca = (
-        x509.CertificateBuilder().subject_name(_name("test ca")).issuer_name(_name("test ca")).public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(hours=1)).add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        x509.CertificateBuilder()
+        .subject_name(_name("test ca"))
+        .issuer_name(_name("test ca"))
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
         .sign(ca_key, hashes.SHA256())
-    )  # fmt: skip
+    )
     key = ec.generate_private_key(ec.SECP256R1())
     sans = [x509.IPAddress(ipaddress.ip_address(PUBLIC)), x509.IPAddress(ipaddress.ip_address(PRIVATE))]
     cert = (
-        x509.CertificateBuilder().subject_name(_name("test server")).issuer_name(ca.subject).public_key(key.public_key())
-        .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(hours=1)).add_extension(x509.SubjectAlternativeName(sans), critical=False)
+        x509.CertificateBuilder()
+        .subject_name(_name("test server"))
+        .issuer_name(ca.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(x509.SubjectAlternativeName(sans), critical=False)
         .sign(ca_key, hashes.SHA256())
-    )  # fmt: skip
+    )
     cert_file, key_file = directory / "server.pem", directory / "server.key"
     cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
     key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
@@ -213,8 +222,16 @@ class TenantHostPack:
 
     @hookimpl
     def register_providers(self):
-        return [Provider(name="tenanthost", display_name="Tenant Host", category="other", auth_mode="none",
-                         api_base_url="{instance_url}/api", connection_params=("instance_url",))]  # fmt: skip
+        return [
+            Provider(
+                name="tenanthost",
+                display_name="Tenant Host",
+                category="other",
+                auth_mode="none",
+                api_base_url="{instance_url}/api",
+                connection_params=("instance_url",),
+            )
+        ]
 
 
 async def _strict_app(aiohttp_client, make_app, tls):
@@ -228,11 +245,15 @@ async def _strict_app(aiohttp_client, make_app, tls):
 async def test_a_connection_parameter_cannot_point_the_provider_at_a_private_address(aiohttp_client, make_app, tls, secret_server, host):
     server, hits = secret_server
     client, ws = await _strict_app(aiohttp_client, make_app, tls)
-    connect = await client.post("/connect/v1/providers/tenanthost/connect", json={"params": {"instance_url": f"https://{host}:{server.port}"}}, headers=ws["headers"])
+    connect = await client.post(
+        "/connect/v1/providers/tenanthost/connect", json={"params": {"instance_url": f"https://{host}:{server.port}"}}, headers=ws["headers"]
+    )
     assert connect.status < 500, await connect.text()
     if connect.status == 201:
         connection_id = (await connect.json())["connectionId"]
-        call = await client.post("/connect/v1/proxy/tenanthost", json={"method": "GET", "path": "/latest"}, headers={**ws["headers"], "x-connection-id": connection_id})
+        call = await client.post(
+            "/connect/v1/proxy/tenanthost", json={"method": "GET", "path": "/latest"}, headers={**ws["headers"], "x-connection-id": connection_id}
+        )
         assert 400 <= call.status < 500, await call.text()
         assert "metadata-credentials" not in await call.text()
     assert hits == []
@@ -249,7 +270,9 @@ async def test_a_gzip_bomb_from_a_tenant_host_is_not_inflated_by_the_connection_
     client, ws = await _strict_app(aiohttp_client, make_app, tls)
     client.server.app[SERVICES].outbound.limits.max_decompressed_bytes = 1024 * 1024
     try:
-        connect = await client.post("/connect/v1/providers/tenanthost/connect", json={"params": {"instance_url": f"https://{PUBLIC}:{public.port}"}}, headers=ws["headers"])
+        connect = await client.post(
+            "/connect/v1/providers/tenanthost/connect", json={"params": {"instance_url": f"https://{PUBLIC}:{public.port}"}}, headers=ws["headers"]
+        )
         assert connect.status == 201, await connect.text()
         provider_client = await open_client(client.server.app[SERVICES], workspace_id=ws["workspace_id"], connection_id=(await connect.json())["connectionId"])
         with pytest.raises(UpstreamFailed) as refused:  # answered 502
@@ -271,7 +294,9 @@ async def test_an_alert_webhook_does_not_follow_a_redirect_into_the_private_netw
     channel = WebhookChannel()
     try:
         with pytest.raises(DeliveryFailed, match="302"):
-            await channel.send({"event": "flow.failed", "flowId": "f1"}, f"https://{PUBLIC}:{public.port}/hook", AlertContext(outbound.session, None, outbound.check))
+            await channel.send(
+                {"event": "flow.failed", "flowId": "f1"}, f"https://{PUBLIC}:{public.port}/hook", AlertContext(outbound.session, None, outbound.check)
+            )
     finally:
         await outbound.close()
         await public.close()
@@ -283,8 +308,17 @@ class TenantTokenPack:
 
     @hookimpl
     def register_providers(self):
-        return [Provider(name="tenantcc", display_name="Tenant CC", category="other", auth_mode="oauth2_cc",
-                         token_url="{instance_url}/token", api_base_url="{instance_url}/api", connection_params=("instance_url",))]  # fmt: skip
+        return [
+            Provider(
+                name="tenantcc",
+                display_name="Tenant CC",
+                category="other",
+                auth_mode="oauth2_cc",
+                token_url="{instance_url}/token",
+                api_base_url="{instance_url}/api",
+                connection_params=("instance_url",),
+            )
+        ]
 
 
 async def test_a_huge_token_response_from_a_tenant_host_is_not_read_whole(aiohttp_client, make_app, tls):
@@ -301,9 +335,10 @@ async def test_a_huge_token_response_from_a_tenant_host_is_not_read_whole(aiohtt
     ws = await create_workspace_with_key(app)
     try:
         connect = await client.post(
-            "/connect/v1/providers/tenantcc/connect", headers=ws["headers"],
+            "/connect/v1/providers/tenantcc/connect",
+            headers=ws["headers"],
             json={"credentials": {"apiKey": "id", "apiSecret": "secret"}, "params": {"instance_url": f"https://{PUBLIC}:{public.port}"}},
-        )  # fmt: skip
+        )
     finally:
         await public.close()
     assert connect.status == 400, await connect.text()
@@ -336,8 +371,16 @@ async def test_a_flow_http_step_fails_on_a_gzip_bomb_instead_of_inflating_it(aio
 #: IPv6 forms that translate to a private IPv4 address (SIIT ``::ffff:0:a.b.c.d``, the deprecated
 #: IPv4-compatible ``::a.b.c.d``) or sit in the local-use NAT64 prefix ``64:ff9b:1::/48``, which is
 #: not global whatever it embeds
-IPV6_FORMS = ["::ffff:0:127.0.0.1", "::ffff:0:a9fe:a9fe", "::127.0.0.1", "::10.0.0.1", "::0.0.0.0", "64:ff9b:1::7f00:1", "64:ff9b:1::808:808",
-              "64:ff9b:1:ffff::a9fe:a9fe"]  # fmt: skip
+IPV6_FORMS = [
+    "::ffff:0:127.0.0.1",
+    "::ffff:0:a9fe:a9fe",
+    "::127.0.0.1",
+    "::10.0.0.1",
+    "::0.0.0.0",
+    "64:ff9b:1::7f00:1",
+    "64:ff9b:1::808:808",
+    "64:ff9b:1:ffff::a9fe:a9fe",
+]
 
 
 async def _guarded_app(aiohttp_client, make_app):

@@ -43,9 +43,12 @@ async def _self_registered(client, **metadata) -> dict:
 async def test_self_registered_client_cannot_use_the_platform_api_with_its_secret(client, victim):
     evil = await _self_registered(client)
     headers = {"x-client-id": evil["client_id"], "x-client-secret": evil["client_secret"]}
-    for method, path, body in [("GET", "/api/v1/users", None), ("GET", "/api/v1/organizations", None),
-                               ("PATCH", f"/api/v1/users/{victim}", {"password": "attacker chosen pw"}),
-                               ("POST", "/api/v1/organizations", {"name": "Mine", "plan": "enterprise"})]:  # fmt: skip
+    for method, path, body in [
+        ("GET", "/api/v1/users", None),
+        ("GET", "/api/v1/organizations", None),
+        ("PATCH", f"/api/v1/users/{victim}", {"password": "attacker chosen pw"}),
+        ("POST", "/api/v1/organizations", {"name": "Mine", "plan": "enterprise"}),
+    ]:
         response = await client.request(method, path, json=body, headers=headers)
         assert response.status == 403, (method, path, response.status)
         assert (await response.json())["statusCode"] == 403
@@ -55,8 +58,10 @@ async def test_self_registered_client_cannot_use_the_platform_api_with_its_secre
 
 async def test_self_registered_client_cannot_use_the_platform_api_with_a_client_credentials_token(client, victim):
     evil = await _self_registered(client)
-    answer = await client.post("/api/v1/oidc/token", data={"grant_type": "client_credentials", "client_id": evil["client_id"],
-                                                          "client_secret": evil["client_secret"], "scope": "openid"})  # fmt: skip
+    answer = await client.post(
+        "/api/v1/oidc/token",
+        data={"grant_type": "client_credentials", "client_id": evil["client_id"], "client_secret": evil["client_secret"], "scope": "openid"},
+    )
     if answer.status == 200:  # a third-party client may still get a token; it must not open the platform API
         token = (await answer.json())["access_token"]
         response = await client.get("/api/v1/users", headers={"Authorization": f"Bearer {token}"})
@@ -66,13 +71,15 @@ async def test_self_registered_client_cannot_use_the_platform_api_with_a_client_
 
 
 async def test_self_registered_client_cannot_ask_for_a_ten_year_token(client):
-    response = await client.post("/api/v1/oidc/register", json={"client_name": "Evil", "redirect_uris": ["https://evil.example/cb"],
-                                                                 "access_token_ttl": 315360000})  # fmt: skip
+    response = await client.post(
+        "/api/v1/oidc/register", json={"client_name": "Evil", "redirect_uris": ["https://evil.example/cb"], "access_token_ttl": 315360000}
+    )
     assert response.status == 400
     body = await response.json()
     assert body["error"] == "invalid_client_metadata" and "3600" in body["error_description"]
-    long_refresh = await client.post("/api/v1/oidc/register", json={"client_name": "Evil", "redirect_uris": ["https://evil.example/cb"],
-                                                                     "refresh_token_ttl": 315360000})  # fmt: skip
+    long_refresh = await client.post(
+        "/api/v1/oidc/register", json={"client_name": "Evil", "redirect_uris": ["https://evil.example/cb"], "refresh_token_ttl": 315360000}
+    )
     assert long_refresh.status == 400
 
 

@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from sqlalchemy import delete, select
 
 from patchbay.core.appkeys import SERVICES
@@ -65,7 +64,9 @@ async def test_end_session_revokes_the_grants_issued_in_that_session(idp):
 async def test_a_password_change_through_the_platform_api_ends_the_users_sessions(idp):
     client = await idp.register()
     await signed_in(idp, client)
-    metadata = validate_metadata({"client_name": "Backend", "redirect_uris": ["https://b.example/cb"], "grant_types": ["client_credentials"], "scope": "openid"})
+    metadata = validate_metadata(
+        {"client_name": "Backend", "redirect_uris": ["https://b.example/cb"], "grant_types": ["client_credentials"], "scope": "openid"}
+    )
     async with idp.app[SERVICES].db.transaction() as session:
         issued = await create_client(session, idp.app[SERVICES].secrets, metadata, trust="platform")
     backend = {"client_id": issued.row.client_id, "client_secret": issued.client_secret}
@@ -110,7 +111,9 @@ async def test_logout_without_hint_does_not_sign_out_or_redirect_to_a_self_regis
     victim_client = await idp.register()
     await signed_in(idp, victim_client)
     attacker = await idp.register(client_name="Evil", redirect_uris=["https://evil.example/cb"])
-    response = await idp.http.get("/api/v1/oidc/end-session", params={"client_id": attacker["client_id"], "post_logout_redirect_uri": "https://evil.example/"}, allow_redirects=False)
+    response = await idp.http.get(
+        "/api/v1/oidc/end-session", params={"client_id": attacker["client_id"], "post_logout_redirect_uri": "https://evil.example/"}, allow_redirects=False
+    )
     assert response.status == 200 and "Location" not in response.headers
     assert "Sign out?" in await response.text()
     assert "code" in await prompt_none(idp, victim_client)  # still signed in until the user confirms
@@ -123,9 +126,12 @@ async def test_an_attackers_own_id_token_does_not_sign_out_or_redirect_another_u
     async with idp.app[SERVICES].db.transaction() as session:
         mallory = await create_user(session, email="mallory@example.com", password="mallory's own password")
     settings = idp.app[SERVICES].settings
-    hint = await idp.app[SERVICES].signing_keys.sign({"iss": settings.resolved_issuer, "aud": attacker["client_id"], "sub": mallory.id,
-                                             "iat": int(time.time()), "exp": int(time.time()) + 300})  # what Mallory gets by signing in herself
-    response = await idp.http.get("/api/v1/oidc/end-session", params={"id_token_hint": hint, "post_logout_redirect_uri": "https://evil.example/"}, allow_redirects=False)
+    hint = await idp.app[SERVICES].signing_keys.sign(
+        {"iss": settings.resolved_issuer, "aud": attacker["client_id"], "sub": mallory.id, "iat": int(time.time()), "exp": int(time.time()) + 300}
+    )  # what Mallory gets by signing in herself
+    response = await idp.http.get(
+        "/api/v1/oidc/end-session", params={"id_token_hint": hint, "post_logout_redirect_uri": "https://evil.example/"}, allow_redirects=False
+    )
     assert response.status == 200 and "Location" not in response.headers
     page = await response.text()
     assert "Sign out?" in page and "https://evil.example" in page  # the user sees where it would go
@@ -149,8 +155,10 @@ async def test_a_hint_for_another_client_or_an_unregistered_return_url_is_refuse
     client = await idp.register()
     _, tokens = await signed_in(idp, client)
     attacker = await idp.register(client_name="Evil", redirect_uris=["https://evil.example/cb"])
-    for params in ({"id_token_hint": tokens["id_token"], "post_logout_redirect_uri": "https://evil.example/"},
-                   {"id_token_hint": tokens["id_token"], "client_id": attacker["client_id"], "post_logout_redirect_uri": "https://evil.example/"}):  # fmt: skip
+    for params in (
+        {"id_token_hint": tokens["id_token"], "post_logout_redirect_uri": "https://evil.example/"},
+        {"id_token_hint": tokens["id_token"], "client_id": attacker["client_id"], "post_logout_redirect_uri": "https://evil.example/"},
+    ):
         response = await idp.http.get("/api/v1/oidc/end-session", params=params, allow_redirects=False)
         assert response.status == 400 and "Location" not in response.headers
     assert "code" in await prompt_none(idp, client)
@@ -187,9 +195,9 @@ async def test_one_address_cannot_spray_many_accounts(make_idp):
 
 
 def test_an_unknown_account_costs_a_password_hash_like_a_known_one(monkeypatch):
-    from patchbay.core.users import service
-
     from argon2 import PasswordHasher
+
+    from patchbay.core.users import service
 
     checked = []
 
@@ -216,8 +224,12 @@ async def _login_statuses(idp, forwarded_for: list[str]) -> list[int]:
     fields = idp.form_fields(await page.text())
     statuses = []
     for n, address in enumerate(forwarded_for):
-        answer = await idp.http.post("/api/v1/oidc/login", data={**fields, "email": f"user{n}@example.com", "password": "guess"},
-                                     headers={"X-Forwarded-For": address}, allow_redirects=False)  # fmt: skip
+        answer = await idp.http.post(
+            "/api/v1/oidc/login",
+            data={**fields, "email": f"user{n}@example.com", "password": "guess"},
+            headers={"X-Forwarded-For": address},
+            allow_redirects=False,
+        )
         statuses.append(answer.status)
     return statuses
 
@@ -250,9 +262,9 @@ def test_trusted_proxies_must_be_networks():
 
 
 async def test_invite_tokens_in_paths_never_reach_the_access_log(aiohttp_client, make_app, caplog):
-    from patchbay.core.http.middleware import JsonAccessLogger
-
     from aiohttp.test_utils import TestServer
+
+    from patchbay.core.http.middleware import JsonAccessLogger
 
     server = TestServer(make_app())
     await server.start_server(access_log_class=JsonAccessLogger)  # as `patchbay serve` runs it
@@ -263,7 +275,11 @@ async def test_invite_tokens_in_paths_never_reach_the_access_log(aiohttp_client,
     await client.get(f"/api/v1/oidc/authorize?client_id=x&code={secret}")
     await client.get("/connect/v1/providers/some-provider")  # ordinary route variables stay
     lines = [json.loads(record.getMessage()) for record in caplog.records if record.name == "aiohttp.access"]
-    assert [line["path"] for line in lines] == ["/connect/v1/workspaces/invite/validate/[redacted]", "/api/v1/oidc/authorize", "/connect/v1/providers/some-provider"]
+    assert [line["path"] for line in lines] == [
+        "/connect/v1/workspaces/invite/validate/[redacted]",
+        "/api/v1/oidc/authorize",
+        "/connect/v1/providers/some-provider",
+    ]
     assert secret not in caplog.text
 
 

@@ -8,11 +8,12 @@ import time
 import tracemalloc
 
 import pytest
+from sqlalchemy import func, select
+
 from patchbay.core.appkeys import SERVICES
 from patchbay.core.flows.models import FlowExecution
 from patchbay.core.flows.template_bounds import MAX_RENDER_CPU_SECONDS
 from patchbay.core.testing import create_workspace_with_key
-from sqlalchemy import func, select
 
 #: how many times the template grows its million characters (the attack of the report: 1,000, a
 #: thousand million characters)

@@ -150,8 +150,18 @@ POLICY = "/connect/v1/approvals/policy"
 class _OAuthPack:
     @hookimpl
     def register_providers(self):
-        return [Provider(name="tenantcrm", display_name="Tenant CRM", category="crm", auth_mode="oauth2", authorization_url="http://127.0.0.1:9/authorize",
-                         token_url="http://127.0.0.1:9/token", api_base_url="http://127.0.0.1:9/api", capabilities=("oauth",))]  # fmt: skip
+        return [
+            Provider(
+                name="tenantcrm",
+                display_name="Tenant CRM",
+                category="crm",
+                auth_mode="oauth2",
+                authorization_url="http://127.0.0.1:9/authorize",
+                token_url="http://127.0.0.1:9/token",
+                api_base_url="http://127.0.0.1:9/api",
+                capabilities=("oauth",),
+            )
+        ]
 
 
 async def _member_headers(app, workspace_id: str, email: str, role: str) -> dict[str, str]:
@@ -210,8 +220,10 @@ class _PageWebhooks(WebhookHandler):
 class _RoutedPack(_OAuthPack):
     @hookimpl
     def register_providers(self):
-        return [*super().register_providers(), Provider(name="pagehook", display_name="Page Hook", category="crm", auth_mode="api_key",
-                                                        api_base_url="http://127.0.0.1:9/api")]  # fmt: skip
+        return [
+            *super().register_providers(),
+            Provider(name="pagehook", display_name="Page Hook", category="crm", auth_mode="api_key", api_base_url="http://127.0.0.1:9/api"),
+        ]
 
     @hookimpl
     def register_webhooks(self, register):
@@ -230,11 +242,17 @@ async def test_a_tenant_cannot_claim_another_tenants_routing_key(aiohttp_client,
 
     on_connect = await client.post(connect, json={"credentials": {"apiKey": "k-x"}, "metadata": {"page_id": "p-1"}}, headers=intruder["headers"])
     assert on_connect.status == 409 and "page_id=p-1" in (await on_connect.json())["message"]
-    on_import = await client.post("/api/connections/import", headers=intruder["headers"],
-                                  json={"providerType": "tenantcrm", "credentials": {"accessToken": "t"}, "metadata": {"page_id": "p-1"}})  # fmt: skip
+    on_import = await client.post(
+        "/api/connections/import",
+        headers=intruder["headers"],
+        json={"providerType": "tenantcrm", "credentials": {"accessToken": "t"}, "metadata": {"page_id": "p-1"}},
+    )
     assert on_import.status == 201  # another provider's page_id is another key
-    on_import = await client.post("/api/connections/import", headers=owner["headers"],
-                                  json={"providerType": "tenantcrm", "credentials": {"accessToken": "t"}, "metadata": {"page_id": "p-1"}})  # fmt: skip
+    on_import = await client.post(
+        "/api/connections/import",
+        headers=owner["headers"],
+        json={"providerType": "tenantcrm", "credentials": {"accessToken": "t"}, "metadata": {"page_id": "p-1"}},
+    )
     assert on_import.status == 409 and "page_id=p-1" in (await on_import.json())["message"]
 
     own = await client.post(connect, json={"credentials": {"apiKey": "k-x"}, "metadata": {"label": "mine"}}, headers=intruder["headers"])
@@ -244,7 +262,9 @@ async def test_a_tenant_cannot_claim_another_tenants_routing_key(aiohttp_client,
     async with app[SERVICES].db.session() as session:
         assert (await session.get(Connection, own_id)).meta == {"label": "mine"}  # nothing else changed
         assert await session.scalar(select(func.count()).select_from(Connection).where(Connection.provider == "pagehook")) == 2
-    same_owner = await client.patch(f"/connect/v1/connections/{(await held.json())['connectionId']}", json={"metadata": {"page_id": "p-1"}}, headers=owner["headers"])
+    same_owner = await client.patch(
+        f"/connect/v1/connections/{(await held.json())['connectionId']}", json={"metadata": {"page_id": "p-1"}}, headers=owner["headers"]
+    )
     assert same_owner.status == 200
 
 

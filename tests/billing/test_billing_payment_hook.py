@@ -37,7 +37,9 @@ class _Coins(PaymentProvider):
             raise WebhookVerificationError("Bad coins signature")
         body = json.loads(payload)
         state = SubscriptionState(subscription_id="s1", customer_id="c1", status="active", plan="professional")
-        return PaymentEvent(id=body["id"], type="paid", kind="checkout_completed", workspace_id=body["workspace"], customer_id="c1", plan="professional", subscription=state)
+        return PaymentEvent(
+            id=body["id"], type="paid", kind="checkout_completed", workspace_id=body["workspace"], customer_id="c1", plan="professional", subscription=state
+        )
 
 
 class _Plugin:

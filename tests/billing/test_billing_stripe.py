@@ -60,7 +60,15 @@ def _subscription(subscription_id: str, *, cancel: bool = False, status: str = "
 
 def _stripe_settings(api_base: str) -> dict[str, dict[str, str]]:
     """The billing plugin's own ``[stripe]`` section (``plugin_sections`` of the settings)."""
-    return {"stripe": {"secret_key": SECRET_KEY, "webhook_secret": WEBHOOK_SECRET, "api_base": api_base, "price_starter": "price_starter", "price_professional": "price_pro"}}
+    return {
+        "stripe": {
+            "secret_key": SECRET_KEY,
+            "webhook_secret": WEBHOOK_SECRET,
+            "api_base": api_base,
+            "price_starter": "price_starter",
+            "price_professional": "price_pro",
+        }
+    }
 
 
 def _event(event_id: str, event_type: str, obj: dict) -> bytes:
@@ -99,7 +107,17 @@ async def test_checkout_webhook_portal_cancel_resume(aiohttp_client, make_app, f
     assert form["client_reference_id"] == ws["workspace_id"] and form["subscription_data[metadata][workspace_id]"] == ws["workspace_id"]
     assert form["success_url"] == "https://app.test/ok"
 
-    completed = _event("evt_1", "checkout.session.completed", {"id": "cs_test_1", "client_reference_id": ws["workspace_id"], "customer": "cus_1", "subscription": "sub_1", "metadata": {"workspace_id": ws["workspace_id"], "plan": "starter"}})
+    completed = _event(
+        "evt_1",
+        "checkout.session.completed",
+        {
+            "id": "cs_test_1",
+            "client_reference_id": ws["workspace_id"],
+            "customer": "cus_1",
+            "subscription": "sub_1",
+            "metadata": {"workspace_id": ws["workspace_id"], "plan": "starter"},
+        },
+    )
     response = await _post_event(client, completed)
     assert response.status == 200 and await response.json() == {"received": True, "duplicate": False}
     assert await _plan(app, ws["workspace_id"]) == "starter"
@@ -135,7 +153,11 @@ async def test_webhook_bad_signature_stale_timestamp_and_replay(aiohttp_client, 
     app = make_app(plugin_sections=_stripe_settings(fake_stripe[0]), database_url=database_url)
     client = await aiohttp_client(app)
     ws = await create_workspace_with_key(app)
-    payload = _event("evt_9", "checkout.session.completed", {"client_reference_id": ws["workspace_id"], "customer": "cus_9", "subscription": "sub_9", "metadata": {"plan": "starter"}})
+    payload = _event(
+        "evt_9",
+        "checkout.session.completed",
+        {"client_reference_id": ws["workspace_id"], "customer": "cus_9", "subscription": "sub_9", "metadata": {"plan": "starter"}},
+    )
 
     bad = await _post_event(client, payload, secret="whsec_wrong")
     assert (bad.status, (await bad.json())["message"]) == (400, "Invalid signature")
@@ -205,7 +227,11 @@ async def test_concurrent_replays_apply_once(aiohttp_client, make_app, fake_stri
     app = make_app(plugin_sections=_stripe_settings(fake_stripe[0]), database_url=database_url)
     client = await aiohttp_client(app)
     ws = await create_workspace_with_key(app)
-    payload = _event("evt_same", "checkout.session.completed", {"client_reference_id": ws["workspace_id"], "customer": "cus_c", "subscription": "sub_c", "metadata": {"plan": "starter"}})
+    payload = _event(
+        "evt_same",
+        "checkout.session.completed",
+        {"client_reference_id": ws["workspace_id"], "customer": "cus_c", "subscription": "sub_c", "metadata": {"plan": "starter"}},
+    )
     responses = await asyncio.gather(*(_post_event(client, payload) for _ in range(5)))
     bodies = [await r.json() for r in responses]
     assert all(r.status == 200 for r in responses)

@@ -81,10 +81,25 @@ def test_categories_are_known_and_tags_are_not_categories(providers):
 
 
 def test_primary_categories_are_sensible(providers):
-    expected = {"hubspot": "crm", "salesforce": "crm", "pipedrive": "crm", "zendesk": "support", "stripe": "payment",
-                "github": "dev-tools", "slack": "communication", "xero": "accounting", "quickbooks": "accounting",
-                "google-ads": "ads", "facebook": "ads", "shopify": "e-commerce", "bamboohr": "hr", "greenhouse": "ats",
-                "mailchimp": "marketing", "dropbox": "storage", "notion": "knowledge-base"}  # fmt: skip
+    expected = {
+        "hubspot": "crm",
+        "salesforce": "crm",
+        "pipedrive": "crm",
+        "zendesk": "support",
+        "stripe": "payment",
+        "github": "dev-tools",
+        "slack": "communication",
+        "xero": "accounting",
+        "quickbooks": "accounting",
+        "google-ads": "ads",
+        "facebook": "ads",
+        "shopify": "e-commerce",
+        "bamboohr": "hr",
+        "greenhouse": "ats",
+        "mailchimp": "marketing",
+        "dropbox": "storage",
+        "notion": "knowledge-base",
+    }
     assert {name: providers[name].category for name in expected} == expected
 
 
@@ -100,8 +115,7 @@ def test_capabilities_are_consistent(providers):
 
 
 def test_every_definition_injects_its_credential(providers):
-    field_of_mode = {"api_key": {"api_key"}, "basic": {"basic", "username", "password"},
-                     "oauth2": {"access_token"}, "oauth2_cc": {"access_token"}}  # fmt: skip
+    field_of_mode = {"api_key": {"api_key"}, "basic": {"basic", "username", "password"}, "oauth2": {"access_token"}, "oauth2_cc": {"access_token"}}
     for provider in providers.values():
         templates = [*provider.credential_headers.values(), *provider.credential_query.values()]
         used = set().union(*(template_fields(t) for t in templates))

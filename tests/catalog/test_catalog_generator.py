@@ -75,10 +75,19 @@ def test_fallback_urls_become_a_template_with_defaults():
 
 def test_map_row_fills_in_oauth_facts_and_default_injection():
     definition = generate.map_row(
-        row(auth_mode="OAUTH2", authorization_url="https://acme.io/authorize", token_url="https://acme.io/token",
-            default_scopes="read write", scope_separator=",", token_request_auth_method="basic",
-            api_base_url="https://${connectionConfig.subdomain}.acme.io || https://www.acme.io", connection_params="subdomain",
-            rate_limit_reset_header="X-RateLimit-Reset", health_check="GET v1/me", has_webhooks="yes")  # fmt: skip
+        row(
+            auth_mode="OAUTH2",
+            authorization_url="https://acme.io/authorize",
+            token_url="https://acme.io/token",
+            default_scopes="read write",
+            scope_separator=",",
+            token_request_auth_method="basic",
+            api_base_url="https://${connectionConfig.subdomain}.acme.io || https://www.acme.io",
+            connection_params="subdomain",
+            rate_limit_reset_header="X-RateLimit-Reset",
+            health_check="GET v1/me",
+            has_webhooks="yes",
+        )
     )
     assert definition["auth_mode"] == "oauth2" and definition["pkce"] is True
     assert definition["scopes"] == ("read", "write") and definition["scope_separator"] == ","
@@ -91,8 +100,9 @@ def test_map_row_fills_in_oauth_facts_and_default_injection():
     assert definition["capabilities"] == ("oauth", "proxy", "webhook_receive") and definition["webhooks"] is True
     basic = generate.map_row(row(auth_mode="BASIC", api_base_url="https://acme.io"))
     assert basic["credential_headers"] == {"authorization": "Basic {basic}"} and basic["capabilities"] == ("proxy",)
-    query = generate.map_row(row(auth_mode="OAUTH2_CC", token_url="https://acme.io/t", api_base_url="https://acme.io",
-                                 credential_query='{"token": "${accessToken}"}'))  # fmt: skip
+    query = generate.map_row(
+        row(auth_mode="OAUTH2_CC", token_url="https://acme.io/t", api_base_url="https://acme.io", credential_query='{"token": "${accessToken}"}')
+    )
     assert query["credential_headers"] == {} and query["credential_query"] == {"token": "{access_token}"}
 
 
@@ -118,8 +128,14 @@ def test_map_row_refuses_what_a_definition_cannot_say():
 
 def test_aliases_inherit_their_targets_facts_but_not_another_auth_mode():
     rows = {
-        "base": row(slug="base", auth_mode="OAUTH2", authorization_url="https://a.io/auth", token_url="https://a.io/token",
-                    api_base_url="https://api.a.io", has_webhooks="yes"),  # fmt: skip
+        "base": row(
+            slug="base",
+            auth_mode="OAUTH2",
+            authorization_url="https://a.io/auth",
+            token_url="https://a.io/token",
+            api_base_url="https://api.a.io",
+            has_webhooks="yes",
+        ),
         "child": row(slug="child", display_name="Child", categories="hr", alias_of="base", api_base_url="https://hr.a.io"),
         "basic": row(slug="basic", alias_of="base", auth_mode="BASIC"),
         "loop": row(slug="loop", alias_of="loop"),

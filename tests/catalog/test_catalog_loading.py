@@ -11,8 +11,14 @@ from patchbay.core.plugins.manager import create_plugin_manager
 from patchbay.core.plugins.registry import PluginError, load_registry
 from patchbay.providers import catalog
 
-GOOD = {"name": "acme", "display_name": "Acme", "category": "crm", "auth_mode": "api_key",
-        "api_base_url": "https://api.acme.io", "credential_headers": {"x-api-key": "{api_key}"}}  # fmt: skip
+GOOD = {
+    "name": "acme",
+    "display_name": "Acme",
+    "category": "crm",
+    "auth_mode": "api_key",
+    "api_base_url": "https://api.acme.io",
+    "credential_headers": {"x-api-key": "{api_key}"},
+}
 
 
 def write(folder, *definitions, name="crm.json"):
@@ -82,8 +88,16 @@ def test_each_plugin_manager_gets_its_own_definitions():
 
 
 def test_overrides_replace_fields_and_keep_secrets_apart(make_app):
-    app = make_app(providers={"hubspot": {"api_base_url": "https://sandbox.hubapi.example", "scopes": ["oauth", "crm.objects.contacts.read"],
-                                          "client_id": "cid", "client_secret": "shh"}})  # fmt: skip
+    app = make_app(
+        providers={
+            "hubspot": {
+                "api_base_url": "https://sandbox.hubapi.example",
+                "scopes": ["oauth", "crm.objects.contacts.read"],
+                "client_id": "cid",
+                "client_secret": "shh",
+            }
+        }
+    )
     hubspot = app[SERVICES].registry.provider("hubspot")
     assert hubspot.api_base_url == "https://sandbox.hubapi.example"
     assert hubspot.scopes == ("oauth", "crm.objects.contacts.read")

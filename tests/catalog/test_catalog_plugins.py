@@ -68,8 +68,16 @@ def test_replace_takes_over_one_data_only_provider():
     class MyGithub:
         @hookimpl
         def register_providers(self):
-            return [Provider(name="github", display_name="GitHub Enterprise", category="dev-tools", auth_mode="api_key",
-                             api_base_url="https://github.internal.test/api/v3", credential_headers={"authorization": "token {api_key}"})]  # fmt: skip
+            return [
+                Provider(
+                    name="github",
+                    display_name="GitHub Enterprise",
+                    category="dev-tools",
+                    auth_mode="api_key",
+                    api_base_url="https://github.internal.test/api/v3",
+                    credential_headers={"authorization": "token {api_key}"},
+                )
+            ]
 
     def with_mine():
         pm = create_plugin_manager()

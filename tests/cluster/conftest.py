@@ -137,7 +137,9 @@ def forwarders(hosts):
     started = []
     if hosts.isolated:
         for port in (5432, 6379):
-            process = subprocess.Popen([sys.executable, FORWARDER, hosts.gateway, str(port), "127.0.0.1", str(port)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            process = subprocess.Popen(
+                [sys.executable, FORWARDER, hosts.gateway, str(port), "127.0.0.1", str(port)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+            )
             assert process.stdout is not None and process.stdout.readline().strip() == "forwarding"
             started.append(process)
     yield hosts.gateway

@@ -34,7 +34,6 @@ import asyncpg
 import pytest
 from aiohttp import web
 
-
 PATCHBAY = str(Path(sys.executable).with_name("patchbay"))
 FORWARDER = str(Path(__file__).with_name("forward.py"))
 APP_SECRET = "cluster-app-secret"
@@ -184,17 +183,30 @@ async def test_events_are_forwarded_exactly_once_while_processes_are_killed(host
     await site.start()
     receiver_port = site._server.sockets[0].getsockname()[1]
     # a provider's API URL must be https or loopback: each host reaches the upstream on its own loopback
-    upstream_forwarders = [start_forwarder(hosts.command(index, [sys.executable, FORWARDER, "127.0.0.1", str(receiver_port), gateway, str(receiver_port)]))
-                           for index in range(len(hosts.names))] if hosts.isolated else []  # fmt: skip
+    upstream_forwarders = (
+        [
+            start_forwarder(hosts.command(index, [sys.executable, FORWARDER, "127.0.0.1", str(receiver_port), gateway, str(receiver_port)]))
+            for index in range(len(hosts.names))
+        ]
+        if hosts.isolated
+        else []
+    )
 
     config = tmp_path / "patchbay.toml"
-    config.write_text(f'[providers.facebook]\nwebhook_secret = "{APP_SECRET}"\napi_base_url = "http://127.0.0.1:{receiver_port}/graph"\n\n'
-                      f'[providers.box]\napi_base_url = "http://127.0.0.1:{receiver_port}/box/api"\ntoken_url = "http://127.0.0.1:{receiver_port}/box/oauth2/token"\n'
-                      f'client_id = "cluster-client"\nclient_secret = "cluster-client-secret"\n\n'
-                      f'[webhooks]\nretry_base_ms = 100\nretry_cap_ms = 500\n\n[rate_limits]\nconnect_api = "{API_LIMIT}/minute"\n')  # fmt: skip
+    config.write_text(
+        f'[providers.facebook]\nwebhook_secret = "{APP_SECRET}"\napi_base_url = "http://127.0.0.1:{receiver_port}/graph"\n\n'
+        f'[providers.box]\napi_base_url = "http://127.0.0.1:{receiver_port}/box/api"\ntoken_url = "http://127.0.0.1:{receiver_port}/box/oauth2/token"\n'
+        f'client_id = "cluster-client"\nclient_secret = "cluster-client-secret"\n\n'
+        f'[webhooks]\nretry_base_ms = 100\nretry_cap_ms = 500\n\n[rate_limits]\nconnect_api = "{API_LIMIT}/minute"\n'
+    )
     base = {k: v for k, v in os.environ.items() if not k.startswith("PATCHBAY_")}
-    common = {**base, "PATCHBAY_SECRET_KEY": "cluster-secret", "PATCHBAY_CONFIG": str(config), "PATCHBAY_ALLOW_INSECURE_TARGETS": "true",
-              "PATCHBAY_LOG_LEVEL": "WARNING"}  # fmt: skip
+    common = {
+        **base,
+        "PATCHBAY_SECRET_KEY": "cluster-secret",
+        "PATCHBAY_CONFIG": str(config),
+        "PATCHBAY_ALLOW_INSECURE_TARGETS": "true",
+        "PATCHBAY_LOG_LEVEL": "WARNING",
+    }
     local = {**common, "PATCHBAY_DATABASE_URL": pg_url, "PATCHBAY_DATA_DIR": str(tmp_path / "admin")}
     workspace = await asyncio.to_thread(_cli, local, "workspaces", "create", "--name", "Cluster")
     key = (await asyncio.to_thread(_cli, local, "api-keys", "create", "--workspace", workspace["id"]))["key"]
@@ -202,8 +214,10 @@ async def test_events_are_forwarded_exactly_once_while_processes_are_killed(host
     remote_db = pg_url.replace("127.0.0.1", gateway, 1)
     redis = redis_is_up()
     remote = {**common, "PATCHBAY_DATABASE_URL": remote_db} | ({"PATCHBAY_REDIS_URL": f"redis://{gateway}:6379/0"} if redis else {})
-    nodes = [make_node(index, role, {**remote, "PATCHBAY_DATA_DIR": str(tmp_path / f"host{index}")}, tmp_path)
-             for index, role in enumerate(("serve", "serve", "worker"))]  # fmt: skip
+    nodes = [
+        make_node(index, role, {**remote, "PATCHBAY_DATA_DIR": str(tmp_path / f"host{index}")}, tmp_path)
+        for index, role in enumerate(("serve", "serve", "worker"))
+    ]
     try:
         for node in nodes:
             node.start()
@@ -214,25 +228,39 @@ async def test_events_are_forwarded_exactly_once_while_processes_are_killed(host
         api_started = time.time()
         api_passed = 6  # the imports, the subscription and the flow's creation, publication and trigger below
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as http:
-            async with http.post(f"{servers[0].url}/api/connections/import", headers=headers,
-                                 json={"providerType": "facebook", "credentials": {"accessToken": "page-token"}, "metadata": {"page_id": PAGE_ID}}) as response:  # fmt: skip
+            async with http.post(
+                f"{servers[0].url}/api/connections/import",
+                headers=headers,
+                json={"providerType": "facebook", "credentials": {"accessToken": "page-token"}, "metadata": {"page_id": PAGE_ID}},
+            ) as response:
                 assert response.status == 201, await response.text()
                 connection_id = (await response.json())["connectionId"]
-            async with http.post(f"{servers[0].url}/api/connections/import", headers=headers,
-                                 json={"providerType": "box", "credentials": {"accessToken": "at-0", "refreshToken": "rt-0", "expiresAt": int(time.time()) - 60}}) as response:  # fmt: skip
+            async with http.post(
+                f"{servers[0].url}/api/connections/import",
+                headers=headers,
+                json={"providerType": "box", "credentials": {"accessToken": "at-0", "refreshToken": "rt-0", "expiresAt": int(time.time()) - 60}},
+            ) as response:
                 assert response.status == 201, await response.text()
                 box_id = (await response.json())["connectionId"]
-            async with http.post(f"{servers[0].url}/connect/v1/webhooks/facebook/subscribe", headers=headers,
-                                 json={"url": f"http://{gateway}:{receiver_port}/hook", "events": ["*"], "callbackSecret": "cluster-callback"}) as response:  # fmt: skip
+            async with http.post(
+                f"{servers[0].url}/connect/v1/webhooks/facebook/subscribe",
+                headers=headers,
+                json={"url": f"http://{gateway}:{receiver_port}/hook", "events": ["*"], "callbackSecret": "cluster-callback"},
+            ) as response:
                 assert response.status == 201, await response.text()
-            steps = [{"id": "effect", "type": "http", "method": "POST", "url": f"http://127.0.0.1:{receiver_port}/effect", "body": {"trigger": "{{ trigger }}"}}]
+            steps = [
+                {"id": "effect", "type": "http", "method": "POST", "url": f"http://127.0.0.1:{receiver_port}/effect", "body": {"trigger": "{{ trigger }}"}}
+            ]
             async with http.post(f"{servers[0].url}/connect/v1/flows", headers=headers, json={"name": "On every event", "steps": steps}) as response:
                 assert response.status == 201, await response.text()
                 flow_id = (await response.json())["id"]
             async with http.post(f"{servers[0].url}/connect/v1/flows/{flow_id}/publish", headers=headers) as response:
                 assert response.status in (200, 201), await response.text()
-            async with http.post(f"{servers[0].url}/connect/v1/flows/{flow_id}/triggers", headers=headers,
-                                 json={"providerType": "facebook", "triggerName": "leadgen", "kind": "webhook", "connectionId": connection_id, "config": {"eventTypes": ["*"]}}) as response:  # fmt: skip
+            async with http.post(
+                f"{servers[0].url}/connect/v1/flows/{flow_id}/triggers",
+                headers=headers,
+                json={"providerType": "facebook", "triggerName": "leadgen", "kind": "webhook", "connectionId": connection_id, "config": {"eventTypes": ["*"]}},
+            ) as response:
                 assert response.status == 201, await response.text()
 
             accepted: dict[str, float] = {}
@@ -255,7 +283,7 @@ async def test_events_are_forwarded_exactly_once_while_processes_are_killed(host
                                 accepted_n[event_id] = n
                             else:
                                 refused += 1
-                    except (aiohttp.ClientError, asyncio.TimeoutError):
+                    except (TimeoutError, aiohttp.ClientError):
                         refused += 1  # the process died under the request: not accepted, the provider retries
                         await asyncio.sleep(0.05)
 
@@ -266,15 +294,18 @@ async def test_events_are_forwarded_exactly_once_while_processes_are_killed(host
                 while time.monotonic() < deadline:
                     target = random.choice(servers)
                     try:
-                        async with http.post(f"{target.url}/connect/v1/proxy/{provider}", headers={**headers, "x-connection-id": connection},
-                                             json={"method": "GET", "path": "/me"}) as response:  # fmt: skip
+                        async with http.post(
+                            f"{target.url}/connect/v1/proxy/{provider}",
+                            headers={**headers, "x-connection-id": connection},
+                            json={"method": "GET", "path": "/me"},
+                        ) as response:
                             await response.read()
                             proxied[response.status] += 1
                             if response.status == 429:
                                 await asyncio.sleep(0.1)  # pacing: the window is spent
                             else:
                                 api_passed += 1
-                    except (aiohttp.ClientError, asyncio.TimeoutError):
+                    except (TimeoutError, aiohttp.ClientError):
                         proxied[0] += 1
                         await asyncio.sleep(0.05)
 
@@ -287,13 +318,19 @@ async def test_events_are_forwarded_exactly_once_while_processes_are_killed(host
                     await asyncio.to_thread(victim.wait_ready)
 
             started = time.monotonic()
-            await asyncio.gather(chaos(), *(sender() for _ in range(SENDERS)), *(proxy_sender("facebook", connection_id) for _ in range(PROXY_SENDERS)), proxy_sender("box", box_id))
+            await asyncio.gather(
+                chaos(),
+                *(sender() for _ in range(SENDERS)),
+                *(proxy_sender("facebook", connection_id) for _ in range(PROXY_SENDERS)),
+                proxy_sender("box", box_id),
+            )
             load_seconds = time.monotonic() - started
             api_ended = time.time()
 
         converge_deadline = time.monotonic() + 180
         while not (set(accepted) <= set(subscriber.receipts) and set(accepted_n.values()) <= set(effects.by_n)) and time.monotonic() < converge_deadline:
             await asyncio.sleep(0.25)
+
         async def unfinished() -> int:
             probe = await asyncpg.connect(_dsn(pg_url))
             try:

@@ -67,7 +67,9 @@ async def test_meta_deletion_callback_removes_the_user(database_url, aiohttp_cli
     assert (forged.status, (await forged.json())["message"]) == (400, "Invalid signed_request signature")
     assert (await client.post("/compliance/data-deletion", data={"signed_request": "garbage"})).status == 400
 
-    response = await client.post("/compliance/data-deletion", data={"signed_request": signed_request({"algorithm": "HMAC-SHA256", "user_id": "10001", "issued_at": 1})})
+    response = await client.post(
+        "/compliance/data-deletion", data={"signed_request": signed_request({"algorithm": "HMAC-SHA256", "user_id": "10001", "issued_at": 1})}
+    )
     assert response.status == 201, await response.text()
     body = await response.json()
     assert set(body) == {"url", "confirmation_code"}
@@ -98,7 +100,8 @@ async def test_user_requests_own_deletion_and_policy_page(aiohttp_client, make_a
         assert await session.get(User, user.id) is None
     missing = await client.post("/compliance/data-deletion")
     assert (missing.status, await missing.json()) == (
-        400, {"statusCode": 400, "message": "Validation failed: signed_request or a signed-in user's access token is required"}
+        400,
+        {"statusCode": 400, "message": "Validation failed: signed_request or a signed-in user's access token is required"},
     )
     unset = await client.post("/compliance/data-deletion", data={"signed_request": "a.b"})
     assert (unset.status, (await unset.json())["message"]) == (400, "Meta data deletion is not configured ([meta] app_secret)")
@@ -117,7 +120,6 @@ async def test_privacy_policy_redirect(aiohttp_client, make_app):
     assert (response.status, response.headers["Location"]) == (302, "https://example.test/privacy")
 
 
-
 async def _delete_by_callback(client, meta_id: str) -> None:
     response = await client.post("/compliance/data-deletion", data={"signed_request": signed_request({"algorithm": "HMAC-SHA256", "user_id": meta_id})})
     assert response.status == 201, await response.text()
@@ -131,7 +133,6 @@ async def test_the_identities_a_callback_names_are_registered_by_a_pack(database
     from patchbay.core.app import create_app
     from patchbay.core.appkeys import SERVICES
     from patchbay.core.identity.models import FederatedIdentity
-
     from patchbay.providers.meta.deletion import MetaDeletionCallback, MetaSettings
 
     class OwnMetaLogin:

@@ -42,11 +42,25 @@ def definitions(base: str) -> list[Provider]:
     another category; ``calendarly``: a gated-by-category CRM stand-in."""
     common = {"connection_param_defaults": {"server": base}, "health_check": "GET /me"}
     return [
-        Provider(name="acmekeys", display_name="Acme Keys", category="crm", auth_mode="api_key", api_base_url="{server}/{subdomain}",
-                 connection_params=("server", "subdomain"), **common),
-        Provider(name="notesapp", display_name="Notes App", category="productivity", auth_mode="api_key", api_base_url="{server}/notes",
-                 connection_params=("server",), **common),
-    ]  # fmt: skip
+        Provider(
+            name="acmekeys",
+            display_name="Acme Keys",
+            category="crm",
+            auth_mode="api_key",
+            api_base_url="{server}/{subdomain}",
+            connection_params=("server", "subdomain"),
+            **common,
+        ),
+        Provider(
+            name="notesapp",
+            display_name="Notes App",
+            category="productivity",
+            auth_mode="api_key",
+            api_base_url="{server}/notes",
+            connection_params=("server",),
+            **common,
+        ),
+    ]
 
 
 class FakeKeysPack:

@@ -49,9 +49,12 @@ async def live(serve_connect):
 
 async def walk(tools: dict[str, str], scenario: str, url: str, **env: str) -> dict:
     process = await asyncio.create_subprocess_exec(
-        "node", str(SCRIPT), env={**os.environ, **tools, "SCENARIO": scenario, "URL": url, "API_KEY": API_KEY, **env},
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
+        "node",
+        str(SCRIPT),
+        env={**os.environ, **tools, "SCENARIO": scenario, "URL": url, "API_KEY": API_KEY, **env},
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
     stdout, stderr = await asyncio.wait_for(process.communicate(), timeout=240)
     assert process.returncode == 0, f"{scenario} failed:\n{stdout.decode()[-3000:]}\n{stderr.decode()[-3000:]}"
     return json.loads(stdout.decode().strip().splitlines()[-1])
@@ -93,7 +96,9 @@ async def test_end_user_connects_an_api_key_provider_with_a_subdomain(browser_to
 
 async def test_approval_gated_connect_shows_pending(browser_tools, live, keys):
     async with ClientSession() as http:
-        async with http.patch(str(live.make_url("/connect/v1/approvals/policy")), json={"enabled": True, "categories": ["crm"]}, headers=live.workspace["headers"]) as response:
+        async with http.patch(
+            str(live.make_url("/connect/v1/approvals/policy")), json={"enabled": True, "categories": ["crm"]}, headers=live.workspace["headers"]
+        ) as response:
             assert response.status == 200, await response.text()
     session = await new_session(live, allowedProviders=["acmekeys"])
     seen = await walk(browser_tools, "pending", session["url"])

@@ -22,8 +22,10 @@ async def test_created_failed_and_reconnected_events_are_delivered_signed(aiohtt
     base = str(server.make_url("")).rstrip("/")
     ws = await create_workspace_with_key(server.app, plan="enterprise")
     async with ClientSession(headers=ws["headers"]) as api:
-        subscribed = await api.post(f"{base}/connect/v1/webhooks/acmekeys/subscribe", json={"callbackUrl": receiver.url, "callbackSecret": SECRET,
-                                    "events": ["connection.created", "connection.reconnected", "connection.failed"]})  # fmt: skip
+        subscribed = await api.post(
+            f"{base}/connect/v1/webhooks/acmekeys/subscribe",
+            json={"callbackUrl": receiver.url, "callbackSecret": SECRET, "events": ["connection.created", "connection.reconnected", "connection.failed"]},
+        )
         assert subscribed.status == 201, await subscribed.text()
         first = await (await api.post(f"{base}/connect/v1/connect-sessions", json={"endUser": {"id": "user-42"}, "allowedProviders": ["acmekeys"]})).json()
 
@@ -34,7 +36,9 @@ async def test_created_failed_and_reconnected_events_are_delivered_signed(aiohtt
         assert connected.status == 303
     async with ClientSession(headers=ws["headers"]) as api:
         connection_id = (await (await api.get(f"{base}/connect/v1/connections?endUserId=user-42")).json())["data"][0]["connectionId"]
-        again = await (await api.post(f"{base}/connect/v1/connect-sessions", json={"endUser": {"id": "user-42"}, "reconnectConnectionId": connection_id})).json()
+        again = await (
+            await api.post(f"{base}/connect/v1/connect-sessions", json={"endUser": {"id": "user-42"}, "reconnectConnectionId": connection_id})
+        ).json()
     async with ClientSession(cookie_jar=CookieJar(unsafe=True)) as browser:
         assert (await through_page(browser, base, again["token"], "acmekeys", {"apiKey": API_KEY, "param:subdomain": "ada-co"})).status == 303
 
@@ -57,13 +61,17 @@ async def test_created_failed_and_reconnected_events_are_delivered_signed(aiohtt
     assert received["connection.reconnected"][0][1]["connectionId"] == connection_id
 
 
-async def test_disconnecting_and_deleting_a_connection_send_connection_removed_once_each(aiohttp_server, make_connect_app, fast_webhooks, receivers, helpers, through_page):
+async def test_disconnecting_and_deleting_a_connection_send_connection_removed_once_each(
+    aiohttp_server, make_connect_app, fast_webhooks, receivers, helpers, through_page
+):
     receiver = await receivers([200, 200])
     server = await aiohttp_server(make_connect_app(background=True, webhooks=fast_webhooks))
     base = str(server.make_url("")).rstrip("/")
     ws = await create_workspace_with_key(server.app, plan="enterprise")
     async with ClientSession(headers=ws["headers"]) as api:
-        subscribed = await api.post(f"{base}/connect/v1/webhooks/acmekeys/subscribe", json={"callbackUrl": receiver.url, "callbackSecret": SECRET, "events": ["connection.removed"]})
+        subscribed = await api.post(
+            f"{base}/connect/v1/webhooks/acmekeys/subscribe", json={"callbackUrl": receiver.url, "callbackSecret": SECRET, "events": ["connection.removed"]}
+        )
         assert subscribed.status == 201, await subscribed.text()
         session = await (await api.post(f"{base}/connect/v1/connect-sessions", json={"endUser": {"id": "user-7"}, "allowedProviders": ["acmekeys"]})).json()
     async with ClientSession(cookie_jar=CookieJar(unsafe=True)) as browser:

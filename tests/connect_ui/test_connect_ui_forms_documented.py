@@ -19,7 +19,9 @@ def csrf_of(page: str) -> str:
 
 async def test_the_credential_step_takes_its_declared_form(connect_api, ws, keys):
     docs = Documented(await (await connect_api.get("/openapi.json")).json())
-    session = await (await connect_api.post("/connect/v1/connect-sessions", json={"endUser": {"id": "u-1"}, "allowedProviders": ["acmekeys"]}, headers=ws["headers"])).json()
+    session = await (
+        await connect_api.post("/connect/v1/connect-sessions", json={"endUser": {"id": "u-1"}, "allowedProviders": ["acmekeys"]}, headers=ws["headers"])
+    ).json()
     await connect_api.get("/connect/ui", params={"session": session["token"]})
     csrf = csrf_of(await (await connect_api.get("/connect/ui/providers/acmekeys")).text())
     form = docs.form("POST", STEP, csrf=csrf, apiKey=API_KEY, **{"param:subdomain": "ada-co"})
@@ -37,5 +39,7 @@ async def test_the_oauth_step_takes_its_declared_form(serve_connect, with_oauth,
             session = await created.json()
         await browser.get(f"{server.base}/connect/ui", params={"session": session["token"]})
         csrf = csrf_of(await (await browser.get(f"{server.base}/connect/ui/providers/fakeoauth")).text())
-        started = await browser.post(f"{server.base}/connect/ui/providers/fakeoauth/oauth", data=docs.form("POST", STEP + "/oauth", csrf=csrf), allow_redirects=False)
+        started = await browser.post(
+            f"{server.base}/connect/ui/providers/fakeoauth/oauth", data=docs.form("POST", STEP + "/oauth", csrf=csrf), allow_redirects=False
+        )
         assert started.status == 302 and started.headers["Location"].startswith(oauth_fake.base), await started.text()

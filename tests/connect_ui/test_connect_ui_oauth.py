@@ -66,7 +66,9 @@ async def test_forged_return_claims_no_other_connection(serve_connect, with_oaut
     attacker = await new_session(server, endUser={"id": "attacker"})
     async with ClientSession(cookie_jar=CookieJar(unsafe=True)) as browser:
         await browser.get(f"{server.base}/connect/ui?session={attacker['token']}")
-        forged = await browser.get(f"{server.base}/connect/ui/oauth/return", params={"provider": "fakeoauth", "status": "connected", "connectionId": connection.id})
+        forged = await browser.get(
+            f"{server.base}/connect/ui/oauth/return", params={"provider": "fakeoauth", "status": "connected", "connectionId": connection.id}
+        )
         assert forged.status == 400 and "did not complete" in await forged.text()
     async with server.app[SERVICES].db.session() as db:
         assert (await db.get(Connection, connection.id)).end_user_id == "victim"
@@ -79,8 +81,10 @@ async def test_unconfigured_oauth_app_and_refused_consent_are_shown(serve_connec
     async with ClientSession(cookie_jar=CookieJar(unsafe=True)) as browser:
         refused = await start_oauth(browser, server, session["token"])
         assert refused.status == 400 and "No OAuth app is configured for Fake OAuth" in await refused.text()
-        back = await browser.get(f"{server.base}/connect/ui/oauth/return", params={"provider": "fakeoauth", "status": "error", "error": "access_denied",
-                                                                                     "error_description": "Fake OAuth: The user said no"})  # fmt: skip
+        back = await browser.get(
+            f"{server.base}/connect/ui/oauth/return",
+            params={"provider": "fakeoauth", "status": "error", "error": "access_denied", "error_description": "Fake OAuth: The user said no"},
+        )
         assert back.status == 400 and "The user said no" in await back.text() and 'role="alert"' in await back.text()
     async with server.app[SERVICES].db.session() as db:
         assert list(await db.scalars(select(Connection))) == []

@@ -68,7 +68,8 @@ async def test_the_hosted_page_answers_as_the_document_says(serve_connect, with_
         await browser.get(f"{base}{PREFIX}?session={token}")
         page = await (await browser.get(f"{base}{PREFIX}/providers/acmekeys")).text()
         csrf = page.split('name="csrf" value="', 1)[1].split('"', 1)[0]
-        connected = await browser.post(f"{base}{PREFIX}/providers/acmekeys", data={"csrf": csrf, "apiKey": API_KEY, "param:subdomain": "ada-co"},
-                                       allow_redirects=False)  # fmt: skip
+        connected = await browser.post(
+            f"{base}{PREFIX}/providers/acmekeys", data={"csrf": csrf, "apiKey": API_KEY, "param:subdomain": "ada-co"}, allow_redirects=False
+        )
         assert connected.status == 303, await connected.text()
         await check("POST", PREFIX + "/providers/{name}", connected)

@@ -148,7 +148,9 @@ def test_connect_ui_settings_come_from_the_environment_and_the_file(tmp_path):
 async def test_an_approved_connect_carries_the_end_user(connect_api, ws, through_page):
     base = str(connect_api.server.make_url("")).rstrip("/")
     assert (await connect_api.patch("/connect/v1/approvals/policy", json={"enabled": True, "categories": ["crm"]}, headers=ws["headers"])).status == 200
-    session = await (await connect_api.post("/connect/v1/connect-sessions", json={"endUser": {"id": "user-9"}, "allowedProviders": ["acmekeys"]}, headers=ws["headers"])).json()
+    session = await (
+        await connect_api.post("/connect/v1/connect-sessions", json={"endUser": {"id": "user-9"}, "allowedProviders": ["acmekeys"]}, headers=ws["headers"])
+    ).json()
     async with ClientSession(cookie_jar=CookieJar(unsafe=True)) as browser:
         held = await through_page(browser, base, session["token"], "acmekeys", {"apiKey": API_KEY, "param:subdomain": "ada-co"})
         assert held.status == 303

@@ -121,7 +121,9 @@ class FakeProvider:
             if self.refresh_delay:
                 await asyncio.sleep(self.refresh_delay)
             if self.refresh_error:
-                return web.json_response({"error": self.refresh_error, "error_description": "refresh refused"}, status=400 if self.refresh_error == "invalid_grant" else 503)
+                return web.json_response(
+                    {"error": self.refresh_error, "error_description": "refresh refused"}, status=400 if self.refresh_error == "invalid_grant" else 503
+                )
             token = form.get("refresh_token")
             if token not in self.refresh_tokens:
                 return web.json_response({"error": "invalid_grant", "error_description": "refresh token already used"}, status=400)
@@ -198,10 +200,15 @@ class FakeProvider:
         if tail == "upload":
             return web.json_response({"received": len(body), "sha256": hashlib.sha256(body).hexdigest(), "chunked": request.headers.get("Transfer-Encoding")})
         return web.json_response(
-            {"path": "/" + tail, "method": request.method, "query": dict(request.query), "body": body.decode("utf-8", "replace"),
-             "contentType": request.headers.get("Content-Type")},
+            {
+                "path": "/" + tail,
+                "method": request.method,
+                "query": dict(request.query),
+                "body": body.decode("utf-8", "replace"),
+                "contentType": request.headers.get("Content-Type"),
+            },
             headers={"X-Upstream": "yes", "Keep-Alive": "timeout=5"},
-        )  # fmt: skip
+        )
 
 
 def definitions(base: str) -> list[Provider]:
@@ -211,21 +218,44 @@ def definitions(base: str) -> list[Provider]:
     common = {"connection_params": ("server",), "connection_param_defaults": {"server": base}}
     return [
         Provider(
-            name="fakeoauth", display_name="Fake OAuth", category="crm", auth_mode="oauth2",
-            authorization_url="{server}/authorize", token_url="{server}/token", revocation_url="{server}/revoke",
-            api_base_url="{server}/api", scopes=("read", "write"), pkce=True, health_check="GET /me",
-            capabilities=("oauth", "proxy"), retry_headers=RetryHeaders(retry_after="Retry-After"), **common,
+            name="fakeoauth",
+            display_name="Fake OAuth",
+            category="crm",
+            auth_mode="oauth2",
+            authorization_url="{server}/authorize",
+            token_url="{server}/token",
+            revocation_url="{server}/revoke",
+            api_base_url="{server}/api",
+            scopes=("read", "write"),
+            pkce=True,
+            health_check="GET /me",
+            capabilities=("oauth", "proxy"),
+            retry_headers=RetryHeaders(retry_after="Retry-After"),
+            **common,
         ),
-        Provider(name="fakekey", display_name="Fake Key", category="crm", auth_mode="api_key", api_base_url="{server}/api",
-                 health_check="GET /me", **common),
-        Provider(name="fakequery", display_name="Fake Query Key", category="crm", auth_mode="api_key", api_base_url="{server}/api",
-                 credential_query={"api_key": "{api_key}"}, **common),
-        Provider(name="fakebasic", display_name="Fake Basic", category="crm", auth_mode="basic", api_base_url="{server}/api",
-                 health_check="GET /me", **common),
+        Provider(name="fakekey", display_name="Fake Key", category="crm", auth_mode="api_key", api_base_url="{server}/api", health_check="GET /me", **common),
+        Provider(
+            name="fakequery",
+            display_name="Fake Query Key",
+            category="crm",
+            auth_mode="api_key",
+            api_base_url="{server}/api",
+            credential_query={"api_key": "{api_key}"},
+            **common,
+        ),
+        Provider(name="fakebasic", display_name="Fake Basic", category="crm", auth_mode="basic", api_base_url="{server}/api", health_check="GET /me", **common),
         Provider(name="fakepublic", display_name="Fake Public", category="other", auth_mode="none", api_base_url="{server}/api", **common),
-        Provider(name="fakecc", display_name="Fake CC", category="crm", auth_mode="oauth2_cc", token_url="{server}/token",
-                 api_base_url="{server}/api", token_auth_method="client_secret_basic", **common),
-    ]  # fmt: skip
+        Provider(
+            name="fakecc",
+            display_name="Fake CC",
+            category="crm",
+            auth_mode="oauth2_cc",
+            token_url="{server}/token",
+            api_base_url="{server}/api",
+            token_auth_method="client_secret_basic",
+            **common,
+        ),
+    ]
 
 
 class SignedDeauthorization:

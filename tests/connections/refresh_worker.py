@@ -26,8 +26,13 @@ _spec.loader.exec_module(fake_provider)
 
 
 async def main(database_url: str, data_dir: str, base: str, workspace_id: str, connection_id: str, stale: str) -> None:
-    environ = {"PATCHBAY_SECRET_KEY": "test-secret-key-0123456789", "PATCHBAY_DATA_DIR": data_dir, "PATCHBAY_DATABASE_URL": database_url,
-               "PATCHBAY_SCHEDULER": "false", "PATCHBAY_ALLOW_INSECURE_TARGETS": "true"}  # fmt: skip
+    environ = {
+        "PATCHBAY_SECRET_KEY": "test-secret-key-0123456789",
+        "PATCHBAY_DATA_DIR": data_dir,
+        "PATCHBAY_DATABASE_URL": database_url,
+        "PATCHBAY_SCHEDULER": "false",
+        "PATCHBAY_ALLOW_INSECURE_TARGETS": "true",
+    }
     settings = load_settings({}, environ)
     settings.providers = fake_provider.provider_settings()
     app = create_app(settings, plugins=[fake_provider.FakePack(base)], background=False)

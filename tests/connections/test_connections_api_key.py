@@ -8,12 +8,13 @@ from sqlalchemy import text
 from patchbay.core.appkeys import SERVICES
 from patchbay.core.testing import create_workspace_with_key
 
-
 KEY = "fake-api-key-123"  # FakeProvider.API_KEY
 
 
 async def connect(api, ws, provider="fakekey", key=KEY, **extra):
-    return await api.post(f"/connect/v1/providers/{provider}/connect", json={"credentials": {"apiKey": key, **extra}, "metadata": {"label": "main"}}, headers=ws["headers"])
+    return await api.post(
+        f"/connect/v1/providers/{provider}/connect", json={"credentials": {"apiKey": key, **extra}, "metadata": {"label": "main"}}, headers=ws["headers"]
+    )
 
 
 async def test_connect_validates_and_stores_encrypted(api, ws, fake):
@@ -59,15 +60,18 @@ async def test_basic_query_and_client_credentials_modes(api, ws, fake):
     assert basic.status == 201, await basic.text()
     query = await connect(api, ws, provider="fakequery")
     assert query.status == 201
-    cc = await api.post("/connect/v1/providers/fakecc/connect",
-                        json={"credentials": {"apiKey": "fake-client", "apiSecret": "fake-secret"}}, headers=ws["headers"])  # fmt: skip
+    cc = await api.post(
+        "/connect/v1/providers/fakecc/connect", json={"credentials": {"apiKey": "fake-client", "apiSecret": "fake-secret"}}, headers=ws["headers"]
+    )
     assert cc.status == 201, await cc.text()
     assert fake.token_requests[-1]["grant_type"] == "client_credentials"
     bad_cc = await api.post("/connect/v1/providers/fakecc/connect", json={"credentials": {"apiKey": "x", "apiSecret": "y"}}, headers=ws["headers"])
     assert bad_cc.status == 400
     for provider, body in (("fakebasic", basic), ("fakequery", query), ("fakecc", cc)):
         connection_id = (await body.json())["connectionId"]
-        proxied = await api.post(f"/connect/v1/proxy/{provider}", json={"method": "GET", "path": "/me"}, headers={**ws["headers"], "x-connection-id": connection_id})
+        proxied = await api.post(
+            f"/connect/v1/proxy/{provider}", json={"method": "GET", "path": "/me"}, headers={**ws["headers"], "x-connection-id": connection_id}
+        )
         assert proxied.status == 200, (provider, await proxied.text())
     assert fake.api_calls[-2]["query"] == {"api_key": KEY}
 
@@ -77,11 +81,14 @@ async def test_plan_limit_on_provider_count(aiohttp_client, fake_app):
     ws = await create_workspace_with_key(api.server.app, plan="free")  # free: 3 providers
     for provider, key in (("fakekey", KEY), ("fakequery", KEY)):
         assert (await connect(api, ws, provider=provider, key=key)).status == 201
-    assert (await api.post("/connect/v1/providers/fakebasic/connect", json={"credentials": {"apiKey": "user", "apiSecret": KEY}}, headers=ws["headers"])).status == 201
+    assert (
+        await api.post("/connect/v1/providers/fakebasic/connect", json={"credentials": {"apiKey": "user", "apiSecret": KEY}}, headers=ws["headers"])
+    ).status == 201
     again = await connect(api, ws, provider="fakekey")
     assert again.status == 201, "another connection of a connected provider does not count"
-    over = await api.post("/connect/v1/providers/fakecc/connect",
-                          json={"credentials": {"apiKey": "fake-client", "apiSecret": "fake-secret"}}, headers=ws["headers"])  # fmt: skip
+    over = await api.post(
+        "/connect/v1/providers/fakecc/connect", json={"credentials": {"apiKey": "fake-client", "apiSecret": "fake-secret"}}, headers=ws["headers"]
+    )
     assert over.status == 403
     assert (await over.json())["message"].startswith("Plan limit exceeded for providers: plan free allows 3;")
     login = await api.get("/auth/fakeoauth/login", headers={**ws["headers"], "Accept": "application/json"})
@@ -137,6 +144,8 @@ async def test_public_provider_needs_no_credentials(api, ws, fake):
     created = await api.post("/connect/v1/providers/fakepublic/connect", json={"metadata": {"label": "public"}}, headers=ws["headers"])
     assert created.status == 201, await created.text()
     connection_id = (await created.json())["connectionId"]
-    proxied = await api.post("/connect/v1/proxy/fakepublic", json={"method": "GET", "path": "/open"}, headers={**ws["headers"], "x-connection-id": connection_id})
+    proxied = await api.post(
+        "/connect/v1/proxy/fakepublic", json={"method": "GET", "path": "/open"}, headers={**ws["headers"], "x-connection-id": connection_id}
+    )
     assert proxied.status == 401  # the fake API wants a credential; none was injected
     assert "Authorization" not in fake.api_calls[-1]["headers"]

@@ -27,7 +27,11 @@ async def _import(api, ws, fake, user_id: str) -> str:
     tokens = fake._issue()
     response = await api.post(
         "/api/connections/import",
-        json={"providerType": "fakeoauth", "credentials": {"accessToken": tokens["access_token"], "refreshToken": tokens["refresh_token"]}, "metadata": {"user_id": user_id}},
+        json={
+            "providerType": "fakeoauth",
+            "credentials": {"accessToken": tokens["access_token"], "refreshToken": tokens["refresh_token"]},
+            "metadata": {"user_id": user_id},
+        },
         headers=ws["headers"],
     )
     return (await response.json())["connectionId"]
@@ -41,7 +45,9 @@ async def test_deauthorize_by_provider_callback(api, ws, fake):
 
     forged = await api.post("/auth/fakeoauth/deauthorize", data={"signed_request": signed_request({"user_id": "u-1"}, "wrong")})
     assert forged.status == 401
-    done = await api.post("/auth/fakeoauth/deauthorize", data={"signed_request": signed_request({"user_id": "u-1", "algorithm": "HMAC-SHA256"}, fake.CLIENT_SECRET)})
+    done = await api.post(
+        "/auth/fakeoauth/deauthorize", data={"signed_request": signed_request({"user_id": "u-1", "algorithm": "HMAC-SHA256"}, fake.CLIENT_SECRET)}
+    )
     assert done.status == 200 and (await done.json())["disconnected"] == 1
     statuses = {c["id"]: c["status"] for c in (await (await api.get("/connect/v1/connections", headers=ws["headers"])).json())["data"]}
     assert statuses == {mine: "disconnected", other: "connected"}
@@ -52,7 +58,9 @@ async def test_a_provider_whose_pack_reads_no_callback_accepts_only_the_workspac
     the fake pack registers fakeoauth's): a provider with an OAuth app but no registered callback
     refuses a signed request that another provider's pack would accept."""
     api = await aiohttp_client(fake_app(providers={"fakecc": {"client_id": "cc", "client_secret": fake.CLIENT_SECRET}}))
-    refused = await api.post("/auth/fakecc/deauthorize", data={"signed_request": signed_request({"user_id": "u-1", "algorithm": "HMAC-SHA256"}, fake.CLIENT_SECRET)})
+    refused = await api.post(
+        "/auth/fakecc/deauthorize", data={"signed_request": signed_request({"user_id": "u-1", "algorithm": "HMAC-SHA256"}, fake.CLIENT_SECRET)}
+    )
     assert refused.status == 401
 
 
@@ -69,7 +77,12 @@ async def test_connect_waits_for_approval(api, fake):
     app = api.server.app
     ws = await create_workspace_with_key(app, plan="enterprise", permissions=["connections.write", "connections.view"])
     async with app[SERVICES].db.transaction(tenant=ws["workspace_id"]) as session:
-        await update_policy(session, ws["workspace_id"], {"enabled": True, "providers": ["fakekey", "fakeoauth"]}, principal=Principal("api_key", ws["workspace_id"], frozenset(PERMISSIONS)))
+        await update_policy(
+            session,
+            ws["workspace_id"],
+            {"enabled": True, "providers": ["fakekey", "fakeoauth"]},
+            principal=Principal("api_key", ws["workspace_id"], frozenset(PERMISSIONS)),
+        )
     held = await api.post("/connect/v1/providers/fakekey/connect", json={"credentials": {"apiKey": KEY}}, headers=ws["headers"])
     assert held.status == 202
     body = await held.json()

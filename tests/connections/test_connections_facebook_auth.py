@@ -18,11 +18,15 @@ from patchbay.core.testing import create_workspace_with_key
 async def test_long_lived_token_and_user_then_deauthorize(aiohttp_client, make_app, fake):
     overrides = {
         "facebook": {
-            "authorization_url": "{server}/authorize", "token_url": "{server}/token", "api_base_url": "{server}/api",
-            "connection_params": ["server"], "connection_param_defaults": {"server": fake.base},
-            "client_id": fake.CLIENT_ID, "client_secret": fake.CLIENT_SECRET,
+            "authorization_url": "{server}/authorize",
+            "token_url": "{server}/token",
+            "api_base_url": "{server}/api",
+            "connection_params": ["server"],
+            "connection_param_defaults": {"server": fake.base},
+            "client_id": fake.CLIENT_ID,
+            "client_secret": fake.CLIENT_SECRET,
         }
-    }  # fmt: skip
+    }
     app = make_app(providers=overrides)
     api = await aiohttp_client(app)
     ws = await create_workspace_with_key(app, plan="enterprise")

@@ -23,14 +23,24 @@ async def test_the_begin_and_deauthorize_forms_are_the_declared_ones(aiohttp_cli
     state = parse_qs(urlsplit(begin).query)["state"][0]
     page = await api.get("/auth/fakeoauth/begin", params=docs.query("GET", "/auth/{providerType}/begin", state=state))
     assert page.status == 200
-    confirmed = await api.post("/auth/fakeoauth/begin", data=docs.form("POST", "/auth/{providerType}/begin", state=state), headers={"Origin": ORIGIN}, allow_redirects=False)
+    confirmed = await api.post(
+        "/auth/fakeoauth/begin", data=docs.form("POST", "/auth/{providerType}/begin", state=state), headers={"Origin": ORIGIN}, allow_redirects=False
+    )
     assert confirmed.status == 302 and confirmed.headers["Location"].startswith(fake.base)
 
     tokens = fake._issue()
-    imported = await api.post("/api/connections/import", headers=ws["headers"], json={
-        "providerType": "fakeoauth", "metadata": {"user_id": "u-1"},
-        "credentials": {"accessToken": tokens["access_token"], "refreshToken": tokens["refresh_token"]}})  # fmt: skip
+    imported = await api.post(
+        "/api/connections/import",
+        headers=ws["headers"],
+        json={
+            "providerType": "fakeoauth",
+            "metadata": {"user_id": "u-1"},
+            "credentials": {"accessToken": tokens["access_token"], "refreshToken": tokens["refresh_token"]},
+        },
+    )
     assert imported.status < 300, await imported.text()
-    callback = docs.form("POST", "/auth/{providerType}/deauthorize", signed_request=signed_request({"user_id": "u-1", "algorithm": "HMAC-SHA256"}, fake.CLIENT_SECRET))
+    callback = docs.form(
+        "POST", "/auth/{providerType}/deauthorize", signed_request=signed_request({"user_id": "u-1", "algorithm": "HMAC-SHA256"}, fake.CLIENT_SECRET)
+    )
     done = await api.post("/auth/fakeoauth/deauthorize", data=callback)
     assert done.status == 200 and (await done.json())["disconnected"] == 1

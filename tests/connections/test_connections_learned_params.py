@@ -30,12 +30,18 @@ class RegionalPack:
     def register_providers(self):
         return [
             Provider(
-                name="fakeregional", display_name="Fake Regional", category="crm", auth_mode="oauth2",
-                authorization_url="{server}/authorize", token_url="{server}/token", api_base_url="{api_domain}/api",
-                connection_params=("server", "api_domain"), connection_param_defaults={"server": self.base},
+                name="fakeregional",
+                display_name="Fake Regional",
+                category="crm",
+                auth_mode="oauth2",
+                authorization_url="{server}/authorize",
+                token_url="{server}/token",
+                api_base_url="{api_domain}/api",
+                connection_params=("server", "api_domain"),
+                connection_param_defaults={"server": self.base},
                 capabilities=("oauth", "proxy"),
             )
-        ]  # fmt: skip
+        ]
 
 
 @pytest.fixture
@@ -44,7 +50,6 @@ async def regional(aiohttp_client, make_app, fake):
     app = make_app(plugins=[RegionalPack(fake.base)], providers={"fakeregional": secrets})
     client = await aiohttp_client(app)
     return client, await create_workspace_with_key(app, plan="enterprise")
-
 
 
 async def run_login(client, ws):

@@ -134,7 +134,9 @@ async def test_byoa_credentials(aiohttp_client, fake_app, fake):
     none = await api.get("/auth/fakeoauth/login", headers=ws["headers"], allow_redirects=False)
     assert none.status == 400 and "No OAuth app" in (await none.json())["message"]
     fake.clients["byoa-client"] = "byoa-secret"
-    saved = await api.post("/byoa/fakeoauth/credentials", json={"clientId": "byoa-client", "clientSecret": "byoa-secret", "scopes": ["read"]}, headers=ws["headers"])
+    saved = await api.post(
+        "/byoa/fakeoauth/credentials", json={"clientId": "byoa-client", "clientSecret": "byoa-secret", "scopes": ["read"]}, headers=ws["headers"]
+    )
     assert saved.status == 201
     status = await (await api.get("/byoa/fakeoauth/credentials", headers=ws["headers"])).json()
     assert status["configured"] is True and status["clientId"] == "byoa-client" and "byoa-secret" not in str(status)
@@ -154,7 +156,10 @@ async def test_import_tokens_then_fresh_token(api, ws, fake):
     body = fake._issue()
     imported = await api.post(
         "/api/connections/import",
-        json={"providerType": "fakeoauth", "credentials": {"accessToken": body["access_token"], "refreshToken": body["refresh_token"], "expiresAt": "2000-01-01T00:00:00Z"}},
+        json={
+            "providerType": "fakeoauth",
+            "credentials": {"accessToken": body["access_token"], "refreshToken": body["refresh_token"], "expiresAt": "2000-01-01T00:00:00Z"},
+        },
         headers=ws["headers"],
     )
     assert imported.status == 201, await imported.text()

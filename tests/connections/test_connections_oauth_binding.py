@@ -42,8 +42,12 @@ async def test_forwarded_login_does_not_connect_the_victim(api, ws, fake):
     # The attacker confirms in their own client to obtain the provider URL, then sends it to the victim.
     attacker_jar = aiohttp.CookieJar(unsafe=True)
     async with aiohttp.ClientSession(cookie_jar=attacker_jar) as attacker:
-        confirmed = await attacker.post(api.make_url("/auth/fakeoauth/begin"), data={"state": parse_qs(urlsplit(begin).query)["state"][0]},
-                                        headers={"Origin": ORIGIN}, allow_redirects=False)  # fmt: skip
+        confirmed = await attacker.post(
+            api.make_url("/auth/fakeoauth/begin"),
+            data={"state": parse_qs(urlsplit(begin).query)["state"][0]},
+            headers={"Origin": ORIGIN},
+            allow_redirects=False,
+        )
         assert confirmed.status == 302
         provider_url = confirmed.headers["Location"]
     path, query = await _provider_authorizes(provider_url)  # the victim signs in at the provider
@@ -60,8 +64,9 @@ async def test_forwarded_begin_link_asks_before_connecting(api, ws, fake):
         assert page.status == 200 and "Acme" in await page.text() and "Continue" in await page.text()
         assert not victim.cookie_jar.filter_cookies(api.make_url("/auth/fakeoauth/callback"))
         state = parse_qs(urlsplit(begin).query)["state"][0]
-        cross_site = await victim.post(api.make_url("/auth/fakeoauth/begin"), data={"state": state}, headers={"Origin": "https://evil.example"},
-                                       allow_redirects=False)  # fmt: skip
+        cross_site = await victim.post(
+            api.make_url("/auth/fakeoauth/begin"), data={"state": state}, headers={"Origin": "https://evil.example"}, allow_redirects=False
+        )
         assert cross_site.status == 403 and "Location" not in cross_site.headers
     assert await _connections(api) == 0
 

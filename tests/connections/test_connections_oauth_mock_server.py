@@ -38,7 +38,9 @@ def node_packages() -> Path:
 
 @pytest.fixture
 async def oauth_server(node_packages):
-    process = await asyncio.create_subprocess_exec("node", str(node_packages / "oauth_server.mjs"), cwd=node_packages, stdout=asyncio.subprocess.PIPE, env=dict(os.environ))
+    process = await asyncio.create_subprocess_exec(
+        "node", str(node_packages / "oauth_server.mjs"), cwd=node_packages, stdout=asyncio.subprocess.PIPE, env=dict(os.environ)
+    )
     line = await asyncio.wait_for(process.stdout.readline(), 30)
     url = json.loads(line)["url"].replace("localhost", "127.0.0.1")
     events: list[dict] = []
@@ -91,12 +93,21 @@ class MockPack:
     def register_providers(self):
         return [
             Provider(
-                name="mockoauth", display_name="Mock OAuth", category="productivity", auth_mode="oauth2",
-                authorization_url="{server}/authorize", token_url="{server}/token", revocation_url="{server}/revoke",
-                api_base_url="{api}/api", scopes=("openid", "offline_access"), pkce=True, capabilities=("oauth", "proxy"),
-                connection_params=("server", "api"), connection_param_defaults={"server": self.server, "api": self.api},
+                name="mockoauth",
+                display_name="Mock OAuth",
+                category="productivity",
+                auth_mode="oauth2",
+                authorization_url="{server}/authorize",
+                token_url="{server}/token",
+                revocation_url="{server}/revoke",
+                api_base_url="{api}/api",
+                scopes=("openid", "offline_access"),
+                pkce=True,
+                capabilities=("oauth", "proxy"),
+                connection_params=("server", "api"),
+                connection_param_defaults={"server": self.server, "api": self.api},
             )
-        ]  # fmt: skip
+        ]
 
 
 async def test_oauth_round_trip_with_oauth2_mock_server(aiohttp_client, make_app, oauth_server, protected_api):

@@ -22,7 +22,10 @@ async def _expired_connection(api, ws, fake) -> str:
     fake.access_tokens.pop(tokens["access_token"])  # the provider no longer accepts it
     response = await api.post(
         "/api/connections/import",
-        json={"providerType": "fakeoauth", "credentials": {"accessToken": tokens["access_token"], "refreshToken": tokens["refresh_token"], "expiresAt": 946684800}},
+        json={
+            "providerType": "fakeoauth",
+            "credentials": {"accessToken": tokens["access_token"], "refreshToken": tokens["refresh_token"], "expiresAt": 946684800},
+        },
         headers=ws["headers"],
     )
     assert response.status == 201, await response.text()
@@ -30,7 +33,9 @@ async def _expired_connection(api, ws, fake) -> str:
 
 
 async def _call(api, ws, connection_id, n):
-    return await api.post("/connect/v1/proxy/fakeoauth", json={"method": "GET", "path": f"/items/{n}"}, headers={**ws["headers"], "x-connection-id": connection_id})
+    return await api.post(
+        "/connect/v1/proxy/fakeoauth", json={"method": "GET", "path": f"/items/{n}"}, headers={**ws["headers"], "x-connection-id": connection_id}
+    )
 
 
 async def test_twenty_concurrent_calls_refresh_once(aiohttp_client, fake_app, fake, database_url):
@@ -75,12 +80,22 @@ async def test_two_os_processes_refresh_once(aiohttp_client, fake_app, fake, pg_
     fake.refresh_delay = 0.5
     worker = Path(__file__).with_name("refresh_worker.py")
     processes = [
-        await asyncio.create_subprocess_exec(sys.executable, str(worker), database_url, str(tmp_path / f"data{n}"), fake.base, ws["workspace_id"], connection_id, stale,
-                                             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)  # fmt: skip
+        await asyncio.create_subprocess_exec(
+            sys.executable,
+            str(worker),
+            database_url,
+            str(tmp_path / f"data{n}"),
+            fake.base,
+            ws["workspace_id"],
+            connection_id,
+            stale,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
         for n in range(2)
     ]
     outputs = [await asyncio.wait_for(p.communicate(), 60) for p in processes]
-    for process, (out, err) in zip(processes, outputs, strict=True):
+    for process, (_out, err) in zip(processes, outputs, strict=True):
         assert process.returncode == 0, err.decode()[-2000:]
     tokens = [json.loads(out.decode().strip().splitlines()[-1])["tokens"] for out, _ in outputs]
     assert fake.refresh_calls == 1

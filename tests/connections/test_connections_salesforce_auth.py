@@ -15,12 +15,15 @@ from patchbay.core.testing import create_workspace_with_key
 async def test_instance_url_learned_from_token_response(aiohttp_client, make_app, fake):
     overrides = {
         "salesforce": {
-            "authorization_url": "{server}/authorize", "token_url": "{server}/token", "revocation_url": None,
+            "authorization_url": "{server}/authorize",
+            "token_url": "{server}/token",
+            "revocation_url": None,
             "connection_params": ["instance_url", "hostname", "server"],
             "connection_param_defaults": {"hostname": "login.salesforce.com", "server": fake.base},
-            "client_id": fake.CLIENT_ID, "client_secret": fake.CLIENT_SECRET,
+            "client_id": fake.CLIENT_ID,
+            "client_secret": fake.CLIENT_SECRET,
         }
-    }  # fmt: skip
+    }
     app = make_app(providers=overrides)
     assert type(app[SERVICES].registry.get("auth", "salesforce")).__name__ == "SalesforceAuth"
     api = await aiohttp_client(app)
@@ -37,6 +40,10 @@ async def test_instance_url_learned_from_token_response(aiohttp_client, make_app
     connection = await (await api.get(f"/connect/v1/connections/{connection_id}", headers=ws["headers"])).json()
     assert connection["params"]["instance_url"] == f"{fake.base}/api/org1"
     assert connection["metadata"]["organization_id"] == "00Dxx" and connection["metadata"]["user_id"] == "005yy"
-    proxied = await api.post("/connect/v1/proxy/salesforce", json={"method": "GET", "path": "/services/data/v60.0/sobjects"}, headers={**ws["headers"], "x-connection-id": connection_id})
+    proxied = await api.post(
+        "/connect/v1/proxy/salesforce",
+        json={"method": "GET", "path": "/services/data/v60.0/sobjects"},
+        headers={**ws["headers"], "x-connection-id": connection_id},
+    )
     assert proxied.status == 200, await proxied.text()
     assert fake.api_calls[-1]["path"] == "/org1/services/data/v60.0/sobjects"

@@ -34,9 +34,17 @@ class ContractPack:
     @hookimpl
     def register_providers(self):
         return [
-            Provider(name=PROVIDER, display_name="Contract API", category="crm", auth_mode="api_key", api_base_url=self.base,
-                     credential_headers={"Authorization": "Bearer {api_key}"}, health_check="GET /me", capabilities=("proxy",))
-        ]  # fmt: skip
+            Provider(
+                name=PROVIDER,
+                display_name="Contract API",
+                category="crm",
+                auth_mode="api_key",
+                api_base_url=self.base,
+                credential_headers={"Authorization": "Bearer {api_key}"},
+                health_check="GET /me",
+                capabilities=("proxy",),
+            )
+        ]
 
 
 @dataclass
@@ -117,19 +125,29 @@ def conformance(live_api, schemathesis, tmp_path: Path):
     async def run(paths: str, parameters: dict[str, str], operations: list[Operations], *, budget: float, max_examples: int) -> str:
         (tmp_path / "schemathesis.toml").write_text(schemathesis_toml(parameters, operations))
         code, text = await schemathesis(
-            budget, f"{live_api.base_url}/openapi.json",
-            "--checks", "not_a_server_error,response_schema_conformance",
-            "--mode", "positive",
-            "--phases", "examples,coverage,fuzzing",
-            "--include-path-regex", paths,
-            "--max-examples", str(max_examples),
+            budget,
+            f"{live_api.base_url}/openapi.json",
+            "--checks",
+            "not_a_server_error,response_schema_conformance",
+            "--mode",
+            "positive",
+            "--phases",
+            "examples,coverage,fuzzing",
+            "--include-path-regex",
+            paths,
+            "--max-examples",
+            str(max_examples),
             "--generation-deterministic",
-            "--workers", "1",
-            "--request-timeout", "30",
-            "--suppress-health-check", "all",
-            "--header", f"x-api-key: {live_api.workspace['api_key']}",
+            "--workers",
+            "1",
+            "--request-timeout",
+            "30",
+            "--suppress-health-check",
+            "all",
+            "--header",
+            f"x-api-key: {live_api.workspace['api_key']}",
             cwd=tmp_path,
-        )  # fmt: skip
+        )
         assert code == 0, text[-20_000:]
         assert "Coverage" in text and "Fuzzing" in text, text[-5_000:]  # the phases ran
         return text

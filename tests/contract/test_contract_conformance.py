@@ -35,19 +35,36 @@ async def _seed(api) -> dict[str, str]:
     schedule, spare_schedule = [await api.call("POST", f"/connect/v1/flows/{flow['id']}/schedules", expect=201, json={"cron": "0 9 * * 1"}) for _ in range(2)]
     spare_flow = await api.call("POST", "/connect/v1/flows", expect=201, json={"name": "Spare"})
     templates = await api.call("GET", "/connect/v1/flow-templates", expect=200)
-    return {"connection": connected["connectionId"], "flow": flow["id"], "execution": execution["id"], "schedule": schedule["id"],
-            "template": templates[0]["slug"], "spare_flow": spare_flow["id"], "spare_schedule": spare_schedule["id"]}  # fmt: skip
+    return {
+        "connection": connected["connectionId"],
+        "flow": flow["id"],
+        "execution": execution["id"],
+        "schedule": schedule["id"],
+        "template": templates[0]["slug"],
+        "spare_flow": spare_flow["id"],
+        "spare_schedule": spare_schedule["id"],
+    }
 
 
 def _parameters(provider: str, seeded: dict[str, str]) -> tuple[dict[str, str], list[Operations]]:
     """The path parameters that name seeded things (a template's ``slug`` for the template routes,
     the table's elsewhere; the spare flow and schedule for their deletes)."""
-    values = {"path.providerType": provider, "path.type": provider, "path.slug": "people", "path.id": seeded["connection"],
-              "path.connectionId": seeded["connection"], "path.flowId": seeded["flow"], "path.executionId": seeded["execution"],
-              "path.scheduleId": seeded["schedule"], "path.version": "1"}  # fmt: skip
-    operations = [Operations('include-path-regex = "^/connect/v1/flow-templates/"', {"path.slug": seeded["template"]}),
-                  Operations('include-operation-id = "delete_delete_flow"', {"path.flowId": seeded["spare_flow"]}),
-                  Operations('include-operation-id = "delete_delete_schedule"', {"path.scheduleId": seeded["spare_schedule"]})]  # fmt: skip
+    values = {
+        "path.providerType": provider,
+        "path.type": provider,
+        "path.slug": "people",
+        "path.id": seeded["connection"],
+        "path.connectionId": seeded["connection"],
+        "path.flowId": seeded["flow"],
+        "path.executionId": seeded["execution"],
+        "path.scheduleId": seeded["schedule"],
+        "path.version": "1",
+    }
+    operations = [
+        Operations('include-path-regex = "^/connect/v1/flow-templates/"', {"path.slug": seeded["template"]}),
+        Operations('include-operation-id = "delete_delete_flow"', {"path.flowId": seeded["spare_flow"]}),
+        Operations('include-operation-id = "delete_delete_schedule"', {"path.scheduleId": seeded["spare_schedule"]}),
+    ]
     return values, operations
 
 

@@ -23,24 +23,45 @@ from tests.contract.conformance import Operations
 
 BUDGET_SECONDS = 150
 MAX_EXAMPLES = 4
-PATHS = (r"^/(leads|crm|connect/v1/records|connect/v1/providers/(actions/catalog|\{providerType\}/actions)|api/(execute|registry|unified)"
-         r"|compliance/data-deletion)(/|$)")  # fmt: skip
+PATHS = (
+    r"^/(leads|crm|connect/v1/records|connect/v1/providers/(actions/catalog|\{providerType\}/actions)|api/(execute|registry|unified)"
+    r"|compliance/data-deletion)(/|$)"
+)
 
-_UNIFIED = {(f"/api/unified{user}/crm/{resource}{item}", "get"): "200" for user in ("", "/user") for resource in ("contacts", "companies", "deals")
-            for item in ("", "/{itemId}")}  # fmt: skip
+_UNIFIED = {
+    (f"/api/unified{user}/crm/{resource}{item}", "get"): "200"
+    for user in ("", "/user")
+    for resource in ("contacts", "companies", "deals")
+    for item in ("", "/{itemId}")
+}
 #: every operation of these areas and the status it answers on success
 OPERATIONS = {
-    ("/leads", "get"): "200", ("/leads/import/{accountId}", "post"): "201", ("/leads/import/{accountId}/status", "get"): "200",
-    ("/leads/{id}", "get"): "200", ("/leads/{id}/retry-sync", "post"): "201",
-    ("/crm/push/{leadId}", "post"): "201", ("/crm/push-batch/{accountId}", "post"): "201", ("/crm/{accountId}/test", "post"): "201",
-    ("/connect/v1/records", "get"): "200", ("/connect/v1/records/summary", "get"): "200", ("/connect/v1/records/import", "post"): "201",
-    ("/connect/v1/records/{id}", "get"): "200", ("/connect/v1/records/{id}", "delete"): "200", ("/connect/v1/records/{id}/replay", "post"): "201",
-    ("/connect/v1/providers/actions/catalog", "get"): "200", ("/connect/v1/providers/{providerType}/actions", "get"): "200",
-    ("/connect/v1/providers/{providerType}/actions/{actionName}", "post"): "201", ("/api/execute", "post"): "201",
-    ("/api/registry/actions", "get"): "200", ("/api/registry/actions/{actionId}/options/{fieldKey}", "get"): "200",
-    ("/api/unified/crm/providers", "get"): "200", **_UNIFIED,
-    ("/compliance/data-deletion", "get"): "200", ("/compliance/data-deletion", "post"): "201", ("/compliance/data-deletion/status", "get"): "200",
-}  # fmt: skip
+    ("/leads", "get"): "200",
+    ("/leads/import/{accountId}", "post"): "201",
+    ("/leads/import/{accountId}/status", "get"): "200",
+    ("/leads/{id}", "get"): "200",
+    ("/leads/{id}/retry-sync", "post"): "201",
+    ("/crm/push/{leadId}", "post"): "201",
+    ("/crm/push-batch/{accountId}", "post"): "201",
+    ("/crm/{accountId}/test", "post"): "201",
+    ("/connect/v1/records", "get"): "200",
+    ("/connect/v1/records/summary", "get"): "200",
+    ("/connect/v1/records/import", "post"): "201",
+    ("/connect/v1/records/{id}", "get"): "200",
+    ("/connect/v1/records/{id}", "delete"): "200",
+    ("/connect/v1/records/{id}/replay", "post"): "201",
+    ("/connect/v1/providers/actions/catalog", "get"): "200",
+    ("/connect/v1/providers/{providerType}/actions", "get"): "200",
+    ("/connect/v1/providers/{providerType}/actions/{actionName}", "post"): "201",
+    ("/api/execute", "post"): "201",
+    ("/api/registry/actions", "get"): "200",
+    ("/api/registry/actions/{actionId}/options/{fieldKey}", "get"): "200",
+    ("/api/unified/crm/providers", "get"): "200",
+    **_UNIFIED,
+    ("/compliance/data-deletion", "get"): "200",
+    ("/compliance/data-deletion", "post"): "201",
+    ("/compliance/data-deletion/status", "get"): "200",
+}
 
 
 async def test_every_data_operation_publishes_a_success_schema(aiohttp_client, make_app):
@@ -82,9 +103,17 @@ async def _seed(api) -> dict[str, str]:
 def _parameters(seeded: dict[str, str]) -> tuple[dict[str, str], list[Operations]]:
     """The path and query parameters that name seeded things (``id`` is a lead or a record by
     route)."""
-    values = {"path.accountId": seeded["workspace"], "path.leadId": seeded["lead"], "path.id": seeded["lead"], "path.providerType": "hubspot",
-              "path.actionName": "create_contact", "path.actionId": "hubspot.create_deal", "path.fieldKey": "pipeline",
-              "query.connectionId": seeded["connection"], "query.code": "code-1"}  # fmt: skip
+    values = {
+        "path.accountId": seeded["workspace"],
+        "path.leadId": seeded["lead"],
+        "path.id": seeded["lead"],
+        "path.providerType": "hubspot",
+        "path.actionName": "create_contact",
+        "path.actionId": "hubspot.create_deal",
+        "path.fieldKey": "pipeline",
+        "query.connectionId": seeded["connection"],
+        "query.code": "code-1",
+    }
     operations = [
         Operations('include-path-regex = "^/connect/v1/records/"', {"path.id": seeded["record"]}),
         Operations('include-operation-id = "delete_delete_record"', {"path.id": seeded["spare_record"]}),

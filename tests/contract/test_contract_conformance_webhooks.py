@@ -48,10 +48,14 @@ async def _seed(api, receiver: Receiver) -> dict[str, str]:
     an alert subscription, and a spare of each subscription for the deletes."""
     events = ["connection.created", "connection.removed"]
     subscription, spare_subscription = [
-        await api.call("POST", f"/connect/v1/webhooks/{api.provider}/subscribe", expect=201,
-                       json={"callbackUrl": receiver.url + f"/hook{n}", "events": events, "callbackSecret": "conformance-secret"})
+        await api.call(
+            "POST",
+            f"/connect/v1/webhooks/{api.provider}/subscribe",
+            expect=201,
+            json={"callbackUrl": receiver.url + f"/hook{n}", "events": events, "callbackSecret": "conformance-secret"},
+        )
         for n in range(2)
-    ]  # fmt: skip
+    ]
     await api.call("POST", f"/connect/v1/providers/{api.provider}/connect", expect=201, json={"credentials": {"apiKey": "k-1"}})
     await api.call("DELETE", f"/connect/v1/providers/{api.provider}/disconnect", expect=200)
     await drain(api.server.app[SERVICES])
@@ -61,9 +65,15 @@ async def _seed(api, receiver: Receiver) -> dict[str, str]:
     alert, spare_alert = [
         await api.call("POST", "/connect/v1/alerts", expect=201, json={"channel": "webhook", "target": receiver.url + "/alerts", "eventTypes": ["flow.failed"]})
         for _ in range(2)
-    ]  # fmt: skip
-    return {"event": delivery["eventId"], "delivery": delivery["id"], "subscription": subscription["subscriptionId"],
-            "spare_subscription": spare_subscription["subscriptionId"], "alert": alert["id"], "spare_alert": spare_alert["id"]}  # fmt: skip
+    ]
+    return {
+        "event": delivery["eventId"],
+        "delivery": delivery["id"],
+        "subscription": subscription["subscriptionId"],
+        "spare_subscription": spare_subscription["subscriptionId"],
+        "alert": alert["id"],
+        "spare_alert": spare_alert["id"],
+    }
 
 
 def _parameters(provider: str, seeded: dict[str, str]) -> tuple[dict[str, str], list[Operations]]:

@@ -34,27 +34,46 @@ PATHS = r"^/(accounts|billing/webhook|connect/v1/(workspaces|api-keys|connect-se
 
 #: every operation of these areas and the status it answers on success
 OPERATIONS = {
-    ("post", "/accounts"): "201", ("get", "/accounts"): "200", ("get", "/accounts/{id}"): "200", ("patch", "/accounts/{id}"): "200",
+    ("post", "/accounts"): "201",
+    ("get", "/accounts"): "200",
+    ("get", "/accounts/{id}"): "200",
+    ("patch", "/accounts/{id}"): "200",
     ("delete", "/accounts/{id}"): "200",
-    ("get", "/connect/v1/workspaces"): "200", ("post", "/connect/v1/workspaces"): "201",
-    ("get", "/connect/v1/workspaces/invite/validate/{token}"): "200", ("post", "/connect/v1/workspaces/invite/accept/{token}"): "201",
-    ("post", "/connect/v1/workspaces/{id}/invite"): "201", ("get", "/connect/v1/workspaces/public/{slug}"): "200",
-    ("post", "/connect/v1/workspaces/join/request"): "201", ("post", "/connect/v1/workspaces/join/link/{workspaceId}"): "201",
+    ("get", "/connect/v1/workspaces"): "200",
+    ("post", "/connect/v1/workspaces"): "201",
+    ("get", "/connect/v1/workspaces/invite/validate/{token}"): "200",
+    ("post", "/connect/v1/workspaces/invite/accept/{token}"): "201",
+    ("post", "/connect/v1/workspaces/{id}/invite"): "201",
+    ("get", "/connect/v1/workspaces/public/{slug}"): "200",
+    ("post", "/connect/v1/workspaces/join/request"): "201",
+    ("post", "/connect/v1/workspaces/join/link/{workspaceId}"): "201",
     ("get", "/connect/v1/workspaces/{id}/join-requests"): "200",
     ("post", "/connect/v1/workspaces/{id}/join-requests/{requestId}/approve"): "201",
     ("post", "/connect/v1/workspaces/{id}/join-requests/{requestId}/deny"): "201",
-    ("post", "/connect/v1/workspaces/{id}/shareable-link"): "201", ("delete", "/connect/v1/workspaces/{id}/shareable-link"): "200",
-    ("get", "/connect/v1/api-keys"): "200", ("delete", "/connect/v1/api-keys/{id}"): "200",
-    ("post", "/connect/v1/connect-sessions"): "201", ("get", "/connect/v1/connect-sessions"): "200",
-    ("get", "/connect/v1/connect-sessions/{id}"): "200", ("delete", "/connect/v1/connect-sessions/{id}"): "200",
-    ("get", "/connect/v1/billing/plan"): "200", ("get", "/connect/v1/billing/usage"): "200", ("get", "/connect/v1/billing/usage/history"): "200",
-    ("post", "/connect/v1/billing/checkout"): "201", ("post", "/connect/v1/billing/portal"): "201",
-    ("delete", "/connect/v1/billing/subscription"): "200", ("post", "/connect/v1/billing/subscription/resume"): "201",
+    ("post", "/connect/v1/workspaces/{id}/shareable-link"): "201",
+    ("delete", "/connect/v1/workspaces/{id}/shareable-link"): "200",
+    ("get", "/connect/v1/api-keys"): "200",
+    ("delete", "/connect/v1/api-keys/{id}"): "200",
+    ("post", "/connect/v1/connect-sessions"): "201",
+    ("get", "/connect/v1/connect-sessions"): "200",
+    ("get", "/connect/v1/connect-sessions/{id}"): "200",
+    ("delete", "/connect/v1/connect-sessions/{id}"): "200",
+    ("get", "/connect/v1/billing/plan"): "200",
+    ("get", "/connect/v1/billing/usage"): "200",
+    ("get", "/connect/v1/billing/usage/history"): "200",
+    ("post", "/connect/v1/billing/checkout"): "201",
+    ("post", "/connect/v1/billing/portal"): "201",
+    ("delete", "/connect/v1/billing/subscription"): "200",
+    ("post", "/connect/v1/billing/subscription/resume"): "201",
     ("post", "/billing/webhook"): "200",
-    ("get", "/connect/v1/approvals/policy"): "200", ("patch", "/connect/v1/approvals/policy"): "200", ("get", "/connect/v1/approvals"): "200",
-    ("get", "/connect/v1/approvals/pending"): "200", ("get", "/connect/v1/approvals/{id}"): "200",
-    ("post", "/connect/v1/approvals/{id}/approve"): "201", ("post", "/connect/v1/approvals/{id}/deny"): "201",
-}  # fmt: skip
+    ("get", "/connect/v1/approvals/policy"): "200",
+    ("patch", "/connect/v1/approvals/policy"): "200",
+    ("get", "/connect/v1/approvals"): "200",
+    ("get", "/connect/v1/approvals/pending"): "200",
+    ("get", "/connect/v1/approvals/{id}"): "200",
+    ("post", "/connect/v1/approvals/{id}/approve"): "201",
+    ("post", "/connect/v1/approvals/{id}/deny"): "201",
+}
 
 
 @pytest.fixture
@@ -84,14 +103,24 @@ async def _seed(api) -> dict[str, str]:
     revokes and the decisions, which would otherwise take away what the others read (the run's own
     API key is never the one deleted)."""
     app, workspace_id = api.server.app, api.workspace["workspace_id"]
-    session, spare_session = [await api.call("POST", "/connect/v1/connect-sessions", expect=201, json={"endUser": {"id": f"user-{n}", "email": "u@example.com"}}) for n in (1, 2)]
+    session, spare_session = [
+        await api.call("POST", "/connect/v1/connect-sessions", expect=201, json={"endUser": {"id": f"user-{n}", "email": "u@example.com"}}) for n in (1, 2)
+    ]
     await api.call("PATCH", "/connect/v1/approvals/policy", expect=200, json={"enabled": True, "providers": [api.provider]})
     end_user = Principal("api_key", workspace_id, frozenset({"connections.write"}), subject="end_user:someone")
     approvals, joins = [], []
     for _ in range(3):
         async with app[SERVICES].db.transaction(tenant=workspace_id) as db:
-            approvals.append(await gate_connect(app[SERVICES], db, workspace_id=workspace_id, provider=api.provider, principal=end_user,
-                                                payload={"credentials": {"apiKey": "k"}, "metadata": {}, "params": {}}))  # fmt: skip
+            approvals.append(
+                await gate_connect(
+                    app[SERVICES],
+                    db,
+                    workspace_id=workspace_id,
+                    provider=api.provider,
+                    principal=end_user,
+                    payload={"credentials": {"apiKey": "k"}, "metadata": {}, "params": {}},
+                )
+            )
     for name in ("joiner-1", "joiner-2"):
         async with app[SERVICES].db.transaction() as db:
             user = await create_user(db, email=f"{name}@example.com", password=None, name=name)
@@ -101,15 +130,27 @@ async def _seed(api) -> dict[str, str]:
                 assert response.status == 201, await response.text()
                 joins.append((await response.json())["id"])
     async with app[SERVICES].db.transaction(tenant=workspace_id) as db:
-        _, invite_token = await create_invite(db, app[SERVICES].secrets, workspace_id=workspace_id, email="invited@example.com", role="viewer", ttl=timedelta(days=1), invited_by=None)
+        _, invite_token = await create_invite(
+            db, app[SERVICES].secrets, workspace_id=workspace_id, email="invited@example.com", role="viewer", ttl=timedelta(days=1), invited_by=None
+        )
         spare_key = (await create_api_key(db, app[SERVICES].secrets, workspace_id=workspace_id, name="spare")).record.id
     async with aiohttp.ClientSession(headers={"x-api-key": OPERATOR_KEY}) as http:
         async with http.post(f"{api.base_url}/accounts", json={"name": "Spare account"}) as response:
             assert response.status == 201, await response.text()
             spare_account = (await response.json())["id"]
-    return {"workspace": workspace_id, "session": session["id"], "spare_session": spare_session["id"], "approval": approvals[0], "approve": approvals[1],
-            "deny": approvals[2], "approve_join": joins[0], "deny_join": joins[1], "invite": invite_token, "spare_key": spare_key,
-            "spare_account": spare_account}  # fmt: skip
+    return {
+        "workspace": workspace_id,
+        "session": session["id"],
+        "spare_session": spare_session["id"],
+        "approval": approvals[0],
+        "approve": approvals[1],
+        "deny": approvals[2],
+        "approve_join": joins[0],
+        "deny_join": joins[1],
+        "invite": invite_token,
+        "spare_key": spare_key,
+        "spare_account": spare_account,
+    }
 
 
 def _parameters(seeded: dict[str, str]) -> tuple[dict[str, str], list[Operations]]:

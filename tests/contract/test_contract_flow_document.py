@@ -44,7 +44,9 @@ async def test_every_flow_operation_publishes_its_models(aiohttp_client, make_ap
     assert {"version", "published_at"} <= set(schemas["FlowVersionOut"]["required"])
     # contract section 4: the flow list and the executions are page envelopes
     assert set(schemas["FlowOutPage"]["required"]) == {"data", "page", "limit", "total"}
-    assert document["paths"]["/connect/v1/task-history"]["get"]["responses"]["200"]["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/ExecutionOutPage"}
+    assert document["paths"]["/connect/v1/task-history"]["get"]["responses"]["200"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/ExecutionOutPage"
+    }
     # a step declares id and type and keeps its type's own keys
     assert schemas["Step"]["required"] == ["id", "type"] and schemas["Step"]["additionalProperties"] is True
     assert schemas["FlowOut"]["additionalProperties"] is False

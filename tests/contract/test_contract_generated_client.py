@@ -31,9 +31,20 @@ async def _generate(live_api, folder: Path) -> str:
     package = f"patchbay_client_{uuid.uuid4().hex[:8]}"
     (folder / "config.yaml").write_text(f"project_name_override: {package}\npackage_name_override: {package}\npost_hooks: []\n")
     process = await asyncio.create_subprocess_exec(
-        executable, "generate", "--path", "openapi.json", "--config", "config.yaml", "--meta", "none", "--output-path", package,
-        cwd=folder, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-    )  # fmt: skip
+        executable,
+        "generate",
+        "--path",
+        "openapi.json",
+        "--config",
+        "config.yaml",
+        "--meta",
+        "none",
+        "--output-path",
+        package,
+        cwd=folder,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
     output, _ = await asyncio.wait_for(process.communicate(), GENERATE_SECONDS)
     assert process.returncode == 0, output.decode(errors="replace")
     return package

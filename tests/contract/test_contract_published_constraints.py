@@ -26,8 +26,14 @@ CONSTRAINTS = ("minLength", "maxLength", "pattern", "minimum", "maximum", "exclu
 #: a body each operation takes, valid against its schema, with an item in every array whose
 #: items are constrained (the mutation of ``steps[].id`` needs a step)
 EXAMPLES: dict[tuple[str, str], dict[str, Any]] = {
-    ("POST", "/api/v1/oidc/register"): {"client_name": "Client", "redirect_uris": ["https://app.example.com/cb"], "grant_types": ["authorization_code"],
-                                        "response_types": ["code"], "application": "app", "permissions": ["flows.view"]},
+    ("POST", "/api/v1/oidc/register"): {
+        "client_name": "Client",
+        "redirect_uris": ["https://app.example.com/cb"],
+        "grant_types": ["authorization_code"],
+        "response_types": ["code"],
+        "application": "app",
+        "permissions": ["flows.view"],
+    },
     ("POST", "/byoa/{providerType}/credentials"): {"clientId": "id", "clientSecret": "secret"},
     ("POST", "/connect/v1/alerts"): {"channel": "email", "target": "ops@example.com", "eventTypes": ["flow.failed"]},
     ("PATCH", "/connect/v1/alerts/{subscriptionId}"): {"target": "ops@example.com", "eventTypes": ["flow.failed"]},
@@ -43,12 +49,16 @@ EXAMPLES: dict[tuple[str, str], dict[str, Any]] = {
     ("POST", "/connect/v1/tables/{slug}/rows"): {"data": {}, "external_key": "k"},
     ("POST", "/connect/v1/tables/{slug}/rows/upsert"): {"data": {}, "external_key": "k"},
     ("PATCH", "/connect/v1/tables/{slug}/rows/{rowId}"): {"data": {}, "external_key": "k"},
-    ("POST", "/connect/v1/webhooks/{type}/subscribe"): {"url": "https://example.com/hook", "events": ["contact.created"], "eventType": "contact.created",
-                                                        "callbackSecret": "s3cret-s3cret"},
+    ("POST", "/connect/v1/webhooks/{type}/subscribe"): {
+        "url": "https://example.com/hook",
+        "events": ["contact.created"],
+        "eventType": "contact.created",
+        "callbackSecret": "s3cret-s3cret",
+    },
     ("PATCH", "/connect/v1/webhooks/{type}/subscribe/{id}"): {"events": ["contact.created"], "eventType": "contact.created"},
     ("POST", "/connect/v1/webhooks/{type}/subscribe/{id}/rotate-secret"): {"callbackSecret": "s3cret-s3cret", "overlapSeconds": 0},
     ("POST", "/crm/push-batch/{accountId}"): {"crmSyncStatus": ["none"]},
-}  # fmt: skip
+}
 
 #: path parameters: the names of things that exist where a handler looks one up before the body
 PATH_VALUES = {"providerType": "hubspot", "type": "hubspot"}
@@ -151,7 +161,7 @@ async def test_every_published_constraint_is_enforced_naming_the_field(live_api)
         found = cases(document)
         assert len({(method, path) for method, path, *_ in found}) >= len(EXAMPLES), "an example names an operation without constraints"
         wrong = []
-        for method, path, keyword, field, name, value, body in found:
+        for method, path, keyword, _field, name, value, body in found:
             url = live_api.base_url + _url_path(path, live_api.workspace["workspace_id"])
             async with http.request(method, url, json=body, headers=live_api.headers) as answer:
                 status, text = answer.status, await answer.text()

@@ -62,9 +62,13 @@ async def test_an_unknown_execution_status_is_400(client, workspace, path):
 
 @pytest.mark.parametrize(
     ("value", "message"),
-    [({"flag": 1}, "flag must be true or false"), ({"count": True}, "count must be an integer"), ({"name": 5}, "name must be a string"),
-     ({"ratio": "1"}, "ratio must be a number")],
-)  # fmt: skip
+    [
+        ({"flag": 1}, "flag must be true or false"),
+        ({"count": True}, "count must be an integer"),
+        ({"name": 5}, "name must be a string"),
+        ({"ratio": "1"}, "ratio must be a number"),
+    ],
+)
 def test_the_converter_does_not_coerce(value, message):
     from dataclasses import dataclass
 
@@ -84,7 +88,11 @@ def test_the_converter_does_not_coerce(value, message):
 @pytest.mark.parametrize(
     ("body", "error", "named"),
     [
-        ({"client_name": "x", "redirect_uris": ["https://app.example.com/cb"], "logo_uri": ["https://x"]}, "invalid_client_metadata", "logo_uri must be a string"),
+        (
+            {"client_name": "x", "redirect_uris": ["https://app.example.com/cb"], "logo_uri": ["https://x"]},
+            "invalid_client_metadata",
+            "logo_uri must be a string",
+        ),
         ({"client_name": "x", "redirect_uris": "https://app.example.com/cb"}, "invalid_redirect_uri", "redirect_uris must be an array"),
         ({"client_name": 5, "redirect_uris": ["https://app.example.com/cb"]}, "invalid_client_metadata", "client_name must be a string"),
     ],

@@ -30,18 +30,29 @@ async def test_no_input_produces_a_server_error(make_app, schemathesis, tmp_path
     try:
         ws = await create_workspace_with_key(app, plan="enterprise")
         code, text = await schemathesis(
-            BUDGET_SECONDS, str(server.make_url("/openapi.json")),
-            "--checks", "not_a_server_error",
-            "--phases", "examples,coverage,fuzzing,stateful",
-            "--max-examples", MAX_EXAMPLES,
+            BUDGET_SECONDS,
+            str(server.make_url("/openapi.json")),
+            "--checks",
+            "not_a_server_error",
+            "--phases",
+            "examples,coverage,fuzzing,stateful",
+            "--max-examples",
+            MAX_EXAMPLES,
             "--generation-deterministic",
-            "--workers", "1",  # CPython 3.11.7's ast is not thread-safe (gh-106905): two workers crash schemathesis
-            "--request-timeout", "30",
-            "--suppress-health-check", "all",
-            "--header", f"x-api-key: {ws['api_key']}",
-            "--report", "ndjson", "--report-dir", str(tmp_path),
+            "--workers",
+            "1",  # CPython 3.11.7's ast is not thread-safe (gh-106905): two workers crash schemathesis
+            "--request-timeout",
+            "30",
+            "--suppress-health-check",
+            "all",
+            "--header",
+            f"x-api-key: {ws['api_key']}",
+            "--report",
+            "ndjson",
+            "--report-dir",
+            str(tmp_path),
             cwd=tmp_path,
-        )  # fmt: skip
+        )
         assert code == 0, text[-20_000:]
         assert "Fuzzing" in text and "Coverage" in text  # the phases ran
     finally:

@@ -5,6 +5,7 @@ array (``str | list[str]``) takes either; anything else is a 400 naming the fiel
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
 import pytest
 
 from patchbay.core.http.bodies import structure

@@ -56,8 +56,23 @@ def test_api_key_is_shown_once_and_stored_hashed(run, tmp_path):
 @pytest.mark.slow  # argon2 hashing in CLI processes
 def test_user_with_membership_and_argon2_hash(run, tmp_path):
     workspace = json.loads(run("workspaces", "create", "--name", "Acme", "--json").output)
-    user = json.loads(run("users", "create", "--email", "Ada@Example.com", "--password", "correct horse", "--name", "Ada Lovelace",
-                          "--workspace", workspace["id"], "--role", "manager", "--json").output)  # fmt: skip
+    user = json.loads(
+        run(
+            "users",
+            "create",
+            "--email",
+            "Ada@Example.com",
+            "--password",
+            "correct horse",
+            "--name",
+            "Ada Lovelace",
+            "--workspace",
+            workspace["id"],
+            "--role",
+            "manager",
+            "--json",
+        ).output
+    )
     assert user["email"] == "ada@example.com" and user["role"] == "manager"
     [(password_hash, given, family)] = rows(tmp_path, "SELECT password_hash, given_name, family_name FROM users")
     assert password_hash.startswith("$argon2id$") and (given, family) == ("Ada", "Lovelace")
@@ -120,6 +135,8 @@ def test_users_list_show_delete(run):
     assert js("users", "list", "--json") == []
     assert js("workspaces", "show", workspace["id"], "--json")["members"] == 0
     assert "no user" in run("users", "delete", "nobody@example.com", "--yes", ok=False).output
+
+
 def test_api_keys_list_revoke_and_expiry(run):
     workspace = json.loads(run("workspaces", "create", "--name", "Acme", "--json").output)
     expiring = json.loads(run("api-keys", "create", "--workspace", workspace["id"], "--expires-in", "30d", "--json").output)
@@ -153,8 +170,19 @@ def test_api_keys_show_and_delete(run):
 def test_clients_list_show_delete(run, tmp_path):
     workspace = js("workspaces", "create", "--name", "Apps", "--json")
     web_app = js("clients", "create", "--name", "Web app", "--redirect-uri", "https://app.example.com/cb", "--json")
-    machine = js("clients", "create", "--name", "Machine", "--redirect-uri", "https://m.example.com/cb", "--grant-type", "client_credentials",
-                 "--workspace", workspace["id"], "--json")  # fmt: skip
+    machine = js(
+        "clients",
+        "create",
+        "--name",
+        "Machine",
+        "--redirect-uri",
+        "https://m.example.com/cb",
+        "--grant-type",
+        "client_credentials",
+        "--workspace",
+        workspace["id"],
+        "--json",
+    )
     listed = js("clients", "list", "--json")
     assert [c["client_name"] for c in listed] == ["Machine", "Web app"]
     assert all("client_secret" not in c and "secret_digest" not in c for c in listed)

@@ -55,7 +55,7 @@ def test_an_admin_command_in_a_folder_without_data_creates_nothing(tmp_path, mon
 
 def test_an_unknown_provider_override_key_is_one_line(tmp_path, monkeypatch):
     config = tmp_path / "patchbay.toml"
-    config.write_text('[providers.stripe]\nbogus_key = 1\n')
+    config.write_text("[providers.stripe]\nbogus_key = 1\n")
     result = invoke(monkeypatch, tmp_path, "--config", str(config), "providers", "list")
     assert result.exit_code == 1
     assert result.output.strip() == "Error: [providers.stripe]: unknown key(s) bogus_key"

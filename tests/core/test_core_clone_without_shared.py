@@ -23,7 +23,10 @@ def test_the_spec_test_skips_with_the_reason_in_a_clone_without_shared(tmp_path)
         shutil.copy(ROOT / part, clone / part)
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rs", "tests/core/test_core_openapi.py::test_every_spec_route_is_served"],
-        cwd=clone, capture_output=True, text=True, timeout=240,
-    )  # fmt: skip
+        cwd=clone,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "1 skipped" in result.stdout and "the interface specification is not beside this clone" in result.stdout

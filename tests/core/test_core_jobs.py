@@ -308,27 +308,43 @@ async def test_maintenance_purges_records_past_their_retention_in_batches(make_a
     await aiohttp_client(app)
     ws = (await create_workspace_with_key(app))["workspace_id"]
     now = utcnow()
-    old_log, recent_log, old_event, old_run, running = now - timedelta(days=8), now - timedelta(days=6), now - timedelta(days=31), now - timedelta(days=91), now - timedelta(days=200)
+    old_log, recent_log, old_event, old_run, _running = (
+        now - timedelta(days=8),
+        now - timedelta(days=6),
+        now - timedelta(days=31),
+        now - timedelta(days=91),
+        now - timedelta(days=200),
+    )
     async with app[SERVICES].db.transaction() as session:
         flow = Flow(workspace_id=ws, name="f")
         session.add(flow)
         await session.flush()
         for n, at in enumerate([old_log] * 5 + [recent_log]):
-            session.add(ProxyCallLog(workspace_id=ws, connection_id="c", provider="p", source="proxy", method="GET", path=f"/{n}", status=200, duration_ms=1.0, created_at=at))
+            session.add(
+                ProxyCallLog(
+                    workspace_id=ws, connection_id="c", provider="p", source="proxy", method="GET", path=f"/{n}", status=200, duration_ms=1.0, created_at=at
+                )
+            )
         for n, at in enumerate([old_event] * 3 + [now]):
             session.add(WebhookEvent(workspace_id=ws, provider="facebook", status="PROCESSED", body=f"body {n}", body_hash=str(n), created_at=at))
         session.add(WebhookEvent(workspace_id=ws, provider="facebook", status="RECEIVED", body="not processed yet", body_hash="r", created_at=old_event))
         for n in range(3):
             session.add(WebhookAttempt(workspace_id=ws, delivery_id="d", number=n, created_at=old_event))
-        executions = [FlowExecution(workspace_id=ws, flow_id=flow.id, status=status, trigger_source="manual", finished_at=at)
-                      for status, at in [("completed", old_run), ("failed", old_run), ("completed", old_run), ("completed", now), ("running", None)]]  # fmt: skip
+        executions = [
+            FlowExecution(workspace_id=ws, flow_id=flow.id, status=status, trigger_source="manual", finished_at=at)
+            for status, at in [("completed", old_run), ("failed", old_run), ("completed", old_run), ("completed", now), ("running", None)]
+        ]
         session.add_all(executions)
         await session.flush()
         for execution in executions:
             session.add(FlowExecutionStep(workspace_id=ws, execution_id=execution.id, position=0, step_id="s", type="log", status="completed"))
     result = await purge(app[SERVICES])
     assert {k: result[k] for k in ("webhookEventBodiesCleared", "proxyCallLogsPurged", "executionsPurged", "deliveryAttemptsPurged")} == {
-        "webhookEventBodiesCleared": 3, "proxyCallLogsPurged": 5, "executionsPurged": 3, "deliveryAttemptsPurged": 0}  # fmt: skip
+        "webhookEventBodiesCleared": 3,
+        "proxyCallLogsPurged": 5,
+        "executionsPurged": 3,
+        "deliveryAttemptsPurged": 0,
+    }
     async with app[SERVICES].db.session() as session:
         assert list(await session.scalars(select(ProxyCallLog.created_at))) == [recent_log]
         bodies = dict((await session.execute(select(WebhookEvent.body_hash, WebhookEvent.body))).all())

@@ -65,8 +65,12 @@ def web_uses(path: Path) -> list[str]:
     tree = _tree(path)
     found = []
     if not (path.is_relative_to(CORE) and _relative(path) in REQUEST_READERS):
-        found += [f"imports {module}.{name}".rstrip(".") for module, name in _imports(tree) if module == "aiohttp.web" or (module == "aiohttp" and name == "web")]
-    found += [f"line {node.lineno}: {ast.unparse(node)}" for node in ast.walk(tree) if isinstance(node, ast.Attribute) and ast.unparse(node) == "web.Application"]
+        found += [
+            f"imports {module}.{name}".rstrip(".") for module, name in _imports(tree) if module == "aiohttp.web" or (module == "aiohttp" and name == "web")
+        ]
+    found += [
+        f"line {node.lineno}: {ast.unparse(node)}" for node in ast.walk(tree) if isinstance(node, ast.Attribute) and ast.unparse(node) == "web.Application"
+    ]
     return found
 
 

@@ -10,8 +10,16 @@ from patchbay.core.testing import create_workspace_with_key
 
 pytestmark = pytest.mark.both_databases  # storage behaviour differs between SQLite and PostgreSQL here (docs/testing.md)
 
-PATHS_WITH_IDS = ["/connect/v1/flows/abc%00def", "/connect/v1/connections/abc%00", "/connect/v1/connect-sessions/%00", "/connect/v1/records/x%00y",
-                  "/leads/%00", "/connect/v1/approvals/%00", "/api/v1/organizations/%00", "/connect/v1/webhooks/events/%00"]  # fmt: skip
+PATHS_WITH_IDS = [
+    "/connect/v1/flows/abc%00def",
+    "/connect/v1/connections/abc%00",
+    "/connect/v1/connect-sessions/%00",
+    "/connect/v1/records/x%00y",
+    "/leads/%00",
+    "/connect/v1/approvals/%00",
+    "/api/v1/organizations/%00",
+    "/connect/v1/webhooks/events/%00",
+]
 
 
 @pytest.fixture
@@ -30,8 +38,11 @@ async def test_a_path_holding_nul_names_nothing(api):
 
 async def test_a_query_value_holding_nul_is_400_naming_it(api):
     client, ws = api
-    for path, name in (("/connect/v1/flows?search=a%00b", "search"), ("/connect/v1/webhooks/events?provider=%00", "provider"),
-                       ("/connect/v1/providers?category=x%00", "category")):  # fmt: skip
+    for path, name in (
+        ("/connect/v1/flows?search=a%00b", "search"),
+        ("/connect/v1/webhooks/events?provider=%00", "provider"),
+        ("/connect/v1/providers?category=x%00", "category"),
+    ):
         response = await client.get(path, headers=ws["headers"])
         assert response.status == 400, (path, response.status, await response.text())
         assert (await response.json())["message"] == f"Query parameter '{name}' must not contain the NUL character"

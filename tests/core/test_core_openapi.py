@@ -75,7 +75,9 @@ async def test_every_operation_declares_what_it_answers(document_and_app):
             if method == "parameters":
                 continue
             successes = [answer for status, answer in operation["responses"].items() if status[0] in "23"]
-            if "default" in operation["responses"] or not any(answer.get("content") or answer.get("headers") or "no body" in answer["description"] for answer in successes):
+            if "default" in operation["responses"] or not any(
+                answer.get("content") or answer.get("headers") or "no body" in answer["description"] for answer in successes
+            ):
                 undeclared.append(f"{method.upper()} {path}")
     assert undeclared == []
 
@@ -120,8 +122,27 @@ async def test_security_schemes_and_area_tags(document_and_app):
     operations = [(path, operation) for path, item in document["paths"].items() for method, operation in item.items() if method != "parameters"]
     protected = [operation for _, operation in operations if "x-permissions" in operation]
     assert len(protected) > 100 and all(operation["security"] == [{"apiKey": []}, {"bearer": []}] for operation in protected)
-    areas = {"service", "identity", "platform", "connections", "connect-ui", "providers", "proxy", "webhooks", "flows", "tables", "records",
-             "leads", "actions", "unified-crm", "workspaces", "billing", "approvals", "alerts", "compliance"}  # fmt: skip
+    areas = {
+        "service",
+        "identity",
+        "platform",
+        "connections",
+        "connect-ui",
+        "providers",
+        "proxy",
+        "webhooks",
+        "flows",
+        "tables",
+        "records",
+        "leads",
+        "actions",
+        "unified-crm",
+        "workspaces",
+        "billing",
+        "approvals",
+        "alerts",
+        "compliance",
+    }
     assert {operation["tags"][0] for _, operation in operations} == areas
     assert all(len(operation["tags"]) == 1 for _, operation in operations)
 

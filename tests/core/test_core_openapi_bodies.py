@@ -25,9 +25,11 @@ UNDECLARED = {
     ("POST", "/webhook/{providerType}"): "a provider's webhook, in the provider's shape",
     ("POST", "/compliance/data-deletion"): "a provider's deletion callback (form or JSON), fields its pack defines",
     ("POST", "/connect/v1/workspaces/{id}/join-requests/{requestId}/deny"): "shares the approve handler's code, reads no body when denying",
-    **{(method, "/connect/v1/proxy/{providerType}/{path}"): "passes the caller's body through to the provider's API"
-       for method in ("GET", "POST", "PUT", "PATCH", "DELETE")},
-}  # fmt: skip
+    **{
+        (method, "/connect/v1/proxy/{providerType}/{path}"): "passes the caller's body through to the provider's API"
+        for method in ("GET", "POST", "PUT", "PATCH", "DELETE")
+    },
+}
 
 
 def reads_body(function, depth: int = 0, seen: set | None = None) -> bool:

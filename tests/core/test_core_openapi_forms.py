@@ -23,7 +23,20 @@ FORMS: dict[tuple[str, str], tuple[set[str], set[str]]] = {
     ("post", "/api/v1/oidc/revoke"): ({"token"}, {"token_type_hint", "client_id", "client_secret"}),
     ("post", "/api/v1/oidc/authorize"): (
         {"response_type", "client_id", "redirect_uri"},
-        {"scope", "state", "nonce", "code_challenge", "code_challenge_method", "prompt", "max_age", "login_hint", "id_token_hint", "idp", "kc_idp_hint", "response_mode"},
+        {
+            "scope",
+            "state",
+            "nonce",
+            "code_challenge",
+            "code_challenge_method",
+            "prompt",
+            "max_age",
+            "login_hint",
+            "id_token_hint",
+            "idp",
+            "kc_idp_hint",
+            "response_mode",
+        },
     ),
     ("post", "/api/v1/oidc/end-session"): (set(), {"id_token_hint", "post_logout_redirect_uri", "state", "client_id"}),
     ("post", "/api/v1/oidc/userinfo"): (set(), {"access_token"}),
@@ -63,7 +76,9 @@ def form_schema(document: dict[str, Any], method: str, path: str) -> dict[str, A
 def fill(schema: dict[str, Any], path: str) -> tuple[dict[str, str], str]:
     """A form of every declared field (an enum's first choice, else a placeholder) and the path
     with its parameters filled."""
-    form = {name: field.get("const") or field["enum"][0] if "const" in field or "enum" in field else f"x-{name}" for name, field in schema["properties"].items()}
+    form = {
+        name: field.get("const") or field["enum"][0] if "const" in field or "enum" in field else f"x-{name}" for name, field in schema["properties"].items()
+    }
     return form, path.replace("{providerType}", "fakeoauth").replace("{name}", "fakeoauth")
 
 

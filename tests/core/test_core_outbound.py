@@ -7,9 +7,19 @@ from patchbay.core.outbound import Outbound, ResponseTooLarge, UnsafeTarget, che
 
 @pytest.mark.parametrize(
     "url",
-    ["http://example.com/hook", "https://127.0.0.1/x", "https://10.0.0.5/x", "https://[::1]/x", "https://localhost/x",
-     "https://169.254.169.254/latest", "ftp://example.com", "not a url", "http://[", "https://[::1/x"],
-)  # fmt: skip
+    [
+        "http://example.com/hook",
+        "https://127.0.0.1/x",
+        "https://10.0.0.5/x",
+        "https://[::1]/x",
+        "https://localhost/x",
+        "https://169.254.169.254/latest",
+        "ftp://example.com",
+        "not a url",
+        "http://[",
+        "https://[::1/x",
+    ],
+)
 def test_unsafe_targets_are_refused(url):
     with pytest.raises(UnsafeTarget):
         check_target(url, allow_insecure=False)
@@ -22,17 +32,41 @@ def test_public_https_target_and_insecure_mode():
 
 @pytest.mark.parametrize(
     "address",
-    ["127.0.0.1", "10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254", "100.64.0.1", "0.0.0.0", "224.0.0.1",
-     "255.255.255.255", "::1", "::", "::ffff:127.0.0.1", "::ffff:169.254.169.254", "fc00::1", "fd12:3456::1", "fe80::1%eth0",
-     "ff02::1", "2002:7f00:1::", "64:ff9b::a9fe:a9fe", "::ffff:0:127.0.0.1", "::127.0.0.1", "::10.0.0.1", "64:ff9b:1::7f00:1",
-     "64:ff9b:1::808:808", "2001:0:4136:e378:8000:63bf:3fff:fdd2"],
-)  # fmt: skip
+    [
+        "127.0.0.1",
+        "10.1.2.3",
+        "172.16.0.1",
+        "192.168.1.1",
+        "169.254.169.254",
+        "100.64.0.1",
+        "0.0.0.0",
+        "224.0.0.1",
+        "255.255.255.255",
+        "::1",
+        "::",
+        "::ffff:127.0.0.1",
+        "::ffff:169.254.169.254",
+        "fc00::1",
+        "fd12:3456::1",
+        "fe80::1%eth0",
+        "ff02::1",
+        "2002:7f00:1::",
+        "64:ff9b::a9fe:a9fe",
+        "::ffff:0:127.0.0.1",
+        "::127.0.0.1",
+        "::10.0.0.1",
+        "64:ff9b:1::7f00:1",
+        "64:ff9b:1::808:808",
+        "2001:0:4136:e378:8000:63bf:3fff:fdd2",
+    ],
+)
 def test_private_and_special_addresses_are_not_public(address):
     assert not is_public_address(address)
 
 
-@pytest.mark.parametrize("address", ["93.184.216.34", "8.8.8.8", "2606:4700:4700::1111", "::ffff:8.8.8.8", "::ffff:0:8.8.8.8", "64:ff9b::808:808",
-                                     "2002:808:808::1"])  # fmt: skip
+@pytest.mark.parametrize(
+    "address", ["93.184.216.34", "8.8.8.8", "2606:4700:4700::1111", "::ffff:8.8.8.8", "::ffff:0:8.8.8.8", "64:ff9b::808:808", "2002:808:808::1"]
+)
 def test_global_unicast_addresses_are_public(address):
     assert is_public_address(address)
 
@@ -53,6 +87,7 @@ async def test_guarded_session_cannot_reach_loopback_by_name(aiohttp_server):
     from aiohttp import web
 
     app = web.Application()
+
     async def secret(request):
         return web.Response(text="secret")
 
@@ -61,7 +96,7 @@ async def test_guarded_session_cannot_reach_loopback_by_name(aiohttp_server):
     outbound = Outbound(allow_insecure=False)
     await outbound.start()
     try:
-        with pytest.raises(Exception):  # refused before connecting
+        with pytest.raises(Exception):  # noqa: B017 - refused before connecting, whichever error the guard raises
             await outbound.session.get(f"http://localhost:{server.port}/")
     finally:
         await outbound.close()

@@ -136,7 +136,7 @@ version = "1.0.0"
 zorblax = "patchbay_pack_zorblax"
 """
 
-PACK_MODULE = '''
+PACK_MODULE = """
 from patchbay import Provider, hookimpl
 
 
@@ -144,7 +144,7 @@ from patchbay import Provider, hookimpl
 def register_providers():
     return [Provider(name="zorblax", display_name="Zorblax", category="crm", auth_mode="api_key",
                      api_base_url="https://api.zorblax.test", credential_headers={"x-key": "{api_key}"})]
-'''
+"""
 
 
 def _free_port() -> int:
@@ -166,10 +166,18 @@ def test_third_party_pack_installed_with_pip_is_served(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(site), "PATCHBAY_DATA_DIR": str(tmp_path / "data"), "PATCHBAY_SECRET_KEY": "k"}
     env.pop("PATCHBAY_DATABASE_URL", None)
     patchbay = [sys.executable, "-m", "patchbay.cli"]
-    workspace = json.loads(subprocess.run([*patchbay, "workspaces", "create", "--name", "T", "--json"], env=env, cwd=tmp_path, check=True, capture_output=True, text=True).stdout)
-    key = json.loads(subprocess.run([*patchbay, "api-keys", "create", "--workspace", workspace["id"], "--json"], env=env, cwd=tmp_path, check=True, capture_output=True, text=True).stdout)["key"]
+    workspace = json.loads(
+        subprocess.run([*patchbay, "workspaces", "create", "--name", "T", "--json"], env=env, cwd=tmp_path, check=True, capture_output=True, text=True).stdout
+    )
+    key = json.loads(
+        subprocess.run(
+            [*patchbay, "api-keys", "create", "--workspace", workspace["id"], "--json"], env=env, cwd=tmp_path, check=True, capture_output=True, text=True
+        ).stdout
+    )["key"]
     port = _free_port()
-    server = subprocess.Popen([*patchbay, "serve", "--port", str(port), "--no-scheduler"], env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        [*patchbay, "serve", "--port", str(port), "--no-scheduler"], env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     try:
         body = _get_when_up(f"http://127.0.0.1:{port}/connect/v1/providers/zorblax", {"x-api-key": key})
         assert body["name"] == "zorblax" and body["displayName"] == "Zorblax" and body["requiresOAuth"] is False

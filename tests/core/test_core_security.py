@@ -46,9 +46,10 @@ async def test_permissions_of_an_api_key_are_enforced(client):
     limited = await create_workspace_with_key(app, permissions=["flows.view"])
     response = await client.get("/connect/v1/providers", headers=limited["headers"])
     assert response.status == 200  # listing providers needs only authentication
+    from aiohttp.test_utils import make_mocked_request
+
     from patchbay.core.errors import Forbidden
     from patchbay.core.security.auth import require_principal
-    from aiohttp.test_utils import make_mocked_request
 
     request = make_mocked_request("GET", "/", headers=limited["headers"], app=app)
     assert (await require_principal(request, "flows.view")).workspace_id == limited["workspace_id"]

@@ -28,8 +28,14 @@ def _patchbay() -> str:
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
-    env = {**os.environ, "PATCHBAY_DATA_DIR": str(tmp_path / "data"), "PATCHBAY_SECRET_KEY": "serve-test-secret",
-           "PATCHBAY_WORKERS": "0", "PATCHBAY_SCHEDULER": "false", "PATCHBAY_LOG_LEVEL": "WARNING"}  # fmt: skip
+    env = {
+        **os.environ,
+        "PATCHBAY_DATA_DIR": str(tmp_path / "data"),
+        "PATCHBAY_SECRET_KEY": "serve-test-secret",
+        "PATCHBAY_WORKERS": "0",
+        "PATCHBAY_SCHEDULER": "false",
+        "PATCHBAY_LOG_LEVEL": "WARNING",
+    }
     for name in ("PATCHBAY_BASE_URL", "PATCHBAY_ISSUER", "PATCHBAY_PORT", "PATCHBAY_DATABASE_URL", "PATCHBAY_CONFIG"):
         env.pop(name, None)
     return env

@@ -28,7 +28,7 @@ async def test_the_audit_buffer_stays_bounded_and_says_so_while_the_database_is_
     try:
         for n in range(120):
             buffer.add(**_row(n))
-        with pytest.raises(Exception):
+        with pytest.raises(Exception):  # noqa: B017 - the database error of the broken insert
             await buffer.flush()
         for n in range(120, 130):
             buffer.add(**_row(n))
@@ -47,9 +47,16 @@ def _free_port() -> int:
 
 
 def _start(command: list[str], tmp_path, ready: str, **env: str) -> subprocess.Popen:
-    environ = {**os.environ, "PATCHBAY_SECRET_KEY": "test-secret-key-0123456789", "PATCHBAY_DATA_DIR": str(tmp_path / "data"),
-               "PATCHBAY_SCHEDULER": "false", **env}  # fmt: skip
-    process = subprocess.Popen([str(Path(sys.executable).parent / "patchbay"), *command], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=environ)
+    environ = {
+        **os.environ,
+        "PATCHBAY_SECRET_KEY": "test-secret-key-0123456789",
+        "PATCHBAY_DATA_DIR": str(tmp_path / "data"),
+        "PATCHBAY_SCHEDULER": "false",
+        **env,
+    }
+    process = subprocess.Popen(
+        [str(Path(sys.executable).parent / "patchbay"), *command], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=environ
+    )
     deadline = time.monotonic() + 120
     seen = []
     while time.monotonic() < deadline:

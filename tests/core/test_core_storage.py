@@ -7,8 +7,8 @@ from alembic.migration import MigrationContext
 from sqlalchemy import func, select, text
 
 from patchbay.core.security.models import ApiKey
-from patchbay.core.storage.base import CrossTenantWrite
 from patchbay.core.storage import db as storage_db
+from patchbay.core.storage.base import CrossTenantWrite
 from patchbay.core.storage.db import Database
 from patchbay.core.storage.models import metadata
 from patchbay.core.workspaces.models import Workspace

@@ -34,11 +34,7 @@ PREVIOUS_RELEASE = list(RELEASED_HEADS)[-1]
 
 def _schema(sync) -> dict[str, dict[str, dict]]:
     inspector = sa.inspect(sync)
-    return {
-        table: {column["name"]: column for column in inspector.get_columns(table)}
-        for table in inspector.get_table_names()
-        if table != "alembic_version"
-    }
+    return {table: {column["name"]: column for column in inspector.get_columns(table)} for table in inspector.get_table_names() if table != "alembic_version"}
 
 
 async def _old_then_new(url: str) -> tuple[dict, dict, Database]:
@@ -101,7 +97,11 @@ async def test_migrations_since_the_previous_release_are_ones_its_code_survives(
 
         # the old release's insert, naming only its own columns, into a table the new one changed
         async with db.engine.begin() as connection:
-            await connection.execute(sa.text("INSERT INTO workspaces (id, name, slug, plan, settings, created_at, updated_at) VALUES ('w-old', 'Old', 'old', 'free', '{}', CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)"))
+            await connection.execute(
+                sa.text(
+                    "INSERT INTO workspaces (id, name, slug, plan, settings, created_at, updated_at) VALUES ('w-old', 'Old', 'old', 'free', '{}', CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)"
+                )
+            )
             assert (await connection.execute(sa.text("SELECT name FROM workspaces WHERE id = 'w-old'"))).scalar_one() == "Old"
     finally:
         await db.close()

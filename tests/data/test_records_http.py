@@ -36,8 +36,16 @@ class TestCrmPack:
 
     @hookimpl
     def register_providers(self):
-        return [Provider(name="testcrm", display_name="Test CRM", category="crm", auth_mode="api_key", api_base_url="https://crm.invalid",
-                         credential_headers={"authorization": "Bearer {api_key}"})]  # fmt: skip
+        return [
+            Provider(
+                name="testcrm",
+                display_name="Test CRM",
+                category="crm",
+                auth_mode="api_key",
+                api_base_url="https://crm.invalid",
+                credential_headers={"authorization": "Bearer {api_key}"},
+            )
+        ]
 
     @hookimpl
     def register_record_sources(self, register):
@@ -69,7 +77,9 @@ async def api(aiohttp_client, make_app, database_url, fake):
 
 
 async def import_csv(api, text, headers=None, **query):
-    response = await api.post("/connect/v1/records/import", params=query, data=text.encode(), headers={**(headers or api.ws["headers"]), "Content-Type": "text/csv"})
+    response = await api.post(
+        "/connect/v1/records/import", params=query, data=text.encode(), headers={**(headers or api.ws["headers"]), "Content-Type": "text/csv"}
+    )
     return response.status, await response.json()
 
 
@@ -89,8 +99,11 @@ async def test_import_is_idempotent_by_external_id(api):
     assert by_id["x1"]["data"] == {"external_id": "x1", "email": "ann@example.com", "note": "likes cocoa, not coffee"}
     assert by_id["x1"]["providerType"] == "testcrm" and by_id["x1"]["resourceType"] == "contacts"
     # the JSON form takes providerType and resourceType in the body; an id column works like external_id
-    response = await api.post("/connect/v1/records/import", json={"csv": "id,name\n7,Seven\n7,Seven again\n", "providerType": "testcrm", "resourceType": "deals"},
-                              headers=api.ws["headers"])  # fmt: skip
+    response = await api.post(
+        "/connect/v1/records/import",
+        json={"csv": "id,name\n7,Seven\n7,Seven again\n", "providerType": "testcrm", "resourceType": "deals"},
+        headers=api.ws["headers"],
+    )
     report = await response.json()
     assert response.status == 201 and report["created"] == 1
     status, report = await import_csv(api, "id,name\n7,Seven\n", providerType="testcrm", resourceType="deals")

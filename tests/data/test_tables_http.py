@@ -9,8 +9,13 @@ import pytest
 
 from patchbay.core.testing import create_workspace_with_key
 
-COLUMNS = [{"name": "name", "type": "text"}, {"name": "age", "type": "number"}, {"name": "active", "type": "boolean"},
-           {"name": "joined", "type": "date"}, {"name": "meta", "type": "json"}]  # fmt: skip
+COLUMNS = [
+    {"name": "name", "type": "text"},
+    {"name": "age", "type": "number"},
+    {"name": "active", "type": "boolean"},
+    {"name": "joined", "type": "date"},
+    {"name": "meta", "type": "json"},
+]
 
 
 @pytest.fixture
@@ -29,8 +34,11 @@ async def make_table(api, slug="people", columns=COLUMNS, headers=None):
 
 async def import_csv(api, slug, text, *, raw=True):
     if raw:
-        response = await api.post(f"/connect/v1/tables/{slug}/import", data=text.encode("utf-8") if isinstance(text, str) else text,
-                                  headers={**api.ws["headers"], "Content-Type": "text/csv"})  # fmt: skip
+        response = await api.post(
+            f"/connect/v1/tables/{slug}/import",
+            data=text.encode("utf-8") if isinstance(text, str) else text,
+            headers={**api.ws["headers"], "Content-Type": "text/csv"},
+        )
     else:
         response = await api.post(f"/connect/v1/tables/{slug}/import", json={"csv": text}, headers=api.ws["headers"])
     return response.status, await response.json()
@@ -52,7 +60,9 @@ async def test_table_crud_and_schema_errors_name_the_column(api):
     response = await api.post("/connect/v1/tables/people/rows", json={"data": {"age": "old"}}, headers=api.ws["headers"])
     body = await response.json()
     assert response.status == 400 and body["statusCode"] == 400 and "'age'" in body["message"]
-    response = await api.patch("/connect/v1/tables/people", json={"name": "Folks", "columns": [*COLUMNS, {"name": "city", "type": "text"}]}, headers=api.ws["headers"])
+    response = await api.patch(
+        "/connect/v1/tables/people", json={"name": "Folks", "columns": [*COLUMNS, {"name": "city", "type": "text"}]}, headers=api.ws["headers"]
+    )
     assert response.status == 200 and (await response.json())["name"] == "Folks"
     response = await api.post("/connect/v1/tables/people/rows", json={"data": {"city": "Oslo"}}, headers=api.ws["headers"])
     assert response.status == 201
@@ -66,7 +76,9 @@ async def test_table_crud_and_schema_errors_name_the_column(api):
 async def test_rows_upsert_merge_patch_delete_and_lookup(api):
     await make_table(api)
     headers = api.ws["headers"]
-    first = await (await api.post("/connect/v1/tables/people/rows/upsert", json={"external_key": "u1", "data": {"name": "Ann", "age": 30}}, headers=headers)).json()
+    first = await (
+        await api.post("/connect/v1/tables/people/rows/upsert", json={"external_key": "u1", "data": {"name": "Ann", "age": 30}}, headers=headers)
+    ).json()
     assert first["created"] is True
     second = await (await api.post("/connect/v1/tables/people/rows/upsert", json={"external_key": "u1", "data": {"active": True}}, headers=headers)).json()
     assert second["created"] is False and second["id"] == first["id"]
@@ -91,7 +103,9 @@ async def test_search_finds_rows_by_word_prefixes_and_pages(api):
     await make_table(api)
     headers = api.ws["headers"]
     for index in range(25):
-        await api.post("/connect/v1/tables/people/rows", json={"data": {"name": f"Person {index}", "meta": {"email": f"p{index}@example.com"}}}, headers=headers)
+        await api.post(
+            "/connect/v1/tables/people/rows", json={"data": {"name": f"Person {index}", "meta": {"email": f"p{index}@example.com"}}}, headers=headers
+        )
     await api.post("/connect/v1/tables/people/rows", json={"data": {"name": "Zoë O'Hara-Smith"}}, headers=headers)
     body = await all_rows(api, "people", search="o'hara smi")
     assert [row["data"]["name"] for row in body["data"]] == ["Zoë O'Hara-Smith"] and body["total"] == 1
@@ -131,8 +145,13 @@ async def test_csv_edge_cases_quotes_newlines_bom_and_bad_lines(api):
 
 async def test_csv_header_problems_refuse_the_file(api):
     await make_table(api)
-    for text, words in (("", "header line is missing"), ("\ufeff", "header line is missing"), ("Ann,41,true\n", "unknown column 'Ann'"),
-                        ("name,,age\nx,y,1\n", "empty column name"), ("name,name\n", "twice")):  # fmt: skip
+    for text, words in (
+        ("", "header line is missing"),
+        ("\ufeff", "header line is missing"),
+        ("Ann,41,true\n", "unknown column 'Ann'"),
+        ("name,,age\nx,y,1\n", "empty column name"),
+        ("name,name\n", "twice"),
+    ):
         status, body = await import_csv(api, "people", text)
         assert status == 400 and words in body["message"], (text, body)
     assert (await all_rows(api, "people"))["total"] == 0
@@ -142,7 +161,7 @@ async def test_csv_header_problems_refuse_the_file(api):
 
 async def test_import_by_id_updates_exported_rows_and_export_streams_csv(api):
     await make_table(api)
-    await import_csv(api, "people", "external_key,name,meta\na,Ann,\"{\"\"x\"\": 1}\"\nb,Bob,\n")
+    await import_csv(api, "people", 'external_key,name,meta\na,Ann,"{""x"": 1}"\nb,Bob,\n')
     response = await api.get("/connect/v1/tables/people/export", headers=api.ws["headers"])
     assert response.status == 200 and response.headers["Content-Type"].startswith("text/csv")
     exported = list(csv.reader(io.StringIO(await response.text())))
@@ -259,7 +278,10 @@ async def test_lookup_by_a_name_no_column_can_have_is_400(api):
     await make_table(api)
     created = await api.post("/connect/v1/tables", json={"name": "Free form", "slug": "free"}, headers=api.ws["headers"])
     assert created.status == 201
-    for slug, column, message in (("free", 'na"me', "is not a column name"), ("people", "x" * 101, "is not a column name"),
-                                  ("free", "a\x00b", "Query parameter 'column' must not contain the NUL character")):  # fmt: skip
+    for slug, column, message in (
+        ("free", 'na"me', "is not a column name"),
+        ("people", "x" * 101, "is not a column name"),
+        ("free", "a\x00b", "Query parameter 'column' must not contain the NUL character"),
+    ):
         response = await api.get(f"/connect/v1/tables/{slug}/rows/lookup", params={"column": column, "value": "1"}, headers=api.ws["headers"])
         assert response.status == 400 and message in (await response.json())["message"], column

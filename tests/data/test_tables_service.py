@@ -10,8 +10,13 @@ from patchbay.core.workspaces.models import Workspace
 
 pytestmark = pytest.mark.both_databases  # storage behaviour differs between SQLite and PostgreSQL here (docs/testing.md)
 
-COLUMNS = [{"name": "email", "type": "text"}, {"name": "score", "type": "number"}, {"name": "vip", "type": "boolean"},
-           {"name": "born", "type": "date"}, {"name": "tags", "type": "json"}]  # fmt: skip
+COLUMNS = [
+    {"name": "email", "type": "text"},
+    {"name": "score", "type": "number"},
+    {"name": "vip", "type": "boolean"},
+    {"name": "born", "type": "date"},
+    {"name": "tags", "type": "json"},
+]
 
 
 async def workspaces(db, *names):

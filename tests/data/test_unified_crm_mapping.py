@@ -50,14 +50,26 @@ def crm_id(crm, kind, index):
 def hubspot_object(kind, i):
     if kind == "contacts":
         c = CONTACTS[i]
-        props = {"firstname": c["first"], "lastname": c["last"], "email": c["email"], "phone": c["phone"], "jobtitle": c["title"],
-                 "associatedcompanyid": crm_id("hubspot", "companies", c["company"]) if c["company"] is not None else None}  # fmt: skip
+        props = {
+            "firstname": c["first"],
+            "lastname": c["last"],
+            "email": c["email"],
+            "phone": c["phone"],
+            "jobtitle": c["title"],
+            "associatedcompanyid": crm_id("hubspot", "companies", c["company"]) if c["company"] is not None else None,
+        }
     elif kind == "companies":
         c = COMPANIES[i]
         props = {"name": c["name"], "domain": c["domain"], "industry": c["industry"].upper(), "numberofemployees": str(c["employees"]), "phone": None}
     else:
         d = DEALS[i]
-        props = {"dealname": d["name"], "amount": str(d["amount"]), "deal_currency_code": d["currency"], "dealstage": d["stage"], "closedate": d["close"] + "T00:00:00Z"}
+        props = {
+            "dealname": d["name"],
+            "amount": str(d["amount"]),
+            "deal_currency_code": d["currency"],
+            "dealstage": d["stage"],
+            "closedate": d["close"] + "T00:00:00Z",
+        }
     oid = crm_id("hubspot", kind, i)
     props.update({"hs_object_id": oid, "createdate": "2024-01-02T10:00:00.000Z"})
     return {"id": oid, "properties": props, "createdAt": "2024-01-02T10:00:00.000Z", "updatedAt": "2024-02-03T11:00:00.000Z", "archived": False}
@@ -66,18 +78,36 @@ def hubspot_object(kind, i):
 def salesforce_record(kind, i):
     sobject = {"contacts": "Contact", "companies": "Account", "deals": "Opportunity"}[kind]
     rid = crm_id("salesforce", kind, i)
-    base = {"attributes": {"type": sobject, "url": f"/services/data/v59.0/sobjects/{sobject}/{rid}"}, "Id": rid,
-            "CreatedDate": "2024-01-02T10:00:00.000+0000", "LastModifiedDate": "2024-02-03T11:00:00.000+0000"}  # fmt: skip
+    base = {
+        "attributes": {"type": sobject, "url": f"/services/data/v59.0/sobjects/{sobject}/{rid}"},
+        "Id": rid,
+        "CreatedDate": "2024-01-02T10:00:00.000+0000",
+        "LastModifiedDate": "2024-02-03T11:00:00.000+0000",
+    }
     if kind == "contacts":
         c = CONTACTS[i]
         account = crm_id("salesforce", "companies", c["company"]) if c["company"] is not None else None
         return {**base, "FirstName": c["first"], "LastName": c["last"], "Email": c["email"], "Phone": c["phone"], "Title": c["title"], "AccountId": account}
     if kind == "companies":
         c = COMPANIES[i]
-        return {**base, "Name": c["name"], "Website": f"https://www.{c['domain']}/", "Industry": c["industry"], "Phone": None, "NumberOfEmployees": c["employees"]}
+        return {
+            **base,
+            "Name": c["name"],
+            "Website": f"https://www.{c['domain']}/",
+            "Industry": c["industry"],
+            "Phone": None,
+            "NumberOfEmployees": c["employees"],
+        }
     d = DEALS[i]
-    return {**base, "Name": d["name"], "Amount": d["amount"], "CurrencyIsoCode": d["currency"], "StageName": d["stage"], "CloseDate": d["close"],
-            "AccountId": crm_id("salesforce", "companies", d["company"])}  # fmt: skip
+    return {
+        **base,
+        "Name": d["name"],
+        "Amount": d["amount"],
+        "CurrencyIsoCode": d["currency"],
+        "StageName": d["stage"],
+        "CloseDate": d["close"],
+        "AccountId": crm_id("salesforce", "companies", d["company"]),
+    }
 
 
 def pipedrive_item(kind, i):
@@ -85,16 +115,37 @@ def pipedrive_item(kind, i):
     times = {"add_time": "2024-01-02 10:00:00", "update_time": "2024-02-03 11:00:00"}
     if kind == "contacts":
         c = CONTACTS[i]
-        org = {"name": COMPANIES[c["company"]]["name"], "people_count": 1, "value": crm_id("pipedrive", "companies", c["company"])} if c["company"] is not None else None
-        return {"id": pid, "name": f"{c['first']} {c['last']}", "first_name": c["first"], "last_name": c["last"], "job_title": c["title"], "org_id": org,
-                "email": [{"label": "work", "value": c["email"], "primary": True}],
-                "phone": [{"label": "work", "value": c["phone"] or "", "primary": True}], **times}  # fmt: skip
+        org = (
+            {"name": COMPANIES[c["company"]]["name"], "people_count": 1, "value": crm_id("pipedrive", "companies", c["company"])}
+            if c["company"] is not None
+            else None
+        )
+        return {
+            "id": pid,
+            "name": f"{c['first']} {c['last']}",
+            "first_name": c["first"],
+            "last_name": c["last"],
+            "job_title": c["title"],
+            "org_id": org,
+            "email": [{"label": "work", "value": c["email"], "primary": True}],
+            "phone": [{"label": "work", "value": c["phone"] or "", "primary": True}],
+            **times,
+        }
     if kind == "companies":
         c = COMPANIES[i]
         return {"id": pid, "name": c["name"], "industry": c["industry"], "people_count": c["employees"], "address": None, **times}
     d = DEALS[i]
-    return {"id": pid, "title": d["name"], "value": d["amount"], "currency": d["currency"], "stage_id": d["stage"], "status": "open",
-            "expected_close_date": d["close"], "org_id": {"name": COMPANIES[d["company"]]["name"], "value": crm_id("pipedrive", "companies", d["company"])}, **times}  # fmt: skip
+    return {
+        "id": pid,
+        "title": d["name"],
+        "value": d["amount"],
+        "currency": d["currency"],
+        "stage_id": d["stage"],
+        "status": "open",
+        "expected_close_date": d["close"],
+        "org_id": {"name": COMPANIES[d["company"]]["name"], "value": crm_id("pipedrive", "companies", d["company"])},
+        **times,
+    }
 
 
 def zoho_item(kind, i):
@@ -102,29 +153,63 @@ def zoho_item(kind, i):
     if kind == "contacts":
         c = CONTACTS[i]
         account = {"name": COMPANIES[c["company"]]["name"], "id": crm_id("zoho-crm", "companies", c["company"])} if c["company"] is not None else None
-        return {**base, "First_Name": c["first"], "Last_Name": c["last"], "Email": c["email"], "Phone": c["phone"], "Title": c["title"], "Account_Name": account}
+        return {
+            **base,
+            "First_Name": c["first"],
+            "Last_Name": c["last"],
+            "Email": c["email"],
+            "Phone": c["phone"],
+            "Title": c["title"],
+            "Account_Name": account,
+        }
     if kind == "companies":
         c = COMPANIES[i]
         return {**base, "Account_Name": c["name"], "Website": f"http://{c['domain']}", "Industry": c["industry"], "Phone": None, "Employees": c["employees"]}
     d = DEALS[i]
-    return {**base, "Deal_Name": d["name"], "Amount": d["amount"], "Currency": d["currency"], "Stage": d["stage"], "Closing_Date": d["close"],
-            "Account_Name": {"name": COMPANIES[d["company"]]["name"], "id": crm_id("zoho-crm", "companies", d["company"])}}  # fmt: skip
+    return {
+        **base,
+        "Deal_Name": d["name"],
+        "Amount": d["amount"],
+        "Currency": d["currency"],
+        "Stage": d["stage"],
+        "Closing_Date": d["close"],
+        "Account_Name": {"name": COMPANIES[d["company"]]["name"], "id": crm_id("zoho-crm", "companies", d["company"])},
+    }
 
 
 def close_item(kind, i):
-    base = {"id": crm_id("close", kind, i), "date_created": "2024-01-02T10:00:00.000000+00:00", "date_updated": "2024-02-03T11:00:00.000000+00:00",
-            "organization_id": "orga_abc"}  # fmt: skip
+    base = {
+        "id": crm_id("close", kind, i),
+        "date_created": "2024-01-02T10:00:00.000000+00:00",
+        "date_updated": "2024-02-03T11:00:00.000000+00:00",
+        "organization_id": "orga_abc",
+    }
     if kind == "contacts":
         c = CONTACTS[i]
         lead = crm_id("close", "companies", c["company"]) if c["company"] is not None else None
-        return {**base, "name": f"{c['first']} {c['last']}", "title": c["title"], "lead_id": lead, "emails": [{"type": "office", "email": c["email"]}],
-                "phones": [{"type": "office", "phone": c["phone"]}] if c["phone"] else []}  # fmt: skip
+        return {
+            **base,
+            "name": f"{c['first']} {c['last']}",
+            "title": c["title"],
+            "lead_id": lead,
+            "emails": [{"type": "office", "email": c["email"]}],
+            "phones": [{"type": "office", "phone": c["phone"]}] if c["phone"] else [],
+        }
     if kind == "companies":
         c = COMPANIES[i]
         return {**base, "display_name": c["name"], "name": c["name"], "url": f"https://{c['domain']}", "status_label": "Potential", "contacts": []}
     d = DEALS[i]
-    return {**base, "note": d["name"], "value": round(d["amount"] * 100), "value_currency": d["currency"], "status_label": d["stage"], "date_won": d["close"],
-            "lead_id": crm_id("close", "companies", d["company"]), "lead_name": COMPANIES[d["company"]]["name"], "value_period": "one_time"}  # fmt: skip
+    return {
+        **base,
+        "note": d["name"],
+        "value": round(d["amount"] * 100),
+        "value_currency": d["currency"],
+        "status_label": d["stage"],
+        "date_won": d["close"],
+        "lead_id": crm_id("close", "companies", d["company"]),
+        "lead_name": COMPANIES[d["company"]]["name"],
+        "value_period": "one_time",
+    }
 
 
 SIZES = {"contacts": len(CONTACTS), "companies": len(COMPANIES), "deals": len(DEALS)}
@@ -182,7 +267,9 @@ class FakeCrms(LocalServer):
     async def salesforce_get(self, request):
         kind = {"Contact": "contacts", "Account": "companies", "Opportunity": "deals"}[request.match_info["sobject"]]
         item = self._find("salesforce", kind, request.match_info["id"], salesforce_record)
-        return web.json_response(item) if item else web.json_response([{"errorCode": "NOT_FOUND", "message": "The requested resource does not exist"}], status=404)
+        return (
+            web.json_response(item) if item else web.json_response([{"errorCode": "NOT_FOUND", "message": "The requested resource does not exist"}], status=404)
+        )
 
     async def pipedrive_list(self, request):
         kind = {"persons": "contacts", "organizations": "companies", "deals": "deals"}[request.match_info["kind"]]
@@ -204,7 +291,9 @@ class FakeCrms(LocalServer):
         data = [zoho_item(kind, i) for i in range(start, min(start + per_page, SIZES[kind]))]
         if not data:
             return web.Response(status=204)
-        return web.json_response({"data": data, "info": {"per_page": per_page, "count": len(data), "page": page, "more_records": start + per_page < SIZES[kind]}})
+        return web.json_response(
+            {"data": data, "info": {"per_page": per_page, "count": len(data), "page": page, "more_records": start + per_page < SIZES[kind]}}
+        )
 
     async def zoho_get(self, request):
         kind = {"Contacts": "contacts", "Accounts": "companies", "Deals": "deals"}[request.match_info["module"]]
@@ -259,8 +348,15 @@ def expected(crm, kind, i):
     if kind == "contacts":
         c = CONTACTS[i]
         company = str(crm_id(crm, "companies", c["company"])) if c["company"] is not None else None
-        return {"id": str(crm_id(crm, kind, i)), "firstName": c["first"], "lastName": c["last"], "email": c["email"], "phone": c["phone"],
-                "title": c["title"], "companyId": company}  # fmt: skip
+        return {
+            "id": str(crm_id(crm, kind, i)),
+            "firstName": c["first"],
+            "lastName": c["last"],
+            "email": c["email"],
+            "phone": c["phone"],
+            "title": c["title"],
+            "companyId": company,
+        }
     if kind == "companies":
         c = COMPANIES[i]
         industry = {"hubspot": c["industry"].upper(), "close": None}.get(crm, c["industry"])
@@ -269,8 +365,15 @@ def expected(crm, kind, i):
         return {"id": str(crm_id(crm, kind, i)), "name": c["name"], "domain": domain, "industry": industry, "employees": employees}
     d = DEALS[i]
     company = None if crm == "hubspot" else str(crm_id(crm, "companies", d["company"]))  # HubSpot deals link companies by association only
-    return {"id": str(crm_id(crm, kind, i)), "name": d["name"], "amount": d["amount"], "currency": d["currency"], "stage": d["stage"],
-            "closeDate": d["close"], "companyId": company}  # fmt: skip
+    return {
+        "id": str(crm_id(crm, kind, i)),
+        "name": d["name"],
+        "amount": d["amount"],
+        "currency": d["currency"],
+        "stage": d["stage"],
+        "closeDate": d["close"],
+        "companyId": company,
+    }
 
 
 async def read_all(api, crm, kind, limit, path="/api/unified/crm", headers=None):
@@ -331,12 +434,18 @@ async def test_providers_list_auth_variants_and_bad_cursors(crm, fake):
     # the credential went to the CRM, injected by the connection client
     assert ("hubspot", "Bearer tok-hubspot") in {(c[0], c[1]) for c in fake.calls}
     # organizationId must be the caller's own workspace
-    response = await crm.get("/api/unified/crm/contacts", params={"connectionId": crm.connections["hubspot"], "organizationId": "someone-else"}, headers=crm.ws["headers"])
+    response = await crm.get(
+        "/api/unified/crm/contacts", params={"connectionId": crm.connections["hubspot"], "organizationId": "someone-else"}, headers=crm.ws["headers"]
+    )
     assert response.status == 404
     # a cursor of another resource or CRM is refused, not sent on
-    first = await (await crm.get("/api/unified/crm/contacts", params={"connectionId": crm.connections["hubspot"], "limit": "1"}, headers=crm.ws["headers"])).json()
+    first = await (
+        await crm.get("/api/unified/crm/contacts", params={"connectionId": crm.connections["hubspot"], "limit": "1"}, headers=crm.ws["headers"])
+    ).json()
     for kind, crm_name in (("deals", "hubspot"), ("contacts", "pipedrive")):
-        response = await crm.get(f"/api/unified/crm/{kind}", params={"connectionId": crm.connections[crm_name], "cursor": first["nextCursor"]}, headers=crm.ws["headers"])
+        response = await crm.get(
+            f"/api/unified/crm/{kind}", params={"connectionId": crm.connections[crm_name], "cursor": first["nextCursor"]}, headers=crm.ws["headers"]
+        )
         assert response.status == 400
     assert (await crm.get("/api/unified/crm/contacts", params={"cursor": "%%%"}, headers=crm.ws["headers"])).status == 400
     assert (await crm.get("/api/unified/crm/tickets", headers=crm.ws["headers"])).status in (404, 405)

@@ -49,10 +49,21 @@ async def test_a_pack_mapper_serves_the_unified_routes(aiohttp_client, make_app)
     listed = await (await client.get("/api/unified/crm/providers", headers=ws["headers"])).json()
     assert {"name": "tinycrm", "displayName": "Tiny CRM", "category": "crm", "resources": ["contacts", "deals"]} in listed
     first = await (await client.get("/api/unified/crm/contacts", params={"limit": "2"}, headers=ws["headers"])).json()  # default connection
-    assert first["data"][0] == {"id": "1", "firstName": "Ada", "lastName": None, "email": "ada@example.com", "phone": None, "title": None,
-                                "companyId": None, "createdAt": None, "updatedAt": None, "provider": "tinycrm"}  # fmt: skip
-    second = await (await client.get("/api/unified/crm/contacts", params={"limit": "2", "cursor": first["nextCursor"], "connectionId": connection},
-                                     headers=ws["headers"])).json()  # fmt: skip
+    assert first["data"][0] == {
+        "id": "1",
+        "firstName": "Ada",
+        "lastName": None,
+        "email": "ada@example.com",
+        "phone": None,
+        "title": None,
+        "companyId": None,
+        "createdAt": None,
+        "updatedAt": None,
+        "provider": "tinycrm",
+    }
+    second = await (
+        await client.get("/api/unified/crm/contacts", params={"limit": "2", "cursor": first["nextCursor"], "connectionId": connection}, headers=ws["headers"])
+    ).json()
     assert [c["id"] for c in second["data"]] == ["3"] and second["nextCursor"] is None
     assert pack.mapper.cursors == [None, {"offset": 2}]  # the provider's own token came back intact
     assert (await (await client.get("/api/unified/crm/contacts/2", headers=ws["headers"])).json())["firstName"] == "Alan"
@@ -79,5 +90,15 @@ async def test_a_mapper_value_of_another_kind_keeps_the_unified_shape(aiohttp_cl
     await add_connection(app, ws["workspace_id"], "tinycrm", credentials={"api_key": "k"})
     answer = await client.get("/api/unified/crm/contacts/4", headers=ws["headers"])
     assert answer.status == 200, await answer.text()
-    assert await answer.json() == {"id": "4", "firstName": "Kat", "lastName": None, "email": None, "phone": "7575550199", "title": None,
-                                   "companyId": "70", "createdAt": None, "updatedAt": None, "provider": "tinycrm"}  # fmt: skip
+    assert await answer.json() == {
+        "id": "4",
+        "firstName": "Kat",
+        "lastName": None,
+        "email": None,
+        "phone": "7575550199",
+        "title": None,
+        "companyId": "70",
+        "createdAt": None,
+        "updatedAt": None,
+        "provider": "tinycrm",
+    }

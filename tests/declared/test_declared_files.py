@@ -63,7 +63,9 @@ def test_a_wrongly_typed_input_is_refused(pair):
     name = action.input["required"][0] if action.input.get("required") else next(iter(action.input.get("properties", {})), None)
     if name is None:
         pytest.skip("the action takes no input")
-    wrong = {"string": 12345, "integer": "twelve", "number": "twelve", "boolean": "yes", "array": "x", "object": "x"}.get(action.input["properties"][name].get("type"), {"not": "valid"})
+    wrong = {"string": 12345, "integer": "twelve", "number": "twelve", "boolean": "yes", "array": "x", "object": "x"}.get(
+        action.input["properties"][name].get("type"), {"not": "valid"}
+    )
     with pytest.raises(Invalid, match=f"inputs.{name}"):
         check_inputs(registered.inputs, {**action.example, name: wrong})
 
@@ -130,9 +132,10 @@ async def test_a_declared_action_runs_through_api_execute(pack_harness):
     harness = await pack_harness("github")
     harness.fake.routes[("POST", "/repos/octo cat/hello/issues")] = (201, {"id": 1, "number": 7, "title": "Bug"})
     response = await harness.http.post(
-        "/api/execute", json={"connectionId": harness.connection_id, "action": "github.create_issue", "inputs": {"owner": "octo cat", "repo": "hello", "title": "Bug"}},
+        "/api/execute",
+        json={"connectionId": harness.connection_id, "action": "github.create_issue", "inputs": {"owner": "octo cat", "repo": "hello", "title": "Bug"}},
         headers=harness.workspace["headers"],
-    )  # fmt: skip
+    )
     assert response.status == 201, await response.text()
     assert await response.json() == {"success": True, "data": {"id": 1, "number": 7, "title": "Bug"}}
     seen = harness.fake.seen[-1]

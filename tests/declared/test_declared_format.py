@@ -57,9 +57,18 @@ def test_unknown_keys_are_refused_naming_the_key(text, key):
         (('example = { id = "t1" }', "example = { id = 5 }"), "actions[0] (get_thing).example: does not satisfy input at $.id: 5 is not of type 'string'"),
         (('path = "/things/{id}"', 'path = "/things/{thing}"'), "actions[0] (get_thing).request.path: placeholder {thing} is not a required input"),
         (('path = "/things/{id}"', 'path = "/things/{id}", query = { q = "query" }'), "actions[0] (get_thing).request.query.q: 'query' is not an input"),
-        (('path = "/things/{id}"', 'path = "/things/{id}", input_headers = { "X-Tenant" = "tenant" }'), "actions[0] (get_thing).request.input_headers.X-Tenant: 'tenant' is not an input"),
-        (('sample = { id = "t1" }', 'sample = { id = "t1" }\noutput = { select = "items[" }'), "actions[0] (get_thing).output.select: not a JMESPath expression"),
-        (('sample = { id = "t1" }', 'sample = { id = "t1" }\npagination = { style = "cursor", cursor_param = "after" }'), "pagination.next_cursor: style 'cursor' needs it"),
+        (
+            ('path = "/things/{id}"', 'path = "/things/{id}", input_headers = { "X-Tenant" = "tenant" }'),
+            "actions[0] (get_thing).request.input_headers.X-Tenant: 'tenant' is not an input",
+        ),
+        (
+            ('sample = { id = "t1" }', 'sample = { id = "t1" }\noutput = { select = "items[" }'),
+            "actions[0] (get_thing).output.select: not a JMESPath expression",
+        ),
+        (
+            ('sample = { id = "t1" }', 'sample = { id = "t1" }\npagination = { style = "cursor", cursor_param = "after" }'),
+            "pagination.next_cursor: style 'cursor' needs it",
+        ),
         (('input = { type = "object"', 'input = { type = "thing"'), "actions[0] (get_thing).input: not a valid JSON Schema"),
         (('sample = { id = "t1" }', ""), "required field missing @ actions[0].sample"),
     ],
@@ -73,7 +82,9 @@ def test_a_duplicate_action_name_is_refused():
 
 
 def test_a_webhook_trigger_needs_the_webhooks_table():
-    text = ACTION + """
+    text = (
+        ACTION
+        + """
 [[triggers]]
 name = "thing_created"
 title = "Thing created"
@@ -82,11 +93,14 @@ kind = "webhook"
 events = ["thing.created"]
 sample = { id = "t1" }
 """
+    )
     assert "triggers[0] (thing_created): a webhook trigger needs the file's [webhooks] table" in refused(text)
 
 
 def test_a_poll_trigger_needs_its_request_items_and_cursor():
-    text = ACTION + """
+    text = (
+        ACTION
+        + """
 [[triggers]]
 name = "new_thing"
 title = "New thing"
@@ -94,6 +108,7 @@ docs = "https://docs.acme.test/things#list"
 kind = "poll"
 sample = { id = "t1" }
 """
+    )
     message = refused(text)
     for key in ("request", "items", "cursor"):
         assert f"triggers[0] (new_thing).{key}: a poll trigger needs it" in message
@@ -139,7 +154,10 @@ def test_a_graphql_request_parses():
         (('"input.title" = "title"', '"input.title" = "title", "other.x" = "title"'), "request.graphql.variables.other: the document declares no $other"),
         (('"input.title" = "title"', '"input.title" = "name"'), "request.graphql.variables.input.title: 'name' is not an input"),
         (('required = ["team", "title"]', "required = []"), "request.graphql.variables.input: $input is non-null, so an input giving it must be required"),
-        (('variables = { "input.teamId" = "team", "input.title" = "title", "input.priority" = "priority" }', "variables = {}"), "request.graphql.document: $input is non-null and no variable gives it"),
+        (
+            ('variables = { "input.teamId" = "team", "input.title" = "title", "input.priority" = "priority" }', "variables = {}"),
+            "request.graphql.document: $input is non-null and no variable gives it",
+        ),
         (('method = "POST", path = "/graphql"', 'method = "GET", path = "/graphql"'), "request.graphql: a GraphQL request is a POST whose body it builds"),
         (('path = "/graphql"', 'path = "/graphql", fixed_body = { a = 1 }'), "request.graphql: a GraphQL request is a POST whose body it builds"),
         (("mutation Create(", "query Other { x } mutation Create("), "request.graphql.document: holds 2 operations; a request sends exactly one"),
@@ -152,16 +170,22 @@ def test_bad_graphql_is_refused_naming_the_key(change, expected):
 
 
 def test_a_non_null_variable_may_be_fixed():
-    text = GRAPHQL.replace('variables = { "input.teamId" = "team", "input.title" = "title", "input.priority" = "priority" }', 'fixed_variables = { input = { teamId = "T1", title = "x" } }')
+    text = GRAPHQL.replace(
+        'variables = { "input.teamId" = "team", "input.title" = "title", "input.priority" = "priority" }',
+        'fixed_variables = { input = { teamId = "T1", title = "x" } }',
+    )
     assert parse(text, "providers/acme/actions.toml").actions[0].request.graphql.fixed_variables == {"input": {"teamId": "T1", "title": "x"}}
 
 
-SIGNED = ACTION + """
+SIGNED = (
+    ACTION
+    + """
 [webhooks]
 docs = "https://docs.acme.test/webhooks#signatures"
 verify = { scheme = "hmac", header = "Acme-Signature", signed = "{timestamp}.{body}", signature_key = "v1", timestamp_key = "t", tolerance = 180 }
 event_type = "event"
 """
+)
 
 
 def test_a_timestamped_signature_parses_and_the_old_keys_keep_their_meaning():
@@ -181,7 +205,10 @@ def test_a_timestamped_signature_parses_and_the_old_keys_keep_their_meaning():
         (('"{timestamp}.{body}"', '"{body}"'), "webhooks.verify.signed: a timestamp read must be signed: add {timestamp}"),
         ((', timestamp_key = "t"', ""), "webhooks.verify.signed: {timestamp} needs timestamp_header or timestamp_key"),
         (('signature_key = "v1", ', ""), "webhooks.verify.timestamp_key: a keyed signature header needs signature_key too"),
-        (('timestamp_key = "t"', 'timestamp_key = "t", timestamp_header = "Acme-Time"'), "webhooks.verify.timestamp_header: the timestamp comes from timestamp_header or timestamp_key, not both"),
+        (
+            ('timestamp_key = "t"', 'timestamp_key = "t", timestamp_header = "Acme-Time"'),
+            "webhooks.verify.timestamp_header: the timestamp comes from timestamp_header or timestamp_key, not both",
+        ),
         (("tolerance = 180", "tolerance = 0"), "webhooks.verify.tolerance: at least 1 second"),
         (('scheme = "hmac"', 'scheme = "token"'), "webhooks.verify.signed: only the hmac scheme signs a string"),
     ],

@@ -105,7 +105,10 @@ async def test_the_document_and_its_variables_are_sent_and_the_output_read_from_
     result = await actions["create_issue"].run(await harness.client(), {"team": "T1", "title": "Bug"})
     assert result == {"id": "I9", "title": "Bug", "priority": None}
     sent = json.loads(harness.fake.seen[-1].body)
-    assert sent == {"query": "mutation Create($input: IssueInput!) { issueCreate(input: $input) { success issue { id title priority } } }", "variables": {"input": {"teamId": "T1", "title": "Bug"}}}
+    assert sent == {
+        "query": "mutation Create($input: IssueInput!) { issueCreate(input: $input) { success issue { id title priority } } }",
+        "variables": {"input": {"teamId": "T1", "title": "Bug"}},
+    }
     assert harness.fake.seen[-1].headers["Content-Type"] == "application/json"
 
 

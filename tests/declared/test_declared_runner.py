@@ -101,7 +101,9 @@ async def test_the_exact_request_is_sent_and_the_output_selected(harness, declar
     api = harness.fake
     api.routes[("POST", "/projects/group/web app/tickets")] = (201, {"ticket": {"id": "T-9"}, "other": 1})
     client = await harness.client()
-    result = await declared[0]["create_ticket"].run(client, {"project": "group/web app", "summary": "Broken", "priority": 2, "notify": False, "labels": ["a"], "tenant": "t-42"})
+    result = await declared[0]["create_ticket"].run(
+        client, {"project": "group/web app", "summary": "Broken", "priority": 2, "notify": False, "labels": ["a"], "tenant": "t-42"}
+    )
     assert result == {"id": "T-9"}
     seen = api.seen[-1]
     assert (seen.method, seen.raw_path) == ("POST", "/projects/group%2Fweb%20app/tickets")
@@ -137,8 +139,10 @@ async def test_cursor_pagination_follows_the_next_cursor_until_it_ends(harness, 
     harness.fake.routes[("GET", "/things")] = page
     assert await declared[0]["list_cursor"].run(await harness.client(), {"status": "open"}) == [1, 2, 3, 4, 5]
     assert [seen.query for seen in harness.fake.seen] == [
-        {"status": "open", "limit": "2"}, {"status": "open", "limit": "2", "after": "c2"}, {"status": "open", "limit": "2", "after": "c3"},
-    ]  # fmt: skip
+        {"status": "open", "limit": "2"},
+        {"status": "open", "limit": "2", "after": "c2"},
+        {"status": "open", "limit": "2", "after": "c3"},
+    ]
 
 
 async def test_link_pagination_follows_rel_next(harness, declared):
@@ -146,7 +150,11 @@ async def test_link_pagination_follows_rel_next(harness, declared):
 
     def page(seen):
         number = int(seen.query.get("page", "1"))
-        links = f'<{base}/linked?page={number + 1}&per_page=2>; rel="next", <{base}/linked?page=2&per_page=2>; rel="last"' if number < 2 else f'<{base}/linked?page=1&per_page=2>; rel="first"'
+        links = (
+            f'<{base}/linked?page={number + 1}&per_page=2>; rel="next", <{base}/linked?page=2&per_page=2>; rel="last"'
+            if number < 2
+            else f'<{base}/linked?page=1&per_page=2>; rel="first"'
+        )
         return 200, [f"item{number}a", f"item{number}b"], {"Link": links}
 
     harness.fake.routes[("GET", "/linked")] = page
@@ -194,7 +202,9 @@ class AnsweringClient:
         return self.answer
 
 
-@pytest.mark.parametrize(("status", "kind"), [(404, ProviderNotFound), (409, ProviderConflict), (429, ProviderRateLimited), (500, ProviderFailed), (422, ProviderFailed)])
+@pytest.mark.parametrize(
+    ("status", "kind"), [(404, ProviderNotFound), (409, ProviderConflict), (429, ProviderRateLimited), (500, ProviderFailed), (422, ProviderFailed)]
+)
 async def test_statuses_become_domain_errors(declared, status, kind):
     with pytest.raises(kind) as caught:
         await declared[0]["send_message"].run(AnsweringClient(status, {"error": "no"}, {"Retry-After": "7"}), {"to": "x", "text": "y"})

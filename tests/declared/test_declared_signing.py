@@ -100,7 +100,9 @@ def test_the_stripe_style_agrees_with_the_stripe_packs_verifier():
 
 
 def test_a_timestamp_header_and_a_prefixed_signature():
-    handler = handler_for('{ scheme = "hmac", header = "x-zm-signature", prefix = "v0=", signed = "v0:{timestamp}:{body}", timestamp_header = "x-zm-request-timestamp" }')
+    handler = handler_for(
+        '{ scheme = "hmac", header = "x-zm-signature", prefix = "v0=", signed = "v0:{timestamp}:{body}", timestamp_header = "x-zm-request-timestamp" }'
+    )
 
     def zoom(timestamp: int) -> dict[str, str]:
         return {"x-zm-request-timestamp": str(timestamp), "x-zm-signature": "v0=" + hex_hmac(f"v0:{timestamp}:".encode() + BODY)}
@@ -112,7 +114,9 @@ def test_a_timestamp_header_and_a_prefixed_signature():
 
 
 def test_an_iso_timestamp_after_the_body_in_base64():
-    handler = handler_for('{ scheme = "hmac", header = "box-signature-primary", encoding = "base64", signed = "{body}{timestamp}", timestamp_header = "box-delivery-timestamp", tolerance = 600 }')
+    handler = handler_for(
+        '{ scheme = "hmac", header = "box-signature-primary", encoding = "base64", signed = "{body}{timestamp}", timestamp_header = "box-delivery-timestamp", tolerance = 600 }'
+    )
 
     def box(timestamp: str) -> dict[str, str]:
         digest = hmac.new(SECRET.encode(), BODY + timestamp.encode(), hashlib.sha256).digest()

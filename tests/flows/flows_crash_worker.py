@@ -31,8 +31,14 @@ class BlockPlugin:
 
 
 async def main(url: str, data_dir: str) -> None:
-    environ = {"PATCHBAY_DATABASE_URL": url, "PATCHBAY_DATA_DIR": data_dir, "PATCHBAY_SECRET_KEY": "test-secret-key-0123456789",
-               "PATCHBAY_SCHEDULER": "false", "PATCHBAY_ALLOW_INSECURE_TARGETS": "true", "PATCHBAY_WORKERS": "4"}  # fmt: skip
+    environ = {
+        "PATCHBAY_DATABASE_URL": url,
+        "PATCHBAY_DATA_DIR": data_dir,
+        "PATCHBAY_SECRET_KEY": "test-secret-key-0123456789",
+        "PATCHBAY_SCHEDULER": "false",
+        "PATCHBAY_ALLOW_INSECURE_TARGETS": "true",
+        "PATCHBAY_WORKERS": "4",
+    }
     services = build_services(load_settings({}, environ), plugins=[BlockPlugin()])
     services.jobs.lease_seconds = 2
     async with services.running(), background_work(services):

@@ -16,8 +16,7 @@ from patchbay.core.settings import load_settings
 
 
 async def main(url: str, data_dir: str, moments: list[str]) -> None:
-    environ = {"PATCHBAY_DATABASE_URL": url, "PATCHBAY_DATA_DIR": data_dir, "PATCHBAY_SECRET_KEY": "test-secret-key-0123456789",
-               "PATCHBAY_SCHEDULER": "false"}  # fmt: skip
+    environ = {"PATCHBAY_DATABASE_URL": url, "PATCHBAY_DATA_DIR": data_dir, "PATCHBAY_SECRET_KEY": "test-secret-key-0123456789", "PATCHBAY_SCHEDULER": "false"}
     services = build_services(load_settings({}, environ))  # no web application: the services stand alone
     print("ready", flush=True)
     await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)

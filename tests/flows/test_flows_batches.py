@@ -82,7 +82,9 @@ async def _create(app, workspace_id: str, flow_id: str, payloads, version: int =
 
 async def _statuses(app, ids) -> dict[str, tuple[str, int, str | None]]:
     async with app[SERVICES].db.session() as session:
-        rows = (await session.execute(select(FlowExecution.id, FlowExecution.status, FlowExecution.attempts, FlowExecution.error).where(FlowExecution.id.in_(ids)))).all()
+        rows = (
+            await session.execute(select(FlowExecution.id, FlowExecution.status, FlowExecution.attempts, FlowExecution.error).where(FlowExecution.id.in_(ids)))
+        ).all()
     return {row.id: (row.status, row.attempts, row.error) for row in rows}
 
 
@@ -90,8 +92,10 @@ async def _statuses(app, ids) -> dict[str, tuple[str, int, str | None]]:
 async def test_one_job_runs_a_batch_of_executions_each_exactly_once(batch_client, target, drain_jobs):
     app = batch_client.server.app
     ws = (await create_workspace_with_key(app))["workspace_id"]
-    steps = [{"id": "shape", "type": "transform", "output": {"n": "{{ trigger.n }}"}},
-             {"id": "notify", "type": "http", "method": "POST", "url": target["url"] + "/hook", "body": "{{ steps.shape.output }}"}]  # fmt: skip
+    steps = [
+        {"id": "shape", "type": "transform", "output": {"n": "{{ trigger.n }}"}},
+        {"id": "notify", "type": "http", "method": "POST", "url": target["url"] + "/hook", "body": "{{ steps.shape.output }}"},
+    ]
     flow_id = await _published(app, ws, steps)
     count = EXECUTIONS_PER_JOB + 20
     ids = await _create(app, ws, flow_id, [{"n": n} for n in range(count)])
@@ -117,8 +121,10 @@ async def test_one_job_runs_a_batch_of_executions_each_exactly_once(batch_client
 async def test_a_failing_execution_does_not_fail_the_others_of_its_batch(batch_client, target, drain_jobs):
     app = batch_client.server.app
     ws = (await create_workspace_with_key(app))["workspace_id"]
-    steps = [{"id": "odd", "type": "transform", "output": "{{ 1 // trigger.divisor }}"},
-             {"id": "notify", "type": "http", "method": "POST", "url": target["url"] + "{{ trigger.path }}", "body": {}}]  # fmt: skip
+    steps = [
+        {"id": "odd", "type": "transform", "output": "{{ 1 // trigger.divisor }}"},
+        {"id": "notify", "type": "http", "method": "POST", "url": target["url"] + "{{ trigger.path }}", "body": {}},
+    ]
     flow_id = await _published(app, ws, steps)
     unstorable = await _published(app, ws, [{"id": "bad", "type": "test.unstorable"}])
     ok = await _create(app, ws, flow_id, [{"divisor": 1, "path": "/hook"}] * 4)
@@ -147,8 +153,9 @@ async def test_plans_are_cached_per_version_and_a_new_version_runs_its_new_steps
         (again,) = await _create(app, ws["workspace_id"], flow_id, [{"n": 2}])
         assert await run_execution(app[SERVICES], again) == "completed"
         assert reads == []  # version 1's plan came from the cache
-        response = await batch_client.patch(f"/connect/v1/flows/{flow_id}", json={"steps": [{"id": "say", "type": "transform", "output": "two {{ trigger.n }}"}]},
-                                            headers=ws["headers"])  # fmt: skip
+        response = await batch_client.patch(
+            f"/connect/v1/flows/{flow_id}", json={"steps": [{"id": "say", "type": "transform", "output": "two {{ trigger.n }}"}]}, headers=ws["headers"]
+        )
         assert response.status == 200, await response.text()
         response = await batch_client.post(f"/connect/v1/flows/{flow_id}/publish", headers=ws["headers"])
         assert response.status == 201 and (await response.json())["version"] == 2
@@ -160,7 +167,13 @@ async def test_plans_are_cached_per_version_and_a_new_version_runs_its_new_steps
     finally:
         event.remove(app[SERVICES].db.engine.sync_engine, "before_cursor_execute", listen)
     async with app[SERVICES].db.session() as session:
-        outputs = dict((await session.execute(select(FlowExecutionStep.execution_id, FlowExecutionStep.output).where(FlowExecutionStep.execution_id.in_([again, *newer, older])))).all())
+        outputs = dict(
+            (
+                await session.execute(
+                    select(FlowExecutionStep.execution_id, FlowExecutionStep.output).where(FlowExecutionStep.execution_id.in_([again, *newer, older]))
+                )
+            ).all()
+        )
     assert outputs == {again: "one 2", **dict.fromkeys(newer, "two 3"), older: "one 4"}
 
 
@@ -241,8 +254,10 @@ async def test_a_step_of_path_templates_renders_on_the_loop_while_every_render_t
         return render_all(items)
 
     monkeypatch.setattr(runner, "_render_all", held)
-    steps = [{"id": "shape", "type": "transform", "output": {"email": "{{ trigger.email | lower }}", "n": "{{ trigger.n }}", "fixed": 1}},
-             {"id": "again", "type": "transform", "output": ["{{ steps.shape.output.email }}", "{{ steps.shape.output['n'] }}"]}]  # fmt: skip
+    steps = [
+        {"id": "shape", "type": "transform", "output": {"email": "{{ trigger.email | lower }}", "n": "{{ trigger.n }}", "fixed": 1}},
+        {"id": "again", "type": "transform", "output": ["{{ steps.shape.output.email }}", "{{ steps.shape.output['n'] }}"]},
+    ]
     flow_id = await _published(app, ws, steps)
     light = await _create(app, ws, flow_id, [{"email": "ADA@EXAMPLE.COM", "n": n} for n in range(3)])
     (missing,) = await _create(app, ws, flow_id, [{"n": "no email"}])
@@ -256,7 +271,9 @@ async def test_a_step_of_path_templates_renders_on_the_loop_while_every_render_t
     assert await asyncio.wait_for(blocked, WAIT_SECONDS) == "failed"
     assert threaded == [1]  # only the step whose path missed went to a thread
     async with app[SERVICES].db.session() as session:
-        rows = (await session.execute(select(FlowExecutionStep.execution_id, FlowExecutionStep.step_id, FlowExecutionStep.input, FlowExecutionStep.output))).all()
+        rows = (
+            await session.execute(select(FlowExecutionStep.execution_id, FlowExecutionStep.step_id, FlowExecutionStep.input, FlowExecutionStep.output))
+        ).all()
     records = {(row.execution_id, row.step_id): (row.input, row.output) for row in rows}
     assert records[(light[2], "shape")] == ({"output": {"email": "ada@example.com", "n": 2, "fixed": 1}}, {"email": "ada@example.com", "n": 2, "fixed": 1})
     assert records[(light[2], "again")][1] == ["ada@example.com", 2]

@@ -33,7 +33,9 @@ def _plugin():
 
 async def _steps(app, execution_id):
     async with app[SERVICES].db.session() as session:
-        return list((await session.scalars(select(FlowExecutionStep).where(FlowExecutionStep.execution_id == execution_id).order_by(FlowExecutionStep.position))).all())
+        return list(
+            (await session.scalars(select(FlowExecutionStep).where(FlowExecutionStep.execution_id == execution_id).order_by(FlowExecutionStep.position))).all()
+        )
 
 
 @pytest.mark.both_databases
@@ -52,10 +54,18 @@ async def test_a_killed_process_leaves_the_execution_resumable(aiohttp_client, m
     flow = await (await client.post("/connect/v1/flows", json={"name": "crash", "steps": steps}, headers=h)).json()
     await client.post(f"/connect/v1/flows/{flow['id']}/publish", headers=h)
     async with app[SERVICES].db.transaction() as session:
-        (execution_id,) = await create_executions(app[SERVICES], session, [{"workspace_id": ws["workspace_id"], "flow_id": flow["id"], "version": 1,
-                                                                  "trigger_source": "webhook", "trigger_payload": {"n": 5}}])  # fmt: skip
-    process = subprocess.Popen([sys.executable, str(SCRIPT), database_url, str(tmp_path / "worker")], stdout=subprocess.PIPE, text=True,
-                               cwd=SCRIPT.parent, env={**os.environ, "FLOWS_BLOCK": "1"})  # fmt: skip
+        (execution_id,) = await create_executions(
+            app[SERVICES],
+            session,
+            [{"workspace_id": ws["workspace_id"], "flow_id": flow["id"], "version": 1, "trigger_source": "webhook", "trigger_payload": {"n": 5}}],
+        )
+    process = subprocess.Popen(
+        [sys.executable, str(SCRIPT), database_url, str(tmp_path / "worker")],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=SCRIPT.parent,
+        env={**os.environ, "FLOWS_BLOCK": "1"},
+    )
     try:
         assert (await asyncio.to_thread(process.stdout.readline)).strip() == "ready"
         for _ in range(400):  # until the first step is checkpointed and the second one blocks

@@ -83,7 +83,13 @@ async def test_a_test_run_renders_each_step_and_records_input_output(engine_clie
     steps = [
         {"id": "shape", "type": "transform", "output": {"email": "{{ trigger.email | lower }}", "amount": "{{ trigger.amount }}"}},
         {"id": "big", "type": "filter", "condition": "steps.shape.output.amount > 10"},
-        {"id": "post", "type": "http", "method": "POST", "url": target["url"] + "/ok", "body": {"who": "{{ steps.shape.output.email }}", "n": "{{ trigger.amount }}"}},
+        {
+            "id": "post",
+            "type": "http",
+            "method": "POST",
+            "url": target["url"] + "/ok",
+            "body": {"who": "{{ steps.shape.output.email }}", "n": "{{ trigger.amount }}"},
+        },
         {"id": "last", "type": "transform", "output": "{{ steps.post.output.body.n }}"},
     ]
     flow_id = await _create(engine_client, h, steps)
@@ -100,10 +106,14 @@ async def test_a_test_run_renders_each_step_and_records_input_output(engine_clie
     assert target["keys"] == [f"{execution['id']}:post"]  # the execution and the step: a re-run after a crash sends the same key
 
 
-@pytest.mark.parametrize(("text", "body"), [(' {"a": [1, 2]}', {"a": [1, 2]}), ("\n-12.5", -12.5), ("true", True), ("null", None),
-                                           ("ok", "ok"), ("{not json", "{not json"), ("", None)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("text", "body"),
+    [(' {"a": [1, 2]}', {"a": [1, 2]}), ("\n-12.5", -12.5), ("true", True), ("null", None), ("ok", "ok"), ("{not json", "{not json"), ("", None)],
+)
 async def test_an_http_steps_answer_is_json_when_it_parses_and_text_otherwise(engine_client, ws, target, text, body):
-    flow_id = await _create(engine_client, ws["headers"], [{"id": "get", "type": "http", "method": "POST", "url": target["url"] + "/raw?" + urlencode({"text": text})}])
+    flow_id = await _create(
+        engine_client, ws["headers"], [{"id": "get", "type": "http", "method": "POST", "url": target["url"] + "/raw?" + urlencode({"text": text})}]
+    )
     execution = await _test(engine_client, ws["headers"], flow_id, {})
     assert execution["status"] == "completed", execution
     assert execution["steps"][0]["output"] == {"status": 200, "body": body}
@@ -111,8 +121,10 @@ async def test_an_http_steps_answer_is_json_when_it_parses_and_text_otherwise(en
 
 async def test_a_filter_that_fails_ends_the_execution_completed_and_skips_the_rest(engine_client, ws, target):
     h = ws["headers"]
-    steps = [{"id": "gate", "type": "filter", "condition": "{{ trigger.ok }}"},
-             {"id": "post", "type": "http", "method": "POST", "url": target["url"] + "/ok", "body": {}}]  # fmt: skip
+    steps = [
+        {"id": "gate", "type": "filter", "condition": "{{ trigger.ok }}"},
+        {"id": "post", "type": "http", "method": "POST", "url": target["url"] + "/ok", "body": {}},
+    ]
     execution = await _test(engine_client, h, await _create(engine_client, h, steps), {"ok": False})
     assert execution["status"] == "completed"
     assert [(s["stepId"], s["status"]) for s in execution["steps"]] == [("gate", "completed"), ("post", "skipped")]
@@ -138,11 +150,23 @@ async def test_failures_are_recorded_per_step(engine_client, ws, target):
 async def test_plugin_step_types_and_table_steps(engine_client, ws):
     app, h = engine_client.server.app, ws["headers"]
     async with app[SERVICES].db.transaction(tenant=ws["workspace_id"]) as session:
-        await create_table(session, workspace_id=ws["workspace_id"], name="Customers", slug="customers", columns=[{"name": "email", "type": "text"}, {"name": "tier", "type": "text"}])
+        await create_table(
+            session,
+            workspace_id=ws["workspace_id"],
+            name="Customers",
+            slug="customers",
+            columns=[{"name": "email", "type": "text"}, {"name": "tier", "type": "text"}],
+        )
         await upsert_row(session, workspace_id=ws["workspace_id"], table_slug="customers", external_key="c1", data={"email": "ada@example.com", "tier": "gold"})
     steps = [
         {"id": "find", "type": "table.lookup", "table": "customers", "column": "email", "value": "{{ trigger.email }}"},
-        {"id": "save", "type": "table.upsert", "table": "customers", "externalKey": "{{ trigger.id }}", "data": {"email": "{{ trigger.email }}", "tier": "{{ steps.find.output.data.tier }}"}},
+        {
+            "id": "save",
+            "type": "table.upsert",
+            "table": "customers",
+            "externalKey": "{{ trigger.id }}",
+            "data": {"email": "{{ trigger.email }}", "tier": "{{ steps.find.output.data.tier }}"},
+        },
         {"id": "echo", "type": "test.slow", "sleep": 0, "tier": "{{ steps.save.output.data.tier }}"},
     ]
     execution = await _test(engine_client, h, await _create(engine_client, h, steps), {"email": "ada@example.com", "id": "c2"})
@@ -156,7 +180,9 @@ async def test_plugin_step_types_and_table_steps(engine_client, ws):
 
 async def test_test_runs_send_no_alerts_while_replays_do(engine_client, ws, drain_jobs):
     app, h = engine_client.server.app, ws["headers"]
-    created = await engine_client.post("/connect/v1/alerts", json={"channel": "webhook", "target": "http://127.0.0.1:9/x", "eventTypes": ["flow.failed", "flow.succeeded"]}, headers=h)
+    created = await engine_client.post(
+        "/connect/v1/alerts", json={"channel": "webhook", "target": "http://127.0.0.1:9/x", "eventTypes": ["flow.failed", "flow.succeeded"]}, headers=h
+    )
     assert created.status == 201
     flow_id = await _create(engine_client, h, [{"id": "t", "type": "transform", "output": "{{ trigger.n }}"}])
     execution = await _test(engine_client, h, flow_id, {"n": 1})
@@ -239,13 +265,19 @@ async def test_a_long_delay_parks_the_execution_durably_and_resumes_it(client, w
     from patchbay.core.timeutil import utcnow
 
     app, h = client.server.app, workspace["headers"]
-    steps = [{"id": "a", "type": "transform", "output": "{{ trigger.n }}"}, {"id": "wait", "type": "delay", "seconds": 3600},
-             {"id": "b", "type": "transform", "output": "{{ steps.a.output + 1 }}"}]  # fmt: skip
+    steps = [
+        {"id": "a", "type": "transform", "output": "{{ trigger.n }}"},
+        {"id": "wait", "type": "delay", "seconds": 3600},
+        {"id": "b", "type": "transform", "output": "{{ steps.a.output + 1 }}"},
+    ]
     flow_id = await _create(client, h, steps)
     await client.post(f"/connect/v1/flows/{flow_id}/publish", headers=h)
     async with app[SERVICES].db.transaction() as session:
-        (execution_id,) = await create_executions(app[SERVICES], session, [{"workspace_id": workspace["workspace_id"], "flow_id": flow_id, "version": 1,
-                                                                  "trigger_source": "schedule", "trigger_payload": {"n": 1}}])  # fmt: skip
+        (execution_id,) = await create_executions(
+            app[SERVICES],
+            session,
+            [{"workspace_id": workspace["workspace_id"], "flow_id": flow_id, "version": 1, "trigger_source": "schedule", "trigger_payload": {"n": 1}}],
+        )
     await drain_jobs(app[SERVICES])
     parked = await (await client.get(f"/connect/v1/flows/{flow_id}/executions/{execution_id}", headers=h)).json()
     assert parked["status"] == "running" and [s["stepId"] for s in parked["steps"]] == ["a", "wait"]

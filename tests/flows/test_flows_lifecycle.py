@@ -76,11 +76,15 @@ async def test_an_edit_makes_a_published_flow_draft_while_its_published_version_
     app, h, ws = flows_client.server.app, flows_ws["headers"], flows_ws["workspace_id"]
     flow = await _flow(flows_client, h)
     await flows_client.post(f"/connect/v1/flows/{flow['id']}/publish", headers=h)
-    await flows_client.post(f"/connect/v1/flows/{flow['id']}/triggers", json={"providerType": "facebook", "triggerName": "leadgen", "kind": "webhook"}, headers=h)
+    await flows_client.post(
+        f"/connect/v1/flows/{flow['id']}/triggers", json={"providerType": "facebook", "triggerName": "leadgen", "kind": "webhook"}, headers=h
+    )
     edited = await (await flows_client.patch(f"/connect/v1/flows/{flow['id']}", json={"steps": STEPS_V2}, headers=h)).json()
     assert edited["status"] == "draft" and edited["publishedVersion"] == 1 and edited["steps"] == STEPS_V2
     async with app[SERVICES].db.transaction() as session:
-        fired = await fire_matching_triggers(app[SERVICES], session, workspace_id=ws, provider_type="facebook", event_type="leadgen", payload={}, source="webhook")
+        fired = await fire_matching_triggers(
+            app[SERVICES], session, workspace_id=ws, provider_type="facebook", event_type="leadgen", payload={}, source="webhook"
+        )
     assert fired == 1
     async with app[SERVICES].db.session() as session:
         execution = await session.scalar(select(FlowExecution))
@@ -90,10 +94,15 @@ async def test_an_edit_makes_a_published_flow_draft_while_its_published_version_
 async def test_a_draft_never_published_does_not_run_live(flows_client, flows_ws):
     app, h, ws = flows_client.server.app, flows_ws["headers"], flows_ws["workspace_id"]
     flow = await _flow(flows_client, h)
-    response = await flows_client.post(f"/connect/v1/flows/{flow['id']}/triggers", json={"providerType": "facebook", "triggerName": "leadgen", "kind": "webhook"}, headers=h)
+    response = await flows_client.post(
+        f"/connect/v1/flows/{flow['id']}/triggers", json={"providerType": "facebook", "triggerName": "leadgen", "kind": "webhook"}, headers=h
+    )
     assert response.status == 201
     async with app[SERVICES].db.transaction() as session:
-        assert await fire_matching_triggers(app[SERVICES], session, workspace_id=ws, provider_type="facebook", event_type="leadgen", payload={}, source="webhook") == 0
+        assert (
+            await fire_matching_triggers(app[SERVICES], session, workspace_id=ws, provider_type="facebook", event_type="leadgen", payload={}, source="webhook")
+            == 0
+        )
 
 
 async def test_toggle_pauses_and_resumes_live_runs_without_changing_status(flows_client, flows_ws):
@@ -102,13 +111,17 @@ async def test_toggle_pauses_and_resumes_live_runs_without_changing_status(flows
     refused = await flows_client.patch(f"/connect/v1/flows/{flow['id']}/toggle", headers=h)
     assert refused.status == 400
     await flows_client.post(f"/connect/v1/flows/{flow['id']}/publish", headers=h)
-    await flows_client.post(f"/connect/v1/flows/{flow['id']}/triggers", json={"providerType": "facebook", "triggerName": "leadgen", "kind": "webhook"}, headers=h)
+    await flows_client.post(
+        f"/connect/v1/flows/{flow['id']}/triggers", json={"providerType": "facebook", "triggerName": "leadgen", "kind": "webhook"}, headers=h
+    )
     paused = await (await flows_client.patch(f"/connect/v1/flows/{flow['id']}/toggle", headers=h)).json()
     assert paused["isActive"] is False and paused["status"] == "published" and paused["version"] == 1
 
     async def fire():
         async with app[SERVICES].db.transaction() as session:
-            return await fire_matching_triggers(app[SERVICES], session, workspace_id=ws, provider_type="facebook", event_type="leadgen", payload={}, source="webhook")
+            return await fire_matching_triggers(
+                app[SERVICES], session, workspace_id=ws, provider_type="facebook", event_type="leadgen", payload={}, source="webhook"
+            )
 
     assert await fire() == 0
     resumed = await (await flows_client.patch(f"/connect/v1/flows/{flow['id']}/toggle", json={"isActive": True}, headers=h)).json()
@@ -120,11 +133,16 @@ async def test_archive_retires_a_flow_and_publish_brings_it_back(flows_client, f
     app, h, ws = flows_client.server.app, flows_ws["headers"], flows_ws["workspace_id"]
     flow = await _flow(flows_client, h)
     await flows_client.post(f"/connect/v1/flows/{flow['id']}/publish", headers=h)
-    await flows_client.post(f"/connect/v1/flows/{flow['id']}/triggers", json={"providerType": "facebook", "triggerName": "leadgen", "kind": "webhook"}, headers=h)
+    await flows_client.post(
+        f"/connect/v1/flows/{flow['id']}/triggers", json={"providerType": "facebook", "triggerName": "leadgen", "kind": "webhook"}, headers=h
+    )
     archived = await (await flows_client.post(f"/connect/v1/flows/{flow['id']}/archive", headers=h)).json()
     assert archived["status"] == "archived"
     async with app[SERVICES].db.transaction() as session:
-        assert await fire_matching_triggers(app[SERVICES], session, workspace_id=ws, provider_type="facebook", event_type="leadgen", payload={}, source="webhook") == 0
+        assert (
+            await fire_matching_triggers(app[SERVICES], session, workspace_id=ws, provider_type="facebook", event_type="leadgen", payload={}, source="webhook")
+            == 0
+        )
     listed = await (await flows_client.get("/connect/v1/flows?status=archived", headers=h)).json()
     assert [f["id"] for f in listed["data"]] == [flow["id"]]
     back = await (await flows_client.post(f"/connect/v1/flows/{flow['id']}/publish", headers=h)).json()
@@ -136,7 +154,9 @@ async def test_validation_delete_and_tenancy(client, workspace):
     app, h = flows_client.server.app, flows_ws["headers"]
     bad = await flows_client.post("/connect/v1/flows", json={"name": "x", "steps": [{"id": "a", "type": "nope"}]}, headers=h)
     assert bad.status == 400 and "steps[0].type" in (await bad.json())["message"]
-    dup = await flows_client.post("/connect/v1/flows", json={"name": "x", "steps": [{"id": "a", "type": "transform"}, {"id": "a", "type": "filter"}]}, headers=h)
+    dup = await flows_client.post(
+        "/connect/v1/flows", json={"name": "x", "steps": [{"id": "a", "type": "transform"}, {"id": "a", "type": "filter"}]}, headers=h
+    )
     assert dup.status == 400
     nameless = await flows_client.post("/connect/v1/flows", json={"steps": []}, headers=h)
     assert nameless.status == 400 and "name" in (await nameless.json())["message"]

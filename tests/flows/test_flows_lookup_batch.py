@@ -9,9 +9,9 @@ import pytest
 from sqlalchemy import event, func, select
 
 from patchbay.core.appkeys import SERVICES
+from patchbay.core.errors import Invalid, NotFound
 from patchbay.core.flows.engine import create_executions, run_execution
 from patchbay.core.flows.models import Flow, FlowExecutionStep
-from patchbay.core.errors import Invalid, NotFound
 from patchbay.core.tables.service import create_table, lookup_rows, upsert_row
 from patchbay.core.testing import create_workspace_with_key
 
@@ -20,11 +20,17 @@ pytestmark = pytest.mark.both_databases  # storage behaviour differs between SQL
 
 async def _customers(app, workspace_id: str, tier: str, count: int) -> None:
     async with app[SERVICES].db.transaction(tenant=workspace_id) as session:
-        await create_table(session, workspace_id=workspace_id, name="Customers", slug="customers",
-                           columns=[{"name": "email", "type": "text"}, {"name": "score", "type": "number"}])  # fmt: skip
+        await create_table(
+            session,
+            workspace_id=workspace_id,
+            name="Customers",
+            slug="customers",
+            columns=[{"name": "email", "type": "text"}, {"name": "score", "type": "number"}],
+        )
         for n in range(count):
-            await upsert_row(session, workspace_id=workspace_id, table_slug="customers", external_key=f"{tier}{n}",
-                             data={"email": f"user{n}@example.com", "score": n})  # fmt: skip
+            await upsert_row(
+                session, workspace_id=workspace_id, table_slug="customers", external_key=f"{tier}{n}", data={"email": f"user{n}@example.com", "score": n}
+            )
 
 
 async def test_lookup_rows_answers_each_lookup_in_place(flows_client, flows_ws):
@@ -32,9 +38,16 @@ async def test_lookup_rows_answers_each_lookup_in_place(flows_client, flows_ws):
     await _customers(app, ws, "a", 3)
     async with app[SERVICES].db.transaction(tenant=ws) as session:  # a newer row with the same email wins
         await upsert_row(session, workspace_id=ws, table_slug="customers", external_key="late", data={"email": "user1@example.com"})
-    lookups = [("customers", "email", "user2@example.com"), ("missing", "email", "x"), ("customers", "score", "0"),
-               ("customers", "email", "nobody@example.com"), ("customers", "unknown", "x"), ("customers", "email", "user1@example.com"),
-               ("customers", "score", "not a number"), ("customers", "external_key", "a0")]  # fmt: skip
+    lookups = [
+        ("customers", "email", "user2@example.com"),
+        ("missing", "email", "x"),
+        ("customers", "score", "0"),
+        ("customers", "email", "nobody@example.com"),
+        ("customers", "unknown", "x"),
+        ("customers", "email", "user1@example.com"),
+        ("customers", "score", "not a number"),
+        ("customers", "external_key", "a0"),
+    ]
     async with app[SERVICES].db.session(tenant=ws) as session:
         found = await lookup_rows(session, workspace_id=ws, lookups=lookups)
     assert found[0]["external_key"] == "a2"
@@ -71,8 +84,9 @@ async def test_concurrent_lookups_get_their_own_rows_and_never_another_workspace
             assert row["external_key"] == f"t{n}"
         else:
             assert row is None  # only my workspace has these emails
-    failures = await asyncio.gather(runner.lookup(mine, "nope", "email", "x"), runner.lookup(mine, "customers", "email", "user3@example.com"),
-                                    return_exceptions=True)  # fmt: skip
+    failures = await asyncio.gather(
+        runner.lookup(mine, "nope", "email", "x"), runner.lookup(mine, "customers", "email", "user3@example.com"), return_exceptions=True
+    )
     assert isinstance(failures[0], NotFound) and failures[1]["external_key"] == "m3"
 
 
@@ -87,8 +101,10 @@ async def test_concurrent_executions_with_lookups_and_checkpoints_all_complete(f
     async with app[SERVICES].db.transaction(tenant=ws) as session:
         flow = Flow(name="batch", steps=steps, status="draft", version=1)
         session.add(flow)
-    rows = [{"workspace_id": ws, "flow_id": flow.id, "steps": steps, "trigger_source": "webhook", "trigger_payload": {"email": f"user{n}@example.com"}}
-            for n in range(30)]  # fmt: skip
+    rows = [
+        {"workspace_id": ws, "flow_id": flow.id, "steps": steps, "trigger_source": "webhook", "trigger_payload": {"email": f"user{n}@example.com"}}
+        for n in range(30)
+    ]
     async with app[SERVICES].db.transaction() as session:
         ids = await create_executions(app[SERVICES], session, rows)
     assert await asyncio.gather(*(run_execution(app[SERVICES], execution_id) for execution_id in ids)) == ["completed"] * 30
@@ -106,7 +122,9 @@ async def test_a_last_step_with_side_effects_is_stored_by_the_finish_alone(flows
         flow = Flow(name="last", steps=steps, status="draft", version=1)
         session.add(flow)
     async with app[SERVICES].db.transaction() as session:
-        (execution_id,) = await create_executions(app[SERVICES], session, [{"workspace_id": ws, "flow_id": flow.id, "steps": steps, "trigger_source": "webhook"}])
+        (execution_id,) = await create_executions(
+            app[SERVICES], session, [{"workspace_id": ws, "flow_id": flow.id, "steps": steps, "trigger_source": "webhook"}]
+        )
     commits: list[object] = []
     listen = commits.append
     event.listen(app[SERVICES].db.engine.sync_engine, "commit", listen)
@@ -126,8 +144,16 @@ async def test_lookups_of_json_values_match_as_a_single_lookup_does(flows_client
         await create_table(session, workspace_id=ws, name="Things", slug="things", columns=[])
         await upsert_row(session, workspace_id=ws, table_slug="things", external_key="one", data={"flag": True, "tags": ["a", "b"], "meta": {"k": 1}, "n": 2.5})
         await upsert_row(session, workspace_id=ws, table_slug="things", external_key="two", data={"flag": False, "tags": ["b"], "meta": {"k": 2}, "n": 3})
-    lookups = [("things", "flag", True), ("things", "flag", False), ("things", "tags", ["a", "b"]), ("things", "meta", {"k": 2}),
-               ("things", "n", 2.5), ("things", "n", 3), ("things", "meta", {"k": 3}), ("things", "missing", "x")]  # fmt: skip
+    lookups = [
+        ("things", "flag", True),
+        ("things", "flag", False),
+        ("things", "tags", ["a", "b"]),
+        ("things", "meta", {"k": 2}),
+        ("things", "n", 2.5),
+        ("things", "n", 3),
+        ("things", "meta", {"k": 3}),
+        ("things", "missing", "x"),
+    ]
     async with app[SERVICES].db.session(tenant=ws) as session:
         found = await lookup_rows(session, workspace_id=ws, lookups=lookups)
     assert [row and row["external_key"] for row in found] == ["one", "two", "one", "two", "one", "two", None, None]

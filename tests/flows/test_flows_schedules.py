@@ -21,7 +21,9 @@ SCRIPT = Path(__file__).with_name("flows_schedule_process.py")
 
 
 async def _published_flow(client, h):
-    flow = await (await client.post("/connect/v1/flows", json={"name": "s", "steps": [{"id": "t", "type": "transform", "output": "{{ trigger.report }}"}]}, headers=h)).json()
+    flow = await (
+        await client.post("/connect/v1/flows", json={"name": "s", "steps": [{"id": "t", "type": "transform", "output": "{{ trigger.report }}"}]}, headers=h)
+    ).json()
     await client.post(f"/connect/v1/flows/{flow['id']}/publish", headers=h)
     return flow["id"]
 
@@ -37,11 +39,18 @@ async def test_schedule_routes_validate_and_patch(client, workspace):
     flows_client, flows_ws = client, workspace  # SQLite only: the storage paths run on both databases elsewhere
     h = flows_ws["headers"]
     flow_id = await _published_flow(flows_client, h)
-    for body, field in (({"cron": "61 * * * *"}, "cron"), ({"cron": "* * * *"}, "cron"), ({"cron": "* * * * *", "timezone": "Mars/Base"}, "timezone"),
-                        ({"cron": "* * * * *", "payload": [1]}, "payload"), ({}, "cron")):  # fmt: skip
+    for body, field in (
+        ({"cron": "61 * * * *"}, "cron"),
+        ({"cron": "* * * *"}, "cron"),
+        ({"cron": "* * * * *", "timezone": "Mars/Base"}, "timezone"),
+        ({"cron": "* * * * *", "payload": [1]}, "payload"),
+        ({}, "cron"),
+    ):
         response = await flows_client.post(f"/connect/v1/flows/{flow_id}/schedules", json=body, headers=h)
         assert response.status == 400 and field in (await response.json())["message"], body
-    created = await flows_client.post(f"/connect/v1/flows/{flow_id}/schedules", json={"cron": "0 9 * * 1", "timezone": "Europe/Paris", "payload": {"report": "weekly"}}, headers=h)
+    created = await flows_client.post(
+        f"/connect/v1/flows/{flow_id}/schedules", json={"cron": "0 9 * * 1", "timezone": "Europe/Paris", "payload": {"report": "weekly"}}, headers=h
+    )
     assert created.status == 201
     schedule = await created.json()
     assert schedule["timezone"] == "Europe/Paris" and schedule["isActive"] is True and schedule["payload"] == {"report": "weekly"}
@@ -90,8 +99,13 @@ async def test_a_schedule_on_two_processes_fires_once_per_tick(aiohttp_client, m
     start = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=10)
     await _due_schedule(client, h, flow_id, start)
     moments = _moments(start)
-    process = subprocess.Popen([sys.executable, str(SCRIPT), pg_url, str(tmp_path / "other"), *[m.isoformat() for m in moments]],
-                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=SCRIPT.parent)  # fmt: skip
+    process = subprocess.Popen(
+        [sys.executable, str(SCRIPT), pg_url, str(tmp_path / "other"), *[m.isoformat() for m in moments]],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=SCRIPT.parent,
+    )
     try:
         assert (await asyncio.to_thread(process.stdout.readline)).strip() == "ready"
         process.stdin.write("go\n")

@@ -9,9 +9,9 @@ from patchbay.core.appkeys import SERVICES
 from patchbay.core.flows import template_review
 from patchbay.core.flows.engine import validate_steps
 from patchbay.core.flows.templates import system_templates
-from patchbay.core.plugins.registry import PluginError
 from patchbay.core.flows.testing import drain
 from patchbay.core.flows.triggers import fire_matching_triggers
+from patchbay.core.plugins.registry import PluginError
 from patchbay.core.tables.service import create_table
 from patchbay.core.testing import create_workspace_with_key
 from patchbay.testing import add_connection
@@ -73,8 +73,16 @@ async def test_publish_as_template_visibility(client, workspace):
     flows_client, flows_ws = client, workspace  # SQLite only: the storage paths run on both databases elsewhere
     app, h, ws = flows_client.server.app, flows_ws["headers"], flows_ws["workspace_id"]
     hubspot = await add_connection(app, ws, "hubspot")
-    steps = [{"id": "c", "type": "action", "provider": "hubspot", "action": "create_contact", "connectionId": hubspot, "inputs": {"email": "{{ trigger.email }}"}}]
-    flow = await (await flows_client.post("/connect/v1/flows", json={"name": "Share me", "steps": steps, "trigger": {"providerType": "hubspot", "triggerName": "new_contact", "kind": "poll"}}, headers=h)).json()
+    steps = [
+        {"id": "c", "type": "action", "provider": "hubspot", "action": "create_contact", "connectionId": hubspot, "inputs": {"email": "{{ trigger.email }}"}}
+    ]
+    flow = await (
+        await flows_client.post(
+            "/connect/v1/flows",
+            json={"name": "Share me", "steps": steps, "trigger": {"providerType": "hubspot", "triggerName": "new_contact", "kind": "poll"}},
+            headers=h,
+        )
+    ).json()
     bad = await flows_client.post(f"/connect/v1/flows/{flow['id']}/publish-as-template", json={"visibility": "everyone"}, headers=h)
     assert bad.status == 400
     private = await flows_client.post(f"/connect/v1/flows/{flow['id']}/publish-as-template", headers=h)
@@ -108,11 +116,22 @@ async def test_from_template_to_published_to_triggered_to_inspected_to_replayed(
     flow = await (await flows_client.post("/connect/v1/flow-templates/slack-message-to-table/clone", json={}, headers=h)).json()
 
     async with app[SERVICES].db.transaction(tenant=ws) as session:
-        await create_table(session, workspace_id=ws, name="Slack", slug="slack-messages", columns=[{"name": "channel", "type": "text"}, {"name": "user", "type": "text"}, {"name": "text", "type": "text"}])
+        await create_table(
+            session,
+            workspace_id=ws,
+            name="Slack",
+            slug="slack-messages",
+            columns=[{"name": "channel", "type": "text"}, {"name": "user", "type": "text"}, {"name": "text", "type": "text"}],
+        )
     assert (await flows_client.post(f"/connect/v1/flows/{flow['id']}/publish", headers=h)).status == 201
     event = {"event": {"type": "message", "channel": "C1", "user": "U1", "text": "hello", "ts": "1700000000.1"}}
     async with app[SERVICES].db.transaction() as session:
-        assert await fire_matching_triggers(app[SERVICES], session, workspace_id=ws, provider_type="slack", event_type="message", payload=event, source="webhook", dedupe="e1") == 1
+        assert (
+            await fire_matching_triggers(
+                app[SERVICES], session, workspace_id=ws, provider_type="slack", event_type="message", payload=event, source="webhook", dedupe="e1"
+            )
+            == 1
+        )
     await drain(app[SERVICES])
     executions = await (await flows_client.get(f"/connect/v1/flows/{flow['id']}/executions", headers=h)).json()
     (execution,) = executions["data"]
@@ -135,7 +154,12 @@ def test_a_packs_templates_go_with_the_pack():
     offered = {t["slug"] for t in system_templates(load_registry(create_plugin_manager()))}
     without_hubspot = {t["slug"] for t in system_templates(load_registry(create_plugin_manager(disable=["hubspot"])))}
     assert {"hubspot-contact-to-mailchimp", "meta-lead-to-hubspot-contact", "stripe-customer-to-hubspot"} <= offered
-    assert offered - without_hubspot == {"hubspot-contact-to-mailchimp", "hubspot-contact-to-airtable", "meta-lead-to-hubspot-contact", "stripe-customer-to-hubspot"}
+    assert offered - without_hubspot == {
+        "hubspot-contact-to-mailchimp",
+        "hubspot-contact-to-airtable",
+        "meta-lead-to-hubspot-contact",
+        "stripe-customer-to-hubspot",
+    }
 
     class Copycat:
         @hookimpl

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from patchbay.core.flows.template_bounds import MAX_RENDER_CPU_SECONDS
 from patchbay.core.flows.templating import (
     HEAVY,
@@ -112,10 +113,20 @@ def test_a_render_stops_at_its_deadline():
 
 
 LIGHT_CONTEXT = {
-    "trigger": {"email": " Ada@Example.COM ", "n": 3, "f": 1.5, "ok": False, "none": None, "items": "a key named like a method",
-                "list": [1, {"x": "y"}], "user": {"name": "Ada"}, "long": "A" * (LIGHT_STRING + 1), "nested": {"__class__": "data"}},
+    "trigger": {
+        "email": " Ada@Example.COM ",
+        "n": 3,
+        "f": 1.5,
+        "ok": False,
+        "none": None,
+        "items": "a key named like a method",
+        "list": [1, {"x": "y"}],
+        "user": {"name": "Ada"},
+        "long": "A" * (LIGHT_STRING + 1),
+        "nested": {"__class__": "data"},
+    },
     "steps": {"shape": {"output": {"email": "ada@example.com"}, "status": "completed"}},
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize(
@@ -275,5 +286,11 @@ def test_values_within_the_bounds_still_render():
     assert render_value("{{ [trigger.words] * 2 }}", context) == [["a", "b"], ["a", "b"]]
     assert render_value("{{ dict(a=1) }} {{ 'x\ny' | indent(2, true) }} {{ range(3) | list }}", context) == "{'a': 1}   x\n  y [0, 1, 2]"
     assert render_value("{{ [1, 2, 3] | sum }} {{ 'a b' | title }}", context) == "6 A B"
-    assert render_value("{{ {'b': [1], 'a': '<'} | tojson(indent=1) }}|{{ {'b': 1, 'a': 2} | pprint }}", context) == '{\n "a": "\\u003c",\n "b": [\n  1\n ]\n}|{\'a\': 2, \'b\': 1}'
-    assert render_value("{{ 2.555 | round(2, 'floor') }} {{ (255).to_bytes(2, 'big') | list }} {{ [3, 1, 2][::-1] }} {{ 7 // 2 - 1 }}", context) == "2.55 [0, 255] [2, 1, 3] 2"
+    assert (
+        render_value("{{ {'b': [1], 'a': '<'} | tojson(indent=1) }}|{{ {'b': 1, 'a': 2} | pprint }}", context)
+        == '{\n "a": "\\u003c",\n "b": [\n  1\n ]\n}|{\'a\': 2, \'b\': 1}'
+    )
+    assert (
+        render_value("{{ 2.555 | round(2, 'floor') }} {{ (255).to_bytes(2, 'big') | list }} {{ [3, 1, 2][::-1] }} {{ 7 // 2 - 1 }}", context)
+        == "2.55 [0, 255] [2, 1, 3] 2"
+    )

@@ -52,7 +52,9 @@ async def test_a_webhook_event_reaches_a_published_flow_and_not_a_draft(aiohttp_
         for flow_id in (published, draft):
             assert (await client.post(f"/connect/v1/flows/{flow_id}/triggers", json=LEADGEN, headers=h)).status == 201
         body = json.dumps(leadgen_payload("page-1", "lead-1")).encode()
-        response = await client.post("/webhook/facebook", data=body, headers={"x-hub-signature-256": meta_signature(SECRET, body), "Content-Type": "application/json"})
+        response = await client.post(
+            "/webhook/facebook", data=body, headers={"x-hub-signature-256": meta_signature(SECRET, body), "Content-Type": "application/json"}
+        )
         assert response.status == 200
         for _ in range(50):
             await drain_jobs(app[SERVICES])
@@ -131,9 +133,15 @@ async def test_a_poll_trigger_runs_an_item_once_and_keeps_its_cursor(aiohttp_cli
     h = ws["headers"]
     connection_id = await add_connection(app, ws["workspace_id"], "hubspot")
     flow_id = await _flow(client, h, [{"id": "t", "type": "transform", "output": "{{ trigger.id }}"}])
-    no_connection = await client.post(f"/connect/v1/flows/{flow_id}/triggers", json={"providerType": "hubspot", "triggerName": "test_items", "kind": "poll"}, headers=h)
+    no_connection = await client.post(
+        f"/connect/v1/flows/{flow_id}/triggers", json={"providerType": "hubspot", "triggerName": "test_items", "kind": "poll"}, headers=h
+    )
     assert no_connection.status == 400
-    created = await client.post(f"/connect/v1/flows/{flow_id}/triggers", json={"providerType": "hubspot", "triggerName": "test_items", "kind": "poll", "connectionId": connection_id}, headers=h)
+    created = await client.post(
+        f"/connect/v1/flows/{flow_id}/triggers",
+        json={"providerType": "hubspot", "triggerName": "test_items", "kind": "poll", "connectionId": connection_id},
+        headers=h,
+    )
     assert created.status == 201
     first = await poll_triggers(app[SERVICES])
     assert first == {"subscriptions": 1, "executions": 1}
@@ -195,10 +203,18 @@ async def test_records_replay_fires_subscriptions_of_either_kind_by_resource_typ
         body = {"providerType": "hubspot", "triggerName": "test_items", "kind": "poll", "connectionId": connection_id, "config": {"eventTypes": types}}
         assert (await client.post(f"/connect/v1/flows/{flow_id}/triggers", json=body, headers=h)).status == 201
     async with app[SERVICES].db.transaction() as session:
-        fired = await fire_matching_triggers(app[SERVICES], session, workspace_id=ws["workspace_id"], provider_type="hubspot", event_type="contacts",
-                                             payload={"email": "ada@example.com"}, source="records")  # fmt: skip
-        webhook_only = await fire_matching_triggers(app[SERVICES], session, workspace_id=ws["workspace_id"], provider_type="hubspot", event_type="contacts",
-                                                    payload={}, source="webhook")  # fmt: skip
+        fired = await fire_matching_triggers(
+            app[SERVICES],
+            session,
+            workspace_id=ws["workspace_id"],
+            provider_type="hubspot",
+            event_type="contacts",
+            payload={"email": "ada@example.com"},
+            source="records",
+        )
+        webhook_only = await fire_matching_triggers(
+            app[SERVICES], session, workspace_id=ws["workspace_id"], provider_type="hubspot", event_type="contacts", payload={}, source="webhook"
+        )
     assert (fired, webhook_only) == (1, 0)
     await drain_jobs(app[SERVICES])
     (execution,) = await _executions(app, contacts)

@@ -6,8 +6,16 @@ from __future__ import annotations
 import base64
 import hashlib
 import html
+import json as _json
+import os
 import re
 import secrets
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -18,6 +26,7 @@ from patchbay.core.identity.clients import create_client, validate_metadata
 from patchbay.core.testing import create_workspace_with_key
 from patchbay.core.users.service import create_user
 from patchbay.core.workspaces.service import add_member
+from tests.node_peers import installed
 
 PASSWORD = "correct horse battery"
 REDIRECT = "http://localhost:9999/callback"
@@ -51,16 +60,26 @@ class Idp:
         self.workspace = workspace
 
     async def register(self, **metadata: Any) -> dict[str, Any]:
-        body = {"client_name": "Test app", "redirect_uris": [REDIRECT], "grant_types": ["authorization_code", "refresh_token"],
-                "scope": "openid profile email phone organization permissions offline_access", **metadata}  # fmt: skip
+        body = {
+            "client_name": "Test app",
+            "redirect_uris": [REDIRECT],
+            "grant_types": ["authorization_code", "refresh_token"],
+            "scope": "openid profile email phone organization permissions offline_access",
+            **metadata,
+        }
         response = await self.http.post("/api/v1/oidc/register", json=body)
         assert response.status == 201, await response.text()
         return await response.json()
 
     async def operator_client(self, trust: str = "first_party", **metadata: Any) -> dict[str, Any]:
         """A client as the operator creates it (``patchbay clients create --first-party``/``--platform``)."""
-        body = {"client_name": "Operator app", "redirect_uris": [REDIRECT], "grant_types": ["authorization_code", "refresh_token"],
-                "scope": "openid profile email phone organization permissions offline_access", **metadata}  # fmt: skip
+        body = {
+            "client_name": "Operator app",
+            "redirect_uris": [REDIRECT],
+            "grant_types": ["authorization_code", "refresh_token"],
+            "scope": "openid profile email phone organization permissions offline_access",
+            **metadata,
+        }
         async with self.app[SERVICES].db.transaction() as session:
             issued = await create_client(session, self.app[SERVICES].secrets, validate_metadata(body), trust=trust)
         return {"client_id": issued.row.client_id, "client_secret": issued.client_secret}
@@ -123,8 +142,9 @@ def make_idp(aiohttp_client, make_app):
         client = await aiohttp_client(app)
         workspace = await create_workspace_with_key(app)
         async with app[SERVICES].db.transaction() as session:
-            user = await create_user(session, email="ada@example.com", password=PASSWORD, name="Ada Lovelace",
-                                     phone_number="+44 20 7946 0000", user_type="customer_admin")  # fmt: skip
+            user = await create_user(
+                session, email="ada@example.com", password=PASSWORD, name="Ada Lovelace", phone_number="+44 20 7946 0000", user_type="customer_admin"
+            )
             user.email_verified = True
             await add_member(session, workspace_id=workspace["workspace_id"], user_id=user.id, role="manager")
             user_info = {"id": user.id, "email": user.email}
@@ -146,16 +166,6 @@ def limits(**overrides: str) -> dict[str, str]:
 
 # -- live server and Node.js peers ------------------------------------------------------------------
 
-import json as _json
-import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
-from pathlib import Path
-
-from tests.node_peers import installed
 
 NODE_DIR = Path(__file__).parent / "node"
 ARTIFACTS = Path(__file__).parents[1] / "artifacts"
@@ -177,9 +187,18 @@ class LiveServer:
     def __init__(self, data_dir: Path, extra_env: dict[str, str] | None = None, config: str | None = None) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.env = {**os.environ, "PATCHBAY_DATA_DIR": str(data_dir), "PATCHBAY_SECRET_KEY": "live-test-secret", "PATCHBAY_PORT": str(self.port),
-                    "PATCHBAY_BASE_URL": self.url, "PATCHBAY_WORKERS": "0", "PATCHBAY_SCHEDULER": "false", "PATCHBAY_LOG_LEVEL": "WARNING",
-                    "PATCHBAY_ALLOW_INSECURE_TARGETS": "true", **(extra_env or {})}  # fmt: skip
+        self.env = {
+            **os.environ,
+            "PATCHBAY_DATA_DIR": str(data_dir),
+            "PATCHBAY_SECRET_KEY": "live-test-secret",
+            "PATCHBAY_PORT": str(self.port),
+            "PATCHBAY_BASE_URL": self.url,
+            "PATCHBAY_WORKERS": "0",
+            "PATCHBAY_SCHEDULER": "false",
+            "PATCHBAY_LOG_LEVEL": "WARNING",
+            "PATCHBAY_ALLOW_INSECURE_TARGETS": "true",
+            **(extra_env or {}),
+        }
         self.env.pop("PATCHBAY_DATABASE_URL", None)
         if config:
             path = data_dir / "patchbay.toml"

@@ -11,7 +11,9 @@ from patchbay.core.users.service import create_user
 
 async def test_errors_before_redirect_uri_validation_are_json_400_and_never_redirect(idp):
     client = await idp.register()
-    response = await idp.http.get("/api/v1/oidc/authorize", params={"client_id": "unknown", "redirect_uri": idp.redirect, "response_type": "code"}, allow_redirects=False)
+    response = await idp.http.get(
+        "/api/v1/oidc/authorize", params={"client_id": "unknown", "redirect_uri": idp.redirect, "response_type": "code"}, allow_redirects=False
+    )
     assert response.status == 400 and "Location" not in response.headers
     assert (await response.json())["error"] == "invalid_client"
     response = await idp.authorize(client, redirect_uri="https://attacker.example/cb")
@@ -19,7 +21,9 @@ async def test_errors_before_redirect_uri_validation_are_json_400_and_never_redi
     assert (await response.json())["error"] == "invalid_request"
     response = await idp.authorize(client, redirect_uri=None)
     assert response.status == 400 and "Location" not in response.headers
-    response = await idp.http.get(f"/api/v1/oidc/authorize?client_id={client['client_id']}&client_id=x&redirect_uri={idp.redirect}&response_type=code", allow_redirects=False)
+    response = await idp.http.get(
+        f"/api/v1/oidc/authorize?client_id={client['client_id']}&client_id=x&redirect_uri={idp.redirect}&response_type=code", allow_redirects=False
+    )
     assert response.status == 400 and "Location" not in response.headers
 
 
@@ -43,7 +47,10 @@ async def test_errors_after_redirect_uri_validation_redirect_with_error_state_an
         answer = idp.query_of(location)
         assert answer["error"] == error, (params, answer)
         assert answer["state"] == "st4te" and answer["iss"] == issuer and answer["error_description"]
-    response = await idp.http.get(f"/api/v1/oidc/authorize?client_id={client['client_id']}&redirect_uri={idp.redirect}&response_type=code&scope=openid&scope=email&state=s", allow_redirects=False)
+    response = await idp.http.get(
+        f"/api/v1/oidc/authorize?client_id={client['client_id']}&redirect_uri={idp.redirect}&response_type=code&scope=openid&scope=email&state=s",
+        allow_redirects=False,
+    )
     assert idp.query_of(response.headers["Location"])["error"] == "invalid_request"
 
 
@@ -63,8 +70,7 @@ async def test_login_and_consent_pages_are_branded_protected_and_answer_303(idp)
     idp.app[SERVICES].settings.branding.primary_color = "#ff5500"
     client = await idp.register(client_name="Shop App")
     _, challenge = idp.pkce_pair()
-    response = await idp.authorize(client, code_challenge=challenge, code_challenge_method="S256", login_hint="ada@example.com",
-                                   scope="openid email")  # fmt: skip
+    response = await idp.authorize(client, code_challenge=challenge, code_challenge_method="S256", login_hint="ada@example.com", scope="openid email")
     page = await idp.http.get(response.headers["Location"])
     text = await page.text()
     assert page.headers["X-Frame-Options"] == "DENY"
@@ -73,8 +79,11 @@ async def test_login_and_consent_pages_are_branded_protected_and_answer_303(idp)
     assert "Acme Identity" in text and "#ff5500" in text and "Shop App" in text
     assert 'value="ada@example.com"' in text and '<label for="password">' in text and "<script" not in text
     fields = idp.form_fields(text)
-    bad = await idp.http.post("/api/v1/oidc/login", data={"interaction": fields["interaction"], "csrf": "forged", "email": "ada@example.com",
-                                                          "password": idp.password}, allow_redirects=False)  # fmt: skip
+    bad = await idp.http.post(
+        "/api/v1/oidc/login",
+        data={"interaction": fields["interaction"], "csrf": "forged", "email": "ada@example.com", "password": idp.password},
+        allow_redirects=False,
+    )
     assert bad.status == 403
     wrong = await idp.login(response.headers["Location"], password="wrong password")
     assert wrong.status == 401 and "not correct" in await wrong.text()
@@ -157,9 +166,19 @@ async def test_authorization_endpoint_accepts_post_and_answers_303(idp):
     client = await idp.register()
     await idp.code_for(client)
     _, challenge = idp.pkce_pair()
-    response = await idp.http.post("/api/v1/oidc/authorize", data={"client_id": client["client_id"], "redirect_uri": idp.redirect,
-                                   "response_type": "code", "scope": "openid", "state": "p", "code_challenge": challenge,
-                                   "code_challenge_method": "S256"}, allow_redirects=False)  # fmt: skip
+    response = await idp.http.post(
+        "/api/v1/oidc/authorize",
+        data={
+            "client_id": client["client_id"],
+            "redirect_uri": idp.redirect,
+            "response_type": "code",
+            "scope": "openid",
+            "state": "p",
+            "code_challenge": challenge,
+            "code_challenge_method": "S256",
+        },
+        allow_redirects=False,
+    )
     assert response.status == 303
     assert idp.query_of(response.headers["Location"])["state"] == "p"
 

@@ -27,12 +27,32 @@ def test_browser_logs_in_through_the_real_pages(node, live_server, pkce):
     executable = chromium()
     artifacts = pkce.artifacts
     redirect = "http://localhost:8766/cb"
-    client = post(f"{live_server.url}/api/v1/oidc/register", {"client_name": "Browser Shop", "redirect_uris": [redirect], "scope": "openid profile email"}, as_json=True)
+    client = post(
+        f"{live_server.url}/api/v1/oidc/register", {"client_name": "Browser Shop", "redirect_uris": [redirect], "scope": "openid profile email"}, as_json=True
+    )
     verifier, challenge = pkce.pair()
-    query = urllib.parse.urlencode({"client_id": client["client_id"], "redirect_uri": redirect, "response_type": "code", "scope": "openid email",
-                                    "state": "browser-state", "code_challenge": challenge, "code_challenge_method": "S256"})  # fmt: skip
-    result = node("browser_login.mjs", {"AUTH_URL": f"{live_server.url}/api/v1/oidc/authorize?{query}", "REDIRECT": redirect, "EMAIL": "live@example.com",
-                                        "PASSWORD": "correct horse battery", "ARTIFACTS": str(artifacts), "CHROMIUM": executable})  # fmt: skip
+    query = urllib.parse.urlencode(
+        {
+            "client_id": client["client_id"],
+            "redirect_uri": redirect,
+            "response_type": "code",
+            "scope": "openid email",
+            "state": "browser-state",
+            "code_challenge": challenge,
+            "code_challenge_method": "S256",
+        }
+    )
+    result = node(
+        "browser_login.mjs",
+        {
+            "AUTH_URL": f"{live_server.url}/api/v1/oidc/authorize?{query}",
+            "REDIRECT": redirect,
+            "EMAIL": "live@example.com",
+            "PASSWORD": "correct horse battery",
+            "ARTIFACTS": str(artifacts),
+            "CHROMIUM": executable,
+        },
+    )
     assert result["loginHeading"] == "Sign in" and result["emailLabel"] == 1
     assert "not correct" in result["errorText"]
     assert "Browser Shop" in result["consentHeading"] and any("email" in s for s in result["scopes"])
@@ -40,6 +60,15 @@ def test_browser_logs_in_through_the_real_pages(node, live_server, pkce):
     assert result["sessionCookie"] == {"httpOnly": True, "sameSite": "Lax"}
     for name in ("identity-login.png", "identity-login-error.png", "identity-consent.png", "identity-callback.png"):
         assert (artifacts / name).stat().st_size > 1000, name
-    tokens = post(f"{live_server.url}/api/v1/oidc/token", {"grant_type": "authorization_code", "code": result["code"], "redirect_uri": redirect,
-                                                           "client_id": client["client_id"], "client_secret": client["client_secret"], "code_verifier": verifier})  # fmt: skip
+    tokens = post(
+        f"{live_server.url}/api/v1/oidc/token",
+        {
+            "grant_type": "authorization_code",
+            "code": result["code"],
+            "redirect_uri": redirect,
+            "client_id": client["client_id"],
+            "client_secret": client["client_secret"],
+            "code_verifier": verifier,
+        },
+    )
     assert tokens["id_token"] and tokens["token_type"] == "Bearer"

@@ -18,18 +18,48 @@ from patchbay.core.workspaces.service import create_workspace
 JSON = sa.JSON().with_variant(postgresql.JSONB(), "postgresql")
 #: oidc_clients as the previous revision knows it (the model has the new column)
 OLD_CLIENTS = sa.table(
-    "oidc_clients", *(sa.column(name) for name in ("client_id", "client_name", "application", "token_endpoint_auth_method", "scope", "require_pkce",
-                                                   "refresh_token_rotation", "access_token_ttl", "refresh_token_ttl", "workspace_id", "trust")),
-    sa.column("redirect_uris", JSON), sa.column("grant_types", JSON), sa.column("created_at", UtcDateTime(timezone=True)),
+    "oidc_clients",
+    *(
+        sa.column(name)
+        for name in (
+            "client_id",
+            "client_name",
+            "application",
+            "token_endpoint_auth_method",
+            "scope",
+            "require_pkce",
+            "refresh_token_rotation",
+            "access_token_ttl",
+            "refresh_token_ttl",
+            "workspace_id",
+            "trust",
+        )
+    ),
+    sa.column("redirect_uris", JSON),
+    sa.column("grant_types", JSON),
+    sa.column("created_at", UtcDateTime(timezone=True)),
     sa.column("updated_at", UtcDateTime(timezone=True)),
-)  # fmt: skip
+)
 
 
 def old_client(client_id: str, trust: str, workspace_id: str | None = None) -> dict:
-    return {"client_id": client_id, "client_name": client_id, "application": client_id, "token_endpoint_auth_method": "client_secret_post",
-            "scope": "openid", "require_pkce": True, "refresh_token_rotation": False, "access_token_ttl": 3600, "refresh_token_ttl": 86400,
-            "workspace_id": workspace_id, "trust": trust, "redirect_uris": ["https://a.example/cb"], "grant_types": ["authorization_code"],
-            "created_at": utcnow(), "updated_at": utcnow()}  # fmt: skip
+    return {
+        "client_id": client_id,
+        "client_name": client_id,
+        "application": client_id,
+        "token_endpoint_auth_method": "client_secret_post",
+        "scope": "openid",
+        "require_pkce": True,
+        "refresh_token_rotation": False,
+        "access_token_ttl": 3600,
+        "refresh_token_ttl": 86400,
+        "workspace_id": workspace_id,
+        "trust": trust,
+        "redirect_uris": ["https://a.example/cb"],
+        "grant_types": ["authorization_code"],
+        "created_at": utcnow(),
+        "updated_at": utcnow(),
+    }
 
 
 @pytest.mark.both_databases
@@ -39,8 +69,15 @@ async def test_existing_unbound_third_party_clients_are_taken_as_self_registered
     async with db.transaction() as session:
         workspace, _ = await create_workspace(session, name="Bound")
     async with db.engine.begin() as connection:
-        await connection.execute(sa.insert(OLD_CLIENTS), [old_client("registered", "third_party"), old_client("operators", "first_party"),
-                                                          old_client("bound", "third_party", workspace.id), old_client("backend", "platform")])  # fmt: skip
+        await connection.execute(
+            sa.insert(OLD_CLIENTS),
+            [
+                old_client("registered", "third_party"),
+                old_client("operators", "first_party"),
+                old_client("bound", "third_party", workspace.id),
+                old_client("backend", "platform"),
+            ],
+        )
     await upgrade(db)
     async with db.session() as session:
         marked = dict((await session.execute(sa.select(OidcClient.client_id, OidcClient.self_registered))).all())

@@ -7,8 +7,12 @@ from joserfc.jwk import KeySet
 
 from patchbay.core.appkeys import SERVICES
 
-CORS = {"Access-Control-Allow-Origin": "*", "Access-Control-Allow-Methods": "GET, POST, OPTIONS",
-        "Access-Control-Allow-Headers": "Authorization, Content-Type", "Access-Control-Max-Age": "86400"}  # fmt: skip
+CORS = {
+    "Access-Control-Allow-Origin": "*",
+    "Access-Control-Allow-Methods": "GET, POST, OPTIONS",
+    "Access-Control-Allow-Headers": "Authorization, Content-Type",
+    "Access-Control-Max-Age": "86400",
+}
 
 
 async def test_discovery_document_fields_and_headers(idp):
@@ -20,9 +24,16 @@ async def test_discovery_document_fields_and_headers(idp):
     doc = await response.json()
     issuer = idp.app[SERVICES].settings.resolved_issuer
     assert doc["issuer"] == issuer
-    for field, path in [("authorization_endpoint", "authorize"), ("token_endpoint", "token"), ("userinfo_endpoint", "userinfo"),
-                        ("jwks_uri", "jwks"), ("registration_endpoint", "register"), ("revocation_endpoint", "revoke"),
-                        ("introspection_endpoint", "introspect"), ("end_session_endpoint", "end-session")]:  # fmt: skip
+    for field, path in [
+        ("authorization_endpoint", "authorize"),
+        ("token_endpoint", "token"),
+        ("userinfo_endpoint", "userinfo"),
+        ("jwks_uri", "jwks"),
+        ("registration_endpoint", "register"),
+        ("revocation_endpoint", "revoke"),
+        ("introspection_endpoint", "introspect"),
+        ("end_session_endpoint", "end-session"),
+    ]:
         assert doc[field] == f"{issuer}/api/v1/oidc/{path}"
     assert doc["scopes_supported"] == ["openid", "profile", "email", "phone", "organization", "permissions", "offline_access"]
     assert doc["response_types_supported"] == ["code"]
@@ -33,17 +44,43 @@ async def test_discovery_document_fields_and_headers(idp):
     assert {"client_secret_post", "client_secret_basic"} <= set(doc["token_endpoint_auth_methods_supported"])
     assert doc["code_challenge_methods_supported"] == ["S256"]
     assert doc["authorization_response_iss_parameter_supported"] is True
-    assert set(doc["claims_supported"]) == {"sub", "iss", "aud", "exp", "iat", "nonce", "name", "given_name", "family_name", "email",
-                                            "email_verified", "picture", "phone_number", "updated_at", "organization_id",
-                                            "organization_memberships", "user_type", "permissions", "roles"}  # fmt: skip
+    assert set(doc["claims_supported"]) == {
+        "sub",
+        "iss",
+        "aud",
+        "exp",
+        "iat",
+        "nonce",
+        "name",
+        "given_name",
+        "family_name",
+        "email",
+        "email_verified",
+        "picture",
+        "phone_number",
+        "updated_at",
+        "organization_id",
+        "organization_memberships",
+        "user_type",
+        "permissions",
+        "roles",
+    }
 
 
 async def test_every_advertised_endpoint_is_served(idp):
     doc = await (await idp.http.get("/.well-known/openid-configuration")).json()
     issuer = doc["issuer"]
-    for field in ("authorization_endpoint", "token_endpoint", "userinfo_endpoint", "jwks_uri", "registration_endpoint",
-                  "revocation_endpoint", "introspection_endpoint", "end_session_endpoint"):  # fmt: skip
-        path = doc[field][len(issuer):]
+    for field in (
+        "authorization_endpoint",
+        "token_endpoint",
+        "userinfo_endpoint",
+        "jwks_uri",
+        "registration_endpoint",
+        "revocation_endpoint",
+        "introspection_endpoint",
+        "end_session_endpoint",
+    ):
+        path = doc[field][len(issuer) :]
         response = await idp.http.request("OPTIONS" if field != "authorization_endpoint" else "GET", path, allow_redirects=False)
         assert response.status != 404, field
 
@@ -73,16 +110,28 @@ async def test_rotation_keeps_previous_key_and_old_tokens_verify(idp):
         decoded = jwt.decode(token, keyset, algorithms=["RS256"])
         assert decoded.header["kid"] == kid
         assert decoded.claims["exp"] > time.time()
-    introspected = await idp.http.post("/api/v1/oidc/introspect", data={"token": old["access_token"], "client_id": client["client_id"], "client_secret": client["client_secret"]})
+    introspected = await idp.http.post(
+        "/api/v1/oidc/introspect", data={"token": old["access_token"], "client_id": client["client_id"], "client_secret": client["client_secret"]}
+    )
     assert (await introspected.json())["active"] is True
     await idp.app[SERVICES].signing_keys.rotate()  # the first key retires: its tokens no longer verify
-    introspected = await idp.http.post("/api/v1/oidc/introspect", data={"token": old["access_token"], "client_id": client["client_id"], "client_secret": client["client_secret"]})
+    introspected = await idp.http.post(
+        "/api/v1/oidc/introspect", data={"token": old["access_token"], "client_id": client["client_id"], "client_secret": client["client_secret"]}
+    )
     assert await introspected.json() == {"active": False}
 
 
 async def test_cors_preflight_on_endpoints_but_not_on_authorize(idp):
-    for path in ("/api/v1/oidc/token", "/api/v1/oidc/userinfo", "/api/v1/oidc/introspect", "/api/v1/oidc/revoke",
-                 "/api/v1/oidc/register", "/api/v1/oidc/jwks", "/api/v1/oidc/end-session", "/.well-known/openid-configuration"):  # fmt: skip
+    for path in (
+        "/api/v1/oidc/token",
+        "/api/v1/oidc/userinfo",
+        "/api/v1/oidc/introspect",
+        "/api/v1/oidc/revoke",
+        "/api/v1/oidc/register",
+        "/api/v1/oidc/jwks",
+        "/api/v1/oidc/end-session",
+        "/.well-known/openid-configuration",
+    ):
         response = await idp.http.options(path, headers={"Origin": "https://spa.example", "Access-Control-Request-Method": "POST"})
         assert response.status == 204, path
         for name, value in CORS.items():

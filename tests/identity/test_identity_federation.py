@@ -30,8 +30,17 @@ async def test_federated_login_round_trip_links_the_user_and_resumes(upstream, s
         for hint in ("idp", "kc_idp_hint"):
             http.cookie_jar.clear()
             verifier, challenge = pkce.pair()
-            query = {"client_id": client["client_id"], "redirect_uri": redirect, "response_type": "code", "scope": "openid email profile",
-                     "state": f"fed-{hint}", "nonce": "rp-nonce", "code_challenge": challenge, "code_challenge_method": "S256", hint: "upstream"}  # fmt: skip
+            query = {
+                "client_id": client["client_id"],
+                "redirect_uri": redirect,
+                "response_type": "code",
+                "scope": "openid email profile",
+                "state": f"fed-{hint}",
+                "nonce": "rp-nonce",
+                "code_challenge": challenge,
+                "code_challenge_method": "S256",
+                hint: "upstream",
+            }
             async with http.get(f"{server.url}/api/v1/oidc/authorize?{urlencode(query)}", allow_redirects=False) as response:
                 assert response.status == 302
                 upstream_url = response.headers["Location"]
@@ -42,8 +51,17 @@ async def test_federated_login_round_trip_links_the_user_and_resumes(upstream, s
             callback = await walk(http, upstream_url, redirect)
             answer = {k: v[0] for k, v in parse_qs(urlsplit(callback).query).items()}
             assert answer["state"] == query["state"] and answer["iss"] == server.url
-            async with http.post(f"{server.url}/api/v1/oidc/token", data={"grant_type": "authorization_code", "code": answer["code"], "redirect_uri": redirect,
-                                 "client_id": client["client_id"], "client_secret": client["client_secret"], "code_verifier": verifier}) as response:  # fmt: skip
+            async with http.post(
+                f"{server.url}/api/v1/oidc/token",
+                data={
+                    "grant_type": "authorization_code",
+                    "code": answer["code"],
+                    "redirect_uri": redirect,
+                    "client_id": client["client_id"],
+                    "client_secret": client["client_secret"],
+                    "code_verifier": verifier,
+                },
+            ) as response:
                 tokens = await response.json()
             async with http.get(f"{server.url}/api/v1/oidc/userinfo", headers={"Authorization": f"Bearer {tokens['access_token']}"}) as response:
                 info = await response.json()
@@ -51,8 +69,15 @@ async def test_federated_login_round_trip_links_the_user_and_resumes(upstream, s
             subjects.append(info["sub"])
         assert subjects[0] == subjects[1]  # linked the second time, not created again
         http.cookie_jar.clear()
-        unknown = {"client_id": client["client_id"], "redirect_uri": redirect, "response_type": "code", "scope": "openid",
-                   "code_challenge": challenge, "code_challenge_method": "S256", "idp": "nobody"}  # fmt: skip
+        unknown = {
+            "client_id": client["client_id"],
+            "redirect_uri": redirect,
+            "response_type": "code",
+            "scope": "openid",
+            "code_challenge": challenge,
+            "code_challenge_method": "S256",
+            "idp": "nobody",
+        }
         async with http.get(f"{server.url}/api/v1/oidc/authorize?{urlencode(unknown)}", allow_redirects=False) as response:
             assert response.headers["Location"].startswith("/api/v1/oidc/login")  # unknown hints are ignored
         forged = await http.get(f"{server.url}/api/v1/oidc/federation/callback?code=x&state=forged", allow_redirects=False)

@@ -75,8 +75,9 @@ async def test_idp_wins_over_kc_idp_hint(make_idp):
             register("corp-protocol", corp)
             register("other-protocol", other)
 
-    idp = await make_idp(plugins=[Two()], federation={"corp": {"protocol": "corp-protocol", "client_id": "a"},
-                                                      "other": {"protocol": "other-protocol", "client_id": "b"}})  # fmt: skip
+    idp = await make_idp(
+        plugins=[Two()], federation={"corp": {"protocol": "corp-protocol", "client_id": "a"}, "other": {"protocol": "other-protocol", "client_id": "b"}}
+    )
     client = await idp.register()
     _, challenge = idp.pkce_pair()
     response = await idp.authorize(client, code_challenge=challenge, code_challenge_method="S256", idp="corp", kc_idp_hint="other")

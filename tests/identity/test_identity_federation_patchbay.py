@@ -40,7 +40,9 @@ async def test_round_trip_through_a_second_patchbay(aiohttp_server, make_setting
     async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as http:
         async with http.post(f"{upstream_url}/api/v1/oidc/register", json={"client_name": "Downstream", "redirect_uris": [callback]}) as response:
             upstream_client = await response.json()
-        settings.federation = {"upstream": {"issuer": upstream_url, "client_id": upstream_client["client_id"], "client_secret": upstream_client["client_secret"]}}
+        settings.federation = {
+            "upstream": {"issuer": upstream_url, "client_id": upstream_client["client_id"], "client_secret": upstream_client["client_secret"]}
+        }
         settings.base_url = f"http://127.0.0.1:{port}"
         downstream = create_app(settings, background=False)
         await aiohttp_server(downstream, port=port)
@@ -48,16 +50,33 @@ async def test_round_trip_through_a_second_patchbay(aiohttp_server, make_setting
         async with http.post(f"{base}/api/v1/oidc/register", json={"client_name": "RP", "redirect_uris": [REDIRECT]}) as response:
             client = await response.json()
         verifier, challenge = pkce.pair()
-        query = {"client_id": client["client_id"], "redirect_uri": REDIRECT, "response_type": "code", "scope": "openid email profile", "state": "s1",
-                 "code_challenge": challenge, "code_challenge_method": "S256", "idp": "upstream"}  # fmt: skip
+        query = {
+            "client_id": client["client_id"],
+            "redirect_uri": REDIRECT,
+            "response_type": "code",
+            "scope": "openid email profile",
+            "state": "s1",
+            "code_challenge": challenge,
+            "code_challenge_method": "S256",
+            "idp": "upstream",
+        }
         async with http.get(f"{base}/api/v1/oidc/authorize?{urlencode(query)}", allow_redirects=False) as response:
             assert response.headers["Location"].startswith(f"{upstream_url}/api/v1/oidc/authorize")
             first = response.headers["Location"]
         final = await walk(http, first, REDIRECT, "grace@upstream.example", "upstream password")
         answer = {k: v[0] for k, v in parse_qs(urlsplit(final).query).items()}
         assert answer["state"] == "s1" and answer["iss"] == base
-        async with http.post(f"{base}/api/v1/oidc/token", data={"grant_type": "authorization_code", "code": answer["code"], "redirect_uri": REDIRECT,
-                             "client_id": client["client_id"], "client_secret": client["client_secret"], "code_verifier": verifier}) as response:  # fmt: skip
+        async with http.post(
+            f"{base}/api/v1/oidc/token",
+            data={
+                "grant_type": "authorization_code",
+                "code": answer["code"],
+                "redirect_uri": REDIRECT,
+                "client_id": client["client_id"],
+                "client_secret": client["client_secret"],
+                "code_verifier": verifier,
+            },
+        ) as response:
             tokens = await response.json()
         async with http.get(f"{base}/api/v1/oidc/userinfo", headers={"Authorization": f"Bearer {tokens['access_token']}"}) as response:
             info = await response.json()

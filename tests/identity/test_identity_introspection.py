@@ -23,7 +23,7 @@ async def test_userinfo_claims_headers_and_errors(idp):
     broken = await idp.http.get("/api/v1/oidc/userinfo", headers={"Authorization": "Bearer abc.def.ghi"})
     assert broken.status == 401
     challenge = broken.headers["WWW-Authenticate"]
-    assert challenge.startswith("Bearer error=\"invalid_token\"") and "error_description=" in challenge
+    assert challenge.startswith('Bearer error="invalid_token"') and "error_description=" in challenge
     assert (await broken.json())["error"] == "invalid_token"
 
 
@@ -49,7 +49,9 @@ async def test_introspection_of_access_and_refresh_tokens(idp):
     other = await idp.register(client_name="Other")
     response = await idp.http.post("/api/v1/oidc/introspect", data={**auth(other), "token": tokens["access_token"]})
     assert await response.json() == {"active": False}
-    response = await idp.http.post("/api/v1/oidc/introspect", data={"client_id": client["client_id"], "client_secret": "wrong", "token": tokens["access_token"]})
+    response = await idp.http.post(
+        "/api/v1/oidc/introspect", data={"client_id": client["client_id"], "client_secret": "wrong", "token": tokens["access_token"]}
+    )
     assert response.status == 401 and (await response.json())["error"] == "invalid_client"
     response = await idp.http.post("/api/v1/oidc/introspect", data=auth(client))
     assert response.status == 400 and (await response.json())["error"] == "invalid_request"

@@ -14,9 +14,15 @@ _spec.loader.exec_module(answers)
 async def test_a_sign_in_answers_as_the_document_says(make_idp, database_url):
     idp = await make_idp(database_url=database_url)
     document = await (await idp.http.get("/openapi.json")).json()
-    registered = await idp.http.post("/api/v1/oidc/register", json={"client_name": "Doc app", "redirect_uris": [idp.redirect],
-                                                                     "grant_types": ["authorization_code", "refresh_token"],
-                                                                     "scope": "openid profile email organization permissions offline_access"})  # fmt: skip
+    registered = await idp.http.post(
+        "/api/v1/oidc/register",
+        json={
+            "client_name": "Doc app",
+            "redirect_uris": [idp.redirect],
+            "grant_types": ["authorization_code", "refresh_token"],
+            "scope": "openid profile email organization permissions offline_access",
+        },
+    )
     await answers.assert_documented(document, "POST", "/api/v1/oidc/register", registered)
     client = await registered.json()
     verifier, challenge = idp.pkce_pair()

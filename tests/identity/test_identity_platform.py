@@ -8,7 +8,9 @@ from patchbay.core.identity.clients import create_client, validate_metadata
 
 
 async def service_client(idp, workspace_id=None):
-    metadata = validate_metadata({"client_name": "Backend", "redirect_uris": ["https://b.example/cb"], "grant_types": ["client_credentials"], "scope": "openid"})
+    metadata = validate_metadata(
+        {"client_name": "Backend", "redirect_uris": ["https://b.example/cb"], "grant_types": ["client_credentials"], "scope": "openid"}
+    )
     async with idp.app[SERVICES].db.transaction() as session:
         issued = await create_client(session, idp.app[SERVICES].secrets, metadata, workspace_id=workspace_id, trust="platform")
     client = {"client_id": issued.row.client_id, "client_secret": issued.client_secret}
@@ -26,8 +28,11 @@ async def test_platform_client_manages_organizations_users_and_memberships(idp):
     assert listing["total"] == 2 and listing["page"] == 1 and listing["limit"] == 20
     patched = await idp.http.patch(f"/api/v1/organizations/{org['id']}", json={"name": "Globex Corp"}, headers=headers)
     assert (await patched.json())["name"] == "Globex Corp"
-    user = await (await idp.http.post("/api/v1/users", json={"email": "grace@example.com", "password": "long enough pw", "name": "Grace Hopper",
-                                                             "userType": "student"}, headers=headers)).json()  # fmt: skip
+    user = await (
+        await idp.http.post(
+            "/api/v1/users", json={"email": "grace@example.com", "password": "long enough pw", "name": "Grace Hopper", "userType": "student"}, headers=headers
+        )
+    ).json()
     assert user["email"] == "grace@example.com" and user["userType"] == "student" and user["givenName"] == "Grace"
     duplicate = await idp.http.post("/api/v1/users", json={"email": "grace@example.com"}, headers=headers)
     assert duplicate.status == 409

@@ -5,8 +5,15 @@ import pytest
 
 from patchbay.core.app import create_app
 
-TIGHT = {"oidc_token": "2/minute", "oidc_authorize": "2/minute", "oidc_introspect": "2/minute", "oidc_revoke": "2/minute",
-         "oidc_userinfo": "2/minute", "oidc_register": "2/minute", "connect_api": "off"}  # fmt: skip
+TIGHT = {
+    "oidc_token": "2/minute",
+    "oidc_authorize": "2/minute",
+    "oidc_introspect": "2/minute",
+    "oidc_revoke": "2/minute",
+    "oidc_userinfo": "2/minute",
+    "oidc_register": "2/minute",
+    "connect_api": "off",
+}
 
 
 async def assert_throttled(response, limit=2):

@@ -13,13 +13,30 @@ REDIRECT = "http://localhost:9999/callback"
 
 
 async def test_register_answers_201_with_the_secret_once_and_stores_a_digest(idp):
-    response = await idp.http.post("/api/v1/oidc/register", json={"client_name": "Shop", "redirect_uris": ["https://shop.example/cb"],
-                                                                  "client_uri": "https://shop.example", "logo_uri": "https://shop.example/logo.png"})  # fmt: skip
+    response = await idp.http.post(
+        "/api/v1/oidc/register",
+        json={
+            "client_name": "Shop",
+            "redirect_uris": ["https://shop.example/cb"],
+            "client_uri": "https://shop.example",
+            "logo_uri": "https://shop.example/logo.png",
+        },
+    )
     assert response.status == 201
     assert response.headers["Cache-Control"] == "no-store"
     body = await response.json()
-    for field in ("client_id", "client_secret", "client_secret_expires_at", "client_name", "redirect_uris", "grant_types",
-                  "token_endpoint_auth_method", "scope", "client_uri", "logo_uri"):  # fmt: skip
+    for field in (
+        "client_id",
+        "client_secret",
+        "client_secret_expires_at",
+        "client_name",
+        "redirect_uris",
+        "grant_types",
+        "token_endpoint_auth_method",
+        "scope",
+        "client_uri",
+        "logo_uri",
+    ):
         assert field in body, field
     assert body["client_secret_expires_at"] == 0
     assert body["grant_types"] == ["authorization_code"]
@@ -39,8 +56,10 @@ async def test_public_client_gets_no_secret_must_use_pkce_and_no_client_credenti
     assert "client_secret" not in body
     assert body["require_pkce"] is True
     assert body["refresh_token_rotation"] is True
-    response = await idp.http.post("/api/v1/oidc/register", json={"client_name": "x", "redirect_uris": [REDIRECT], "token_endpoint_auth_method": "none",
-                                                                  "grant_types": ["client_credentials"]})  # fmt: skip
+    response = await idp.http.post(
+        "/api/v1/oidc/register",
+        json={"client_name": "x", "redirect_uris": [REDIRECT], "token_endpoint_auth_method": "none", "grant_types": ["client_credentials"]},
+    )
     assert response.status == 400
     assert (await response.json())["error"] == "invalid_client_metadata"
 
@@ -76,8 +95,25 @@ def test_cli_creates_a_workspace_client_whose_tokens_open_the_connect_api(tmp_pa
     monkeypatch.setenv("PATCHBAY_SECRET_KEY", "cli-secret")
     runner = CliRunner()
     workspace = json.loads(runner.invoke(cli, ["workspaces", "create", "--name", "Acme", "--json"]).output)
-    result = runner.invoke(cli, ["clients", "create", "--name", "Backend", "--redirect-uri", "https://acme.example/cb", "--grant-type",
-                                 "client_credentials", "--workspace", workspace["id"], "--permission", "flows.view", "--platform", "--json"])  # fmt: skip
+    result = runner.invoke(
+        cli,
+        [
+            "clients",
+            "create",
+            "--name",
+            "Backend",
+            "--redirect-uri",
+            "https://acme.example/cb",
+            "--grant-type",
+            "client_credentials",
+            "--workspace",
+            workspace["id"],
+            "--permission",
+            "flows.view",
+            "--platform",
+            "--json",
+        ],
+    )
     assert result.exit_code == 0, result.output
     body = json.loads(result.output)
     assert body["client_secret"] and body["workspace_id"] == workspace["id"] and body["trust"] == "platform"

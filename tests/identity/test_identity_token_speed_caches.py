@@ -94,9 +94,19 @@ async def test_a_deleted_client_is_refused_once_the_client_is_read_again(idp, mo
 
 def test_the_verified_secret_belongs_to_one_client_object(idp):
     box = idp.app[SERVICES].secrets
-    row = OidcClient(client_id="c1", secret_digest=box.digest("s3cret"), client_name="x", redirect_uris=[], grant_types=["client_credentials"],
-                     token_endpoint_auth_method="client_secret_basic", scope="openid", require_pkce=False, refresh_token_rotation=False,
-                     access_token_ttl=60, refresh_token_ttl=60)  # fmt: skip
+    row = OidcClient(
+        client_id="c1",
+        secret_digest=box.digest("s3cret"),
+        client_name="x",
+        redirect_uris=[],
+        grant_types=["client_credentials"],
+        token_endpoint_auth_method="client_secret_basic",
+        scope="openid",
+        require_pkce=False,
+        refresh_token_rotation=False,
+        access_token_ttl=60,
+        refresh_token_ttl=60,
+    )
     first = Client.from_row(row, box)
     assert first.check_client_secret("s3cret") and not first.check_client_secret("s3cret ") and not first.check_client_secret("")
     row.secret_digest = box.digest("other")
@@ -185,9 +195,20 @@ async def test_service_token_claims_follow_a_changed_client(idp, monkeypatch):
 
 def test_service_claims_are_json_of_the_same_claims(idp):
     box = idp.app[SERVICES].secrets
-    row = OidcClient(client_id="c\u00e9", secret_digest=None, client_name="x", redirect_uris=[], grant_types=["client_credentials"],
-                     token_endpoint_auth_method="client_secret_basic", scope="openid", require_pkce=False, refresh_token_rotation=False,
-                     access_token_ttl=60, refresh_token_ttl=60, workspace_id="ws\"1")  # fmt: skip
+    row = OidcClient(
+        client_id="c\u00e9",
+        secret_digest=None,
+        client_name="x",
+        redirect_uris=[],
+        grant_types=["client_credentials"],
+        token_endpoint_auth_method="client_secret_basic",
+        scope="openid",
+        require_pkce=False,
+        refresh_token_rotation=False,
+        access_token_ttl=60,
+        refresh_token_ttl=60,
+        workspace_id='ws"1',
+    )
     client = Client.from_row(row, box)
     ctx = Context(issuer="https://issuer.example/\u00fc", keys=None, box=box)
     payload = json.loads(service_claims(ctx, client, "openid"))
@@ -205,7 +226,9 @@ def test_the_request_object_has_what_authlib_gives_one():
     ours = AioOAuth2Request("POST", "https://issuer.example/token", CIMultiDict(), MultiDict(grant_type="client_credentials"))
     theirs = OAuth2Request("POST", "https://issuer.example/token", None, {})
     assert set(vars(ours)) == set(vars(theirs))
-    assert {k: v for k, v in vars(ours).items() if k not in ("payload", "headers")} == {k: v for k, v in vars(theirs).items() if k not in ("payload", "headers")}
+    assert {k: v for k, v in vars(ours).items() if k not in ("payload", "headers")} == {
+        k: v for k, v in vars(theirs).items() if k not in ("payload", "headers")
+    }
     assert ours.payload.grant_type == "client_credentials"
     for uri in ("http://issuer.example/token", "ftp://issuer.example/token"):
         with pytest.raises(InsecureTransportError):

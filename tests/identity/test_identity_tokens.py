@@ -194,7 +194,10 @@ async def test_basic_client_credentials_are_not_verified_as_an_access_token(idp,
 async def test_client_authentication_errors_are_401_invalid_client(idp):
     client = await idp.register(grant_types=["client_credentials"], scope="openid")
     for form in ({"client_secret": "wrong"}, {"client_id": "nobody", "client_secret": "x"}, {"client_secret": None}):
-        response = await idp.http.post("/api/v1/oidc/token", data={k: v for k, v in {"grant_type": "client_credentials", "client_id": client["client_id"], **form}.items() if v is not None})
+        response = await idp.http.post(
+            "/api/v1/oidc/token",
+            data={k: v for k, v in {"grant_type": "client_credentials", "client_id": client["client_id"], **form}.items() if v is not None},
+        )
         assert response.status == 401, form
         body = await response.json()
         assert body["error"] == "invalid_client" and body["error_description"]
@@ -212,7 +215,9 @@ async def test_public_clients_cannot_use_client_credentials_and_other_grant_erro
     assert response.status == 400 and (await response.json())["error"] == "unauthorized_client"
     response = await idp.token(client, grant_type="authorization_code", redirect_uri=idp.redirect)
     assert response.status == 400 and (await response.json())["error"] == "invalid_request"
-    response = await idp.http.post("/api/v1/oidc/token", data=[("grant_type", "authorization_code"), ("code", "a"), ("code", "b"), ("client_id", client["client_id"])])
+    response = await idp.http.post(
+        "/api/v1/oidc/token", data=[("grant_type", "authorization_code"), ("code", "a"), ("code", "b"), ("client_id", client["client_id"])]
+    )
     assert (await response.json())["error"] == "invalid_request"
 
 

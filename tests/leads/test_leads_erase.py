@@ -25,10 +25,34 @@ async def test_leads_eraser_removes_the_users_leads_only(make_app):
     async with app[SERVICES].db.transaction() as session:
         user = await create_user(session, email="Ada@Example.com", password="a-long-password-1")
         for ws, external in ((first, "1"), (second, "2")):
-            lead, _ = await save_lead(session, workspace_id=ws["workspace_id"], provider="facebook", data=LeadData(external_id=external, fields={"email": "ada@example.com"}), connection_id=None, event_id=None, source="import")
+            lead, _ = await save_lead(
+                session,
+                workspace_id=ws["workspace_id"],
+                provider="facebook",
+                data=LeadData(external_id=external, fields={"email": "ada@example.com"}),
+                connection_id=None,
+                event_id=None,
+                source="import",
+            )
             session.add(LeadSync(workspace_id=ws["workspace_id"], lead_id=lead.id, connection_id="c", provider="hubspot"))
-            session.add(WebhookEvent(workspace_id=ws["workspace_id"], provider="facebook", status="PROCESSED", lead_id=lead.id, payload={"leadgen_id": external, "lead": {"email": "ada@example.com"}}))
-        await save_lead(session, workspace_id=first["workspace_id"], provider="facebook", data=LeadData(external_id="3", fields={"email": "other@example.com"}), connection_id=None, event_id=None, source="import")
+            session.add(
+                WebhookEvent(
+                    workspace_id=ws["workspace_id"],
+                    provider="facebook",
+                    status="PROCESSED",
+                    lead_id=lead.id,
+                    payload={"leadgen_id": external, "lead": {"email": "ada@example.com"}},
+                )
+            )
+        await save_lead(
+            session,
+            workspace_id=first["workspace_id"],
+            provider="facebook",
+            data=LeadData(external_id="3", fields={"email": "other@example.com"}),
+            connection_id=None,
+            event_id=None,
+            source="import",
+        )
     async with app[SERVICES].db.transaction() as session:
         removed = await app[SERVICES].erasers["leads"](session, DeletionRequest(source="user", subject=user.id, confirmation_code="x"))
         assert await app[SERVICES].erasers["leads"](session, DeletionRequest(source="meta", subject="12345", confirmation_code="y")) == 0
@@ -46,10 +70,24 @@ async def test_the_lead_leaves_the_stored_bytes_of_the_events_deliveries_too(mak
     ws = await create_workspace_with_key(app)
     async with app[SERVICES].db.transaction() as session:
         user = await create_user(session, email="ada@example.com", password="a-long-password-1")
-        lead, _ = await save_lead(session, workspace_id=ws["workspace_id"], provider="facebook", data=LeadData(external_id="1", fields={"email": "ada@example.com"}), connection_id=None, event_id=None, source="import")
+        lead, _ = await save_lead(
+            session,
+            workspace_id=ws["workspace_id"],
+            provider="facebook",
+            data=LeadData(external_id="1", fields={"email": "ada@example.com"}),
+            connection_id=None,
+            event_id=None,
+            source="import",
+        )
         session.add(WebhookSubscription(workspace_id=ws["workspace_id"], provider="facebook", url="https://hooks.example.com/in", events=["*"]))
-        event = WebhookEvent(workspace_id=ws["workspace_id"], provider="facebook", status="PROCESSED", event_type="leadgen", lead_id=lead.id,
-                             payload={"zeta": "z", "lead": {"email": "ada@example.com"}, "alpha": 2})  # fmt: skip
+        event = WebhookEvent(
+            workspace_id=ws["workspace_id"],
+            provider="facebook",
+            status="PROCESSED",
+            event_type="leadgen",
+            lead_id=lead.id,
+            payload={"zeta": "z", "lead": {"email": "ada@example.com"}, "alpha": 2},
+        )
         session.add(event)
         await session.flush()
         (delivery,) = await create_deliveries(app[SERVICES].jobs, session, event)

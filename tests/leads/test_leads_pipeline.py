@@ -58,7 +58,16 @@ async def leads_env(aiohttp_client, wh_app, crm, graph):
 
 
 def test_cleaning_picks_known_fields_and_normalises_them():
-    data = LeadData(external_id="L1", fields={"E-mail": "  Ada@Example.COM ", "Full Name": "Ada  King Lovelace", "Phone Number": "0044 20 7946-0958", "budget": " 10k ", "email_address": "second@x.io"})
+    data = LeadData(
+        external_id="L1",
+        fields={
+            "E-mail": "  Ada@Example.COM ",
+            "Full Name": "Ada  King Lovelace",
+            "Phone Number": "0044 20 7946-0958",
+            "budget": " 10k ",
+            "email_address": "second@x.io",
+        },
+    )
     cleaned = clean_lead(data)
     assert cleaned["email"] == "ada@example.com"
     assert cleaned["phone"] == "+442079460958"

@@ -25,8 +25,9 @@ async def test_a_batch_of_leads_is_deduplicated_against_the_stored_ones_and_itse
     first = (await create_workspace_with_key(app, name="First"))["workspace_id"]
     second = (await create_workspace_with_key(app, name="Second"))["workspace_id"]
     async with app[SERVICES].db.transaction() as session:
-        known, _ = await save_lead(session, workspace_id=first, provider="facebook", data=_lead("old", phone="+44 20 7946 0001"),
-                                   connection_id=None, event_id=None, source="webhook")  # fmt: skip
+        known, _ = await save_lead(
+            session, workspace_id=first, provider="facebook", data=_lead("old", phone="+44 20 7946 0001"), connection_id=None, event_id=None, source="webhook"
+        )
     items = [
         NewLead(first, "facebook", _lead("l-1", email="grace@example.com"), None, "e1", "webhook"),
         NewLead(first, "facebook", _lead("l-2", email="GRACE@example.com", name="Grace Hopper"), None, "e2", "webhook"),  # same person as e1

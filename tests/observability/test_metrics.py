@@ -24,10 +24,17 @@ _spec.loader.exec_module(fake_provider)
 
 #: every metric name docs/scaling.md documents (without the _total/_count/_bucket/_sum suffixes)
 DOCUMENTED = {
-    "patchbay_http_requests", "patchbay_http_request_duration_seconds", "patchbay_proxy_upstream_duration_seconds",
-    "patchbay_jobs_queued", "patchbay_jobs_oldest_age_seconds", "patchbay_webhook_deliveries", "patchbay_webhook_delivery_attempts",
-    "patchbay_flow_executions", "patchbay_connections", "patchbay_connections_refresh_failing",
-}  # fmt: skip
+    "patchbay_http_requests",
+    "patchbay_http_request_duration_seconds",
+    "patchbay_proxy_upstream_duration_seconds",
+    "patchbay_jobs_queued",
+    "patchbay_jobs_oldest_age_seconds",
+    "patchbay_webhook_deliveries",
+    "patchbay_webhook_delivery_attempts",
+    "patchbay_flow_executions",
+    "patchbay_connections",
+    "patchbay_connections_refresh_failing",
+}
 
 
 SCRAPE_TOKEN = "scrape-token"
@@ -68,11 +75,17 @@ async def test_requests_are_counted_by_route_template_and_status(client, workspa
     found = await scrape(client)
     template = "/connect/v1/connections/{connectionId}"
     by_route = {labels: value for (name, labels), value in found.items() if name == "patchbay_http_requests_total"}
-    matching = [value for labels, value in by_route.items() if dict(labels).get("status") == "404" and dict(labels)["route"].startswith("/connect/v1/connections/{")]
+    matching = [
+        value for labels, value in by_route.items() if dict(labels).get("status") == "404" and dict(labels)["route"].startswith("/connect/v1/connections/{")
+    ]
     assert matching == [3.0], (template, by_route)
     assert by_route[(("method", "GET"), ("route", "unmatched"), ("status", "404"))] == 1.0
     assert not any("does-not-exist" in dict(labels)["route"] for labels in by_route)
-    count = [value for (name, labels), value in found.items() if name == "patchbay_http_request_duration_seconds_count" and dict(labels)["route"].startswith("/connect/v1/connections/{")]
+    count = [
+        value
+        for (name, labels), value in found.items()
+        if name == "patchbay_http_request_duration_seconds_count" and dict(labels)["route"].startswith("/connect/v1/connections/{")
+    ]
     assert count == [3.0]
 
 
@@ -140,7 +153,11 @@ async def test_every_documented_figure_is_exposed(aiohttp_client, make_app, data
     flow = await (await client.post("/connect/v1/flows", json={"name": "m", "steps": [{"id": "ok", "type": "transform", "output": 1}]}, headers=h)).json()
     await client.post(f"/connect/v1/flows/{flow['id']}/publish", headers=h)
     async with app[SERVICES].db.transaction() as session:
-        await create_executions(app[SERVICES], session, [{"workspace_id": ws["workspace_id"], "flow_id": flow["id"], "version": 1, "trigger_source": "webhook", "trigger_payload": {}}])
+        await create_executions(
+            app[SERVICES],
+            session,
+            [{"workspace_id": ws["workspace_id"], "flow_id": flow["id"], "version": 1, "trigger_source": "webhook", "trigger_payload": {}}],
+        )
     await drain(app[SERVICES])
     async with app[SERVICES].db.transaction() as session:
         for status in ("succeeded", "succeeded", "failed"):

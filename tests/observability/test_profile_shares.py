@@ -37,5 +37,7 @@ def test_a_sample_without_a_patchbay_frame_goes_to_its_innermost_library_not_to_
 
 def test_counts_add_up_the_samples_of_each_place(profiles, tmp_path):
     collapsed = tmp_path / "profile.txt"
-    collapsed.write_text(f"{LOOP};log (core/http/middleware.py:103) 3\n{LOOP};_read_ready (asyncio/selector_events.py:1) 2\n{LOOP};log (core/http/middleware.py:110) 4\n")
+    collapsed.write_text(
+        f"{LOOP};log (core/http/middleware.py:103) 3\n{LOOP};_read_ready (asyncio/selector_events.py:1) 2\n{LOOP};log (core/http/middleware.py:110) 4\n"
+    )
     assert profiles.counts(collapsed) == {"core.http.middleware": 7, "asyncio (no patchbay frame)": 2}

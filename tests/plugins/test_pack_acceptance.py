@@ -22,7 +22,7 @@ TestFacebook = pack_acceptance("facebook", pack="meta")
 TestZendesk = pack_acceptance("zendesk")
 
 
-LYING_PACK_TESTS = '''
+LYING_PACK_TESTS = """
 from patchbay import Action, Provider, ProviderAuth, Trigger, WebhookHandler, hookimpl
 from patchbay.testing import pack_acceptance
 
@@ -77,19 +77,27 @@ def sign(body, secret, timestamp):
 
 
 TestLiar = pack_acceptance("liar", pack=None, plugins=[LyingPack()], webhook_signer=sign)
-'''
+"""
 
 
 @pytest.mark.slow  # a pytest process of its own
 def test_suite_fails_a_pack_that_lies_without_any_pytest_settings(tmp_path):
     """Run as a pack's own tests are: a fresh folder, no ini file, the kit found by its entry point."""
     (tmp_path / "test_liar.py").write_text(LYING_PACK_TESTS)
-    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rf", "test_liar.py"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rf", "test_liar.py"], cwd=tmp_path, capture_output=True, text=True, timeout=600
+    )
     report = result.stdout
     assert result.returncode == 1, report
     # the in-process pack is not registered under the provider's name, the header is dropped, the
     # health check never refuses, any signature passes, an action's schema requires a field it does
     # not have and the first poll replays history: six rules broken, the other two kept
     failed = set(re.findall(r"FAILED test_liar.py::TestLiar::(\w+)", report))
-    assert failed == {"test_definition_is_valid_and_comes_from_its_pack", "test_credential_is_injected_as_declared", "test_health_check_accepts_then_refuses_on_401",
-                      "test_webhook_verification", "test_action_inputs_are_valid_schemas", "test_first_poll_is_empty_with_a_cursor"}, report
+    assert failed == {
+        "test_definition_is_valid_and_comes_from_its_pack",
+        "test_credential_is_injected_as_declared",
+        "test_health_check_accepts_then_refuses_on_401",
+        "test_webhook_verification",
+        "test_action_inputs_are_valid_schemas",
+        "test_first_poll_is_empty_with_a_cursor",
+    }, report

@@ -36,14 +36,28 @@ def test_list_shows_distribution_version_providers_hooks_and_errors(packs, monke
     result = packs("list", "--json")
     assert result.exit_code == 0, result.output
     by_name = {item["name"]: item for item in json.loads(result.stdout)}
-    assert by_name["zorp"] == {"name": "zorp", "distribution": "zorp-pack", "version": "1.0", "status": "loaded",
-                               "providers": ["zorp"], "hooks": ["register_providers"], "error": None}  # fmt: skip
+    assert by_name["zorp"] == {
+        "name": "zorp",
+        "distribution": "zorp-pack",
+        "version": "1.0",
+        "status": "loaded",
+        "providers": ["zorp"],
+        "hooks": ["register_providers"],
+        "error": None,
+    }
     assert by_name["zorp_broken"]["status"] == "error" and "zorp_sdk" in by_name["zorp_broken"]["error"]
     assert by_name["zorp_broken"]["distribution"] == "zorp-broken"
     assert by_name["stripe_billing"]["hooks"] == ["register_payment_providers", "register_settings"] and by_name["stripe_billing"]["distribution"] == "patchbay"
     assert by_name["salesforce"]["providers"] == ["salesforce", "salesforce-sandbox"]
-    assert by_name["github"] == {"name": "github", "distribution": "patchbay", "version": version("patchbay"), "status": "loaded",
-                                 "providers": ["github"], "hooks": ["register_providers"], "error": None}  # fmt: skip
+    assert by_name["github"] == {
+        "name": "github",
+        "distribution": "patchbay",
+        "version": version("patchbay"),
+        "status": "loaded",
+        "providers": ["github"],
+        "hooks": ["register_providers"],
+        "error": None,
+    }
 
     monkeypatch.setenv("PATCHBAY_PLUGINS_DISABLE", "zorp")
     by_name = {item["name"]: item for item in json.loads(packs("list", "--json").stdout)}
@@ -70,7 +84,9 @@ def test_list_summarises_the_data_only_providers_in_one_row_unless_asked_for_eve
 
     lines = packs("list").stdout.splitlines()
     summary = [line for line in lines if line.startswith("(data-only providers)")]
-    assert summary == [f"{'(data-only providers)':<24} patchbay {version('patchbay')} [loaded] {len(data_only)} built-in data-only providers, one plugin each (--providers lists them)"]
+    assert summary == [
+        f"{'(data-only providers)':<24} patchbay {version('patchbay')} [loaded] {len(data_only)} built-in data-only providers, one plugin each (--providers lists them)"
+    ]
     rows = {line.split()[0]: line for line in lines if not line.startswith(" ")}
     assert "github" not in rows and len(lines) < 60
     assert rows["zorp"] == f"{'zorp':<24} zorp-pack 1.0 [loaded] zorp"

@@ -25,7 +25,9 @@ PATCHBAY = [sys.executable, "-m", "patchbay.cli"]
 def installed_acme(tmp_path):
     """The scaffolded pack, pip-installed into its own site folder; (pack folder, environment)."""
     pack = tmp_path / "acme"
-    subprocess.run([*PATCHBAY, "packs", "new", "acme", "--auth", "api_key", "--with", "action", "--dir", str(pack)], cwd=tmp_path, check=True, capture_output=True)
+    subprocess.run(
+        [*PATCHBAY, "packs", "new", "acme", "--auth", "api_key", "--with", "action", "--dir", str(pack)], cwd=tmp_path, check=True, capture_output=True
+    )
     site = tmp_path / "site"
     # the test extra brings a setuptools that builds wheels by itself, so no build environment is fetched
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--target", str(site), str(pack)], check=True)
@@ -41,7 +43,9 @@ def test_scaffold_writes_every_part(tmp_path):
     assert 'auth_mode="oauth2"' in (pack / "patchbay_widget" / "__init__.py").read_text()
     assert 'pack_acceptance("widget")' in (pack / "tests" / "test_patchbay_widget.py").read_text()
     assert (pack / "README.md").exists() and "pytest" in (pack / ".github" / "workflows" / "test.yml").read_text()
-    refused = subprocess.run([*PATCHBAY, "packs", "new", "widget", "--with", "telepathy", "--dir", str(tmp_path / "x")], cwd=tmp_path, capture_output=True, text=True)
+    refused = subprocess.run(
+        [*PATCHBAY, "packs", "new", "widget", "--with", "telepathy", "--dir", str(tmp_path / "x")], cwd=tmp_path, capture_output=True, text=True
+    )
     assert refused.returncode == 2 and "telepathy" in refused.stderr
 
 
@@ -73,7 +77,9 @@ async def test_served_pack_runs_its_action_through_the_api(installed_acme, tmp_p
     workspace = cli("workspaces", "create", "--name", "T")
     headers = {"x-api-key": cli("api-keys", "create", "--workspace", workspace["id"])["key"]}
     port = _free_port()
-    server = subprocess.Popen([*PATCHBAY, "serve", "--port", str(port), "--no-scheduler"], env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        [*PATCHBAY, "serve", "--port", str(port), "--no-scheduler"], env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     base = f"http://127.0.0.1:{port}/connect/v1"
     try:
         async with aiohttp.ClientSession() as http:

@@ -57,7 +57,9 @@ async def test_passthrough_form_streams_both_ways(api, ws, fake):
 
 async def test_provider_429_is_waited_for_and_retried(api, ws, fake):
     connection_id = await _connect(api, ws)
-    response = await api.post("/connect/v1/proxy/fakekey", json={"method": "GET", "path": "/limited"}, headers={**ws["headers"], "x-connection-id": connection_id})
+    response = await api.post(
+        "/connect/v1/proxy/fakekey", json={"method": "GET", "path": "/limited"}, headers={**ws["headers"], "x-connection-id": connection_id}
+    )
     assert response.status == 200
     assert [c["path"] for c in fake.api_calls[-2:]] == ["/limited", "/limited"]
 
@@ -105,7 +107,9 @@ async def test_ssrf_guard_refuses_private_targets(aiohttp_client, fake_app, fake
     api.server.app[SERVICES].connections.forget(connection_id)
     response = await api.post("/connect/v1/proxy/fakekey", json={"method": "GET", "path": "/me"}, headers={**ws["headers"], "x-connection-id": connection_id})
     assert response.status == 400 and "https" in (await response.json())["message"]
-    absolute = await api.post("/connect/v1/proxy/fakekey", json={"method": "GET", "path": "https://evil.example/x"}, headers={**ws["headers"], "x-connection-id": connection_id})
+    absolute = await api.post(
+        "/connect/v1/proxy/fakekey", json={"method": "GET", "path": "https://evil.example/x"}, headers={**ws["headers"], "x-connection-id": connection_id}
+    )
     assert absolute.status == 400
 
 
@@ -150,7 +154,11 @@ async def test_provider_cookies_never_cross_tenants(api, ws, fake):
     other = await create_workspace_with_key(api.server.app, name="Other", plan="enterprise")
     local = {"server": fake.base.replace("127.0.0.1", "localhost")}  # a host name: cookie jars ignore IP hosts
     first, second = await _connect(api, ws, params=local), await _connect(api, other, params=local)
-    one = await api.post("/connect/v1/proxy/fakekey", json={"method": "GET", "path": "/set-cookie", "query": {"value": "tenant-a"}}, headers={**ws["headers"], "x-connection-id": first})
+    one = await api.post(
+        "/connect/v1/proxy/fakekey",
+        json={"method": "GET", "path": "/set-cookie", "query": {"value": "tenant-a"}},
+        headers={**ws["headers"], "x-connection-id": first},
+    )
     assert "session=tenant-a" in one.headers.get("Set-Cookie", ""), "the provider's cookie is passed through to its caller"
     two = await api.post("/connect/v1/proxy/fakekey", json={"method": "GET", "path": "/set-cookie"}, headers={**other["headers"], "x-connection-id": second})
     assert (await two.json())["cookie"] is None, "the outbound client keeps no cookie jar"
@@ -159,8 +167,19 @@ async def test_provider_cookies_never_cross_tenants(api, ws, fake):
 def test_hop_by_hop_headers_and_the_ones_connection_names_are_dropped():
     from patchbay.core.proxy.engine import drop_hop_by_hop
 
-    kept = drop_hop_by_hop({"Connection": "keep-alive, X-Hop", "X-Hop": "1", "Keep-Alive": "timeout=5", "Transfer-Encoding": "chunked",
-                            "Upgrade": "h2c", "Proxy-Authorization": "x", "TE": "trailers", "X-End": "2", "Content-Type": "text/plain"})  # fmt: skip
+    kept = drop_hop_by_hop(
+        {
+            "Connection": "keep-alive, X-Hop",
+            "X-Hop": "1",
+            "Keep-Alive": "timeout=5",
+            "Transfer-Encoding": "chunked",
+            "Upgrade": "h2c",
+            "Proxy-Authorization": "x",
+            "TE": "trailers",
+            "X-End": "2",
+            "Content-Type": "text/plain",
+        }
+    )
     assert dict(kept) == {"X-End": "2", "Content-Type": "text/plain"}
 
 

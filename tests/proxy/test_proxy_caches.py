@@ -50,8 +50,14 @@ async def test_a_disconnected_connection_stops_at_once(api):
 async def test_renewed_credentials_are_injected_at_once(api, fake):
     headers, connection_id, workspace_id = await _connected(api)
     assert await _proxy_status(api, headers) == 200
-    await connect_with_api_key(api.server.app[SERVICES], workspace_id=workspace_id, provider_name="fakekey", credentials={"apiKey": "renewed-key"},
-                               reconnect_id=connection_id, validate=False)  # fmt: skip
+    await connect_with_api_key(
+        api.server.app[SERVICES],
+        workspace_id=workspace_id,
+        provider_name="fakekey",
+        credentials={"apiKey": "renewed-key"},
+        reconnect_id=connection_id,
+        validate=False,
+    )
     await _proxy_status(api, headers)
     assert fake.api_calls[-1]["headers"]["Authorization"] == "Bearer renewed-key"
 

@@ -50,7 +50,9 @@ async def test_auth_and_proxy_hooks(aiohttp_client, fake_app, fake):
     ws = await create_workspace_with_key(app, plan="enterprise")
     created = await api.post("/connect/v1/providers/fakekey/connect", json={"credentials": {"apiKey": KEY}}, headers=ws["headers"])
     connection_id = (await created.json())["connectionId"]
-    response = await api.post("/connect/v1/proxy/fakekey", json={"method": "GET", "path": "/limited"}, headers={**ws["headers"], "x-connection-id": connection_id})
+    response = await api.post(
+        "/connect/v1/proxy/fakekey", json={"method": "GET", "path": "/limited"}, headers={**ws["headers"], "x-connection-id": connection_id}
+    )
     assert response.status == 200
     call = fake.api_calls[-1]
     assert call["headers"]["X-Signed"] == "sig-123" and call["headers"]["Authorization"] == f"Bearer {KEY}"

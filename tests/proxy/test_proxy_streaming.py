@@ -23,8 +23,9 @@ CHUNK = b"x" * 1024
 class SlowHostPack:
     @hookimpl
     def register_providers(self):
-        return [Provider(name="slowhost", display_name="Slow Host", category="other", auth_mode="none",
-                         api_base_url="{server}/api", connection_params=("server",))]  # fmt: skip
+        return [
+            Provider(name="slowhost", display_name="Slow Host", category="other", auth_mode="none", api_base_url="{server}/api", connection_params=("server",))
+        ]
 
 
 @pytest.fixture

@@ -3,8 +3,8 @@ change (a call never runs with a stale idle limit or total budget)."""
 
 from __future__ import annotations
 
-from patchbay.core.outbound import Outbound
 from patchbay.core.connections.runtime import ProxyTimeouts
+from patchbay.core.outbound import Outbound
 from patchbay.core.settings import OutboundSettings
 
 

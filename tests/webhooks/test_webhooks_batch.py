@@ -13,10 +13,10 @@ from patchbay.core.jobs.models import Job
 from patchbay.core.jobs.queue import JobContext
 from patchbay.core.leads.models import Lead
 from patchbay.core.testing import create_workspace_with_key
-from patchbay.core.webhooks.models import WebhookDelivery, WebhookSubscription
 from patchbay.core.timeutil import utcnow
 from patchbay.core.webhooks import batch
 from patchbay.core.webhooks.delivery import deliver_batch_job
+from patchbay.core.webhooks.models import WebhookDelivery, WebhookSubscription
 from patchbay.core.webhooks.processing import process_job
 from patchbay.core.webhooks.signing import generate_secret
 from patchbay.providers.meta.testing import leadgen_payload, meta_signature, page_event_payload

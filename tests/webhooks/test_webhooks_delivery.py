@@ -177,7 +177,9 @@ async def test_long_tail_schedule_keeps_trying_after_the_fast_retries(wh, receiv
 async def test_secret_rotation_signs_with_both_secrets_during_the_overlap(wh, receivers, helpers):
     receiver = await receivers()
     client, app, ws, sub = await setup_workspace(wh, receiver)
-    rotated = await client.post(f"/connect/v1/webhooks/facebook/subscribe/{sub['subscriptionId']}/rotate-secret", json={"callbackSecret": "the-new-secret-123"}, headers=ws["headers"])
+    rotated = await client.post(
+        f"/connect/v1/webhooks/facebook/subscribe/{sub['subscriptionId']}/rotate-secret", json={"callbackSecret": "the-new-secret-123"}, headers=ws["headers"]
+    )
     assert rotated.status == 201
     assert (await rotated.json())["previousSecretExpiresAt"] is not None
     event_id = await send(client)
@@ -188,7 +190,9 @@ async def test_secret_rotation_signs_with_both_secrets_during_the_overlap(wh, re
     assert len(headers["webhook-signature"].split(" ")) == 2
     assert standard_webhooks_valid("the-new-secret-123", headers, raw) and standard_webhooks_valid(CALLBACK_SECRET, headers, raw)
     # without overlap the old secret stops at once; a generated secret is whsec_ and shown once
-    again = await (await client.post(f"/connect/v1/webhooks/facebook/subscribe/{sub['subscriptionId']}/rotate-secret", json={"overlapSeconds": 0}, headers=ws["headers"])).json()
+    again = await (
+        await client.post(f"/connect/v1/webhooks/facebook/subscribe/{sub['subscriptionId']}/rotate-secret", json={"overlapSeconds": 0}, headers=ws["headers"])
+    ).json()
     assert again["callbackSecret"].startswith("whsec_") and again["previousSecretExpiresAt"] is None
 
 
@@ -197,7 +201,11 @@ async def test_both_field_sets_and_event_type_filtering(wh, receivers, helpers):
     await add_connection(app, ws["workspace_id"], "facebook", meta={"page_id": "page-A"})
     leads_only, everything = await receivers(), await receivers()
     first = await client.post("/connect/v1/webhooks/facebook/subscribe", json={"url": leads_only.url, "events": ["leadgen"]}, headers=ws["headers"])
-    second = await client.post("/connect/v1/webhooks/facebook/subscribe", json={"callbackUrl": everything.url, "eventType": "*", "callbackSecret": CALLBACK_SECRET}, headers=ws["headers"])
+    second = await client.post(
+        "/connect/v1/webhooks/facebook/subscribe",
+        json={"callbackUrl": everything.url, "eventType": "*", "callbackSecret": CALLBACK_SECRET},
+        headers=ws["headers"],
+    )
     assert first.status == second.status == 201
     a, b = await first.json(), await second.json()
     assert {"subscriptionId", "url", "createdAt"} <= set(a) and a["events"] == ["leadgen"] and a["signed"] is False
@@ -229,7 +237,16 @@ async def _sub_for(client, ws, receiver):
     return next(s["subscriptionId"] for s in listed if s["url"] == receiver.url)
 
 
-@pytest.mark.parametrize("body, field", [({"events": ["*"]}, "url"), ({"url": "ftp://x"}, "url"), ({"callbackUrl": 3}, "callbackUrl"), ({"url": "http://127.0.0.1/x", "events": "leadgen"}, "events"), ({"url": "http://127.0.0.1/x", "callbackSecret": "short"}, "callbackSecret")])
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ({"events": ["*"]}, "url"),
+        ({"url": "ftp://x"}, "url"),
+        ({"callbackUrl": 3}, "callbackUrl"),
+        ({"url": "http://127.0.0.1/x", "events": "leadgen"}, "events"),
+        ({"url": "http://127.0.0.1/x", "callbackSecret": "short"}, "callbackSecret"),
+    ],
+)
 async def test_invalid_subscriptions_are_400_naming_the_field(wh, body, field):
     client, _, ws, _ = wh
     response = await client.post("/connect/v1/webhooks/facebook/subscribe", json=body, headers=ws["headers"])
@@ -338,7 +355,9 @@ async def test_a_rotated_generated_secret_signs_what_the_official_library_verifi
 
     receiver = await receivers()
     client, app, ws, sub = await setup_workspace(wh, receiver)
-    rotated = await client.post(f"/connect/v1/webhooks/facebook/subscribe/{sub['subscriptionId']}/rotate-secret", json={"overlapSeconds": 0}, headers=ws["headers"])
+    rotated = await client.post(
+        f"/connect/v1/webhooks/facebook/subscribe/{sub['subscriptionId']}/rotate-secret", json={"overlapSeconds": 0}, headers=ws["headers"]
+    )
     secret = (await rotated.json())["callbackSecret"]
     assert secret.startswith("whsec_")
     event_id = await send(client)

@@ -166,10 +166,13 @@ async def test_a_body_with_several_events_is_split_and_each_routed(wh, helpers):
     client, app, first, second = wh
     await add_connection(app, first["workspace_id"], "facebook", meta={"page_id": "page-A"})
     await add_connection(app, second["workspace_id"], "facebook", meta={"page_id": "page-B"})
-    payload = {"object": "page", "entry": [
-        {"id": "page-A", "changes": [{"field": "feed", "value": {"n": 1}}]},
-        {"id": "page-B", "changes": [{"field": "feed", "value": {"n": 2}}]},
-    ]}  # fmt: skip
+    payload = {
+        "object": "page",
+        "entry": [
+            {"id": "page-A", "changes": [{"field": "feed", "value": {"n": 1}}]},
+            {"id": "page-B", "changes": [{"field": "feed", "value": {"n": 2}}]},
+        ],
+    }
     body, headers = signed(payload)
     assert (await client.post("/webhook/facebook", data=body, headers=headers)).status == 200
     await helpers.wait_until(lambda: _count_settled(helpers, app, 2))

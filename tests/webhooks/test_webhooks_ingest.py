@@ -23,8 +23,17 @@ pytestmark = pytest.mark.both_databases  # storage behaviour differs between SQL
 def _row(n: int) -> dict:
     now = utcnow()
     body = f'{{"n": {n}}}'
-    return {"id": new_id(), "workspace_id": None, "provider": "facebook", "status": "RECEIVED", "body": body,
-            "body_hash": hashlib.sha256(body.encode()).hexdigest(), "connection_hint": None, "created_at": now, "updated_at": now}  # fmt: skip
+    return {
+        "id": new_id(),
+        "workspace_id": None,
+        "provider": "facebook",
+        "status": "RECEIVED",
+        "body": body,
+        "body_hash": hashlib.sha256(body.encode()).hexdigest(),
+        "connection_hint": None,
+        "created_at": now,
+        "updated_at": now,
+    }
 
 
 async def _count(app, model, *where) -> int:

@@ -51,7 +51,15 @@ class AcmePlugin:
     @hookimpl
     def register_providers(self):
         return [
-            Provider(name="acme-forms", display_name="Acme Forms", category="marketing", auth_mode="api_key", api_base_url="https://api.acme.test", webhooks=True, capabilities=("proxy", "webhook_receive")),
+            Provider(
+                name="acme-forms",
+                display_name="Acme Forms",
+                category="marketing",
+                auth_mode="api_key",
+                api_base_url="https://api.acme.test",
+                webhooks=True,
+                capabilities=("proxy", "webhook_receive"),
+            ),
             Provider(name="acme-crm", display_name="Acme CRM", category="crm", auth_mode="api_key", api_base_url="https://crm.acme.test"),
         ]
 

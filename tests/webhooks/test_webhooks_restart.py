@@ -35,8 +35,9 @@ def free_port() -> int:
 
 
 async def start_server(environ: dict[str, str], port: int) -> asyncio.subprocess.Process:
-    process = await asyncio.create_subprocess_exec(PATCHBAY, "serve", env={**os.environ, **environ, "PATCHBAY_PORT": str(port)},
-                                                   stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)  # fmt: skip
+    process = await asyncio.create_subprocess_exec(
+        PATCHBAY, "serve", env={**os.environ, **environ, "PATCHBAY_PORT": str(port)}, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL
+    )
     async with aiohttp.ClientSession() as session:
         for _ in range(300):
             try:
@@ -58,8 +59,15 @@ async def test_event_survives_a_kill_right_after_the_200(database_url, tmp_path,
     receiver = await receivers()
     config = tmp_path / "patchbay.toml"
     config.write_text(f'[providers.facebook]\nwebhook_secret = "{APP_SECRET}"\n\n[webhooks]\nretry_base_ms = 50\nretry_cap_ms = 100\n')
-    environ = {"PATCHBAY_SECRET_KEY": "restart-test-secret", "PATCHBAY_DATA_DIR": str(tmp_path / "data"), "PATCHBAY_DATABASE_URL": database_url,
-               "PATCHBAY_SCHEDULER": "false", "PATCHBAY_ALLOW_INSECURE_TARGETS": "true", "PATCHBAY_CONFIG": str(config), "PATCHBAY_LOG_LEVEL": "WARNING"}  # fmt: skip
+    environ = {
+        "PATCHBAY_SECRET_KEY": "restart-test-secret",
+        "PATCHBAY_DATA_DIR": str(tmp_path / "data"),
+        "PATCHBAY_DATABASE_URL": database_url,
+        "PATCHBAY_SCHEDULER": "false",
+        "PATCHBAY_ALLOW_INSECURE_TARGETS": "true",
+        "PATCHBAY_CONFIG": str(config),
+        "PATCHBAY_LOG_LEVEL": "WARNING",
+    }
     app = create_app(load_settings({}, environ), background=False)  # for set-up and checks only
     try:
         ws = await create_workspace_with_key(app)
@@ -72,7 +80,9 @@ async def test_event_survives_a_kill_right_after_the_200(database_url, tmp_path,
         first = await start_server({**environ, "PATCHBAY_WORKERS": "0"}, port)
         body = json.dumps(page_event_payload("page-A", value={"n": 1})).encode()
         async with aiohttp.ClientSession() as session:
-            async with session.post(f"http://127.0.0.1:{port}/webhook/facebook", data=body, headers={"x-hub-signature-256": meta_signature(APP_SECRET, body)}) as response:
+            async with session.post(
+                f"http://127.0.0.1:{port}/webhook/facebook", data=body, headers={"x-hub-signature-256": meta_signature(APP_SECRET, body)}
+            ) as response:
                 assert response.status == 200
                 event_id = (await response.json())["id"]
         first.send_signal(signal.SIGKILL)  # right after the 200: no graceful shutdown

@@ -21,14 +21,26 @@ async def _refused(response, field: str) -> None:
 
 
 async def _subscription(client, headers, provider="facebook") -> str:
-    created = await client.post(f"/connect/v1/webhooks/{provider}/subscribe", json={"url": "http://127.0.0.1:9/hook", "events": ["connection.removed"]}, headers=headers)
+    created = await client.post(
+        f"/connect/v1/webhooks/{provider}/subscribe", json={"url": "http://127.0.0.1:9/hook", "events": ["connection.removed"]}, headers=headers
+    )
     assert created.status == 201, await created.text()
     return (await created.json())["subscriptionId"]
 
 
-@pytest.mark.parametrize("body, field", [({"events": "leadgen"}, "events"), ({"events": [""]}, "events"), ({"eventType": 3}, "eventType"),
-                                         ({"isActive": "yes"}, "isActive"), ({"longTailRetries": 1}, "longTailRetries"), ({"url": ""}, "url"),
-                                         ({"url": "http://["}, "url"), ({"callbackUrl": "https://[::1/x"}, "callbackUrl")])  # fmt: skip
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ({"events": "leadgen"}, "events"),
+        ({"events": [""]}, "events"),
+        ({"eventType": 3}, "eventType"),
+        ({"isActive": "yes"}, "isActive"),
+        ({"longTailRetries": 1}, "longTailRetries"),
+        ({"url": ""}, "url"),
+        ({"url": "http://["}, "url"),
+        ({"callbackUrl": "https://[::1/x"}, "callbackUrl"),
+    ],
+)
 async def test_a_malformed_subscription_change_is_400_naming_the_field(api, body, field):
     client, headers = api
     subscription_id = await _subscription(client, headers)
@@ -39,19 +51,31 @@ async def test_a_malformed_subscription_change_is_400_naming_the_field(api, body
 
 async def test_a_url_that_does_not_parse_is_400_naming_the_field(api):
     client, headers = api
-    await _refused(await client.post("/connect/v1/webhooks/facebook/subscribe", json={"callbackUrl": "http://[", "eventType": "*"}, headers=headers), "callbackUrl")
+    await _refused(
+        await client.post("/connect/v1/webhooks/facebook/subscribe", json={"callbackUrl": "http://[", "eventType": "*"}, headers=headers), "callbackUrl"
+    )
 
 
 async def test_a_provider_without_webhooks_keeps_its_subscriptions_to_connection_events(api):
     client, headers = api
     subscription_id = await _subscription(client, headers, provider="openai")
-    await _refused(await client.patch(f"/connect/v1/webhooks/openai/subscribe/{subscription_id}", json={"events": ["leadgen"]}, headers=headers), "openai sends no webhooks")
+    await _refused(
+        await client.patch(f"/connect/v1/webhooks/openai/subscribe/{subscription_id}", json={"events": ["leadgen"]}, headers=headers),
+        "openai sends no webhooks",
+    )
     changed = await client.patch(f"/connect/v1/webhooks/openai/subscribe/{subscription_id}", json={"events": ["connection.created"]}, headers=headers)
     assert changed.status == 200 and (await changed.json())["events"] == ["connection.created"]
 
 
-@pytest.mark.parametrize("body, field", [({"overlapSeconds": "60"}, "overlapSeconds"), ({"overlapSeconds": -1}, "overlapSeconds"),
-                                         ({"overlapSeconds": True}, "overlapSeconds"), ({"callbackSecret": "short"}, "callbackSecret")])  # fmt: skip
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ({"overlapSeconds": "60"}, "overlapSeconds"),
+        ({"overlapSeconds": -1}, "overlapSeconds"),
+        ({"overlapSeconds": True}, "overlapSeconds"),
+        ({"callbackSecret": "short"}, "callbackSecret"),
+    ],
+)
 async def test_a_malformed_rotation_is_400_naming_the_field(api, body, field):
     client, headers = api
     subscription_id = await _subscription(client, headers)
@@ -66,8 +90,15 @@ async def test_a_malformed_redelivery_is_400_naming_the_field(api):
     assert (await client.post("/connect/v1/webhooks/events/no-such-event/redeliver", headers=headers)).status == 404  # no body: every subscription
 
 
-@pytest.mark.parametrize("path, param", [("/connect/v1/webhooks/events", "provider"), ("/connect/v1/webhooks/events", "eventType"),
-                                         ("/connect/v1/webhooks/deliveries", "eventId"), ("/connect/v1/webhooks/deliveries", "subscriptionId")])  # fmt: skip
+@pytest.mark.parametrize(
+    "path, param",
+    [
+        ("/connect/v1/webhooks/events", "provider"),
+        ("/connect/v1/webhooks/events", "eventType"),
+        ("/connect/v1/webhooks/deliveries", "eventId"),
+        ("/connect/v1/webhooks/deliveries", "subscriptionId"),
+    ],
+)
 @pytest.mark.both_databases
 async def test_a_nul_character_in_a_filter_is_400_naming_it(api, path, param):
     client, headers = api
@@ -82,9 +113,17 @@ async def test_the_event_log_refuses_an_unknown_status_and_takes_either_case(api
         assert listed.status == 200 and (await listed.json()) == {"data": [], "page": 1, "limit": 20, "total": 0}
 
 
-@pytest.mark.parametrize("method, path", [("GET", "/connect/v1/webhooks/events/a%00b"), ("POST", "/connect/v1/webhooks/events/a%00b/redeliver"),
-                                          ("GET", "/connect/v1/webhooks/deliveries/a%00b"), ("PATCH", "/connect/v1/webhooks/facebook/subscribe/a%00b"),
-                                          ("DELETE", "/connect/v1/webhooks/facebook/subscribe/a%00b"), ("POST", "/connect/v1/webhooks/facebook/subscribe/a%00b/rotate-secret")])  # fmt: skip
+@pytest.mark.parametrize(
+    "method, path",
+    [
+        ("GET", "/connect/v1/webhooks/events/a%00b"),
+        ("POST", "/connect/v1/webhooks/events/a%00b/redeliver"),
+        ("GET", "/connect/v1/webhooks/deliveries/a%00b"),
+        ("PATCH", "/connect/v1/webhooks/facebook/subscribe/a%00b"),
+        ("DELETE", "/connect/v1/webhooks/facebook/subscribe/a%00b"),
+        ("POST", "/connect/v1/webhooks/facebook/subscribe/a%00b/rotate-secret"),
+    ],
+)
 @pytest.mark.both_databases
 async def test_an_id_holding_nul_is_not_found(api, method, path):
     client, headers = api

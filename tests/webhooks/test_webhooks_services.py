@@ -55,11 +55,12 @@ async def test_event_pages_are_filtered_counted_and_newest_first(db):
     (ws,) = await workspaces(db, "One")
     now = utcnow()
     old, middle, new = await add(
-        db, ws,
+        db,
+        ws,
         WebhookEvent(provider="meta", event_type="leadgen", status="PROCESSED", created_at=now - timedelta(minutes=2)),
         WebhookEvent(provider="slack", event_type="message", status="FAILED", created_at=now - timedelta(minutes=1)),
         WebhookEvent(provider="meta", event_type="leadgen", status="FAILED", created_at=now),
-    )  # fmt: skip
+    )
     async with db.session(tenant=ws) as session:
         rows, total = await event_log.event_page(session, provider=None, event_type=None, status=None, page=1, limit=2)
         assert ([row.id for row in rows], total) == ([new, middle], 3)
@@ -76,10 +77,11 @@ async def test_deliveries_come_with_their_attempts_in_order(db):
     now = utcnow()
     (event,) = await add(db, ws, WebhookEvent(provider="meta", status="PROCESSED"))
     first, second = await add(
-        db, ws,
+        db,
+        ws,
         WebhookDelivery(event_id=event, subscription_id="s1", status="failed", created_at=now - timedelta(minutes=1)),
         WebhookDelivery(event_id=event, subscription_id="s2", status="succeeded", created_at=now),
-    )  # fmt: skip
+    )
     await add(db, ws, WebhookAttempt(delivery_id=first, number=2, status_code=500), WebhookAttempt(delivery_id=first, number=1, status_code=502))
     async with db.session(tenant=ws) as session:
         assert [d.id for d in await event_log.deliveries_of(session, event)] == [first, second]
@@ -116,7 +118,7 @@ async def subscribe(db, workspace_id, provider="meta", secret=None):
     async with db.transaction(tenant=workspace_id) as session:
         subscription = await service.create_subscription(
             session, BOX, provider=provider, url="https://example.com/hook", events=["*"], long_tail=False, secret=secret
-        )  # fmt: skip
+        )
     return subscription
 
 

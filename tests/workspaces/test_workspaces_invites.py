@@ -22,7 +22,9 @@ async def test_invite_email_validate_accept_once(aiohttp_client, make_app, smtp_
     app = make_app(background=True, smtp=SmtpSettings(host=host, port=port, sender="noreply@example.test"))
     client = await aiohttp_client(app)
     ws = await create_workspace_with_key(app, name="Acme Corp")
-    response = await client.post(f"/connect/v1/workspaces/{ws['workspace_id']}/invite", json={"email": "Bob@Example.test", "role": "manager"}, headers=ws["headers"])
+    response = await client.post(
+        f"/connect/v1/workspaces/{ws['workspace_id']}/invite", json={"email": "Bob@Example.test", "role": "manager"}, headers=ws["headers"]
+    )
     assert response.status == 201, await response.text()
     created = await response.json()
     assert created["email"] == "bob@example.test" and created["role"] == "manager" and created["status"] == "valid"
@@ -118,7 +120,9 @@ async def test_accepting_as_a_member_keeps_the_role(aiohttp_client, make_app, ma
     app = make_app()
     client = await aiohttp_client(app)
     ws = await create_workspace_with_key(app)
-    response = await client.post(f"/connect/v1/workspaces/{ws['workspace_id']}/invite", json={"email": "jo@example.test", "role": "admin"}, headers=ws["headers"])
+    response = await client.post(
+        f"/connect/v1/workspaces/{ws['workspace_id']}/invite", json={"email": "jo@example.test", "role": "admin"}, headers=ws["headers"]
+    )
     token = (await response.json())["inviteUrl"].rsplit("/", 1)[1]
     link = await (await client.post(f"/connect/v1/workspaces/{ws['workspace_id']}/shareable-link", headers=ws["headers"])).json()
     jo_id, jo = await make_user(app, "jo@example.test")

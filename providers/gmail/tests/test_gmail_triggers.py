@@ -7,8 +7,10 @@ from __future__ import annotations
 from patchbay.providers import gmail
 from patchbay.testing import FakeClient, registered
 
-MESSAGES = {"m1": {"id": "m1", "threadId": "t1", "internalDate": "2000000", "payload": {"headers": [{"name": "Subject", "value": "Hi"}]}},
-            "m2": {"id": "m2", "threadId": "t2", "internalDate": "1500000", "payload": {"headers": []}}}  # fmt: skip
+MESSAGES = {
+    "m1": {"id": "m1", "threadId": "t1", "internalDate": "2000000", "payload": {"headers": [{"name": "Subject", "value": "Hi"}]}},
+    "m2": {"id": "m2", "threadId": "t2", "internalDate": "1500000", "payload": {"headers": []}},
+}
 
 
 def _gmail(call):

@@ -11,7 +11,6 @@ import pytest
 from patchbay.testing import pack_acceptance
 
 
-
 def sign_v3(body: bytes, secret: str, timestamp: int) -> dict[str, str]:
     millis = str(timestamp * 1000)
     message = b"POST" + b"https://patchbay.test/webhook/hubspot" + body + millis.encode()
@@ -29,8 +28,14 @@ def test_behaviour_is_registered_by_the_hubspot_pack():
 
     registry = load_registry(create_plugin_manager())
     owners = {kind: owner for (kind, key), owner in registry._owners.items() if key.split("/")[0] == "hubspot"}
-    assert owners == {"actions": "hubspot", "triggers": "hubspot", "crm_mappers": "hubspot", "record_sources": "hubspot",
-                      "webhooks": "hubspot", "crm_destinations": "hubspot"}
+    assert owners == {
+        "actions": "hubspot",
+        "triggers": "hubspot",
+        "crm_mappers": "hubspot",
+        "record_sources": "hubspot",
+        "webhooks": "hubspot",
+        "crm_destinations": "hubspot",
+    }
 
 
 @pytest.mark.asyncio

@@ -13,9 +13,13 @@ def _poll():
 
 
 async def test_hubspot_new_contacts_search_after_the_cursor():
-    found = {"results": [{"id": "101", "properties": {"email": "a@example.com", "createdate": "2026-11-01T10:00:00.000Z"}},
-                         {"id": "102", "properties": {"email": "b@example.com", "createdate": "1793527260000"}},
-                         {"id": "103", "properties": {"email": "c@example.com"}}]}  # fmt: skip
+    found = {
+        "results": [
+            {"id": "101", "properties": {"email": "a@example.com", "createdate": "2026-11-01T10:00:00.000Z"}},
+            {"id": "102", "properties": {"email": "b@example.com", "createdate": "1793527260000"}},
+            {"id": "103", "properties": {"email": "c@example.com"}},
+        ]
+    }
     client = FakeClient(respond=lambda call: found)
     items, cursor = await _poll()(client, {}, None)
     assert items == [] and cursor.isdigit() and len(cursor) == 13 and client.calls == []

@@ -13,7 +13,6 @@ from multidict import CIMultiDict
 from patchbay import InboundEvent, InboundRequest
 from patchbay.providers.hubspot.webhooks import HubSpotWebhooks
 
-
 SECRET = "whsec_scheme_secret"
 
 
@@ -23,8 +22,12 @@ def request(body: bytes, headers: dict, url="https://hooks.example.com/webhook/x
 
 def test_hubspot_v3_and_v2_signatures_and_batches():
     hubspot = HubSpotWebhooks()
-    body = json.dumps([{"eventId": 1, "subscriptionType": "contact.creation", "portalId": 62515, "objectId": 7},
-                       {"eventId": 2, "subscriptionType": "contact.deletion", "portalId": 62515, "objectId": 8}]).encode()  # fmt: skip
+    body = json.dumps(
+        [
+            {"eventId": 1, "subscriptionType": "contact.creation", "portalId": 62515, "objectId": 7},
+            {"eventId": 2, "subscriptionType": "contact.deletion", "portalId": 62515, "objectId": 8},
+        ]
+    ).encode()
     url = "https://hooks.example.com/webhook/hubspot?x=1"
     ts = str(int(time.time() * 1000))
     v3 = base64.b64encode(hmac.new(SECRET.encode(), f"POST{url}".encode() + body + ts.encode(), hashlib.sha256).digest()).decode()
@@ -36,4 +39,3 @@ def test_hubspot_v3_and_v2_signatures_and_batches():
     events = hubspot.events(json.loads(body))
     assert [e.type for e in events] == ["contact.creation", "contact.deletion"]
     assert hubspot.routing_keys(InboundEvent(type="x", data={"portalId": 62515}))[0] == ("portal_id", "62515")
-

@@ -11,10 +11,13 @@ from patchbay.providers.meta.webhooks import MetaWebhooks, lead_from_graph
 
 def test_events_of_a_meta_body():
     meta = MetaWebhooks()
-    payload = {"object": "page", "entry": [
-        {"id": 111, "changes": [{"field": "leadgen", "value": {"leadgen_id": 5, "form_id": "f"}}, {"field": "feed", "value": {"item": "post"}}]},
-        {"id": "222", "messaging": [{"message": "hi"}]},
-    ]}  # fmt: skip
+    payload = {
+        "object": "page",
+        "entry": [
+            {"id": 111, "changes": [{"field": "leadgen", "value": {"leadgen_id": 5, "form_id": "f"}}, {"field": "feed", "value": {"item": "post"}}]},
+            {"id": "222", "messaging": [{"message": "hi"}]},
+        ],
+    }
     lead, feed, other = meta.events(payload)
     assert (lead.type, lead.external_id, lead.data["page_id"]) == ("leadgen", "5", "111")
     assert meta.lead_ref(lead) == "5" and meta.lead_ref(feed) is None
@@ -36,7 +39,13 @@ def test_signature_and_handshake():
 
 
 def test_graph_lead_fields():
-    lead = lead_from_graph({"id": "L1", "created_time": "2026-11-01T10:00:00+0000", "form_id": "F",
-                            "field_data": [{"name": "email", "values": ["a@b.co"]}, {"name": "interests", "values": ["x", "y"]}]})  # fmt: skip
+    lead = lead_from_graph(
+        {
+            "id": "L1",
+            "created_time": "2026-11-01T10:00:00+0000",
+            "form_id": "F",
+            "field_data": [{"name": "email", "values": ["a@b.co"]}, {"name": "interests", "values": ["x", "y"]}],
+        }
+    )
     assert lead.external_id == "L1" and lead.form_id == "F" and lead.created_at.isoformat() == "2026-11-01T10:00:00+00:00"
     assert lead.fields == {"email": "a@b.co", "interests": ["x", "y"]}

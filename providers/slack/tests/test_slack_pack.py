@@ -11,4 +11,5 @@ def sign(body: bytes, secret: str, timestamp: int) -> dict[str, str]:
     digest = hmac.new(secret.encode(), f"v0:{timestamp}:".encode() + body, hashlib.sha256).hexdigest()
     return {"X-Slack-Signature": f"v0={digest}", "X-Slack-Request-Timestamp": str(timestamp)}
 
+
 TestAcceptanceSlack = pack_acceptance("slack", webhook_signer=sign)

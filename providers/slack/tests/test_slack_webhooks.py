@@ -12,7 +12,6 @@ from multidict import CIMultiDict
 from patchbay import InboundRequest
 from patchbay.providers.slack.webhooks import SlackWebhooks
 
-
 SECRET = "whsec_scheme_secret"
 
 
@@ -33,4 +32,3 @@ def test_slack_signature_and_url_verification():
     assert event.type == "message" and slack.routing_keys(event) == [("team_id", "T1")]
     challenge = json.dumps({"type": "url_verification", "challenge": "abc"}).encode()
     assert slack.immediate_response(request(challenge, {})) == {"challenge": "abc"}
-

@@ -11,5 +11,6 @@ def sign(body: bytes, secret: str, timestamp: int) -> dict[str, str]:
     digest = hmac.new(secret.encode(), str(timestamp).encode() + b"." + body, hashlib.sha256).hexdigest()
     return {"Stripe-Signature": f"t={timestamp},v1={digest}"}
 
+
 TestAcceptanceStripe = pack_acceptance("stripe", webhook_signer=sign)
 TestAcceptanceStripeApiKey = pack_acceptance("stripe-api-key", pack="stripe")

@@ -12,7 +12,6 @@ from multidict import CIMultiDict
 from patchbay import InboundRequest
 from patchbay.providers.stripe.webhooks import StripeWebhooks
 
-
 SECRET = "whsec_scheme_secret"
 
 
@@ -35,4 +34,3 @@ def test_stripe_signature_timestamp_and_routing():
     (event,) = stripe.events(json.loads(body))
     assert (event.type, event.external_id) == ("invoice.paid", "evt_1")
     assert stripe.routing_keys(event)[0] == ("stripe_account_id", "acct_9")
-

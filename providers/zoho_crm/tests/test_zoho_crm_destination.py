@@ -15,4 +15,3 @@ async def test_zoho_upserts_on_email_and_reports_refusals():
     refused = FakeClient((200, {"data": [{"status": "error", "message": "bad"}]}))
     with pytest.raises(RuntimeError, match="refused"):
         await ZohoCrmDestination().push(refused, sample_lead())
-

@@ -10,17 +10,17 @@ from alembic import op
 
 import patchbay.core.storage.base
 
-revision = 'tenant_rules_0001'
+revision = "tenant_rules_0001"
 down_revision = None
-branch_labels = ('tenant_rules',)
-depends_on = ('core_0001',)
+branch_labels = ("tenant_rules",)
+depends_on = ("core_0001",)
 
 
 def upgrade() -> None:
-    with op.batch_alter_table('api_keys', schema=None) as batch_op:
-        batch_op.add_column(sa.Column('expires_at', patchbay.core.storage.base.UtcDateTime(timezone=True), nullable=True))
+    with op.batch_alter_table("api_keys", schema=None) as batch_op:
+        batch_op.add_column(sa.Column("expires_at", patchbay.core.storage.base.UtcDateTime(timezone=True), nullable=True))
 
 
 def downgrade() -> None:
-    with op.batch_alter_table('api_keys', schema=None) as batch_op:
-        batch_op.drop_column('expires_at')
+    with op.batch_alter_table("api_keys", schema=None) as batch_op:
+        batch_op.drop_column("expires_at")
