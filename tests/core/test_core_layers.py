@@ -23,7 +23,7 @@ def is_http_module(path: Path) -> bool:
     relative = _relative(path)
     return (
         relative.startswith("http/")
-        or relative in {"app.py", "appkeys.py"}
+        or relative in {"app.py", "appkeys.py", "testing.py"}  # testing.py: test helpers that take a test's app
         or path.name in {"pages.py", "feature.py", "http.py", "api_models.py", "form_models.py"}
         or path.name == "routes.py"
         or path.name.startswith("routes_")
