@@ -28,7 +28,11 @@ async def test_a_declared_providers_detail_lists_its_actions_and_triggers_with_s
     assert [a["name"] for a in detail["actions"]] == sorted(a["name"] for a in declared["actions"])
     for expected in declared["actions"]:
         action = actions[expected["name"]]
-        assert (action["id"], action["displayName"], action["description"]) == (f"github.{expected['name']}", expected["title"], expected.get("description", ""))
+        assert (action["id"], action["displayName"], action["description"]) == (
+            f"github.{expected['name']}",
+            expected["title"],
+            expected.get("description", ""),
+        )
         assert action["docsUrl"] == expected["docs"] and action["docsUrl"].startswith("https://docs.github.com/")
         assert action["inputs"] == expected["input"]
         assert action["output"] == expected.get("output", {}).get("schema")
