@@ -8,7 +8,7 @@ import signal
 import click
 from aiohttp import web
 
-from patchbay.cli import admin, db_commands, packs
+from patchbay.cli import actions, admin, db_commands, packs
 from patchbay.cli.runtime import plugin_failure, settings_from, settle_garbage_collector
 from patchbay.core.app import create_app
 from patchbay.core.http import metrics
@@ -133,6 +133,7 @@ async def _run_worker(settings) -> None:
 
 cli.add_command(db_commands.db)
 cli.add_command(packs.packs)
+cli.add_command(actions.actions)
 for command in admin.COMMANDS:
     cli.add_command(command)
 

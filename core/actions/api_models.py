@@ -13,16 +13,34 @@ from patchbay.core.http.responses import response_model
 
 @response_model
 class ActionOption:
-    """A provider action an ``action`` step can call; ``inputs`` is its JSON Schema."""
+    """A provider action an ``action`` step can call; ``inputs`` is its JSON Schema, ``output`` the
+    JSON Schema of its result when the provider declares one; ``docsUrl`` the provider's page on the call."""
 
     id: str
     name: str
     provider: str
     displayName: str
     description: str
+    docsUrl: str | None
     inputs: dict[str, Any]
+    output: dict[str, Any] | None
     scopes: list[str]
     dynamicFields: list[str]
+
+
+@response_model
+class ProviderTrigger:
+    """A provider trigger a flow can subscribe to: ``kind`` is ``webhook`` (its ``eventTypes``) or
+    ``poll``; ``config`` is the JSON Schema of a subscription's configuration, ``sample`` one item."""
+
+    name: str
+    displayName: str
+    kind: str
+    description: str
+    docsUrl: str | None
+    eventTypes: list[str]
+    config: dict[str, Any]
+    sample: dict[str, Any]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -68,7 +86,12 @@ class CatalogEntry:
 
 @response_model
 class ActionList:
+    """A page of actions (contract section 4's page envelope)."""
+
     data: list[ActionOption]
+    page: int
+    limit: int
+    total: int
 
 
 @response_model

@@ -1,6 +1,10 @@
 """Provider actions over HTTP (spec 4.7 and 4.18): the catalog, a provider's actions, execution,
 ``POST /api/execute``, ``GET /api/registry/actions`` and dynamic field options. The bodies read and
-answered are the models of ``core.actions.api_models``."""
+answered are the models of ``core.actions.api_models``.
+
+Listings that can hold hundreds page: ``/api/registry/actions`` answers the page envelope
+(``{data, page, limit, total}``); the catalog and a provider's actions keep their documented array
+and page with ``?page=``/``?limit=`` when given, ``X-Total-Count`` telling how many there are."""
 
 from __future__ import annotations
 
@@ -9,12 +13,12 @@ from typing import Any
 from aiohttp import web
 
 from patchbay.core.actions.api_models import ActionList, ActionOption, ActionResult, CatalogEntry, ExecuteDto, FieldOptions, ProviderActionDto
-from patchbay.core.actions.service import action_json, catalog, field_options, only_connection, run_action
+from patchbay.core.actions.service import all_actions, catalog, field_options, only_connection, provider_actions, run_action
 from patchbay.core.appkeys import SERVICES
-from patchbay.core.http.bodies import read_body, read_object, structure
+from patchbay.core.http.bodies import page_envelope, page_params, read_body, read_object, structure
 from patchbay.core.http.errors import bad_request
-from patchbay.core.http.openapi import accepts, query
-from patchbay.core.http.providers import get_provider
+from patchbay.core.http.openapi import PAGE_QUERY, accepts, query
+from patchbay.core.http.providers import array_page, get_provider
 from patchbay.core.http.responses import reply, returns
 from patchbay.core.security.auth import principal_of, requires
 
@@ -36,21 +40,26 @@ async def _run(request: web.Request, *, connection_id: str | None, action: str, 
 
 
 @routes.get("/connect/v1/providers/actions/catalog")
+@query(**PAGE_QUERY)
 @returns(list[CatalogEntry])
 @requires()
 async def get_catalog(request: web.Request) -> web.Response:
-    """Every provider with at least one action, with its metadata and action count."""
-    return reply(request, catalog(request.app[SERVICES].registry))
+    """Every provider with at least one action, with its metadata and action count; ``?page=``/``?limit=``
+    page it (``X-Total-Count`` tells how many providers there are)."""
+    entries, headers = array_page(request, catalog(request.app[SERVICES].registry))
+    return reply(request, entries, headers=headers)
 
 
 @routes.get("/connect/v1/providers/{providerType}/actions")
+@query(**PAGE_QUERY)
 @returns(list[ActionOption])
 @requires("actions.view")
 async def list_provider_actions(request: web.Request) -> web.Response:
-    """A provider's actions with their input schemas and scopes."""
-    name = get_provider(request.app[SERVICES].registry, request.match_info["providerType"]).name
-    actions = request.app[SERVICES].registry.get("actions", name) or {}
-    return reply(request, [action_json(name, a) for a in sorted(actions.values(), key=lambda a: a.name)])
+    """A provider's actions with their input (and declared output) schemas, scopes and docs links;
+    ``?page=``/``?limit=`` page them (``X-Total-Count`` tells how many there are)."""
+    registry = request.app[SERVICES].registry
+    actions, headers = array_page(request, provider_actions(registry, get_provider(registry, request.match_info["providerType"]).name))
+    return reply(request, actions, headers=headers)
 
 
 @routes.post("/connect/v1/providers/{providerType}/actions/{actionName}")
@@ -85,20 +94,17 @@ async def api_execute(request: web.Request) -> web.Response:
 
 
 @routes.get("/api/registry/actions")
-@query(appId={"type": "string"})
+@query(**PAGE_QUERY, appId={"type": "string"})
 @returns(ActionList)
 @requires("actions.view")
 async def registry_actions(request: web.Request) -> web.Response:
-    """Actions available for an app (``?appId=<provider>``), or for every app."""
+    """Actions available for an app (``?appId=<provider>``), or for every app, by provider then
+    name, a page at a time (``?page=``, ``?limit=``: 20 by default, at most 100)."""
     registry = request.app[SERVICES].registry
+    page, limit = page_params(request)
     app_id = request.query.get("appId")
-    if app_id:
-        get_provider(registry, app_id)
-        providers = {app_id: registry.get("actions", app_id) or {}}
-    else:
-        providers = registry.objects("actions")
-    data = [action_json(name, a) for name, actions in sorted(providers.items()) for a in sorted(actions.values(), key=lambda a: a.name)]
-    return reply(request, {"data": data})
+    actions = provider_actions(registry, get_provider(registry, app_id).name) if app_id else all_actions(registry)
+    return reply(request, page_envelope(actions[(page - 1) * limit : page * limit], page, limit, len(actions)))
 
 
 @routes.get("/api/registry/actions/{actionId}/options/{fieldKey}")

@@ -26,16 +26,48 @@ PASSED_THROUGH = (Invalid, NotFound, Conflict, RateLimited, UpstreamFailed)
 
 
 def action_json(provider: str, action: Any) -> dict[str, Any]:
+    """An action as listed: ``inputs`` is its JSON Schema, ``output`` the result's when declared."""
     return {
         "id": f"{provider}.{action.name}",
         "name": action.name,
         "provider": provider,
         "displayName": action.display_name,
         "description": action.description,
+        "docsUrl": action.docs_url,
         "inputs": dict(action.inputs),
+        "output": dict(action.output) if action.output is not None else None,
         "scopes": list(action.scopes),
         "dynamicFields": sorted(action.options),
     }
+
+
+def trigger_json(trigger: Any) -> dict[str, Any]:
+    """A trigger as listed: ``config`` is the JSON Schema of a subscription's configuration."""
+    return {
+        "name": trigger.name,
+        "displayName": trigger.display_name,
+        "kind": trigger.kind,
+        "description": trigger.description,
+        "docsUrl": trigger.docs_url,
+        "eventTypes": list(trigger.event_types),
+        "config": dict(trigger.config),
+        "sample": dict(trigger.sample),
+    }
+
+
+def provider_actions(registry: Any, provider: str) -> list[dict[str, Any]]:
+    """The provider's actions by name (none for an unknown provider)."""
+    return [action_json(provider, a) for a in sorted((registry.get("actions", provider) or {}).values(), key=lambda a: a.name)]
+
+
+def provider_triggers(registry: Any, provider: str) -> list[dict[str, Any]]:
+    """The provider's triggers by name (none for an unknown provider)."""
+    return [trigger_json(t) for t in sorted((registry.get("triggers", provider) or {}).values(), key=lambda t: t.name)]
+
+
+def all_actions(registry: Any) -> list[dict[str, Any]]:
+    """Every provider's actions, by provider then name."""
+    return [action for name in sorted(registry.objects("actions")) for action in provider_actions(registry, name)]
 
 
 def catalog(registry: Any) -> list[dict[str, Any]]:
@@ -72,6 +104,16 @@ async def _connection(services: Services, workspace_id: str, connection_id: str)
     if connection is None or connection.status == "disconnected":
         raise NotFound("Connection not found")
     return connection
+
+
+async def connection_workspace(services: Services, connection_id: str) -> str:
+    """The workspace holding the connection (for the CLI, which acts for no one workspace);
+    ``NotFound`` when there is no such connection or it is disconnected."""
+    async with services.db.session() as session:
+        row = (await session.execute(select(Connection.workspace_id, Connection.status).where(Connection.id == connection_id))).first()
+    if row is None or row.status == "disconnected":
+        raise NotFound("Connection not found")
+    return row.workspace_id
 
 
 async def only_connection(services: Services, workspace_id: str, provider: str) -> str:

@@ -18,6 +18,8 @@ def actions_of(declaration: Declaration) -> list[Action]:
             run=action_runner(declaration, action),
             inputs=action.input,
             scopes=action.scopes,
+            output=action.output.schema,
+            docs_url=action.docs,
         )
         for action in declaration.actions
     ]
@@ -26,7 +28,7 @@ def actions_of(declaration: Declaration) -> list[Action]:
 def triggers_of(declaration: Declaration) -> list[Trigger]:
     found = []
     for trigger in declaration.triggers:
-        common = {"name": trigger.name, "display_name": trigger.title, "description": trigger.description, "sample": trigger.sample}
+        common = {"name": trigger.name, "display_name": trigger.title, "description": trigger.description, "sample": trigger.sample, "docs_url": trigger.docs}
         if trigger.kind == "poll":
             found.append(Trigger(kind="poll", poll=poller(declaration, trigger), item_id=item_key(trigger), config=trigger.config, **common))
         else:

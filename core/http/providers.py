@@ -3,7 +3,8 @@
 The list keeps the spec's shape (an array of providers) and narrows it with ``?search=`` (name or
 display name), ``?category=``, ``?capability=`` and ``?authMode=``; ``?page=``/``?limit=`` page it,
 with the number of matches in ``X-Total-Count``. The detail adds ``connect``: the credential fields,
-their labels, the connection parameters, the API's base URL and the documentation link."""
+their labels, the connection parameters, the API's base URL and the documentation link; and the
+provider's ``actions`` and ``triggers`` with their schemas and documentation links."""
 
 from __future__ import annotations
 
@@ -11,9 +12,12 @@ from typing import Any
 
 from aiohttp import web
 
+from patchbay.core.actions.api_models import ActionOption, ProviderTrigger
+from patchbay.core.actions.service import provider_actions, provider_triggers
 from patchbay.core.appkeys import SERVICES
 from patchbay.core.connections.facts import connect_facts, logo_svg
-from patchbay.core.http.errors import bad_request, not_found
+from patchbay.core.http.bodies import page_params
+from patchbay.core.http.errors import not_found
 from patchbay.core.http.openapi import PAGE_QUERY, query
 from patchbay.core.http.responses import SVG, reply, response_model, returns
 from patchbay.core.plugins.provider import Provider
@@ -76,9 +80,11 @@ class ConnectFacts:
 
 @response_model
 class ProviderDetail(ProviderSummary):
-    """One provider with its connect facts."""
+    """One provider with its connect facts, its actions and its triggers (empty lists when it has none)."""
 
     connect: ConnectFacts
+    actions: list[ActionOption]
+    triggers: list[ProviderTrigger]
 
 
 def provider_json(provider: Provider) -> dict[str, Any]:
@@ -105,16 +111,15 @@ def get_provider(registry: Registry, name: str) -> Provider:
     return provider
 
 
-MAX_LIMIT = 100
-
-
-def _positive(query, name: str, *, maximum: int | None = None) -> int | None:
-    raw = query.get(name)
-    if raw is None:
-        return None
-    if not raw.isdigit() or int(raw) < 1 or (maximum is not None and int(raw) > maximum):
-        raise bad_request(f"Validation failed: {name} must be a whole number from 1" + (f" to {maximum}" if maximum else ""))
-    return int(raw)
+def array_page(request: web.Request, items: list[Any]) -> tuple[list[Any], dict[str, str]]:
+    """Paging of a list whose documented shape is an array: ``items`` narrowed to ``?page=``/``?limit=``
+    when either is given (``page_params``: page 1, 20 a page by default), else all of them; and the
+    header ``X-Total-Count`` telling how many there are in all."""
+    headers = {"X-Total-Count": str(len(items))}
+    if "page" not in request.query and "limit" not in request.query:
+        return items, headers
+    page, limit = page_params(request)
+    return items[(page - 1) * limit : page * limit], headers
 
 
 def matching_providers(registry: Registry, query) -> list[Provider]:
@@ -142,24 +147,28 @@ def matching_providers(registry: Registry, query) -> list[Provider]:
 async def list_providers(request: web.Request) -> web.Response:
     """Installed providers; ``?search=``, ``?category=``, ``?capability=``, ``?authMode=`` filter,
     ``?page=``/``?limit=`` page (``X-Total-Count`` tells how many match)."""
-    page = _positive(request.query, "page")
-    limit = _positive(request.query, "limit", maximum=MAX_LIMIT)
-    providers = matching_providers(request.app[SERVICES].registry, request.query)
-    total = len(providers)
-    if page is not None or limit is not None:
-        size = limit or 20
-        start = ((page or 1) - 1) * size
-        providers = providers[start : start + size]
-    return reply(request, [provider_json(p) for p in providers], headers={"X-Total-Count": str(total)})
+    providers, headers = array_page(request, matching_providers(request.app[SERVICES].registry, request.query))
+    return reply(request, [provider_json(p) for p in providers], headers=headers)
 
 
 @routes.get("/connect/v1/providers/{providerType}")
 @returns(ProviderDetail)
 @requires()
 async def get_provider_route(request: web.Request) -> web.Response:
-    """One provider with what connecting it takes (``connect``); unknown type: 404."""
-    provider = get_provider(request.app[SERVICES].registry, request.match_info["providerType"])
-    return reply(request, {**provider_json(provider), "connect": connect_facts(provider, request.app[SERVICES].settings.public_base_url)})
+    """One provider with what connecting it takes (``connect``) and what it offers: its ``actions``
+    (input and output JSON Schemas, docs links) and ``triggers`` (kind, event types, config schema);
+    unknown type: 404."""
+    services = request.app[SERVICES]
+    provider = get_provider(services.registry, request.match_info["providerType"])
+    return reply(
+        request,
+        {
+            **provider_json(provider),
+            "connect": connect_facts(provider, services.settings.public_base_url),
+            "actions": provider_actions(services.registry, provider.name),
+            "triggers": provider_triggers(services.registry, provider.name),
+        },
+    )
 
 
 @routes.get("/connect/v1/providers/{providerType}/logo.svg")

@@ -17,7 +17,8 @@ class Action:
     """One operation a provider offers: ``run(client, inputs)`` returns a JSON-serialisable result.
 
     ``inputs`` is a JSON Schema object describing the inputs; ``options`` maps an input field to a
-    coroutine ``(client) -> list[{"label", "value"}]`` giving its dynamic choices.
+    coroutine ``(client) -> list[{"label", "value"}]`` giving its dynamic choices. ``output``, when
+    given, is the JSON Schema of the result; ``docs_url`` the provider's page documenting the call.
     """
 
     name: str
@@ -27,6 +28,8 @@ class Action:
     inputs: Mapping[str, Any] = attrs.field(factory=dict, converter=_json_object)
     scopes: tuple[str, ...] = attrs.field(default=(), converter=tuple)
     options: Mapping[str, Callable[..., Awaitable[list]]] = attrs.field(factory=dict, converter=dict)
+    output: Mapping[str, Any] | None = None
+    docs_url: str | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -44,6 +47,7 @@ class Trigger:
     item_id: Callable[[Any], str] | None = None
     config: Mapping[str, Any] = attrs.field(factory=dict, converter=_json_object)
     sample: Mapping[str, Any] = attrs.field(factory=dict, converter=_json_object)
+    docs_url: str | None = None
 
 
 @attrs.frozen(kw_only=True)
