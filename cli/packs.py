@@ -188,7 +188,12 @@ def scaffold(name: str, auth: str, features: tuple[str, ...], target: Path) -> l
 @packs.command("new")
 @click.argument("name")
 @click.option("--auth", type=click.Choice(sorted(AUTH_FIELDS)), default="api_key", show_default=True)
-@click.option("--with", "features", default="", help=f"Comma-separated extras: {', '.join(FEATURES)}.")
+@click.option(
+    "--with",
+    "features",
+    default="",
+    help="Comma-separated extras, each with its tests: " + "; ".join(f"{key} ({feature.summary})" for key, feature in FEATURES.items()) + ".",
+)
 @click.option("--dir", "directory", type=click.Path(file_okay=False, path_type=Path), help="Where to write the pack [./patchbay-NAME].")
 def packs_new(name: str, auth: str, features: str, directory: Path | None) -> None:
     """Write a ready provider pack for NAME: pyproject with its entry point, module, tests, README, CI."""
