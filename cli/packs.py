@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from pathlib import Path
 from string import Template
 
@@ -82,24 +84,90 @@ AUTH_FIELDS = {
     "oauth2": '            auth_mode="oauth2",\n            capabilities=("oauth", "proxy"),\n'
     '            authorization_url="https://$name.example/oauth/authorize",\n            token_url="https://$name.example/oauth/token",',
 }
-FEATURES = ("action",)
+
+
+@dataclass(frozen=True)
+class Feature:
+    """An extra of ``packs new --with``: its code (``<name>.py.tmpl``, appended to the pack module),
+    its tests (``<name>_test.py.tmpl``) and what each needs imported. ``helpers`` is a template put
+    before the acceptance suite, whose ``pack_acceptance`` gets ``acceptance`` as more arguments."""
+
+    summary: str
+    patchbay_names: tuple[str, ...] = ()
+    module_stdlib: tuple[str, ...] = ()
+    test_stdlib: tuple[str, ...] = ()
+    test_patchbay_names: tuple[str, ...] = ()
+    testing_names: tuple[str, ...] = ()
+    imports_pack: bool = False
+    helpers: str | None = None
+    acceptance: str = ""
+
+
+FEATURES = {
+    "action": Feature("the get_me action", patchbay_names=("Action",)),
+    "poll": Feature("the new_item poll trigger", patchbay_names=("Trigger",), testing_names=("FakeClient", "registered"), imports_pack=True),
+    "webhook": Feature(
+        "a signed-webhook handler",
+        patchbay_names=("InboundEvent", "WebhookHandler", "hmac_sha256_hex", "signatures_match"),
+        module_stdlib=("time",),
+        test_stdlib=("json", "time"),
+        test_patchbay_names=("hmac_sha256_hex",),
+        helpers="webhook_signer.py.tmpl",
+        acceptance=", webhook_signer=sign_webhook",
+    ),
+    "crm": Feature("a CRM mapper", testing_names=("FakeClient", "registered"), imports_pack=True),
+}
 
 
 def _render(template: str, values: dict[str, str]) -> str:
     return Template((TEMPLATES / template).read_text()).substitute(values)
 
 
+def _class_prefix(name: str) -> str:
+    """``my-crm`` -> ``MyCrm``: the prefix of the pack's class names."""
+    prefix = "".join(part.capitalize() for part in re.split(r"[._-]", name))
+    return prefix if prefix.isidentifier() else f"Pack{prefix}"
+
+
+def _imports(stdlib: set[str], third_party: list[str], first_party: list[str]) -> str:
+    groups = [[f"import {module}" for module in sorted(stdlib)], third_party, first_party]
+    return "\n\n".join("\n".join(group) for group in groups if group)
+
+
+def _names(names: set[str]) -> str:
+    return ", ".join(sorted(names, key=lambda name: (not name[0].isupper(), name)))
+
+
 def scaffold(name: str, auth: str, features: tuple[str, ...], target: Path) -> list[Path]:
-    """Write a ready pack for provider ``name`` into ``target``; the files written."""
+    """Write a ready pack for provider ``name`` into ``target``, with the extras ``features`` (keys
+    of :data:`FEATURES`, in the order given); the files written."""
     module = "patchbay_" + name.replace("-", "_").replace(".", "_")
-    values = {"name": name, "display": name.replace("-", " ").title(), "distribution": f"patchbay-{name}", "module": module}
-    with_action = "action" in features
+    values = {
+        "name": name,
+        "display": name.replace("-", " ").title(),
+        "distribution": f"patchbay-{name}",
+        "module": module,
+        "class_prefix": _class_prefix(name),
+    }
+    chosen = [FEATURES[feature] for feature in features]
+    patchbay_names = {"Provider", "hookimpl"}.union(*(feature.patchbay_names for feature in chosen))
+    test_patchbay_names = set().union(*(feature.test_patchbay_names for feature in chosen))
+    testing_names = {"pack_acceptance"}.union(*(feature.testing_names for feature in chosen))
+    test_third_party = ["import pytest"] if chosen else []
+    test_third_party += [f"from patchbay import {_names(test_patchbay_names)}"] if test_patchbay_names else []
     values |= {
         "auth_fields": Template(AUTH_FIELDS[auth]).substitute(values),
-        "with_summary": " and the get_me action" if with_action else "",
-        "imports": "Action, Provider, hookimpl" if with_action else "Provider, hookimpl",
-        "action_code": _render("action.py.tmpl", values) if with_action else "",
-        "action_test": _render("action_test.py.tmpl", values) if with_action else "",
+        "with_summary": "".join(f", {feature.summary}" for feature in chosen),
+        "module_imports": _imports(set().union(*(f.module_stdlib for f in chosen)), [f"from patchbay import {_names(patchbay_names)}"], []),
+        "test_imports": _imports(
+            set().union(*(f.test_stdlib for f in chosen)),
+            [*test_third_party, f"from patchbay.testing import {_names(testing_names)}"],
+            [f"import {module}"] if any(f.imports_pack for f in chosen) else [],
+        ),
+        "test_helpers": "".join(_render(f.helpers, values) for f in chosen if f.helpers),
+        "acceptance_options": "".join(f.acceptance for f in chosen),
+        "feature_code": "".join(_render(f"{feature}.py.tmpl", values) for feature in features),
+        "feature_tests": "".join(_render(f"{feature}_test.py.tmpl", values) for feature in features),
     }
     files = {
         "pyproject.toml": "pyproject.toml.tmpl",
@@ -112,7 +180,7 @@ def scaffold(name: str, auth: str, features: tuple[str, ...], target: Path) -> l
     for relative, template in files.items():
         path = target / relative
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(_render(template, values))
+        path.write_text(_render(template, values).rstrip() + "\n")
         written.append(path)
     return written
 
@@ -120,7 +188,12 @@ def scaffold(name: str, auth: str, features: tuple[str, ...], target: Path) -> l
 @packs.command("new")
 @click.argument("name")
 @click.option("--auth", type=click.Choice(sorted(AUTH_FIELDS)), default="api_key", show_default=True)
-@click.option("--with", "features", default="", help=f"Comma-separated extras: {', '.join(FEATURES)}.")
+@click.option(
+    "--with",
+    "features",
+    default="",
+    help="Comma-separated extras, each with its tests: " + "; ".join(f"{key} ({feature.summary})" for key, feature in FEATURES.items()) + ".",
+)
 @click.option("--dir", "directory", type=click.Path(file_okay=False, path_type=Path), help="Where to write the pack [./patchbay-NAME].")
 def packs_new(name: str, auth: str, features: str, directory: Path | None) -> None:
     """Write a ready provider pack for NAME: pyproject with its entry point, module, tests, README, CI."""
@@ -128,7 +201,7 @@ def packs_new(name: str, auth: str, features: str, directory: Path | None) -> No
 
     if not _NAME.match(name):
         raise click.BadParameter("lowercase letters, digits, '.', '_' or '-'", param_hint="NAME")
-    chosen = tuple(feature.strip() for feature in features.split(",") if feature.strip())
+    chosen = tuple(dict.fromkeys(feature.strip() for feature in features.split(",") if feature.strip()))
     unknown = sorted(set(chosen) - set(FEATURES))
     if unknown:
         raise click.BadParameter(f"{', '.join(unknown)} (known: {', '.join(FEATURES)})", param_hint="--with")

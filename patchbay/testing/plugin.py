@@ -6,6 +6,10 @@ a fake of its API through a real, in-process patchbay app.
   installed pack, ``acme`` aimed at the fake) served on 127.0.0.1, a workspace with an API key,
   and a stored connection of ``acme`` whose client calls the fake with the credential injected as
   the pack injects it.
+
+pytest loads this module in every environment where patchbay is installed, so it imports only what
+patchbay depends on: pytest-asyncio, which the fixtures need, is a test extra. Without it the
+fixtures still exist and fail the test that asks for them, saying what to install.
 """
 
 from __future__ import annotations
@@ -16,7 +20,6 @@ from typing import Any
 
 import attrs
 import pytest
-import pytest_asyncio
 
 from patchbay.testing.fakes import FakeProviderAPI
 
@@ -28,6 +31,22 @@ TEST_CREDENTIALS = {
     "username": "acceptance-user",
     "password": "acceptance-password",
 }
+
+
+def _requires_pytest_asyncio(fixture_function):
+    """A stand-in for a fixture of pytest-asyncio where it is not installed: same name, failing the test."""
+    name = fixture_function.__name__
+
+    def missing():
+        pytest.fail(f"patchbay's fixture {name!r} needs pytest-asyncio: pip install pytest-asyncio", pytrace=False)
+
+    return pytest.fixture(name=name)(missing)
+
+
+try:
+    from pytest_asyncio import fixture as async_fixture
+except ImportError:  # a test extra, not a dependency of patchbay: installing patchbay never breaks pytest
+    async_fixture = _requires_pytest_asyncio
 
 
 @attrs.define
@@ -69,14 +88,14 @@ class PackHarness:
         return await open_client(self.app[SERVICES], workspace_id=self.workspace["workspace_id"], connection_id=self.connection_id)
 
 
-@pytest_asyncio.fixture
+@async_fixture
 async def fake_provider_api():
     server = await FakeProviderAPI().start()
     yield server
     await server.close()
 
 
-@pytest_asyncio.fixture
+@async_fixture
 async def pack_harness(tmp_path, fake_provider_api):
     built: list[PackHarness] = []
     async with AsyncExitStack() as stack:

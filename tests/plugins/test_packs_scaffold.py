@@ -21,12 +21,11 @@ pytestmark = pytest.mark.slow  # builds, installs and tests a pack in processes 
 PATCHBAY = [sys.executable, "-m", "patchbay.cli"]
 
 
-@pytest.fixture
-def installed_acme(tmp_path):
-    """The scaffolded pack, pip-installed into its own site folder; (pack folder, environment)."""
+def _scaffold_and_install(tmp_path, *extras: str):
+    """``patchbay packs new acme --with EXTRAS``, pip-installed into its own site folder; (pack folder, environment)."""
     pack = tmp_path / "acme"
     subprocess.run(
-        [*PATCHBAY, "packs", "new", "acme", "--auth", "api_key", "--with", "action", "--dir", str(pack)], cwd=tmp_path, check=True, capture_output=True
+        [*PATCHBAY, "packs", "new", "acme", "--auth", "api_key", "--with", ",".join(extras), "--dir", str(pack)], cwd=tmp_path, check=True, capture_output=True
     )
     site = tmp_path / "site"
     # the test extra brings a setuptools that builds wheels by itself, so no build environment is fetched
@@ -34,6 +33,17 @@ def installed_acme(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(site), "PATCHBAY_DATA_DIR": str(tmp_path / "data"), "PATCHBAY_SECRET_KEY": "k"}
     env.pop("PATCHBAY_DATABASE_URL", None)
     return pack, env
+
+
+def _run_generated_tests(pack, env) -> str:
+    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=pack, env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
+
+
+@pytest.fixture
+def installed_acme(tmp_path):
+    return _scaffold_and_install(tmp_path, "action")
 
 
 def test_scaffold_writes_every_part(tmp_path):
@@ -46,16 +56,24 @@ def test_scaffold_writes_every_part(tmp_path):
     refused = subprocess.run(
         [*PATCHBAY, "packs", "new", "widget", "--with", "telepathy", "--dir", str(tmp_path / "x")], cwd=tmp_path, capture_output=True, text=True
     )
-    assert refused.returncode == 2 and "telepathy" in refused.stderr
+    assert refused.returncode == 2 and "telepathy (known: action, poll, webhook, crm)" in refused.stderr
 
 
 def test_generated_tests_pass(installed_acme):
-    pack, env = installed_acme
-    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=pack, env=env, capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0, result.stdout + result.stderr
+    output = _run_generated_tests(*installed_acme)
     # the acceptance suite (its action-schema check among it; no poll trigger, no webhook: 2 skipped)
     # and the generated test of the action through the API
-    assert "7 passed, 2 skipped" in result.stdout, result.stdout
+    assert "7 passed, 2 skipped" in output, output
+
+
+def test_every_extra_has_passing_generated_tests(tmp_path):
+    pack, env = _scaffold_and_install(tmp_path, "action", "poll", "webhook", "crm")
+    test_module = (pack / "tests" / "test_patchbay_acme.py").read_text()
+    assert 'pack_acceptance("acme", webhook_signer=sign_webhook)' in test_module
+    output = _run_generated_tests(pack, env)
+    # the whole acceptance suite, none skipped (8), then the action's, the poll trigger's, the
+    # webhook handler's and the CRM mapper's (2) own tests
+    assert "13 passed" in output and "skipped" not in output, output
 
 
 def _free_port() -> int:
