@@ -86,12 +86,13 @@ class CatalogEntry:
 
 @response_model
 class ActionList:
-    """A page of actions (contract section 4's page envelope)."""
+    """The actions, every one; with ``?page=`` or ``?limit=``, a page of them in the page envelope
+    (``page``, ``limit``, ``total``)."""
 
     data: list[ActionOption]
-    page: int
-    limit: int
-    total: int
+    page: int | None = None
+    limit: int | None = None
+    total: int | None = None
 
 
 @response_model

@@ -2,9 +2,9 @@
 ``POST /api/execute``, ``GET /api/registry/actions`` and dynamic field options. The bodies read and
 answered are the models of ``core.actions.api_models``.
 
-Listings that can hold hundreds page: ``/api/registry/actions`` answers the page envelope
-(``{data, page, limit, total}``); the catalog and a provider's actions keep their documented array
-and page with ``?page=``/``?limit=`` when given, ``X-Total-Count`` telling how many there are."""
+Listings that can hold hundreds page when asked with ``?page=``/``?limit=``: ``/api/registry/actions``
+then answers the page envelope (``{data, page, limit, total}``), the catalog and a provider's actions
+keep their documented array with ``X-Total-Count`` telling how many there are."""
 
 from __future__ import annotations
 
@@ -99,11 +99,13 @@ async def api_execute(request: web.Request) -> web.Response:
 @requires("actions.view")
 async def registry_actions(request: web.Request) -> web.Response:
     """Actions available for an app (``?appId=<provider>``), or for every app, by provider then
-    name, a page at a time (``?page=``, ``?limit=``: 20 by default, at most 100)."""
+    name: all of them, or a page at a time with ``?page=``/``?limit=`` (20 by default, at most 100)."""
     registry = request.app[SERVICES].registry
-    page, limit = page_params(request)
     app_id = request.query.get("appId")
     actions = provider_actions(registry, get_provider(registry, app_id).name) if app_id else all_actions(registry)
+    if "page" not in request.query and "limit" not in request.query:
+        return reply(request, {"data": actions})
+    page, limit = page_params(request)
     return reply(request, page_envelope(actions[(page - 1) * limit : page * limit], page, limit, len(actions)))
 
 

@@ -72,10 +72,12 @@ async def test_the_registry_pages_through_every_action_once(client, workspace):
         seen += [action["id"] for action in body["data"]]
         page += 1
     assert sorted(seen) == expected and len(seen) == len(set(seen))
-    _, first = await get_json(client, "/api/registry/actions", headers)  # the default page: 20
+    _, first = await get_json(client, "/api/registry/actions", headers, page="1")  # the default page size: 20
     assert (first["page"], first["limit"], len(first["data"])) == (1, 20, 20)
+    _, everything = await get_json(client, "/api/registry/actions", headers)  # no paging asked: every action, as before
+    assert sorted(action["id"] for action in everything["data"]) == expected and everything.get("page") is None
     _, slack = await get_json(client, "/api/registry/actions", headers, appId="slack")
-    assert slack["total"] == len(slack["data"]) > 0 and {a["provider"] for a in slack["data"]} == {"slack"}
+    assert len(slack["data"]) > 0 and {a["provider"] for a in slack["data"]} == {"slack"}
 
 
 async def test_the_catalog_and_a_providers_actions_keep_their_arrays_and_page_on_request(client, workspace):
@@ -85,9 +87,9 @@ async def test_the_catalog_and_a_providers_actions_keep_their_arrays_and_page_on
     pages = [(await get_json(client, "/connect/v1/providers/actions/catalog", headers, page=str(n), limit="5"))[1] for n in range(1, len(everything) // 5 + 2)]
     assert [entry for page in pages for entry in page] == everything
     response, actions = await get_json(client, "/connect/v1/providers/github/actions", headers)
-    assert int(response.headers["X-Total-Count"]) == len(actions) == 4
+    assert int(response.headers["X-Total-Count"]) == len(actions) > 6
     _, second = await get_json(client, "/connect/v1/providers/github/actions", headers, page="2", limit="3")
-    assert second == actions[3:]
+    assert second == actions[3:6]
 
 
 @pytest.mark.parametrize("path", ["/api/registry/actions", "/connect/v1/providers/actions/catalog", "/connect/v1/providers/github/actions"])
