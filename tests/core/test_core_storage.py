@@ -118,7 +118,7 @@ async def test_a_connection_in_steady_use_is_not_pinged_an_idle_dead_one_is_repl
         await db.close()
 
 
-def test_importing_storage_and_the_queue_attaches_nothing_to_the_global_session():
+def test_importing_storage_and_the_queue_attaches_nothing_to_the_global_session(tmp_path):
     import subprocess
     import sys
 
@@ -129,7 +129,9 @@ def test_importing_storage_and_the_queue_attaches_nothing_to_the_global_session(
         " ('after_commit', queue._wake_after_commit), ('after_rollback', queue._forget_after_rollback)]\n"
         "print(sum(event.contains(Session, name, fn) for name, fn in hooks))\n"
     )
-    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "0"
+    assert (
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path).stdout.strip() == "0"
+    )  # outside the checkout: the installed package
 
 
 async def test_each_database_guards_its_own_sessions(sqlite_url, tmp_path):
