@@ -88,6 +88,7 @@ async def test_a_provider_refusal_prints_its_message_and_exits_non_zero(stored, 
     assert result.stdout == ""
 
 
+@pytest.mark.slow  # about 1 s (setup and call)
 async def test_an_unknown_connection_workspace_or_provider_is_refused(stored):
     missing = await run("actions", "run", "github", "create_issue", "--connection", "nope", "--input", json.dumps(INPUTS), ok=False)
     assert "Connection not found" in missing.stderr

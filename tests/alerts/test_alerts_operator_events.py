@@ -150,6 +150,7 @@ async def _fail_jobs(app, kind: str, workspace_id: str | None, count: int, *, ag
 
 
 @pytest.mark.both_databases
+@pytest.mark.slow  # about 2 s (setup and call)
 async def test_a_job_kind_failing_repeatedly_is_told_once_per_window(aiohttp_client, make_app, database_url, receivers):
     client = await aiohttp_client(make_app(database_url=database_url))
     app = client.server.app

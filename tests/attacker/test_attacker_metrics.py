@@ -107,6 +107,7 @@ def _env(tmp_path: Path, listen: str) -> dict[str, str]:
 PATCHBAY = str(Path(sys.executable).with_name("patchbay"))
 
 
+@pytest.mark.slow  # about 3 s (setup and call)
 def test_serve_answers_metrics_on_its_own_listener_without_a_token(tmp_path):
     port, metrics_port = _free_port(), _free_port()
     log = tmp_path / "serve.log"
@@ -126,6 +127,7 @@ def test_serve_answers_metrics_on_its_own_listener_without_a_token(tmp_path):
     assert f"metrics:           http://127.0.0.1:{metrics_port}/metrics" in log.read_text()
 
 
+@pytest.mark.slow  # about 2 s (setup and call)
 def test_a_listen_address_that_is_taken_is_one_line(tmp_path):
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

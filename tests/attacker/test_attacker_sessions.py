@@ -167,6 +167,7 @@ async def test_a_hint_for_another_client_or_an_unregistered_return_url_is_refuse
 # -- login throttling ------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # about 2 s (setup and call)
 async def test_guessing_passwords_of_one_account_is_throttled_with_the_7b_answer(make_idp):
     from patchbay.core.settings import RATE_LIMIT_DEFAULTS
 
@@ -184,6 +185,7 @@ async def test_guessing_passwords_of_one_account_is_throttled_with_the_7b_answer
     assert other.status == 401
 
 
+@pytest.mark.slow  # about 1 s (setup and call)
 async def test_one_address_cannot_spray_many_accounts(make_idp):
     from patchbay.core.settings import RATE_LIMIT_DEFAULTS
 

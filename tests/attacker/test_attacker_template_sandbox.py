@@ -103,6 +103,7 @@ async def _started_tests(app, count: int) -> None:
 
 
 @pytest.mark.parametrize("burner", BURNERS)
+@pytest.mark.slow  # about 3 s (setup and call)
 async def test_four_tenants_burning_the_cpu_do_not_starve_a_fifth(client, burner):
     app = client.server.app
     tenants = [await create_workspace_with_key(app, name=f"burner {n}") for n in range(4)]

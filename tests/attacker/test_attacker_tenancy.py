@@ -91,6 +91,7 @@ async def test_expired_key_is_refused(client, workspace):
     assert listed[expiring.record.id]["status"] == "expired" and listed[expiring.record.id]["expiresAt"]
 
 
+@pytest.mark.slow  # about 1 s (setup and call)
 async def test_a_cached_key_stops_working_when_it_expires(client, workspace):
     expiring = await _leaked_key(client.server.app, workspace["workspace_id"], expires_in=timedelta(seconds=1))
     assert (await client.get(KEYS, headers={"x-api-key": expiring.key})).status == 200  # now cached
@@ -103,6 +104,7 @@ async def test_a_cached_key_stops_working_when_it_expires(client, workspace):
     assert status == 401
 
 
+@pytest.mark.slow  # about 5 s (setup and call)
 async def test_revocation_reaches_another_process_within_the_cache_lifetime(aiohttp_client, make_app):
     first = await aiohttp_client(make_app())
     second = await aiohttp_client(make_app())  # another process: its own engine and key cache

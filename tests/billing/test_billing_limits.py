@@ -52,6 +52,7 @@ async def test_monthly_limit_reached_and_refused(make_app, resource, database_ur
 
 
 @pytest.mark.parametrize("resource", ["active_triggers", "table_rows", "providers"])
+@pytest.mark.slow  # about 2 s (setup and call)
 async def test_counted_limit_reached_and_refused(make_app, resource):
     app = make_app(plans={"starter": {resource: 2}})
     ws = (await create_workspace_with_key(app, plan="starter"))["workspace_id"]

@@ -17,6 +17,7 @@ def data_only_providers() -> list[str]:
 
 
 @pytest.mark.timeout(900)
+@pytest.mark.slow  # about 3 s (setup and call)
 async def test_every_data_only_provider_passes_the_data_part(pack_harness):
     names = data_only_providers()
     assert len(names) > 800

@@ -64,6 +64,7 @@ def test_disable_leaves_out_one_data_only_provider():
     assert registry.provider("gitlab") is not None and registry.provider("hubspot") is not None
 
 
+@pytest.mark.slow  # about 2 s (setup and call)
 def test_replace_takes_over_one_data_only_provider():
     class MyGithub:
         @hookimpl

@@ -50,6 +50,7 @@ async def test_twenty_concurrent_calls_refresh_once(aiohttp_client, fake_app, fa
     assert len(tokens) == 1, "every call used the one refreshed token"
 
 
+@pytest.mark.slow  # about 2 s (setup and call)
 async def test_two_processes_refresh_once(aiohttp_client, fake_app, fake, database_url):
     first = await aiohttp_client(fake_app(database_url=database_url))
     second = await aiohttp_client(fake_app(database_url=database_url))

@@ -87,6 +87,7 @@ def test_keys_rotate_keeps_previous_in_jwks(run):
     assert all(k["alg"] == "RS256" and k["use"] == "sig" and "d" not in k for k in second["jwks"]["keys"])
 
 
+@pytest.mark.slow  # about 3 s (setup and call)
 def test_providers_list(run):
     listed = json.loads(run("providers", "list", "--json").output)
     assert len(listed) >= 3 and all({"name", "displayName", "category"} <= set(p) for p in listed)
@@ -107,6 +108,7 @@ def js(*args: str):
     return json.loads(result.output)
 
 
+@pytest.mark.slow  # about 4 s (setup and call)
 def test_workspaces_list_show_delete(run):
     first = js("workspaces", "create", "--name", "First", "--json")
     second = js("workspaces", "create", "--name", "Second", "--plan", "starter", "--json")

@@ -165,6 +165,7 @@ SIMPLE_ANSWERS = [
 
 
 @pytest.mark.parametrize(("method", "path", "url", "options"), SIMPLE_ANSWERS, ids=[f"{m} {u}" for m, _, u, _ in SIMPLE_ANSWERS])
+@pytest.mark.slow  # about 5 s (setup and call)
 async def test_the_real_answer_is_what_the_document_says(api, document, method, path, url, options):
     response = await api.request(method, url, allow_redirects=False, **options)
     assert response.status < 500, await response.text()

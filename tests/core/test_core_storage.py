@@ -118,6 +118,7 @@ async def test_a_connection_in_steady_use_is_not_pinged_an_idle_dead_one_is_repl
         await db.close()
 
 
+@pytest.mark.slow  # about 1 s (setup and call)
 def test_importing_storage_and_the_queue_attaches_nothing_to_the_global_session(tmp_path):
     import subprocess
     import sys

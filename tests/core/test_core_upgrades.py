@@ -74,6 +74,7 @@ def empty_database_url(request, tmp_path):
         asyncio.run(_admin(url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
+@pytest.mark.slow  # about 1 s (setup and call)
 async def test_migrations_since_the_previous_release_are_ones_its_code_survives(empty_database_url):
     old, new, db = await _old_then_new(empty_database_url)
     try:

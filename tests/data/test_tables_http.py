@@ -99,6 +99,7 @@ async def test_rows_upsert_merge_patch_delete_and_lookup(api):
 
 
 @pytest.mark.both_databases
+@pytest.mark.slow  # about 1 s (setup and call)
 async def test_search_finds_rows_by_word_prefixes_and_pages(api):
     await make_table(api)
     headers = api.ws["headers"]

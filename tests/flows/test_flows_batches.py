@@ -89,6 +89,7 @@ async def _statuses(app, ids) -> dict[str, tuple[str, int, str | None]]:
 
 
 @pytest.mark.both_databases
+@pytest.mark.slow  # about 1 s (setup and call)
 async def test_one_job_runs_a_batch_of_executions_each_exactly_once(batch_client, target, drain_jobs):
     app = batch_client.server.app
     ws = (await create_workspace_with_key(app))["workspace_id"]
@@ -197,6 +198,7 @@ async def test_an_idempotency_key_of_the_step_is_kept_whatever_its_case(batch_cl
 
 
 @pytest.mark.both_databases
+@pytest.mark.slow  # about 1 s (setup and call)
 async def test_a_job_queued_before_batches_still_runs_its_execution(batch_client, drain_jobs):
     app = batch_client.server.app
     ws = (await create_workspace_with_key(app))["workspace_id"]

@@ -90,6 +90,7 @@ async def test_concurrent_lookups_get_their_own_rows_and_never_another_workspace
     assert isinstance(failures[0], NotFound) and failures[1]["external_key"] == "m3"
 
 
+@pytest.mark.slow  # about 2 s (setup and call)
 async def test_concurrent_executions_with_lookups_and_checkpoints_all_complete(flows_client, flows_ws):
     app, ws = flows_client.server.app, flows_ws["workspace_id"]
     await _customers(app, ws, "c", 30)

@@ -83,6 +83,7 @@ class _Event:
 
 
 @pytest.mark.both_databases
+@pytest.mark.slow  # about 2 s (setup and call)
 async def test_republishing_neither_drops_nor_doubles_events(flows_client, flows_ws, drain_jobs):
     app, h, ws = flows_client.server.app, flows_ws["headers"], flows_ws["workspace_id"]
     flow_id = await _flow(flows_client, h, [{"id": "t", "type": "transform", "output": "{{ trigger.n }}"}])

@@ -2,6 +2,7 @@
 
 import time
 
+import pytest
 from joserfc import jwt
 from joserfc.jwk import KeySet
 
@@ -127,6 +128,7 @@ async def test_denied_consent_returns_access_denied(idp):
     assert answer["error"] == "access_denied" and answer["state"] == "st4te" and answer["iss"]
 
 
+@pytest.mark.slow  # about 2 s (setup and call)
 async def test_prompt_login_and_max_age_force_a_new_login_with_auth_time(idp):
     client = await idp.register()
     first = await idp.tokens(client)

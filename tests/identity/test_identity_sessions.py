@@ -2,6 +2,7 @@
 
 from datetime import timedelta
 
+import pytest
 from sqlalchemy import select, update
 
 from patchbay.core.appkeys import SERVICES
@@ -10,6 +11,7 @@ from patchbay.core.users.models import SignInSession
 from patchbay.core.users.sessions import end_session, find_session, start_session
 
 
+@pytest.mark.slow  # about 6 s (setup and call)
 async def test_the_purge_removes_ended_and_expired_sessions_only(idp):
     box = idp.app[SERVICES].secrets
     async with idp.app[SERVICES].db.transaction() as db:

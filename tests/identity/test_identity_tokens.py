@@ -5,6 +5,7 @@ import base64
 import time
 from datetime import timedelta
 
+import pytest
 from aiohttp.test_utils import make_mocked_request
 from joserfc import jwt
 from joserfc.jwk import KeySet
@@ -121,6 +122,7 @@ async def test_pkce_rules_verifier_without_challenge_and_missing_verifier(idp):
     assert (await response.json())["error"] == "invalid_grant"
 
 
+@pytest.mark.slow  # about 2 s (setup and call)
 async def test_refresh_returns_the_same_token_a_fresh_id_token_and_accepts_a_scope_subset(idp):
     client = await idp.register()
     first = await idp.tokens(client, scope="openid email offline_access")

@@ -144,6 +144,7 @@ BROKEN_MODULE = """
 """
 
 
+@pytest.mark.slow  # about 5 s (setup and call)
 def test_broken_pack_is_named_or_skipped_and_shown_in_health_and_cli(install, make_app, monkeypatch, tmp_path):
     install("acme-broken", {"patchbay.providers": {"acme_broken": "acme_broken_module"}}, {"acme_broken_module": BROKEN_MODULE})
     with pytest.raises(PluginError, match=r"'acme_broken' \(acme-broken.*acme_sdk"):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import time
 
+import pytest
 from sqlalchemy import func, select
 
 from patchbay.core.appkeys import SERVICES
@@ -62,6 +63,7 @@ async def test_renewed_credentials_are_injected_at_once(api, fake):
     assert fake.api_calls[-1]["headers"]["Authorization"] == "Bearer renewed-key"
 
 
+@pytest.mark.slow  # about 5 s (setup and call)
 async def test_another_process_stops_using_a_deleted_connection_within_the_cache_lifetime(aiohttp_client, fake_app):
     first = await aiohttp_client(fake_app())
     second = await aiohttp_client(fake_app())  # another process: its own engine and caches, the same database

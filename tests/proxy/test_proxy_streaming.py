@@ -69,6 +69,7 @@ async def _dripping(chunks: int, pause: float):
         await asyncio.sleep(pause)
 
 
+@pytest.mark.slow  # about 4 s (setup and call)
 async def test_a_stream_longer_than_the_call_budget_is_not_cut(aiohttp_client, make_app, upstream):
     client, headers = await _proxy(aiohttp_client, make_app, upstream, call_timeout_seconds=1, stream_idle_seconds=5)
     started = time.monotonic()
@@ -80,6 +81,7 @@ async def test_a_stream_longer_than_the_call_budget_is_not_cut(aiohttp_client, m
     assert time.monotonic() - started > 2, "both streams outlived the 1 s call budget"
 
 
+@pytest.mark.slow  # about 1 s (setup and call)
 async def test_a_quiet_download_is_cut_after_the_idle_limit(aiohttp_client, make_app, upstream):
     client, headers = await _proxy(aiohttp_client, make_app, upstream, stream_idle_seconds=1)
     started = time.monotonic()
@@ -89,6 +91,7 @@ async def test_a_quiet_download_is_cut_after_the_idle_limit(aiohttp_client, make
     assert time.monotonic() - started < 8
 
 
+@pytest.mark.slow  # about 1 s (setup and call)
 async def test_a_quiet_upload_is_cut_after_the_idle_limit(aiohttp_client, make_app, upstream):
     client, headers = await _proxy(aiohttp_client, make_app, upstream, stream_idle_seconds=1)
     started = time.monotonic()

@@ -56,6 +56,7 @@ def standard_webhooks_valid(secret: str, headers: dict, body: bytes) -> bool:
     return expected in headers["webhook-signature"].split(" ")
 
 
+@pytest.mark.slow  # about 1 s (setup and call)
 async def test_receiver_failing_twice_then_succeeding_gets_three_signed_attempts(wh, receivers, helpers):
     receiver = await receivers([500, 502, 200])
     client, app, ws, subscription = await setup_workspace(wh, receiver)
@@ -78,6 +79,7 @@ async def test_receiver_failing_twice_then_succeeding_gets_three_signed_attempts
         assert forwarded["timestamp"].endswith("Z")
 
 
+@pytest.mark.slow  # about 2 s (setup and call)
 async def test_receiver_failing_every_time_gets_four_attempts_then_the_delivery_fails(wh, receivers, helpers):
     receiver = await receivers([503])
     client, app, ws, _ = await setup_workspace(wh, receiver)
@@ -90,6 +92,7 @@ async def test_receiver_failing_every_time_gets_four_attempts_then_the_delivery_
     assert event["deliveries"][0]["attempts"] == 4 and len(event["deliveries"][0]["attemptLog"]) == 4
 
 
+@pytest.mark.slow  # about 2 s (setup and call)
 async def test_unreachable_endpoint_is_retried_and_logged(wh, receivers, helpers):
     receiver = await receivers()
     client, app, ws, subscription = await setup_workspace(wh, receiver)
@@ -112,6 +115,7 @@ def test_waits_start_at_one_second_and_grow_to_fifteen():
     assert parse_retry_after("soon") is None
 
 
+@pytest.mark.slow  # about 1 s (setup and call)
 async def test_429_retry_after_is_honoured(wh, receivers, helpers):
     receiver = await receivers([429, 200], headers_for=lambda n: {"Retry-After": "1"} if n == 1 else {})
     client, app, ws, _ = await setup_workspace(wh, receiver)
@@ -134,6 +138,7 @@ async def test_410_stops_and_disables_the_subscription(wh, receivers, helpers):
     assert everything[0]["isActive"] is False and "410" in everything[0]["disabledReason"]
 
 
+@pytest.mark.slow  # about 2 s (setup and call)
 async def test_a_subscription_failing_past_the_period_is_disabled_and_can_be_re_enabled(wh_app, aiohttp_client, receivers, helpers, fast_webhooks, caplog):
     fast_webhooks.disable_after_minutes = 0
     client = await aiohttp_client(wh_app(webhooks=fast_webhooks))
@@ -166,6 +171,7 @@ async def _settled(app):
         return not (await session.scalars(select(WebhookEvent).where(WebhookEvent.status == "RECEIVED"))).first()
 
 
+@pytest.mark.slow  # about 3 s (setup and call)
 async def test_long_tail_schedule_keeps_trying_after_the_fast_retries(wh, receivers, helpers):
     receiver = await receivers([500, 500, 500, 500, 500, 200])
     client, app, ws, _ = await setup_workspace(wh, receiver, longTailRetries=True)

@@ -76,6 +76,7 @@ def assert_one_message(requests: list[dict], secret: str, message_id: str) -> by
 
 
 @pytest.mark.both_databases
+@pytest.mark.slow  # about 2 s (setup and call)
 async def test_every_attempt_of_a_forwarded_event_carries_the_same_bytes(wh_app, aiohttp_client, receivers, helpers, database_url):
     secret = generate_secret()
     receiver = await receivers([503, 200])
@@ -122,6 +123,7 @@ async def test_a_redelivery_from_the_api_sends_the_bytes_of_the_first_delivery_o
 
 
 @pytest.mark.both_databases
+@pytest.mark.slow  # about 2 s (setup and call)
 async def test_a_delivery_queued_without_its_bytes_keeps_the_bytes_of_its_first_attempt(wh_app, aiohttp_client, receivers, helpers, database_url):
     """A delivery created by the previous release (during a rolling upgrade) has no stored bytes:
     each of its attempts serializes the event as read from the database, the same each time."""

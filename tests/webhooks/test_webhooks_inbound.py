@@ -243,6 +243,7 @@ async def _process_jobs(app) -> list[Job]:
         return list((await session.scalars(select(Job).where(Job.kind == "webhooks.process"))).all())
 
 
+@pytest.mark.slow  # about 1 s (setup and call)
 async def test_a_database_hiccup_retries_the_event_and_a_bug_fails_it_with_its_reason(wh, helpers):
     client, app, first, _ = wh
     await add_connection(app, first["workspace_id"], "facebook", meta={"page_id": "page-A"})

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from sqlalchemy import select
 
 from patchbay.core.appkeys import SERVICES
@@ -65,6 +66,7 @@ async def test_a_burst_of_leadgen_events_is_read_fifty_leads_per_graph_call(wh_a
     assert all(call[3] == "Bearer page-token" for call in graph.requests)  # through the page's connection
 
 
+@pytest.mark.slow  # about 6 s (setup and call)
 async def test_an_unreadable_lead_fails_its_own_event_and_the_others_are_read_one_by_one(wh_app, aiohttp_client, graph):
     lead_ids = [f"lead-{n}" for n in range(5)]
     app, event_ids = await _page_with_events(wh_app, aiohttp_client, graph, lead_ids, readable=lambda lead_id: lead_id != "lead-3")
