@@ -176,6 +176,8 @@ class Context:
     writes: list[Write] = attrs.field(factory=list)
     defer_signing: bool = False  # leave the access token in ``unsigned`` for the handler to sign
     unsigned: UnsignedJWT | None = None
+    #: the client_credentials claims encoded so far: the identity runtime's, shared by its requests
+    service_claims: ServiceClaims = attrs.field(factory=lambda: ServiceClaims())
 
 
 CURRENT: ContextVar[Context] = ContextVar("patchbay_oauth_context")
@@ -345,8 +347,6 @@ class ServiceClaims:
         return b'{"iat":%d,"exp":%d,"jti":"%s",' % (now, now + client.access_token_ttl, new_jti().encode()) + hit[1]
 
 
-service_claims = ServiceClaims()
-
 #: the access token of an answer whose signature is still to come (``Context.unsigned``)
 UNSIGNED = "(unsigned)"
 
@@ -357,7 +357,7 @@ def generate_bearer_token(
     ctx = CURRENT.get()
     scope = scope or ""
     if ctx.defer_signing and user is None:
-        ctx.unsigned = ctx.keys.prepare_encoded(service_claims(ctx, client, scope), typ="at+jwt")
+        ctx.unsigned = ctx.keys.prepare_encoded(ctx.service_claims(ctx, client, scope), typ="at+jwt")
         access = UNSIGNED
     elif ctx.defer_signing:
         ctx.unsigned = ctx.keys.prepare(access_token_claims(ctx, client, user, scope), typ="at+jwt")

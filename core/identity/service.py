@@ -14,7 +14,7 @@ from patchbay.core.identity.claims import UserFacts, load_user_facts, scope_list
 from patchbay.core.identity.clients import Client, ClientCache, borrows_a_name
 from patchbay.core.identity.errors import OAuthRefusal
 from patchbay.core.identity.models import AuthorizationCode, Consent, FederatedIdentity, Grant, RefreshToken
-from patchbay.core.identity.server import CodeView, Context, PatchbayAuthorizationServer, RefreshView, WriteConflict, apply_writes, revoke_grant
+from patchbay.core.identity.server import CodeView, Context, PatchbayAuthorizationServer, RefreshView, ServiceClaims, WriteConflict, apply_writes, revoke_grant
 from patchbay.core.jobs.cron import CronJob
 from patchbay.core.timeutil import utcnow
 from patchbay.core.users.models import User
@@ -27,10 +27,12 @@ if TYPE_CHECKING:
 
 @attrs.define(eq=False)
 class IdentityRuntime:
-    """What the identity provider keeps while it runs: authlib's server and the clients read lately."""
+    """What the identity provider keeps while it runs: authlib's server, the clients read lately and
+    the client_credentials claims encoded so far."""
 
     server: PatchbayAuthorizationServer
     clients: ClientCache
+    service_claims: ServiceClaims = attrs.field(factory=ServiceClaims)
 
 
 def install(services: Services) -> None:
@@ -53,7 +55,7 @@ async def load_client(services: Services, client_id: str | None) -> Client | Non
 
 
 def new_context(services: Services) -> Context:
-    return Context(issuer=services.settings.resolved_issuer, keys=services.signing_keys, box=services.secrets)
+    return Context(issuer=services.settings.resolved_issuer, keys=services.signing_keys, box=services.secrets, service_claims=services.identity.service_claims)
 
 
 async def user_facts(services: Services, user_id: str) -> UserFacts | None:

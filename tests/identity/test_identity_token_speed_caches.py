@@ -24,7 +24,7 @@ from patchbay.core.appkeys import SERVICES
 from patchbay.core.identity.clients import Client, create_client, validate_metadata
 from patchbay.core.identity.http import to_response
 from patchbay.core.identity.models import OidcClient
-from patchbay.core.identity.server import AioOAuth2Request, Context, OAuthResult, access_token_claims, service_claims
+from patchbay.core.identity.server import AioOAuth2Request, Context, OAuthResult, ServiceClaims, access_token_claims
 from patchbay.core.security.signing_keys import SigningThreads, UnsignedJWT
 
 TOKEN = "/api/v1/oidc/token"
@@ -210,13 +210,25 @@ def test_service_claims_are_json_of_the_same_claims(idp):
         workspace_id='ws"1',
     )
     client = Client.from_row(row, box)
-    ctx = Context(issuer="https://issuer.example/\u00fc", keys=None, box=box)
+    service_claims = ServiceClaims()
+    ctx = Context(issuer="https://issuer.example/\u00fc", keys=None, box=box, service_claims=service_claims)
     payload = json.loads(service_claims(ctx, client, "openid"))
     expected = access_token_claims(ctx, client, None, "openid")
     assert set(payload) == set(expected)
     assert {k: v for k, v in payload.items() if k not in ("iat", "exp", "jti")} == {k: v for k, v in expected.items() if k not in ("iat", "exp", "jti")}
     other = json.loads(service_claims(Context(issuer="https://other.example", keys=None, box=box), client, "openid"))
     assert other["iss"] == "https://other.example"
+
+
+def test_each_identity_runtime_keeps_its_own_service_claims(idp, make_app):
+    """The encoded client_credentials claims live on the services, not in a module: two apps in one
+    process (two deployments, or tests) do not share them."""
+    from patchbay.core.identity.service import new_context
+
+    mine = new_context(idp.app[SERVICES])
+    theirs = new_context(make_app()[SERVICES])
+    assert mine.service_claims is idp.app[SERVICES].identity.service_claims is new_context(idp.app[SERVICES]).service_claims
+    assert theirs.service_claims is not mine.service_claims
 
 
 # -- the request object and the answer ----------------------------------------------------------
