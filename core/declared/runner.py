@@ -13,8 +13,7 @@ import functools
 import json
 import re
 from collections.abc import Mapping
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
+from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
@@ -22,6 +21,7 @@ import attrs
 import jmespath
 
 from patchbay.core.actions.inputs import check_inputs
+from patchbay.core.connections.runtime import retry_seconds
 from patchbay.core.declared.format import Action, Declaration, Errors, Pagination, Request, Trigger
 from patchbay.core.errors import Conflict, Invalid, NotFound, RateLimited, UpstreamFailed
 
@@ -137,17 +137,10 @@ def build(request: Request, values: Mapping[str, Any], *, headers: Mapping[str, 
 
 
 def retry_after(value: str | None, *, now: datetime | None = None) -> float:
-    """Seconds a ``Retry-After`` header asks to wait (delta-seconds or an HTTP date)."""
-    if not value:
-        return DEFAULT_RETRY_AFTER
-    value = value.strip()
-    if value.isdigit():
-        return float(value)
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return DEFAULT_RETRY_AFTER
-    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
+    """Seconds a ``Retry-After`` header asks to wait (:func:`~patchbay.core.connections.runtime.retry_seconds`
+    reads it), or :data:`DEFAULT_RETRY_AFTER` when it names none."""
+    seconds = retry_seconds(value, now=now.timestamp() if now else None)
+    return DEFAULT_RETRY_AFTER if seconds is None else seconds
 
 
 def _refusal(kind: type, message: str, status: int, body: Any, **extra: Any) -> Exception:
