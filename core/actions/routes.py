@@ -15,10 +15,10 @@ from aiohttp import web
 from patchbay.core.actions.api_models import ActionList, ActionOption, ActionResult, CatalogEntry, ExecuteDto, FieldOptions, ProviderActionDto
 from patchbay.core.actions.service import all_actions, catalog, field_options, only_connection, provider_actions, run_action
 from patchbay.core.appkeys import SERVICES
-from patchbay.core.http.bodies import page_envelope, page_params, read_body, read_object, structure
+from patchbay.core.http.bodies import page_envelope, read_body, read_object, structure
 from patchbay.core.http.errors import bad_request
 from patchbay.core.http.openapi import PAGE_QUERY, accepts, query
-from patchbay.core.http.providers import array_page, get_provider
+from patchbay.core.http.providers import array_page, get_provider, requested_page
 from patchbay.core.http.responses import reply, returns
 from patchbay.core.security.auth import principal_of, requires
 
@@ -103,10 +103,8 @@ async def registry_actions(request: web.Request) -> web.Response:
     registry = request.app[SERVICES].registry
     app_id = request.query.get("appId")
     actions = provider_actions(registry, get_provider(registry, app_id).name) if app_id else all_actions(registry)
-    if "page" not in request.query and "limit" not in request.query:
-        return reply(request, {"data": actions})
-    page, limit = page_params(request)
-    return reply(request, page_envelope(actions[(page - 1) * limit : page * limit], page, limit, len(actions)))
+    page_of, asked = requested_page(request, actions)
+    return reply(request, {"data": actions} if asked is None else page_envelope(page_of, *asked, len(actions)))
 
 
 @routes.get("/api/registry/actions/{actionId}/options/{fieldKey}")

@@ -111,15 +111,19 @@ def get_provider(registry: Registry, name: str) -> Provider:
     return provider
 
 
-def array_page(request: web.Request, items: list[Any]) -> tuple[list[Any], dict[str, str]]:
-    """Paging of a list whose documented shape is an array: ``items`` narrowed to ``?page=``/``?limit=``
-    when either is given (``page_params``: page 1, 20 a page by default), else all of them; and the
-    header ``X-Total-Count`` telling how many there are in all."""
-    headers = {"X-Total-Count": str(len(items))}
+def requested_page(request: web.Request, items: list[Any]) -> tuple[list[Any], tuple[int, int] | None]:
+    """``items`` narrowed to ``?page=``/``?limit=`` when either is given (``page_params``: page 1,
+    20 a page by default) with that ``(page, limit)``, else all of them and ``None``."""
     if "page" not in request.query and "limit" not in request.query:
-        return items, headers
+        return items, None
     page, limit = page_params(request)
-    return items[(page - 1) * limit : page * limit], headers
+    return items[(page - 1) * limit : page * limit], (page, limit)
+
+
+def array_page(request: web.Request, items: list[Any]) -> tuple[list[Any], dict[str, str]]:
+    """Paging of a list whose documented shape is an array (:func:`requested_page`), and the header
+    ``X-Total-Count`` telling how many there are in all."""
+    return requested_page(request, items)[0], {"X-Total-Count": str(len(items))}
 
 
 def matching_providers(registry: Registry, query) -> list[Provider]:
