@@ -37,7 +37,6 @@ from pathlib import Path
 
 import aiohttp
 import asyncpg
-import attrs
 from aiohttp import web
 from profiles import start_py_spy, stop_py_spy
 from sqlalchemy import func, select, text
@@ -147,8 +146,8 @@ def _settings(url: str, data_dir: str, *, webhooks: bool) -> Settings:
 
 def _differing(settings: Settings) -> str:
     """The top-level settings whose values differ from the defaults (secrets named, not shown)."""
-    defaults = attrs.asdict(load_settings({}, {}))
-    ours = attrs.asdict(settings)
+    defaults = load_settings({}, {}).model_dump()
+    ours = settings.model_dump()
     shown = []
     for name, value in ours.items():
         if value != defaults.get(name) and name != "plugin_environ":  # the environment given, printed above as settings

@@ -104,10 +104,10 @@ def _naive_proxy(upstream: str, out) -> None:
 
 
 def _flat(value, prefix: str = "") -> dict[str, object]:
-    import attrs
+    from pydantic import BaseModel
 
-    if attrs.has(type(value)):
-        value = attrs.asdict(value, recurse=False)
+    if isinstance(value, BaseModel):
+        value = dict(value)
     if isinstance(value, dict):
         return {k: v for key, item in value.items() for k, v in _flat(item, f"{prefix}{key}.").items()}
     return {prefix.rstrip("."): value}
