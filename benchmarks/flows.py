@@ -2,7 +2,10 @@
 to a local server) run by the default background workers of one process, on SQLite and on
 PostgreSQL, against a bare asyncio loop doing the same three steps with the same database and HTTP
 calls, measured in the same run; and the latency from an inbound webhook (a signed Meta leadgen
-POST to /webhook/facebook) to the first step of the flow it starts.
+POST to /webhook/facebook) to the first step of the flow it starts. Beside the three-step flow, in
+the same run, a branch-and-loop flow's rate: a transform, a branch (half the executions take a path
+holding the table lookup, the others the default path's transform; the untaken path is recorded
+skipped), a loop of three items with concurrency 3 (a transform per item) and the same http POST.
 
     python benchmarks/flows.py [--executions 2000] [--batch 100] [--latency 30] [--databases sqlite,postgresql] [--py-spy DIR]
 
@@ -18,7 +21,8 @@ PostgreSQL runs when PATCHBAY_TEST_DATABASE_URL (or PATCHBAY_BENCH_PG_URL) names
 database is created and dropped. The http step's target (a bare aiohttp handler answering 200) runs
 in a process of its own and counts POSTs per ``Idempotency-Key``. The run fails unless every
 execution ended ``completed`` after one attempt with its three step records, and the target received
-exactly one POST per execution, with that execution's key.
+exactly one POST per execution, with that execution's key (the branch-and-loop flow: its six
+completed step records and one skipped).
 """
 
 from __future__ import annotations
@@ -31,12 +35,11 @@ import os
 import statistics
 import tempfile
 import time
-import uuid
 from collections import Counter
 from pathlib import Path
 
 import aiohttp
-import asyncpg
+from _common import pg_drop, pg_scratch
 from aiohttp import web
 from profiles import start_py_spy, stop_py_spy
 from sqlalchemy import func, select, text
@@ -187,8 +190,42 @@ async def _customers(app, workspace_id: str) -> None:
             )
 
 
+def branch_and_loop() -> list[dict]:
+    """Completed step records per execution: shape, route, one of lookup/tag, each, its item step
+    and notify (the other of lookup/tag is recorded skipped)."""
+    return [
+        {"id": "shape", "type": "transform", "output": {"email": "{{ trigger.email | lower }}", "amount": "{{ trigger.amount }}"}},
+        {
+            "id": "route",
+            "type": "branch",
+            "paths": [
+                {
+                    "name": "known",
+                    "condition": "{{ trigger.known }}",
+                    "steps": [{"id": "customer", "type": "table.lookup", "table": "customers", "column": "email", "value": "{{ steps.shape.output.email }}"}],
+                }
+            ],
+            "default": [{"id": "tag", "type": "transform", "output": "new"}],
+        },
+        {
+            "id": "each",
+            "type": "loop",
+            "items": "{{ trigger.lines }}",
+            "concurrency": 3,
+            "steps": [{"id": "line", "type": "transform", "output": "{{ loop.item.sku }}"}],
+        },
+        {
+            "id": "notify",
+            "type": "http",
+            "method": "POST",
+            "url": f"http://127.0.0.1:{TARGET_PORT}/hook",
+            "body": {"email": "{{ steps.shape.output.email }}", "path": "{{ steps.route.output.path }}", "lines": "{{ steps.each.output.completed }}"},
+        },
+    ]
+
+
 def _payload(n: int) -> dict:
-    return {"email": f"USER{n % CUSTOMERS}@example.com", "amount": 5 + n % 20}
+    return {"email": f"USER{n % CUSTOMERS}@example.com", "amount": 5 + n % 20, "known": n % 2 == 0, "lines": [{"sku": f"sku-{n}-{i}"} for i in range(3)]}
 
 
 async def _baseline(app, workspace_id: str, executions: int, concurrency: int) -> tuple[float, float]:
@@ -247,8 +284,11 @@ def _areas(collapsed: Path) -> dict[str, str]:
     return {label: f"{100 * count / total:.0f}%" for label, count in counts.most_common()}
 
 
-async def _executions_per_second(app, workspace_id: str, executions: int, batch: int, profile: str | None, name: str) -> tuple[float, dict[str, object]]:
-    flow_id = await _flow(app, workspace_id, three_steps(), "bench")
+async def _executions_per_second(
+    app, workspace_id: str, executions: int, batch: int, profile: str | None, name: str, steps: list[dict], records: int
+) -> tuple[float, dict[str, object]]:
+    """The rate of the flow of ``steps``, each execution ending with ``records`` completed step records."""
+    flow_id = await _flow(app, workspace_id, steps, name)
     rows = [
         {"workspace_id": workspace_id, "flow_id": flow_id, "version": 1, "trigger_source": "webhook", "trigger_payload": _payload(n)} for n in range(executions)
     ]
@@ -281,19 +321,20 @@ async def _executions_per_second(app, workspace_id: str, executions: int, batch:
             .group_by(FlowExecution.status, FlowExecution.attempts)
         )
         outcomes = {f"{status}, attempt {attempts}": count for status, attempts, count in (await session.execute(grouped)).all()}
-        steps = await session.scalar(
+        failure = await session.scalar(select(FlowExecution.error).where(FlowExecution.flow_id == flow_id, FlowExecution.error.is_not(None)).limit(1))
+        completed = await session.scalar(
             select(func.count()).select_from(FlowExecutionStep).where(FlowExecutionStep.execution_id.in_(ids), FlowExecutionStep.status == "completed")
         )
     expected_keys = {f"{execution_id}:notify" for execution_id in ids}
     posts = sum(keys.values())
-    if outcomes != {"completed, attempt 1": executions} or steps != 3 * executions or set(keys) != expected_keys or posts != executions:
+    if outcomes != {"completed, attempt 1": executions} or completed != records * executions or set(keys) != expected_keys or posts != executions:
         raise SystemExit(
-            f"executions did not all complete exactly once: {outcomes}, {steps} step records, {posts} POSTs, "
-            f"{len(set(keys) & expected_keys)} of {executions} expected Idempotency-Keys"
+            f"executions of {name} did not all complete exactly once: {outcomes}, {completed} step records, {posts} POSTs, "
+            f"{len(set(keys) & expected_keys)} of {executions} expected Idempotency-Keys; an error: {failure}"
         )
     report: dict[str, object] = {
         **outcomes,
-        "completed step records": steps,
+        "completed step records": completed,
         "POSTs (one per Idempotency-Key)": posts,
         "CPU of this process": f"{cpu / wall:.2f} s/s, {cpu * 1000 / executions:.2f} ms per execution",
     }
@@ -342,7 +383,10 @@ async def run(name: str, url: str, args) -> dict[str, object]:
             ws = (await create_workspace_with_key(app, plan="enterprise"))["workspace_id"]
             await _customers(app, ws)
             baseline, baseline_cpu = await _baseline(app, ws, args.executions, args.baseline_concurrency)
-            rate, outcomes = await _executions_per_second(app, ws, args.executions, args.batch, args.py_spy, name)
+            rate, outcomes = await _executions_per_second(app, ws, args.executions, args.batch, args.py_spy, name, three_steps(), 3)
+            branching, branching_outcomes = await _executions_per_second(
+                app, ws, args.executions, args.batch, None, f"{name}-branch-and-loop", branch_and_loop(), 6
+            )
             latency, queued = await _latency(app, port, ws, marks, args.latency) if args.latency else ([], [])
         finally:
             await runner.cleanup()
@@ -352,29 +396,12 @@ async def run(name: str, url: str, args) -> dict[str, object]:
         "baseline_cpu": baseline_cpu,
         "rate": rate,
         "outcomes": outcomes,
+        "branching": branching,
+        "branching_outcomes": branching_outcomes,
         "latency": latency,
         "queued": queued,
         "settings": _differing(settings),
     }
-
-
-async def _pg_scratch(base_url: str):
-    name = f"pb_bench_flows_{uuid.uuid4().hex[:8]}"
-    admin = base_url.replace("postgresql+asyncpg://", "postgresql://", 1)
-    connection = await asyncpg.connect(admin)
-    try:
-        await connection.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await connection.close()
-    return name, base_url.rpartition("/")[0] + "/" + name, admin
-
-
-async def _pg_drop(admin: str, name: str) -> None:
-    connection = await asyncpg.connect(admin)
-    try:
-        await connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    finally:
-        await connection.close()
 
 
 def _report(result: dict[str, object], args) -> None:
@@ -389,6 +416,11 @@ def _report(result: dict[str, object], args) -> None:
     print(f"  outcomes: {outcomes}")
     if areas:
         print(f"  py-spy samples by area: {areas}")
+    print(
+        f"  patchbay, branch-and-loop flow (transform, branch, loop of 3, http): {result['branching']:8.0f} executions/s   "
+        f"{result['branching'] / rate:5.2f}x the three-step flow, {result['branching'] / baseline:5.2f}x the bare loop of three steps"
+    )
+    print(f"  outcomes: {result['branching_outcomes']}")
     if latency:
         ordered = sorted(latency)
         p95 = ordered[max(0, int(len(ordered) * 0.95) - 1)]
@@ -428,11 +460,11 @@ async def main() -> None:
     if "postgresql" not in databases:
         return
     if pg:
-        name, url, admin = await _pg_scratch(pg)
+        name, url, admin = await pg_scratch(pg, prefix="pb_bench_flows")
         try:
             _report(await run("postgresql", url, args), args)
         finally:
-            await _pg_drop(admin, name)
+            await pg_drop(admin, name)
     else:
         print("[postgresql] skipped: set PATCHBAY_TEST_DATABASE_URL or PATCHBAY_BENCH_PG_URL")
 

@@ -4,7 +4,7 @@ measured in the same run; prints the ratios.
 
     python benchmarks/proxy.py [--seconds 10] [--rounds 3] [--connections 50] [--auth api_key|token]
                                [--database-url postgresql+asyncpg://...] [--log-level WARNING] [--profile FILE]
-                               [--py-spy DIR] [--baseline-tree DIR]
+                               [--py-spy DIR] [--baseline-tree DIR] [--processes 1,2]
 
 Load: ``wrk`` (one thread, keep-alive connections; ``apt-get install wrk``). Processes: the upstream
 (a small aiohttp JSON API), patchbay (one process, started as ``patchbay serve`` starts it: default
@@ -20,6 +20,10 @@ round (the machine's load drifts); ratios are medians of the per-round ratios.
 (``DIR/proxy.txt``, collapsed stacks) and prints where its samples go (``benchmarks/profiles.py``);
 py-spy pauses the process to sample, so that run's rates are not the ones to quote.
 
+``--processes 1,2`` also runs patchbay with 2 processes sharing its port (as ``patchbay serve
+--processes 2`` runs them: one port bound once, forked processes), measured in the same rounds as
+``patchbay<N>``, and prints its rate against the first count's; CPU is the sum over its processes.
+
 ``--baseline-tree DIR`` also runs patchbay from another source tree (for example ``git archive
 <commit> | tar -x -C DIR``) as a second process measured in the same rounds, and prints the CPU per
 call of this tree against it round by round: a before/after that the machine's load drift does not
@@ -32,9 +36,7 @@ import argparse
 import asyncio
 import json
 import multiprocessing
-import os
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -42,6 +44,7 @@ import tempfile
 from pathlib import Path
 
 import aiohttp
+from _common import add_processes_option, serve, serve_processes, start_process, tree_cpu_seconds
 from aiohttp import web
 from profiles import print_shares, start_py_spy, stop_py_spy
 from source_trees import package_folder
@@ -56,26 +59,13 @@ UPSTREAM_KEY = "upstream-key"
 # ---------------------------------------------------------------------------------------------
 
 
-async def _serve(app: web.Application, out, info=None, **runner_options) -> None:
-    runner = web.AppRunner(app, **runner_options)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]
-    out.send((port, await info(app)) if info else port)
-    stop = asyncio.Event()
-    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
-    await stop.wait()
-    await runner.cleanup()
-
-
 def _upstream(out) -> None:
     async def handler(request: web.Request) -> web.Response:
         return web.json_response({"id": request.match_info["id"], "name": "Ada Lovelace", "email": "ada@example.com", "tags": ["a", "b"]})
 
     app = web.Application()
     app.router.add_get("/v1/items/{id}", handler)
-    asyncio.run(_serve(app, out, access_log=None))
+    asyncio.run(serve(app, out, access_log=None))
 
 
 def _naive_proxy(upstream: str, out) -> None:
@@ -100,7 +90,7 @@ def _naive_proxy(upstream: str, out) -> None:
     app.cleanup_ctx.append(session_ctx)
     app.router.add_post("/", envelope)
     app.router.add_get("/{path:.+}", passthrough)
-    asyncio.run(_serve(app, out, access_log=None))
+    asyncio.run(serve(app, out, access_log=None))
 
 
 def _flat(value, prefix: str = "") -> dict[str, object]:
@@ -113,7 +103,9 @@ def _flat(value, prefix: str = "") -> dict[str, object]:
     return {prefix.rstrip("."): value}
 
 
-def _patchbay(upstream: str, data_dir: str, database_url: str | None, log_level: str | None, auth: str, profile: str | None, source: str | None, out) -> None:
+def _patchbay(
+    upstream: str, data_dir: str, database_url: str | None, log_level: str | None, auth: str, profile: str | None, source: str | None, processes: int, out
+) -> None:
     if source:  # the baseline tree's package, before the installed one
         sys.path.insert(0, source)
     Path(data_dir).mkdir(parents=True, exist_ok=True)
@@ -172,6 +164,9 @@ def _patchbay(upstream: str, data_dir: str, database_url: str | None, log_level:
         headers["x-connection-id"] = connection.id
         return {"headers": headers, "settings": {**changed, "(log file)": str(log_file)}}
 
+    if processes > 1:  # as `patchbay serve --processes N` runs them
+        serve_processes(lambda **options: create_app(settings, plugins=[BenchPack()], **options), processes, out, prepare)
+        return
     app = create_app(settings, plugins=[BenchPack()])
     if profile:
         import cProfile
@@ -179,7 +174,7 @@ def _patchbay(upstream: str, data_dir: str, database_url: str | None, log_level:
 
         profiler = cProfile.Profile(time.thread_time)  # CPU time of the event loop's thread, not waits
         profiler.enable()
-    asyncio.run(_serve(app, out, prepare, access_log_class=JsonAccessLogger))
+    asyncio.run(serve(app, out, prepare, access_log_class=JsonAccessLogger))
     if profile:
         profiler.disable()
         profiler.dump_stats(profile)
@@ -222,21 +217,8 @@ def wrk(url: str, script: Path, seconds: float, connections: int) -> dict[str, f
     }
 
 
-def cpu_seconds(pid: int) -> float:
-    """User plus system CPU time of a process so far (Linux /proc; 0 elsewhere)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def _start(context, processes: list, target, *args):
-    receive, send = context.Pipe(duplex=False)
-    process = context.Process(target=target, args=(*args, send), daemon=True)
-    process.start()
-    processes.append(process)
-    return process, receive.recv()
+    return start_process(target, *args, context=context, processes=processes)
 
 
 def main() -> None:
@@ -250,6 +232,7 @@ def main() -> None:
     parser.add_argument("--profile", metavar="FILE", help="write a cProfile (CPU time) of the patchbay process to FILE (slows it down)")
     parser.add_argument("--py-spy", metavar="DIR", type=Path, help="sample the patchbay process with py-spy through the rounds; shares of its samples printed")
     parser.add_argument("--baseline-tree", metavar="DIR", type=Path, help="also run patchbay from this source tree and compare CPU per call round by round")
+    add_processes_option(parser)
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         sys.exit("wrk is needed as load generator: apt-get install wrk")
@@ -261,7 +244,7 @@ def main() -> None:
             upstream, port = _start(context, processes, _upstream)
             upstream_url = f"http://127.0.0.1:{port}"
             patchbay, (port, info) = _start(
-                context, processes, _patchbay, upstream_url, folder, args.database_url, args.log_level, args.auth, args.profile, None
+                context, processes, _patchbay, upstream_url, folder, args.database_url, args.log_level, args.auth, args.profile, None, args.processes[0]
             )
             proxy_url = f"http://127.0.0.1:{port}/connect/v1/proxy/bench"
             naive, port = _start(context, processes, _naive_proxy, upstream_url)
@@ -275,10 +258,18 @@ def main() -> None:
                 "patchbay envelope": (proxy_url, wrk_script(scripts, "pb-env", "POST", info["headers"], ENVELOPE)),
             }
             pids = {"upstream": upstream.pid, "patchbay": patchbay.pid, "naive": naive.pid}
+            for count in args.processes[1:]:  # the same proxy with more processes, measured in the same rounds
+                more, (port, more_info) = _start(
+                    context, processes, _patchbay, upstream_url, f"{folder}/x{count}", args.database_url, args.log_level, args.auth, None, None, count
+                )
+                more_url = f"http://127.0.0.1:{port}/connect/v1/proxy/bench"
+                targets[f"patchbay{count} passthrough"] = (f"{more_url}{ITEM_PATH}", wrk_script(scripts, f"pb{count}-pass", "GET", more_info["headers"], None))
+                targets[f"patchbay{count} envelope"] = (more_url, wrk_script(scripts, f"pb{count}-env", "POST", more_info["headers"], ENVELOPE))
+                pids[f"patchbay{count}"] = more.pid
             if args.baseline_tree:
                 source = package_folder(args.baseline_tree, Path(folder) / "baseline-package")
                 baseline, (port, baseline_info) = _start(
-                    context, processes, _patchbay, upstream_url, f"{folder}/baseline", args.database_url, args.log_level, args.auth, None, str(source)
+                    context, processes, _patchbay, upstream_url, f"{folder}/baseline", args.database_url, args.log_level, args.auth, None, str(source), 1
                 )
                 baseline_url = f"http://127.0.0.1:{port}/connect/v1/proxy/bench"
                 targets["baseline passthrough"] = (f"{baseline_url}{ITEM_PATH}", wrk_script(scripts, "base-pass", "GET", baseline_info["headers"], None))
@@ -291,9 +282,9 @@ def main() -> None:
             for round_ in range(args.rounds):
                 shift = round_ % len(names)
                 for name in names[shift:] + names[:shift]:
-                    before = {process: cpu_seconds(pid) for process, pid in pids.items()}
+                    before = {process: tree_cpu_seconds(pid) for process, pid in pids.items()}
                     figures = wrk(*targets[name], args.seconds, args.connections)
-                    cpu = {process: cpu_seconds(pid) - before[process] for process, pid in pids.items()}
+                    cpu = {process: tree_cpu_seconds(pid) - before[process] for process, pid in pids.items()}
                     results.setdefault(name, []).append((figures, cpu))
             if profiler is not None:
                 stop_py_spy(profiler)
@@ -323,6 +314,7 @@ def report(args, settings: dict[str, object], results: dict[str, list[tuple[dict
         f"proxy benchmark: wrk -t1 -c{args.connections}, {args.rounds} rounds x {args.seconds:g} s per target (rotated order), "
         f"GET {ITEM_PATH} of a loopback upstream, caller auth {args.auth}"
     )
+    print(f"patchbay processes: {args.processes[0]}" + "".join(f"; patchbay{n}: the same with {n} processes" for n in args.processes[1:]))
     print("patchbay settings that differ from the defaults:")
     for name, value in sorted(settings.items()):
         print(f"  {name} = {value}")
@@ -336,6 +328,12 @@ def report(args, settings: dict[str, object], results: dict[str, list[tuple[dict
             f"{form:12} patchbay/naive {ratio(f'patchbay {form}', f'naive {form}'):.2f}x   patchbay/direct {ratio(f'patchbay {form}', 'direct'):.2f}x   "
             f"naive/direct {ratio(f'naive {form}', 'direct'):.2f}x"
         )
+    for count in args.processes[1:]:
+        for form in ("passthrough", "envelope"):
+            print(
+                f"{form:12} {count} processes / {args.processes[0]}: req/s {ratio(f'patchbay{count} {form}', f'patchbay {form}'):.2f}x   "
+                f"patchbay{count}/naive {ratio(f'patchbay{count} {form}', f'naive {form}'):.2f}x"
+            )
     if args.baseline_tree:
         print(f"against the baseline tree {args.baseline_tree} (CPU per call of this tree / the baseline's, per round; below 1: cheaper):")
         for form in ("passthrough", "envelope"):

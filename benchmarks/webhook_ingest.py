@@ -4,7 +4,7 @@ committed, 200), routed, their leads fetched and stored, and forwarded to a loca
 against a bare aiohttp handler that only answers 200, measured in the same run by the same load
 generator.
 
-    python benchmarks/webhook_ingest.py [--seconds 20] [--concurrency 64] [--events leadgen|feed] [--py-spy DIR]
+    python benchmarks/webhook_ingest.py [--seconds 20] [--concurrency 64] [--events leadgen|feed] [--py-spy DIR] [--processes 1,2]
 
 Prints forwarded events per second (accepted and forwarded, counted up to the last forward) and its
 ratios to the bare handler and to a relay (each POST forwarded at once to a receiver through one
@@ -19,6 +19,9 @@ leads and the receiver in this one. ``--events feed`` sends page changes that fe
 nothing. ``--py-spy DIR`` samples the server's thread holding the GIL through the load and the drain
 (``DIR/<database>.txt``, collapsed stacks) and prints where its samples go
 (``benchmarks/profiles.py``); py-spy pauses the server to sample, so that run's rates drop.
+``--processes 1,2`` measures ``patchbay serve --processes 1`` then ``--processes 2`` on each database
+(a fresh database each; rows ``sqlite-x2`` and so on) and prints the ratio of their forwarded rates;
+the CPU is summed over the server's processes. Without it, one process.
 """
 
 from __future__ import annotations
@@ -29,7 +32,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import sys
 import tempfile
 import time
@@ -37,7 +39,7 @@ import uuid
 from pathlib import Path
 
 import aiohttp
-import asyncpg
+from _common import add_processes_option, free_port, pg_drop, pg_scratch, tree_cpu_seconds
 from profiles import print_shares, start_py_spy, stop_py_spy
 
 from patchbay.core.app import create_app
@@ -84,15 +86,9 @@ web.run_app(app, host="127.0.0.1", port=int(sys.argv[1]), access_log=None, print
 """
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 async def wait_ready(url: str, process: asyncio.subprocess.Process) -> None:
     async with aiohttp.ClientSession() as session:
-        for _ in range(600):
+        for _ in range(6000):  # up to 5 minutes: a loaded machine starts slowly
             try:
                 async with session.get(url) as response:
                     if response.status < 500:
@@ -187,9 +183,9 @@ async def start_patchbay(environ: dict[str, str]) -> tuple[asyncio.subprocess.Pr
 
 
 def cpu_seconds(pid: int) -> float:
-    """CPU time (user and system) the process ``pid`` has used so far (Linux ``/proc``)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """CPU time (user and system) the process ``pid`` and its children (``serve --processes N``)
+    have used so far (Linux ``/proc``)."""
+    return tree_cpu_seconds(pid)
 
 
 def event_body(n: int, graph: FakeGraph | None) -> bytes:
@@ -277,7 +273,7 @@ async def stored(database_url: str, seconds: float) -> tuple[dict[str, float], i
     return {kind: count / seconds for kind, count in rows}, leads, reasons
 
 
-async def measure_database(label: str, database_url: str, tmp: Path, args, bare: tuple[str, int]) -> dict[str, object]:
+async def measure_database(label: str, database_url: str, tmp: Path, args, bare: tuple[str, int], processes: int = 1) -> dict[str, object]:
     receiver = await Receiver().start()
     graph = await FakeGraph().start() if args.events == "leadgen" else None
     config = tmp / f"{label}.toml"
@@ -290,6 +286,7 @@ async def measure_database(label: str, database_url: str, tmp: Path, args, bare:
         "PATCHBAY_SCHEDULER": "false",
         "PATCHBAY_ALLOW_INSECURE_TARGETS": "true",
         "PATCHBAY_CONFIG": str(config),
+        "PATCHBAY_PROCESSES": str(processes),
     }
     await prepare(database_url, environ, receiver.url)
     try:
@@ -330,6 +327,7 @@ async def main() -> None:
     )
     parser.add_argument("--py-spy", metavar="DIR", help="sample the server with py-spy during the load; collapsed stacks written to DIR/<database>.txt")
     parser.add_argument("--bare-events", type=int, default=10000, help="requests sent to the bare handler")
+    add_processes_option(parser)
     args = parser.parse_args()
     bare_port = free_port()
     bare = await asyncio.create_subprocess_exec(sys.executable, "-c", BARE, str(bare_port))
@@ -340,17 +338,17 @@ async def main() -> None:
     try:
         with tempfile.TemporaryDirectory() as tmp:
             tmp_path = Path(tmp)
-            results["sqlite"] = await measure_database("sqlite", f"sqlite+aiosqlite:///{tmp_path / 'bench.db'}", tmp_path, args, bare_target)
+            for count in args.processes:
+                label = "sqlite" if count == args.processes[0] else f"sqlite-x{count}"
+                results[label] = await measure_database(label, f"sqlite+aiosqlite:///{tmp_path / label}.db", tmp_path, args, bare_target, count)
             if pg_url:
-                name = f"pbbench_{os.getpid()}"
-                admin = pg_url.replace("postgresql+asyncpg://", "postgresql://", 1)
-                connection = await asyncpg.connect(admin)
-                await connection.execute(f'CREATE DATABASE "{name}"')
-                try:
-                    results["postgresql"] = await measure_database("postgresql", f"{pg_url.rpartition('/')[0]}/{name}", tmp_path, args, bare_target)
-                finally:
-                    await connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-                    await connection.close()
+                for count in args.processes:
+                    label = "postgresql" if count == args.processes[0] else f"postgresql-x{count}"
+                    name, url, admin = await pg_scratch(pg_url, "pbbench_ingest")
+                    try:
+                        results[label] = await measure_database(label, url, tmp_path, args, bare_target, count)
+                    finally:
+                        await pg_drop(admin, name)
             else:
                 print("PostgreSQL skipped: set PATCHBAY_TEST_DATABASE_URL or PATCHBAY_BENCH_PG_URL")
         relay = await measure_relay(args.bare_events, args.concurrency)
@@ -361,7 +359,8 @@ async def main() -> None:
         f"steady state: signed Meta {args.events} events from an aiohttp client at concurrency {args.concurrency} for {args.seconds:g} s, {fetched}, one subscription per event;"
     )
     print(
-        "settings differing from the default: PATCHBAY_SCHEDULER=false, PATCHBAY_ALLOW_INSECURE_TARGETS=true (local receiver); the access log goes to serve.log in the data folder"
+        "settings differing from the default: PATCHBAY_SCHEDULER=false, PATCHBAY_ALLOW_INSECURE_TARGETS=true (local receiver); the access log goes to serve.log in the data folder; "
+        f"PATCHBAY_PROCESSES={args.processes[0]}" + "".join(f" (rows -x{n}: {n})" for n in args.processes[1:])
     )
     print(
         f"relay (each POST forwarded at once through one client session, nothing stored; its own process): {relay['rate']:.0f} events/s, "
@@ -391,6 +390,13 @@ async def main() -> None:
             print(f"  {label}: {count} events FAILED: {reason}")
         if args.py_spy:
             print_shares(Path(args.py_spy) / f"{label}.txt")
+
+    def forwarded(r) -> float:
+        return (r["accepted"] - r["missing"]) / (r["elapsed"] + r["drain"])
+
+    for label in [label for label in results if "-x" in label]:
+        first = label.split("-x")[0]
+        print(f"{label} / {first}: forwarded events/s {forwarded(results[label]) / forwarded(results[first]):.2f}x")
 
 
 if __name__ == "__main__":

@@ -36,7 +36,14 @@ def _workspace_json(workspace: Workspace, members: int | None = None) -> dict:
 
 
 def _user_json(user) -> dict:
-    return {"id": user.id, "email": user.email, "name": user.name, "emailVerified": user.email_verified, "createdAt": iso(user.created_at)}
+    return {
+        "id": user.id,
+        "email": user.email,
+        "name": user.name,
+        "emailVerified": user.email_verified,
+        "operator": user.is_operator,
+        "createdAt": iso(user.created_at),
+    }
 
 
 async def _require_workspace(session, workspace_id: str) -> Workspace:
@@ -330,21 +337,29 @@ def users() -> None:
 @click.option("--name")
 @click.option("--workspace", "workspace_id")
 @click.option("--role", type=click.Choice(ROLES), default="admin", show_default=True)
+@click.option("--operator", is_flag=True, help="An operator of the deployment: the console shows them every workspace.")
 @json_option
-def users_create(email: str, password: str, name: str | None, workspace_id: str | None, role: str, as_json: bool) -> None:
-    """Create a user, optionally a member of a workspace."""
+def users_create(email: str, password: str, name: str | None, workspace_id: str | None, role: str, operator: bool, as_json: bool) -> None:
+    """Create a user, optionally a member of a workspace, optionally an operator."""
 
     async def work(_settings, db, _box):
         async with db.transaction() as session:
             if workspace_id:
                 await _require_workspace(session, workspace_id)
             try:
-                user = await create_user(session, email=email, password=password, name=name)
+                user = await create_user(session, email=email, password=password, name=name, is_operator=operator)
             except (UserError, UserExists) as error:
                 raise _fail(error) from None
             if workspace_id:
                 await add_member(session, workspace_id=workspace_id, user_id=user.id, role=role)
-            return {"id": user.id, "email": user.email, "name": user.name, "workspaceId": workspace_id, "role": role if workspace_id else None}
+            return {
+                "id": user.id,
+                "email": user.email,
+                "name": user.name,
+                "workspaceId": workspace_id,
+                "role": role if workspace_id else None,
+                "operator": user.is_operator,
+            }
 
     data = run_with_database(work)
     emit(data, as_json, f"user {data['id']} ({data['email']})")

@@ -78,6 +78,9 @@ def packs_check(name: str, as_json: bool) -> None:
 
 
 TEMPLATES = Path(__file__).with_name("pack_template")
+#: patchbay's distribution name on PyPI, which a pack depends on (the import name is ``patchbay``;
+#: the distribution ``patchbay`` on PyPI is an unrelated project)
+DISTRIBUTION = "patchbay-server"
 AUTH_FIELDS = {
     "api_key": '            auth_mode="api_key",\n            credential_headers={"x-api-key": "{api_key}"},',
     "basic": '            auth_mode="basic",',
@@ -146,6 +149,7 @@ def scaffold(name: str, auth: str, features: tuple[str, ...], target: Path) -> l
         "name": name,
         "display": name.replace("-", " ").title(),
         "distribution": f"patchbay-{name}",
+        "patchbay_distribution": DISTRIBUTION,
         "module": module,
         "class_prefix": _class_prefix(name),
     }
@@ -205,6 +209,8 @@ def packs_new(name: str, auth: str, features: str, directory: Path | None) -> No
     unknown = sorted(set(chosen) - set(FEATURES))
     if unknown:
         raise click.BadParameter(f"{', '.join(unknown)} (known: {', '.join(FEATURES)})", param_hint="--with")
+    if f"patchbay-{name}" == DISTRIBUTION:
+        raise click.BadParameter(f"the pack's distribution would be {DISTRIBUTION}, patchbay's own; choose another name", param_hint="NAME")
     target = directory or Path(f"patchbay-{name}")
     if target.exists() and any(target.iterdir()):
         raise click.ClickException(f"{target} exists and is not empty")

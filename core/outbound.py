@@ -42,6 +42,12 @@ READ_CHUNK = 64 * 1024
 #: Decides whether one resolved or literal address may be connected to.
 AddressRule = Callable[[str], bool]
 
+#: what a refusal of the address and https rules adds: the setting that turns them off
+ALLOW_INSECURE_HINT = (
+    "outbound calls go only to https and public addresses unless the deployment sets `allow_insecure_targets = true` "
+    "(PATCHBAY_ALLOW_INSECURE_TARGETS=true, `patchbay serve --allow-insecure-targets`; for development only)"
+)
+
 
 class UnsafeTarget(ValueError):
     """The URL is not an allowed outbound target; the message says why."""
@@ -109,16 +115,16 @@ def check_target(url: str, *, allow_insecure: bool, address_allowed: AddressRule
     if allow_insecure:
         return url
     if parts.scheme != "https":
-        raise UnsafeTarget(f"{url!r} must use https")
+        raise UnsafeTarget(f"{url!r} must use https: {ALLOW_INSECURE_HINT}")
     host = host.rstrip(".")  # "localhost." is localhost
     if host == "localhost" or host.endswith(".localhost"):
-        raise UnsafeTarget(f"{url!r} points at a private address")
+        raise UnsafeTarget(f"{url!r} points at a private address: {ALLOW_INSECURE_HINT}")
     try:
         allowed = address_allowed(host)
     except ValueError:
         return url  # a name (or a legacy numeric form aiohttp refuses): checked when connecting
     if not allowed:
-        raise UnsafeTarget(f"{url!r} points at a private address")
+        raise UnsafeTarget(f"{url!r} points at a private address: {ALLOW_INSECURE_HINT}")
     return url
 
 
@@ -134,7 +140,7 @@ class GuardedConnector(aiohttp.TCPConnector):
         addresses = await super()._resolve_host(host, port, traces)
         allowed = [entry for entry in addresses if self._address_allowed(entry["host"])]
         if not allowed:
-            raise RefusedAddress(f"{host} does not resolve to a public address")
+            raise RefusedAddress(f"{host} does not resolve to a public address: {ALLOW_INSECURE_HINT}")
         return allowed
 
 

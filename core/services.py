@@ -41,7 +41,10 @@ if TYPE_CHECKING:
     from patchbay.core.http.metrics import Metrics
     from patchbay.core.http.root import Readiness
     from patchbay.core.identity.service import IdentityRuntime
+    from patchbay.core.integrations.service import IntegrationsRuntime
+    from patchbay.core.mcp.service import McpRuntime
     from patchbay.core.security.service import CredentialCaches
+    from patchbay.core.tables.imports import TableImports
     from patchbay.core.webhooks.ingest import IngestWriter
     from patchbay.core.webhooks.listeners import WebhookListeners
 
@@ -54,8 +57,10 @@ SERVICE_MODULES: tuple[str, ...] = (
     "patchbay.core.billing.limits",
     "patchbay.core.connections.service",
     "patchbay.core.connect_ui.service",
+    "patchbay.core.integrations.service",
     "patchbay.core.security.service",
     "patchbay.core.identity.service",
+    "patchbay.core.console.service",
     "patchbay.core.flows.install",
     "patchbay.core.alerts.service",
     "patchbay.core.webhooks.service",
@@ -65,6 +70,8 @@ SERVICE_MODULES: tuple[str, ...] = (
     "patchbay.core.compliance.service",
     "patchbay.core.records.sync",
     "patchbay.core.tables.service",
+    "patchbay.core.mcp.service",
+    "patchbay.core.tables.imports",
     "patchbay.core.jobs.maintenance",
 )
 
@@ -96,6 +103,9 @@ class Services:
     readiness: Readiness | None = None
     credential_caches: CredentialCaches | None = None
     identity: IdentityRuntime | None = None
+    mcp: McpRuntime | None = None
+    table_imports: TableImports | None = None
+    integrations: IntegrationsRuntime | None = None
 
     _resources: list[Resource] = attrs.field(factory=list, init=False, repr=False)
 

@@ -175,6 +175,9 @@ class IdentitySettings(Section):
     max_refresh_token_ttl: int = 2592000
     #: how long the connect API remembers that a grant is not revoked (seconds; 0: read every time)
     grant_check_seconds: int = 5
+    #: agents the operator vouches for (docs/identity.md, "Agents"): client ids, Client ID Metadata
+    #: Document URLs or host names; the consent page marks every other agent "unverified"
+    trusted_agents: list[str] = Field(default_factory=list)
 
 
 class ConnectUiSettings(Section):
@@ -193,6 +196,22 @@ class MetricsSettings(Section):
     token: str | None = None
     #: ``host:port`` of a second listener of ``patchbay serve`` answering only ``/metrics``, with no token
     listen: str | None = None
+
+
+class McpSettings(Section):
+    """The MCP server at ``/mcp`` (docs/agents.md)."""
+
+    #: past this many tools a grant lists ``search_tools`` and ``call_tool`` instead (Cursor reads 40)
+    max_listed_tools: int = 40
+    #: tool calls per access token (grant), as ``[rate_limits]`` values are written
+    tool_calls_per_token: str = "600/minute"
+    #: tool calls per connection, whichever token makes them (``off``: none)
+    tool_calls_per_connection: str = "1200/minute"
+    #: how long a tool call needing approval waits for an approver (seconds)
+    approval_timeout_seconds: int = 600
+    #: lifetime of the token of ``POST /connect/v1/agent-sessions`` (seconds), and its longest
+    agent_session_ttl_seconds: int = 900
+    max_agent_session_ttl_seconds: int = 86400
 
 
 class PluginsSettings(Section):
@@ -219,6 +238,7 @@ SECTIONS = {
     "connect_ui": ConnectUiSettings,
     "plugins": PluginsSettings,
     "metrics": MetricsSettings,
+    "mcp": McpSettings,
 }
 FREE_TABLES = ("providers", "federation", "plans", "rate_limits")
 PLUGIN_FIELDS = ("plugin_sections", "plugin_environ")
@@ -260,6 +280,7 @@ class Settings(Section):
     identity: IdentitySettings = Field(default_factory=IdentitySettings)
     connect_ui: ConnectUiSettings = Field(default_factory=ConnectUiSettings)
     metrics: MetricsSettings = Field(default_factory=MetricsSettings)
+    mcp: McpSettings = Field(default_factory=McpSettings)
     providers: dict[str, dict[str, Any]] = Field(default_factory=dict)
     federation: dict[str, dict[str, Any]] = Field(default_factory=dict)
     plans: dict[str, dict[str, Any]] = Field(default_factory=dict)

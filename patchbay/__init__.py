@@ -31,7 +31,7 @@ from patchbay.core.plugins.protocols import (
 )
 from patchbay.core.plugins.provider import CAPABILITIES, CATEGORIES, Provider, RetryHeaders
 from patchbay.core.plugins.types import Action, RecordSource, Trigger
-from patchbay.core.webhooks.protocol import InboundEvent, InboundRequest, LeadData, WebhookHandler, hmac_sha256_hex, signatures_match
+from patchbay.core.webhooks.protocol import InboundEvent, InboundRequest, LeadData, WebhookHandler, WebhookReply, hmac_sha256_hex, signatures_match
 
 __all__ = [
     "Action",
@@ -48,6 +48,7 @@ __all__ = [
     "InboundRequest",
     "LeadData",
     "WebhookHandler",
+    "WebhookReply",
     "hmac_sha256_hex",
     "signatures_match",
     "CheckoutRequest",

@@ -18,12 +18,19 @@ from typing import Any
 
 import asyncpg
 import pytest
+from argon2 import PasswordHasher
 
 from patchbay.core.app import create_app
 from patchbay.core.settings import load_settings
 from patchbay.core.storage.db import Database
 from patchbay.core.storage.migrate import upgrade
 from patchbay.core.testing import create_workspace_with_key
+from patchbay.core.users import service as users
+
+#: a `patchbay serve` a test starts runs one process unless the test asks for more
+#: (tests/core/test_serve_processes.py, the cluster): a second process per server only slows the
+#: suite's start-ups on two cores
+os.environ.setdefault("PATCHBAY_PROCESSES", "1")
 
 PG_ENV = "PATCHBAY_TEST_DATABASE_URL"
 TEST_SECRET = "test-secret-key-0123456789"
@@ -77,6 +84,7 @@ def _start_rank(item: pytest.Item) -> int:
     return 2 if item.get_closest_marker("slow") else 3
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups (its worker plugin comes later)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Markers from what a test uses (docs/testing.md): ``postgres`` (:func:`_on_postgresql`),
     ``browser`` for a ``test_*_browser.py`` file, ``cluster`` for ``tests/cluster``, ``slow`` for
@@ -96,7 +104,42 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.cluster)
         if browser or cluster or used & SLOW_FIXTURES:
             item.add_marker(pytest.mark.slow)
+        if not browser and (group := _shared_fixture_group(item)):
+            item.add_marker(pytest.mark.xdist_group(group))
     items.sort(key=_start_rank)
+
+
+def _shared_fixture_group(item: pytest.Item) -> str | None:
+    """The tests that share a module's or a class's fixture (a venv, a server, a pack's app) run on
+    one xdist worker, so the fixture is made once rather than once per worker that gets one of them."""
+    info = getattr(item, "_fixtureinfo", None)
+    scopes = {definition.scope for definitions in (info.name2fixturedefs.values() if info else ()) for definition in definitions}
+    if "module" in scopes:
+        return item.nodeid.split("::", 1)[0]
+    if "class" in scopes and item.cls is not None:
+        return item.nodeid.rsplit("::", 1)[0]
+    return None
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _cheap_password_hashing():
+    """argon2id at its lowest cost in the suite's own process (a hash then costs about a
+    millisecond, not a tenth of a second): hundreds of tests make users and sign them in. The
+    servers the tests start as processes keep the default cost; tests/core/test_core_cli.py checks
+    what they store."""
+    default, users._hasher = users._hasher, PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1)
+    yield
+    users._hasher = default
+
+
+@pytest.fixture
+async def whole_clock_minute():
+    """Starts the test early enough in a clock minute to finish within it. The database storage's
+    rate-limit windows are clock minutes (every process agrees on them), so N+1 hits across a
+    minute boundary fall into two windows and none is refused."""
+    left = 60 - time.time() % 60
+    if left < 15:
+        await asyncio.sleep(left + 0.05)
 
 
 @pytest.fixture(scope="session")
@@ -141,6 +184,13 @@ def pg_url(pg_template):
             time.sleep(0.2 * (attempt + 1))
     yield _with_database(url, name)
     asyncio.run(_pg_execute(url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """xdist hands out groups in collection order (the order :func:`_start_rank` makes), not the
+    largest first."""
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -13,8 +13,8 @@ import hmac
 from aiohttp import web
 
 from patchbay.core.appkeys import SERVICES
-from patchbay.core.errors import Forbidden, Unauthenticated
-from patchbay.core.security.auth import Principal, _bearer, authenticate
+from patchbay.core.errors import Forbidden
+from patchbay.core.security.auth import Principal, _bearer, authenticate, refused
 
 
 def is_operator(request: web.Request) -> bool:
@@ -30,7 +30,7 @@ async def require_user(request: web.Request) -> Principal:
     credentials, 403 for an API key or a client's own token."""
     principal = await authenticate(request)
     if principal is None:
-        raise Unauthenticated("Unauthorized")
+        raise await refused(request, expected="a signed-in user's access token as `Authorization: Bearer <token>`")
     if principal.kind != "access_token" or not principal.subject or principal.subject == principal.client_id:
         raise Forbidden("This route needs a signed-in user's access token")
     return principal

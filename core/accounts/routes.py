@@ -28,13 +28,16 @@ from patchbay.core.errors import Forbidden, Invalid, NotFound, Unauthenticated
 from patchbay.core.http.bodies import page_params, read_object, structure
 from patchbay.core.http.openapi import PAGE_QUERY, accepts, query
 from patchbay.core.http.responses import reply, returns
-from patchbay.core.security.auth import Principal, authenticate
+from patchbay.core.security.auth import Principal, authenticate, refused
+from patchbay.core.security.refusals import CONNECT_API_CREDENTIALS
 from patchbay.core.workspaces.models import PLANS
 
 routes = web.RouteTableDef()
 
 EDITABLE = {"name": "name", "plan": "plan", "externalId": "external_id", "settings": "settings"}
 OWNER_EDITABLE = {"name", "settings"}
+#: the operator's credential, and the setting that holds it
+OPERATOR_CREDENTIALS = "the operator's admin key (`[admin] api_key`, PATCHBAY_ADMIN_API_KEY) as `x-api-key: <key>` or `Authorization: Bearer <key>`"
 
 
 async def _caller(request: web.Request, account_id: str) -> Principal | None:
@@ -42,8 +45,10 @@ async def _caller(request: web.Request, account_id: str) -> Principal | None:
     if is_operator(request):
         return None
     principal = await authenticate(request)
-    if principal is None or principal.workspace_id is None:
-        raise Unauthenticated("Unauthorized")
+    if principal is None:
+        raise await refused(request, expected=f"the operator's admin key, or {CONNECT_API_CREDENTIALS} of this account")
+    if principal.workspace_id is None:
+        raise Unauthenticated(f"Unauthorized: the credential names no workspace; send {CONNECT_API_CREDENTIALS} of this account")
     if principal.workspace_id != account_id:
         raise NotFound("Account not found")
     return principal
@@ -53,8 +58,8 @@ def _operator_only(request: web.Request) -> None:
     if is_operator(request):
         return
     if request.headers.get("x-api-key") or request.headers.get("Authorization"):
-        raise Forbidden("This route needs the operator's admin API key")
-    raise Unauthenticated("Unauthorized")
+        raise Forbidden("This route needs the operator's admin API key (the `[admin] api_key` setting, PATCHBAY_ADMIN_API_KEY)")
+    raise Unauthenticated(f"Unauthorized: no credential was sent; send {OPERATOR_CREDENTIALS}")
 
 
 @routes.post("/accounts")

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 from patchbay.core.storage.base import Base, IdMixin, TenantScoped, TimestampMixin
 
 FLOW_EVENT_TYPES = ("flow.failed", "flow.succeeded")
-OPERATOR_EVENT_TYPES = ("connection.invalid", "webhook.subscription_disabled", "jobs.failing")
+OPERATOR_EVENT_TYPES = ("connection.invalid", "webhook.subscription_disabled", "jobs.failing", "agent.approval_requested")
 EVENT_TYPES = FLOW_EVENT_TYPES + OPERATOR_EVENT_TYPES
 
 

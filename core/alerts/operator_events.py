@@ -32,7 +32,7 @@ from patchbay.core.jobs.queue import JobContext
 from patchbay.core.services import Services
 from patchbay.core.timeutil import iso, new_id, utcnow
 
-CONNECTION_INVALID, WEBHOOK_DISABLED, JOBS_FAILING = OPERATOR_EVENT_TYPES
+CONNECTION_INVALID, WEBHOOK_DISABLED, JOBS_FAILING, AGENT_APPROVAL_REQUESTED = OPERATOR_EVENT_TYPES
 
 FANOUT_JOB = "alerts.operator_event"
 FANOUT_MAX_ATTEMPTS = 5

@@ -13,10 +13,10 @@ from patchbay.core.appkeys import SERVICES
 from patchbay.core.compliance import service
 from patchbay.core.compliance.api_models import DeletionInformation, DeletionRequested, DeletionStatus
 from patchbay.core.http.bodies import parse_json, read_form
-from patchbay.core.http.errors import bad_request, unauthorized
+from patchbay.core.http.errors import bad_request
 from patchbay.core.http.openapi import query
 from patchbay.core.http.responses import HTML, REDIRECT, reply, returns
-from patchbay.core.security.auth import authenticate
+from patchbay.core.security.auth import authenticate, refused
 from patchbay.core.timeutil import iso
 
 routes = web.RouteTableDef()
@@ -92,7 +92,7 @@ async def request_deletion(request: web.Request) -> web.Response:
     if found is None:
         principal = await authenticate(request)  # user tokens of first-party clients only (docs/security-identity-trust.md)
         if principal is None and request.headers.get("Authorization"):
-            raise unauthorized()  # a token, but not one of a first-party app (or its grant was revoked)
+            raise await refused(request)  # a token, but not one of a first-party app (or its grant was revoked)
         if principal is None or principal.kind != "access_token" or not principal.subject or principal.subject == principal.client_id:
             raise service.no_requester(registry, fields)
         found = "user", principal.subject

@@ -33,7 +33,7 @@ from patchbay.core.compliance.models import DeletionRequest
 from patchbay.core.errors import Invalid, NotFound
 from patchbay.core.jobs.queue import JobContext
 from patchbay.core.plugins.registry import Registry
-from patchbay.core.security.secrets import random_token
+from patchbay.core.security.secrets import random_identifier
 from patchbay.core.storage.base import Base
 from patchbay.core.timeutil import utcnow
 from patchbay.core.users.models import User
@@ -102,7 +102,7 @@ def register_eraser(services: Services, name: str, eraser: Eraser) -> None:
 async def request_deletion(services: Services, *, source: str, subject: str) -> DeletionRequest:
     """Record a deletion request and enqueue its job, in one transaction."""
     async with services.db.transaction() as session:
-        request = DeletionRequest(confirmation_code=random_token(12), source=source, subject=str(subject), status="pending", result={})
+        request = DeletionRequest(confirmation_code=random_identifier(16), source=source, subject=str(subject), status="pending", result={})
         session.add(request)
         await session.flush()
         services.jobs.enqueue(session, DELETE_JOB, {"request_id": request.id})

@@ -1,21 +1,20 @@
-"""The form of a provider's connect step, from its definition: the credential fields its auth mode
-needs and its connection parameters, each with a label and whether it is required."""
+"""The form of a provider's connect step, from its connect facts (:mod:`patchbay.core.connections.facts`):
+the credential fields its credential takes and the connection parameters an end user must give,
+each with the provider's own words for it, a line of help and whether it is required. The facts
+decide the required-ness, so the form and the connect route (which refuses a body without a
+required field) cannot disagree."""
 
 from __future__ import annotations
 
+import re
+
 import attrs
 
+from patchbay.core.connections.facts import brand_logo, connection_parameters, credential_fields, logo_path
 from patchbay.core.plugins.provider import Provider
 
-#: auth mode -> (field name, label, input type, required)
-CREDENTIAL_FIELDS: dict[str, tuple[tuple[str, str, str, bool], ...]] = {
-    "api_key": (("apiKey", "API key", "password", True),),
-    "basic": (("apiKey", "Username", "text", True), ("apiSecret", "Password", "password", False)),
-    "oauth2_cc": (("apiKey", "Client ID", "text", True), ("apiSecret", "Client secret", "password", True)),
-    "none": (),
-}
-#: words spelled in capitals in a parameter's label
-ACRONYMS = {"url": "URL", "id": "ID", "api": "API", "dc": "DC"}
+#: a connection parameter that is a second secret (Datadog's ``applicationKey``) is typed like a password
+_SECRET_PARAM = re.compile(r"(?<!project)(?<!board)(key|secret|token|password)$", re.IGNORECASE)
 
 
 @attrs.frozen
@@ -26,21 +25,36 @@ class Field:
     required: bool
     #: ``credentials`` or ``params``: where the submitted value goes
     group: str = "credentials"
-
-
-def param_label(name: str) -> str:
-    """``instance_url`` -> ``Instance URL``."""
-    words = [word for word in name.replace("-", "_").split("_") if word]
-    return " ".join(ACRONYMS.get(word, word.capitalize() if index == 0 else word) for index, word in enumerate(words))
+    #: where the end user finds the value
+    help: str | None = None
 
 
 def form_fields(provider: Provider) -> list[Field]:
     """The fields of the provider's connect step, credentials first, then the connection
-    parameters the end user must give. A parameter with a default (a region, a server) is not
-    asked: the customer sets it in the session's ``metadata``, so an end user cannot point the
-    credentials at another server."""
-    fields = [Field(name, label, kind, required) for name, label, kind, required in CREDENTIAL_FIELDS.get(provider.auth_mode, ())]
-    for name in provider.connection_params:
-        if name not in provider.connection_param_defaults:
-            fields.append(Field(f"param:{name}", param_label(name), "text", True, group="params"))
+    parameters the end user must give. A parameter with a default (a region, a server) or one the
+    definition names optional (used only when given) is not asked: the customer sets it in the
+    session's ``metadata``, so an end user cannot point the credentials at another server; nor is
+    an instance URL an OAuth provider hands out with its tokens."""
+    fields = [
+        Field(field["name"], field["label"], "password" if field["secret"] else "text", field["required"], help=field["help"])
+        for field in credential_fields(provider)
+        if field["asked"]
+    ]
+    for param in connection_parameters(provider):
+        if param["required"] and not _handed_out(provider, param["name"]):
+            kind = "password" if _SECRET_PARAM.search(param["name"]) else "text"
+            fields.append(Field(f"param:{param['name']}", param["label"], kind, True, group="params", help=param["help"]))
     return fields
+
+
+def _handed_out(provider: Provider, name: str) -> bool:
+    """Whether an OAuth provider hands the parameter out in its token response: an instance URL
+    that starts the API's address (Salesforce's ``instance_url``, Pipedrive's ``api_domain``), so
+    the end user is not asked for it."""
+    return provider.auth_mode == "oauth2" and provider.api_base_url.startswith("{" + name + "}")
+
+
+def logo_url(provider: Provider) -> str | None:
+    """Where the provider's brand icon is served, when it has one; the pages draw a monogram in
+    the customer's colour otherwise."""
+    return logo_path(provider) if brand_logo(provider) else None

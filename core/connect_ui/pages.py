@@ -21,7 +21,7 @@ from yarl import URL
 
 from patchbay.core.appkeys import CONNECT_UI_JINJA, SERVICES
 from patchbay.core.connect_ui import service
-from patchbay.core.connect_ui.fields import form_fields
+from patchbay.core.connect_ui.fields import form_fields, logo_url
 from patchbay.core.connect_ui.form_models import CredentialsForm, OAuthStartForm
 from patchbay.core.connect_ui.models import ConnectSession
 from patchbay.core.connect_ui.service import SessionUnusable
@@ -124,7 +124,7 @@ async def enter(request: web.Request) -> web.Response:
     if not token:
         return error_page(request, "unknown")
     row = await service.usable_session(request.app[SERVICES], token)
-    providers = service.offered_providers(request.app[SERVICES], row)
+    providers = await service.offered_providers(request.app[SERVICES], row)
     target = f"{PREFIX}/providers/{providers[0].name}" if len(providers) == 1 else f"{PREFIX}/providers"
     response = web.HTTPSeeOther(target, headers=PAGE_HEADERS)
     secure = request.app[SERVICES].settings.public_base_url.startswith("https://")
@@ -140,7 +140,7 @@ async def enter(request: web.Request) -> web.Response:
 async def provider_list(request: web.Request) -> web.Response:
     """The providers the session offers; ``?q=`` searches names, ``?category=`` filters."""
     row = await _current(request)
-    offered = service.offered_providers(request.app[SERVICES], row)
+    offered = await service.offered_providers(request.app[SERVICES], row)
     query = request.query.get("q", "").strip()
     category = request.query.get("category", "")
     shown = [p for p in offered if (not query or query.lower() in f"{p.display_name} {p.name}".lower()) and (not category or category in p.all_categories)]
@@ -159,7 +159,7 @@ async def _step(
     values: dict[str, str] | None = None,
     status: int = 200,
 ) -> web.Response:
-    provider = service.offered_provider(request.app[SERVICES], row, provider_name or request.match_info["name"])
+    provider = await service.offered_provider(request.app[SERVICES], row, provider_name or request.match_info["name"])
     context = {
         "provider": provider,
         "fields": form_fields(provider),
@@ -167,7 +167,7 @@ async def _step(
         "values": values or {},
         "csrf": _signed(request, "csrf", row.id),
         "reconnect": row.reconnect_id is not None,
-        "several": len(service.offered_providers(request.app[SERVICES], row)) > 1,
+        "several": len(await service.offered_providers(request.app[SERVICES], row)) > 1,
     }
     return render(request, "oauth.html" if provider.requires_oauth else "api_key.html", context, status=status)
 
@@ -190,7 +190,7 @@ async def provider_step(request: web.Request) -> web.Response:
 async def provider_submit(request: web.Request) -> web.Response:
     """Connect with the submitted credentials and parameters; the form again with the refusal."""
     row = await _current(request)
-    provider = service.offered_provider(request.app[SERVICES], row, request.match_info["name"])
+    provider = await service.offered_provider(request.app[SERVICES], row, request.match_info["name"])
     form = await read_form(request)
     if not _csrf_ok(request, row, form.get("csrf")):
         return render(request, "message.html", {"title": "Form expired", "text": "Reload the page and try again.", "reason": "csrf"}, status=403)
@@ -223,7 +223,7 @@ async def oauth_start(request: web.Request) -> web.StreamResponse:
     """Start the provider's OAuth login for the end user (in the popup, or the whole page on a
     phone): the connections feature's login, coming back to ``/connect/ui/oauth/return``."""
     row = await _current(request)
-    provider = service.offered_provider(request.app[SERVICES], row, request.match_info["name"])
+    provider = await service.offered_provider(request.app[SERVICES], row, request.match_info["name"])
     form = await read_form(request)
     if not _csrf_ok(request, row, form.get("csrf")):
         return render(request, "message.html", {"title": "Form expired", "text": "Reload the page and try again.", "reason": "csrf"}, status=403)
@@ -250,7 +250,7 @@ async def oauth_start(request: web.Request) -> web.StreamResponse:
 async def oauth_return(request: web.Request) -> web.Response:
     """Where the OAuth callback sends the browser: claim the connection, or show the refusal."""
     row = await _current(request)
-    provider = service.offered_provider(request.app[SERVICES], row, request.query.get("provider", ""))
+    provider = await service.offered_provider(request.app[SERVICES], row, request.query.get("provider", ""))
     if request.query.get("status") != "connected":
         reason = request.query.get("error_description") or request.query.get("error") or "The sign-in did not complete."
         await service.emit(
@@ -320,5 +320,6 @@ async def static_file(request: web.Request) -> web.StreamResponse:
 
 
 def setup(app: web.Application) -> None:
-    aiohttp_jinja2.setup(app, loader=jinja2.FileSystemLoader(Path(__file__).with_name("templates")), app_key=CONNECT_UI_JINJA, autoescape=True)
+    env = aiohttp_jinja2.setup(app, loader=jinja2.FileSystemLoader(Path(__file__).with_name("templates")), app_key=CONNECT_UI_JINJA, autoescape=True)
+    env.globals["logo_url"] = logo_url
     app.router.add_routes(routes)

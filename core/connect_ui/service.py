@@ -21,6 +21,7 @@ from patchbay.core.connections.lifecycle import ConnectionRemoval
 from patchbay.core.connections.models import Connection
 from patchbay.core.connections.store import get_row
 from patchbay.core.errors import DomainError, Invalid, NotFound, Unauthenticated
+from patchbay.core.integrations import service as integrations
 from patchbay.core.plugins.provider import Provider
 from patchbay.core.security.auth import Principal
 from patchbay.core.security.secrets import random_token
@@ -202,16 +203,21 @@ async def usable_session(services: Services, token: str | None = None, *, sessio
     return row
 
 
-def offered_providers(services: Services, row: ConnectSession) -> list[Provider]:
-    """The installed, available providers the session allows, by display name."""
+async def offered_providers(services: Services, row: ConnectSession) -> list[Provider]:
+    """The installed, available providers the session offers, by display name: those it names;
+    without a list, those that can connect in its workspace (not OAuth, or OAuth with an app of
+    the workspace or the deployment), so no end user picks a provider that would fail."""
     providers = [p for p in services.registry.providers.values() if p.is_available]
     if row.allowed_providers is not None:
         providers = [p for p in providers if p.name in row.allowed_providers]
+    else:
+        ready = await integrations.oauth_ready(services, workspace_id=row.workspace_id)
+        providers = [p for p in providers if integrations.can_connect(p, ready)]
     return sorted(providers, key=lambda p: p.display_name.lower())
 
 
-def offered_provider(services: Services, row: ConnectSession, name: str) -> Provider:
-    for provider in offered_providers(services, row):
+async def offered_provider(services: Services, row: ConnectSession, name: str) -> Provider:
+    for provider in await offered_providers(services, row):
         if provider.name == name:
             return provider
     raise NotFound(f"Provider not offered: {name}")

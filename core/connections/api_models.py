@@ -199,6 +199,9 @@ class AuditEntry:
     status: int
     durationMs: float
     error: str | None
+    #: an MCP tool call's OAuth client and user (``end_user:<id>`` for an agent session's end user)
+    clientId: str | None
+    userId: str | None
     createdAt: str | None
 
 

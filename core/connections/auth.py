@@ -38,6 +38,7 @@ import attrs
 from yarl import URL
 
 from patchbay.core.outbound import ResponseTooLarge
+from patchbay.core.plugins.provider import CREDENTIAL_FIELDS as CREDENTIAL_TEMPLATE_FIELDS
 from patchbay.core.plugins.provider import HOST_NAME, TEMPLATED_URL_FIELDS, Provider, host_matches, template_fields
 from patchbay.core.timeutil import utcnow
 
@@ -240,6 +241,20 @@ def check_oauth_hosts(provider: Provider, source: str | None, params: Mapping[st
             )
 
 
+def basic_pair(template: str | None, username: str, password: str) -> str:
+    """HTTP Basic's ``user:password`` for a connection's stored ``username`` and ``password``, by the
+    provider's ``basic_pair`` template. A connection stored before its provider declared one keeps
+    working: a secret stored beside a key the template sends alone (Mailgun's user ``api`` and its
+    key), or a user name stored whole (Zendesk's ``you@example.com/token``), is sent as stored."""
+    if template is None:
+        return f"{username}:{password}"
+    user_part = template.split(":", 1)[0]
+    suffix = user_part.split("{username}", 1)[1] if "{username}" in user_part else ""
+    if (password and "{password}" not in template) or (suffix and username.endswith(suffix)):
+        return f"{username}:{password}"
+    return template.format(username=username, password=password)
+
+
 def pkce_pair() -> tuple[str, str]:
     """A PKCE verifier (43 unreserved characters and more) and its S256 challenge (RFC 7636)."""
     verifier = secrets.token_urlsafe(48)
@@ -367,11 +382,12 @@ class ProviderAuth:
         fields = _Fields(params)
         for key in ("access_token", "api_key", "api_secret", "username", "password"):
             fields[key] = str(credentials.get(key) or "")
-        pair = f"{fields['username']}:{fields['password']}"
-        fields["basic"] = base64.b64encode(pair.encode()).decode()
+        fields["basic"] = base64.b64encode(basic_pair(provider.basic_pair, fields["username"], fields["password"]).encode()).decode()
         if provider.credential_headers or provider.credential_query:
-            headers = {name: template.format_map(fields) for name, template in provider.credential_headers.items()}
-            query = {name: template.format_map(fields) for name, template in provider.credential_query.items()}
+            # a template of an optional parameter the connection does not have is not sent
+            absent = {name for name in provider.optional_fields if not params.get(name)} - CREDENTIAL_TEMPLATE_FIELDS
+            headers = {name: template.format_map(fields) for name, template in provider.credential_headers.items() if not template_fields(template) & absent}
+            query = {name: template.format_map(fields) for name, template in provider.credential_query.items() if not template_fields(template) & absent}
             return headers, query
         if provider.auth_mode in ("oauth2", "oauth2_cc"):
             return {"Authorization": f"Bearer {fields['access_token']}"}, {}

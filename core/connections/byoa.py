@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import attrs
 from sqlalchemy import select
 
 from patchbay.core.connections.models import ByoaCredential
@@ -65,6 +66,48 @@ async def status(services: Services, *, workspace_id: str, provider: str) -> dic
     """Whether the workspace has its own OAuth app for ``provider`` (never the secret)."""
     async with services.db.session(tenant=workspace_id) as session:
         return _status(await _find(session, provider), provider)
+
+
+async def configured_providers(services: Services, *, workspace_id: str) -> set[str]:
+    """The providers the workspace has its own OAuth app for (the console's integrations page)."""
+    async with services.db.session(tenant=workspace_id) as session:
+        return set((await session.scalars(select(ByoaCredential.provider))).all())
+
+
+@attrs.frozen
+class Integration:
+    """Whether a provider can connect in a workspace, and how its webhooks come in (never a secret)."""
+
+    provider: Provider
+    #: how a connection is made here: ``api_key``, ``oauth:workspace``, ``oauth:deployment``, or
+    #: None when it cannot be (an OAuth provider without an app)
+    connects_with: str | None
+    #: where the provider sends its webhooks (None: it sends none)
+    webhook_url: str | None
+    webhook_secret_set: bool
+    verify_token_set: bool
+
+
+async def integrations(services: Services, *, workspace_id: str) -> list[Integration]:
+    """Every installed provider, by display name: whether it can connect in the workspace (API key
+    or basic credentials; an OAuth app of the workspace, else of the deployment), its webhook URL
+    and whether the deployment's webhook secret is set (the console's integrations page)."""
+    own = await configured_providers(services, workspace_id=workspace_id)
+    base = services.settings.public_base_url.rstrip("/")
+    found = []
+    for provider in sorted(services.registry.providers.values(), key=lambda p: p.display_name.lower()):
+        secrets = services.registry.provider_secrets(provider.name)
+        if provider.auth_mode != "oauth2":
+            connects = provider.auth_mode
+        elif provider.name in own:
+            connects = "oauth:workspace"
+        elif secrets.client_id and secrets.client_secret:
+            connects = "oauth:deployment"
+        else:
+            connects = None
+        webhook_url = f"{base}/webhook/{provider.name}" if provider.webhooks else None
+        found.append(Integration(provider, connects, webhook_url, bool(secrets.webhook_secret), bool(secrets.webhook_verify_token)))
+    return found
 
 
 async def scopes(services: Services, *, workspace_id: str, provider: str) -> list[str] | None:

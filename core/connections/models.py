@@ -21,7 +21,10 @@ ACTIVE_STATUSES = ("connected", "expired")
 
 class Connection(IdMixin, TimestampMixin, TenantScoped, Base):
     __tablename__ = "connections"
-    __table_args__ = (Index("ix_connections_workspace_provider", "workspace_id", "provider"),)
+    __table_args__ = (
+        Index("ix_connections_workspace_provider", "workspace_id", "provider"),
+        Index("ix_connections_workspace_created", "workspace_id", "created_at"),
+    )
 
     provider: Mapped[str] = mapped_column(String(100), index=True)
     status: Mapped[str] = mapped_column(String(20), default="connected")
@@ -88,7 +91,10 @@ class ProxyCallLog(IdMixin, TenantScoped, Base):
     stored without its query string). No foreign key: the log outlives a deleted connection."""
 
     __tablename__ = "proxy_call_logs"
-    __table_args__ = (Index("ix_proxy_call_logs_connection_created", "connection_id", "created_at"),)
+    __table_args__ = (
+        Index("ix_proxy_call_logs_connection_created", "connection_id", "created_at"),
+        Index("ix_proxy_call_logs_workspace_created", "workspace_id", "created_at"),
+    )
 
     connection_id: Mapped[str] = mapped_column(String(36))
     provider: Mapped[str] = mapped_column(String(100))
@@ -99,3 +105,6 @@ class ProxyCallLog(IdMixin, TenantScoped, Base):
     duration_ms: Mapped[float]
     error: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    #: an MCP tool call's OAuth client and user (``end_user:<id>`` for an agent session's end user)
+    client_id: Mapped[str | None] = mapped_column(String(255))
+    user_id: Mapped[str | None] = mapped_column(String(255))

@@ -27,11 +27,12 @@ import attrs
 from sqlalchemy import delete, select
 
 from patchbay.core.approvals import service as approvals
-from patchbay.core.connections import byoa, service
+from patchbay.core.connections import service
 from patchbay.core.connections.auth import ProviderAuthError, TemplateError, UnvouchedHost, auth_for, check_fillable, pkce_pair
 from patchbay.core.connections.models import OAuthState
 from patchbay.core.connections.store import auth_context, enforce_provider_limit, get_row, oauth_app_for, save_connection, token_credentials
 from patchbay.core.errors import DomainError, Invalid, NotFound
+from patchbay.core.integrations import service as integrations
 from patchbay.core.plugins.provider import Provider
 from patchbay.core.security.auth import Principal
 from patchbay.core.timeutil import utcnow
@@ -182,10 +183,8 @@ async def start_login(services: Services, principal: Principal, provider_type: s
     except UnvouchedHost as error:
         raise Invalid(error.message) from None
     scopes = _scopes(query.get("scopes"))
-    if scopes is None:
-        scopes = await byoa.scopes(services, workspace_id=workspace_id, provider=provider.name) if oauth_app.source == "byoa" else None
     if not scopes:
-        scopes = list(provider.scopes)
+        scopes = await integrations.authorize_scopes(services, workspace_id=workspace_id, provider=provider, app=oauth_app)
     verifier, challenge = pkce_pair() if provider.pkce else (None, None)
     state_row = OAuthState(
         workspace_id=workspace_id,

@@ -20,13 +20,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from datetime import timedelta
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from sqlalchemy import or_, update
 
 from patchbay.core.alerts import operator_events
-from patchbay.core.connections.auth import ProviderAuthError, auth_for
+from patchbay.core.connections.auth import ProviderAuthError, TemplateError, auth_for, connection_params, fill_url
 from patchbay.core.connections.models import Connection
 from patchbay.core.connections.runtime import ConnectionState
 from patchbay.core.connections.store import auth_context, encrypt_credentials, load_state, oauth_app_for, token_credentials
@@ -157,12 +159,15 @@ async def _refresh_holding_lease(services: Services, state: ConnectionState) -> 
     if provider is None:
         raise RefreshFailed(f"provider {state.provider} is not installed")
     oauth_app = await oauth_app_for(services, workspace_id=state.workspace_id, provider=state.provider, source=state.oauth_app, credentials=state.credentials)
+    started = time.perf_counter()
     try:
         ctx = auth_context(services, provider, oauth_app, state.params)
         tokens = await auth_for(services.registry, provider.name).refresh(ctx, state.credentials)
     except ProviderAuthError as error:
+        _audit(services, state, provider, started, status=error.status or 0, error=error.message)
         await _record_failure(services, state, error)
         raise RefreshFailed(error.message, permanent=error.permanent) from None
+    _audit(services, state, provider, started, status=200)
     now = utcnow()
     credentials = token_credentials(tokens, state.credentials)
     values = {
@@ -185,6 +190,31 @@ async def _refresh_holding_lease(services: Services, state: ConnectionState) -> 
         await session.execute(update(Connection).where(Connection.id == state.id).values(**values).execution_options(synchronize_session=False))
     rt.forget(state.id)
     return await load_state(services, state.id, workspace_id=state.workspace_id, fresh=True)
+
+
+def _token_path(provider, state: ConnectionState) -> str:
+    """The token endpoint's path (its URL may be a template of the connection's parameters)."""
+    try:
+        url = fill_url(provider.token_url or "", provider, connection_params(provider, state.params))
+    except TemplateError:
+        url = provider.token_url or ""
+    return urlsplit(url).path or "(token endpoint)"
+
+
+def _audit(services: Services, state: ConnectionState, provider, started: float, *, status: int, error: str | None = None) -> None:
+    """The refresh in the proxy's audit (``source`` ``refresh``): the connection's refresh history
+    and the token refreshes of the console's Logs. The token endpoint's path, never a token."""
+    services.connections.audit.add(
+        workspace_id=state.workspace_id,
+        connection_id=state.id,
+        provider=state.provider,
+        source="refresh",
+        method="POST",
+        path=_token_path(provider, state),
+        status=status,
+        duration_ms=(time.perf_counter() - started) * 1000,
+        error=error[:1000] if error else None,
+    )
 
 
 async def _record_failure(services: Services, state: ConnectionState, error: ProviderAuthError) -> None:

@@ -28,20 +28,24 @@ from patchbay.core.connections.models import OAuthState
 from patchbay.core.connections.oauth import HeldForApproval, StartedLogin
 from patchbay.core.connections.oauth_models import Deauthorized, DeauthorizeInfo, LoginUrl, Refreshed
 from patchbay.core.connections.refresh import RefreshFailed, can_refresh, refresh_connection
-from patchbay.core.connections.store import load_state
+from patchbay.core.connections.store import deployment_app, load_state
 from patchbay.core.errors import Forbidden, NotFound, Unauthenticated
 from patchbay.core.http.bodies import read_form
 from patchbay.core.http.errors import ApiError
 from patchbay.core.http.openapi import FORM, accepts, query
 from patchbay.core.http.pages import html_page
 from patchbay.core.http.responses import HTML, REDIRECT, reply, returns
-from patchbay.core.security.auth import Principal, authenticate, principal_of, require_principal, requires, token_principal
+from patchbay.core.security.auth import Principal, authenticate, principal_of, refused, require_principal, requires, token_principal
+from patchbay.core.security.refusals import CONNECT_API_CREDENTIALS, connect_token_problem, unauthorized
 from patchbay.core.timeutil import iso, utcnow
 
 log = logging.getLogger(__name__)
 routes = web.RouteTableDef()
 
 __all__ = ["HeldForApproval", "begin_login", "login_url", "routes"]
+
+#: what starting a connection takes: a link carries its token in the URL
+LOGIN_CREDENTIALS = f"{CONNECT_API_CREDENTIALS}, or a link with an access token as `token=<token>`"
 
 
 def set_binding_cookie(request: web.Request, response: web.StreamResponse, state_id: str, expires_at) -> None:
@@ -68,8 +72,14 @@ async def _login_principal(request: web.Request) -> tuple[Principal, bool]:
     if (principal is None or principal.workspace_id is None) and token:
         by_link = True
         principal = await token_principal(request.app[SERVICES], token)  # as in the header: same trust, grant and approver checks
-    if principal is None or principal.workspace_id is None:
-        raise Unauthenticated("Unauthorized")
+    if principal is None and by_link:
+        raise Unauthenticated(
+            unauthorized(f"the `token` of the link was refused: {await connect_token_problem(request.app[SERVICES], token)}", LOGIN_CREDENTIALS)
+        )
+    if principal is None:
+        raise await refused(request, expected=LOGIN_CREDENTIALS)
+    if principal.workspace_id is None:
+        raise Unauthenticated(unauthorized("the credential names no workspace (an access token needs the `organization` scope)", LOGIN_CREDENTIALS))
     if not principal.can("connections.write"):
         raise Forbidden("Missing permission: connections.write")
     return principal, by_link
@@ -309,10 +319,15 @@ async def deauthorize(request: web.Request) -> web.Response:
         return reply(request, {"success": True, "disconnected": len(ids)}, status=201)
     callback = services.registry.get("deauthorization_callbacks", provider.name)
     if callback is None:
-        raise Unauthenticated("Unauthorized")
-    secret = services.registry.provider_secrets(provider.name).client_secret
-    user = callback.user(await read_form(request), secret or "")
+        raise await refused(request)
+    app = await deployment_app(services, provider.name)  # stored at run time, else the settings file's
+    user = callback.user(await read_form(request), (app.client_secret if app else None) or "")
     if user is None:
-        raise Unauthenticated("Unauthorized")
+        raise Unauthenticated(
+            unauthorized(
+                f"the {provider.name} deauthorization callback's signature does not verify with the provider's client secret",
+                f"the provider's signed callback, or {CONNECT_API_CREDENTIALS}",
+            )
+        )
     disconnected = await service.disconnect_provider_user(services, provider=provider.name, user_id=user)
     return reply(request, {"success": True, "disconnected": disconnected})

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import math
+import operator
 import os
 import random
 import time
@@ -25,10 +27,10 @@ from typing import TYPE_CHECKING, Any
 
 import aiohttp
 import attrs
-from sqlalchemy import insert
+from sqlalchemy.engine import Dialect
 
 from patchbay.core.connections.models import ProxyCallLog
-from patchbay.core.ratelimit.limiter import parse_limit
+from patchbay.core.ratelimit.limiter import RateLimiter, parse_limit
 from patchbay.core.timeutil import utcnow
 
 if TYPE_CHECKING:
@@ -85,36 +87,28 @@ class Throttled(Exception):
 
 
 class ConnectionLimiter:
-    """Fixed-window limit per connection plus the provider's own back-off (429 / Retry-After /
-    remaining 0), both in this process."""
+    """The proxy's limit per connection (``[rate_limits] proxy``), counted where the connect API's
+    limit is (:class:`~patchbay.core.ratelimit.limiter.RateLimiter`: Redis, PostgreSQL, or the
+    SQLite file under ``serve --processes``, so every process and host shares it), plus the
+    provider's own back-off (429 / Retry-After / remaining 0), in this process."""
 
-    def __init__(self, limit_text: str) -> None:
-        item = parse_limit(limit_text)
-        self.amount = item.amount if item else None
-        self.period = item.get_expiry() if item else 1
-        self._windows: dict[str, tuple[int, int]] = {}
+    def __init__(self, limit_text: str, rate_limiter: Callable[[], RateLimiter]) -> None:
+        self.item = parse_limit(limit_text)
+        self._rate_limiter = rate_limiter
         self._blocked: dict[str, float] = {}
 
-    def acquire(self, connection_id: str) -> float:
-        """0 when the call may go now, else the seconds to wait (the call is not counted)."""
-        now = time.time()
+    async def acquire(self, connection_id: str) -> float:
+        """0 when the call may go now, else the seconds to wait."""
         blocked = self._blocked.get(connection_id)
         if blocked is not None:
+            now = time.time()
             if blocked > now:
                 return blocked - now
             del self._blocked[connection_id]
-        if self.amount is None:
+        if self.item is None:
             return 0.0
-        window = int(now // self.period)
-        current, count = self._windows.get(connection_id, (window, 0))
-        if current != window:
-            count = 0
-        if count >= self.amount:
-            return (window + 1) * self.period - now
-        self._windows[connection_id] = (window, count + 1)
-        if len(self._windows) > 50_000:
-            self._windows = {k: v for k, v in self._windows.items() if v[0] == window}
-        return 0.0
+        decision = await self._rate_limiter().hit(f"proxy:connection:{connection_id}", self.item)
+        return 0.0 if decision.allowed else float(decision.retry_after)
 
     def block(self, connection_id: str, seconds: float) -> None:
         """The provider asked for a pause: hold every call of this connection for ``seconds``."""
@@ -168,6 +162,8 @@ class AuditBuffer:
         status: int,
         duration_ms: float,
         error: str | None = None,
+        client_id: str | None = None,
+        user_id: str | None = None,
     ) -> None:
         self._rows.append(
             {
@@ -182,6 +178,8 @@ class AuditBuffer:
                 "duration_ms": round(duration_ms, 3),
                 "error": error,
                 "created_at": utcnow(),
+                "client_id": client_id,
+                "user_id": user_id,
             }
         )
         latency = self._latency.get(provider)
@@ -224,7 +222,9 @@ class AuditBuffer:
                 return
             try:
                 async with self._db.transaction() as session:
-                    await session.execute(insert(ProxyCallLog.__table__), rows)
+                    connection = await session.connection()
+                    statement, prepare = _audit_insert(connection.dialect)
+                    await connection.exec_driver_sql(statement, [prepare(row) for row in rows])
             except Exception:
                 self._rows[:0] = rows
                 self._bound()
@@ -239,6 +239,42 @@ class AuditBuffer:
             await self.flush()
         except Exception:
             log.exception("dropping %d proxy audit rows at shutdown", len(self._rows))
+
+
+#: the audit table's columns, in the order of the driver-level insert's parameters
+_AUDIT_COLUMNS = tuple(column.name for column in ProxyCallLog.__table__.columns)
+_PLACEHOLDERS = {"qmark": "?", "format": "%s", "pyformat": "%s"}
+
+
+@functools.lru_cache(maxsize=8)
+def _audit_insert(dialect: Dialect) -> tuple[str, Callable[[dict[str, Any]], tuple]]:
+    """The driver-level ``INSERT`` of audit rows for ``dialect`` and the function making one row's
+    parameters: the columns' own bind conversions (the UTC timestamp as the dialect stores it),
+    without the ORM's per-row statement work, which cost more than the rest of a proxied call's
+    audit. Made once per dialect."""
+    table = ProxyCallLog.__table__
+    if dialect.paramstyle in _PLACEHOLDERS:
+        marks = [_PLACEHOLDERS[dialect.paramstyle]] * len(_AUDIT_COLUMNS)
+    elif dialect.paramstyle in ("numeric", "numeric_dollar"):
+        sign = "$" if dialect.paramstyle == "numeric_dollar" else ":"
+        marks = [f"{sign}{n}" for n in range(1, len(_AUDIT_COLUMNS) + 1)]
+    else:
+        raise RuntimeError(f"unsupported driver parameter style {dialect.paramstyle}")
+    quote = dialect.identifier_preparer.quote
+    statement = f"INSERT INTO {quote(table.name)} ({', '.join(quote(name) for name in _AUDIT_COLUMNS)}) VALUES ({', '.join(marks)})"
+    values = operator.itemgetter(*_AUDIT_COLUMNS)
+    converters = [(index, table.c[name].type._cached_bind_processor(dialect)) for index, name in enumerate(_AUDIT_COLUMNS)]
+    converters = [(index, convert) for index, convert in converters if convert is not None]
+
+    def prepare(row: dict[str, Any]) -> tuple:
+        if not converters:
+            return values(row)
+        parameters = list(values(row))
+        for index, convert in converters:
+            parameters[index] = convert(parameters[index])
+        return tuple(parameters)
+
+    return statement, prepare
 
 
 class ProxyTimeouts:
@@ -263,7 +299,7 @@ class ConnectionsRuntime:
         self.locks: dict[str, asyncio.Lock] = {}
         #: reads of expired cache entries in flight, shared by the calls that wait for them
         self.loading: dict[str, asyncio.Future] = {}
-        self.limiter = ConnectionLimiter(services.settings.rate_limits.get("proxy", "off"))
+        self.limiter = ConnectionLimiter(services.settings.rate_limits.get("proxy", "off"), lambda: services.rate_limiter)
         self.audit = AuditBuffer(services.db, metrics=lambda: services.metrics)  # /metrics is installed after this
         self.timeouts = ProxyTimeouts()
 

@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 
 from patchbay.core.approvals import service as approvals  # which imports this module: its names are read when called
 from patchbay.core.connections import store
@@ -28,6 +28,7 @@ from patchbay.core.connections.auth import (
     fill_url,
 )
 from patchbay.core.connections.client import client_for_state
+from patchbay.core.connections.facts import credential_fields
 from patchbay.core.connections.lifecycle import ConnectionRemoval, RemovalListeners
 from patchbay.core.connections.models import ACTIVE_STATUSES, Connection
 from patchbay.core.connections.refresh import RefreshFailed, can_refresh, refresh_connection
@@ -91,6 +92,7 @@ def split_params(
     if fixed:
         raise Invalid(f"Validation failed: connection parameter(s) {', '.join(fixed)} are set by the deployment and cannot be given")
     missing = [key for key in provider.connection_params if key not in values and key not in provider.connection_param_defaults and key not in learned]
+    missing = [key for key in missing if key not in provider.optional_fields]  # used only when given
     if missing:
         raise Invalid(f"Validation failed: connection parameter(s) required: {', '.join(missing)}")
     return values
@@ -105,8 +107,11 @@ def _api_key_credentials(provider: Provider, credentials: Mapping[str, Any]) -> 
     api_secret = credentials.get("apiSecret")
     if api_secret is not None and not isinstance(api_secret, str):
         raise Invalid("Validation failed: credentials.apiSecret must be a string")
+    # required as the provider's connect facts say, which the connect form shows
+    if not (api_secret or "").strip() and any(field["name"] == "apiSecret" and field["required"] for field in credential_fields(provider)):
+        raise Invalid("Validation failed: credentials.apiSecret is required")
     if provider.auth_mode == "basic":
-        return {"username": api_key, "password": api_secret or ""}
+        return {"username": api_key, "password": api_secret or "" if provider.basic_password is None else provider.basic_password}
     if provider.auth_mode == "oauth2_cc":
         return {"client_id": api_key, "client_secret": api_secret}
     return {"api_key": api_key, "api_secret": api_secret}
@@ -492,8 +497,21 @@ async def audit_page(services: Services, *, workspace_id: str, connection_id: st
             "status": r.status,
             "durationMs": r.duration_ms,
             "error": r.error,
+            "clientId": r.client_id,
+            "userId": r.user_id,
             "createdAt": iso(r.created_at),
         }
         for r in rows
     ]
     return {"data": data, "nextCursor": _encode_cursor(rows[-1].created_at, rows[-1].id) if more and rows else None}
+
+
+async def failing_refresh(services: Services, *, workspace_id: str, limit: int) -> tuple[list[Connection], int]:
+    """The workspace's live connections whose token refresh is failing (expired or invalid, or a
+    refresh error recorded), most recently changed first, at most ``limit``, and how many there are
+    (the console's home)."""
+    failing = (Connection.status.in_(("expired", "invalid"))) | ((Connection.status != "disconnected") & Connection.refresh_error.is_not(None))
+    async with services.db.session(tenant=workspace_id) as session:
+        total = await session.scalar(select(func.count()).select_from(Connection).where(failing))
+        rows = await session.scalars(select(Connection).where(failing).order_by(Connection.updated_at.desc(), Connection.id).limit(limit))
+        return list(rows), int(total or 0)

@@ -17,6 +17,7 @@ from patchbay.core.connections.auth import AuthContext, OAuthApp, TokenSet, conn
 from patchbay.core.connections.models import ACTIVE_STATUSES, ByoaCredential, Connection, ProxyCallLog
 from patchbay.core.connections.runtime import ConnectionState
 from patchbay.core.errors import Invalid, NotFound
+from patchbay.core.integrations import service as integrations
 from patchbay.core.plugins.provider import Provider
 from patchbay.core.timeutil import utcnow
 from patchbay.core.webhooks.routing_keys import ensure_routing_keys_free
@@ -252,6 +253,10 @@ def token_credentials(tokens: TokenSet, previous: Mapping[str, Any] | None = Non
 
 
 async def byoa_app(services: Services, workspace_id: str, provider: str) -> OAuthApp | None:
+    """The workspace's own OAuth app: stored through the integrations API, else its BYOA credentials."""
+    stored = await integrations.workspace_app(services, workspace_id, provider)
+    if stored is not None:
+        return stored
     async with services.db.session(tenant=workspace_id) as session:
         row = await session.scalar(select(ByoaCredential).where(ByoaCredential.provider == provider))
     if row is None:
@@ -259,11 +264,9 @@ async def byoa_app(services: Services, workspace_id: str, provider: str) -> OAut
     return OAuthApp(client_id=row.client_id, client_secret=services.secrets.decrypt(row.client_secret), source="byoa")
 
 
-def deployment_app(services: Services, provider: str) -> OAuthApp | None:
-    secrets = services.registry.provider_secrets(provider)
-    if not secrets.client_id:
-        return None
-    return OAuthApp(client_id=secrets.client_id, client_secret=secrets.client_secret, source="deployment")
+async def deployment_app(services: Services, provider: str) -> OAuthApp | None:
+    """The deployment's OAuth app: stored through the integrations API, else the settings file's."""
+    return await integrations.deployment_app(services, provider)
 
 
 async def oauth_app_for(
@@ -278,7 +281,7 @@ async def oauth_app_for(
         found = await byoa_app(services, workspace_id, provider)
         if found is not None or source == "byoa":
             return found
-    return deployment_app(services, provider)
+    return await deployment_app(services, provider)
 
 
 def auth_context(services: Services, provider: Provider, oauth_app: OAuthApp | None, params: Mapping[str, Any] | None) -> AuthContext:

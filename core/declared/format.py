@@ -9,7 +9,7 @@ Values that name inputs (``query``, ``body``, ``input_headers``) are input names
 are constants. A ``body`` key is a path into the JSON body, dots nesting (``"fields.summary" =
 "summary"`` sends ``{"fields": {"summary": <inputs.summary>}}``); a form body takes keys as they are.
 An input that is not given is left out of the query and the body. Selectors (``select``, ``items``,
-``item_id``, ``cursor``, ``next_cursor``, ``event_type``, ``item``) are JMESPath expressions; for a
+``item_id``, ``cursor``, ``next_cursor``, ``next_url``, ``event_type``, ``item``, ``token``) are JMESPath expressions; for a
 GraphQL request (``Request.graphql``) they read the answer's ``data``.
 
 Every key added later has a default that keeps the files written before it meaning what they meant.
@@ -62,12 +62,15 @@ class Pagination:
     """How to ask for the next page. ``cursor``: the next cursor is ``next_cursor`` of the answer,
     sent as the query parameter ``cursor_param`` (or at the body path ``cursor_body``); ``offset``:
     ``offset_param`` grows by the items received; ``page``: ``page_param`` counts from
-    ``first_page``; ``link``: the ``Link`` header's ``rel="next"`` URL. ``size_param`` (with
-    ``page_size``) asks for a page size; offset and page paging stop on a short page. Every style
-    stops on an empty page and after ``max_pages``."""
+    ``first_page``; ``link``: the ``Link`` header's ``rel="next"`` URL; ``next_url``: the URL the
+    answer's ``next_url`` (JMESPath) names, absolute on the API's host (Microsoft Graph's
+    ``@odata.nextLink``) or a path joined to the base URL like any path (Twilio's ``next_page_uri``), followed as it is
+    with GET. ``size_param`` (with ``page_size``) asks for a page size; offset and page paging stop
+    on a short page. Every style stops on an empty page and after ``max_pages``."""
 
-    style: Literal["cursor", "offset", "page", "link"]
+    style: Literal["cursor", "offset", "page", "link", "next_url"]
     next_cursor: str | None = None
+    next_url: str | None = None
     cursor_param: str | None = None
     cursor_body: str | None = None
     offset_param: str | None = None
@@ -126,7 +129,8 @@ class Trigger:
     the query parameter ``cursor_param`` when set; items at or below it are dropped either way).
     A webhook trigger matches the provider's ``events`` (the file's ``[webhooks]`` says how they are
     verified and typed); ``item`` picks the object a flow receives from each event body. ``sample``
-    is one item as the flow receives it."""
+    is one item as the flow receives it; ``delivery``, when given, a whole documented body that
+    carries one of the events (without it the tests build one from the selectors)."""
 
     name: str
     title: str
@@ -146,6 +150,7 @@ class Trigger:
     item: str | None = None
     sample: Mapping[str, Any]
     response: Any = None  # poll: the provider's documented answer to ``request`` (the tests serve it)
+    delivery: Any = None  # webhook: a documented delivery body carrying one of ``events`` (the tests post it)
 
 
 @attrs.frozen(kw_only=True)
@@ -154,9 +159,11 @@ class Verification:
     ``webhook_secret``: ``hmac`` (``header`` carries ``prefix`` + the HMAC of the signed string in
     ``encoding``), ``token`` (``header`` carries the secret itself) or ``none``.
 
-    The signed string is ``signed`` with ``{body}`` replaced by the raw body and ``{timestamp}`` by
-    the request's timestamp, exactly as sent: ``"{body}"`` (the default), ``"{timestamp}.{body}"``
-    (Stripe, Calendly), ``"v0:{timestamp}:{body}"`` (Zoom, with ``prefix = "v0="``). The timestamp is
+    The signed string is ``signed`` with ``{body}`` replaced by the raw body, ``{timestamp}`` by
+    the request's timestamp, exactly as sent, and ``{url}`` by the deployment's public URL the delivery
+    was posted to (the ``base_url`` setting, then the path and query as sent; never the Host header):
+    ``"{body}"`` (the default), ``"{timestamp}.{body}"`` (Stripe, Calendly),
+    ``"v0:{timestamp}:{body}"`` (Zoom, with ``prefix = "v0="``), ``"{body}{url}"`` (Trello). The timestamp is
     read from its own header, ``timestamp_header``, or from the signature header itself: with
     ``signature_key`` the header is a comma-separated list of ``key=value`` pairs
     (``t=1492774577,v1=5257a8...``) whose ``signature_key`` values are the signatures (any one may
@@ -177,15 +184,42 @@ class Verification:
 
 
 @attrs.frozen(kw_only=True)
+class Handshake:
+    """How the provider confirms an endpoint before it sends events, answered without storing
+    anything:
+
+    - ``echo_query`` (Dropbox): a ``GET`` carrying the query parameter ``name`` is answered with its
+      value as ``text/plain`` (``X-Content-Type-Options: nosniff``);
+    - ``echo_header`` (Asana's ``X-Hook-Secret``): a ``POST`` carrying the header ``name`` is
+      answered 200 with the same header and value, and an empty body;
+    - ``sign_token`` (Zoom's ``endpoint.url_validation``): a ``POST`` that passes ``verify`` and
+      whose event type is ``event`` is answered with the JSON object ``{<name>: token,
+      <signature_key>: hex HMAC-SHA256 of token under the webhook_secret}``, the token read from
+      the body with ``token`` (JMESPath). It is verified first: answering an unsigned request would
+      sign any string an attacker chose."""
+
+    style: Literal["echo_query", "echo_header", "sign_token"]
+    name: str
+    event: str | None = None
+    token: str | None = None
+    signature_key: str | None = None
+
+
+@attrs.frozen(kw_only=True)
 class Webhooks:
     """The provider's inbound webhooks: ``events`` lists the events of one body (the body itself
-    when unset), ``event_type`` and ``event_id`` read each event's type and id."""
+    when unset), ``event_type`` and ``event_id`` read each event's type and id. A provider naming
+    the type in a header instead (GitHub's ``X-GitHub-Event``, Shopify's ``X-Shopify-Topic``) sets
+    ``event_type_header``: every event of the body then has that header's value as its type (read
+    when the delivery is received and stored with it). ``handshake``: how an endpoint is confirmed."""
 
     docs: str
     verify: Verification
-    event_type: str
+    event_type: str | None = None
+    event_type_header: str | None = None
     event_id: str | None = None
     events: str | None = None
+    handshake: Handshake | None = None
 
 
 @attrs.frozen(kw_only=True)

@@ -23,11 +23,11 @@ import jmespath
 import jsonschema
 from jmespath.exceptions import JMESPathError
 
-from patchbay.core.declared.format import Action, Declaration, Pagination, Request, Trigger, Verification
+from patchbay.core.declared.format import Action, Declaration, Handshake, Pagination, Request, Trigger, Verification, Webhooks
 
 FILE_NAME = "actions.toml"
 _NAME = re.compile(r"^[a-z][a-z0-9_.]*$")
-_PAGINATION_NEEDS = {"cursor": ("next_cursor",), "offset": ("offset_param",), "page": ("page_param",), "link": ()}
+_PAGINATION_NEEDS = {"cursor": ("next_cursor",), "offset": ("offset_param",), "page": ("page_param",), "link": (), "next_url": ("next_url",)}
 
 
 class DeclarationError(ValueError):
@@ -127,12 +127,7 @@ def _problems(declaration: Declaration) -> Iterator[str]:
     yield from _unique("actions", [action.name for action in declaration.actions])
     yield from _unique("triggers", [trigger.name for trigger in declaration.triggers])
     if declaration.webhooks is not None:
-        hooks = declaration.webhooks
-        yield from _url("webhooks.docs", hooks.docs)
-        yield from _jmespath("webhooks", event_type=hooks.event_type, event_id=hooks.event_id, events=hooks.events)
-        if hooks.verify.scheme != "none" and not hooks.verify.header:
-            yield f"webhooks.verify.header: scheme {hooks.verify.scheme!r} needs the header that carries it"
-        yield from (f"webhooks.verify.{problem}" for problem in _verification_problems(hooks.verify))
+        yield from (f"webhooks.{problem}" for problem in _webhooks_problems(declaration.webhooks))
     for index, action in enumerate(declaration.actions):
         yield from (f"actions[{index}] ({action.name}).{problem}" for problem in _action_problems(action))
     claimed: dict[str, str | None] = {}
@@ -148,6 +143,35 @@ def _problems(declaration: Declaration) -> Iterator[str]:
                 claimed[event] = trigger.item
 
 
+def _webhooks_problems(hooks: Webhooks) -> Iterator[str]:
+    yield from _url("docs", hooks.docs)
+    yield from _jmespath("", event_type=hooks.event_type, event_id=hooks.event_id, events=hooks.events)
+    if (hooks.event_type is None) == (hooks.event_type_header is None):
+        yield "event_type: each event's type is read from the body (event_type) or from a header (event_type_header), one of the two"
+    if hooks.verify.scheme != "none" and not hooks.verify.header:
+        yield f"verify.header: scheme {hooks.verify.scheme!r} needs the header that carries it"
+    yield from (f"verify.{problem}" for problem in _verification_problems(hooks.verify))
+    if hooks.handshake is not None:
+        yield from (f"handshake.{problem}" for problem in _handshake_problems(hooks.handshake, hooks))
+
+
+def _handshake_problems(handshake: Handshake, hooks: Webhooks) -> Iterator[str]:
+    """``sign_token`` needs its event, token and signature_key and a signed delivery; the echo
+    styles take nothing else."""
+    signing = {"event": handshake.event, "token": handshake.token, "signature_key": handshake.signature_key}
+    if handshake.style == "sign_token":
+        yield from (f"{key}: style 'sign_token' needs it" for key, value in signing.items() if value is None)
+        if hooks.verify.scheme != "hmac":
+            yield "style: 'sign_token' answers only a verified request; the webhooks need verify.scheme = 'hmac'"
+        if hooks.event_type is None:
+            yield "event: 'sign_token' recognises its request by the body's event_type"
+        yield from _jmespath("", token=handshake.token)
+    else:
+        yield from (f"{key}: only style 'sign_token' has it" for key, value in signing.items() if value is not None)
+    if not handshake.name:
+        yield "name: the query parameter, header or answer key the handshake uses"
+
+
 def _action_problems(action: Action) -> Iterator[str]:
     if not _NAME.match(action.name):
         yield f"name: {action.name!r} is not lowercase letters, digits and underscores"
@@ -161,8 +185,8 @@ def _action_problems(action: Action) -> Iterator[str]:
         yield from _schema("output.schema", action.output.schema)
     if action.pagination is not None:
         yield from _pagination_problems(action.pagination)
-        if action.request.method != "GET" and action.pagination.style == "link":
-            yield "pagination: link paging follows GET URLs; the request must be a GET"
+        if action.request.method != "GET" and action.pagination.style in ("link", "next_url"):
+            yield f"pagination: {action.pagination.style} paging follows GET URLs; the request must be a GET"
 
 
 def _trigger_problems(trigger: Trigger) -> Iterator[str]:
@@ -172,8 +196,8 @@ def _trigger_problems(trigger: Trigger) -> Iterator[str]:
     poll_keys = {"request": trigger.request, "items": trigger.items, "cursor": trigger.cursor}
     if trigger.kind == "poll":
         yield from (f"{key}: a poll trigger needs it" for key, value in poll_keys.items() if value is None)
-        if trigger.events or trigger.item:
-            yield "events: only a webhook trigger has events and item"
+        if trigger.events or trigger.item or trigger.delivery is not None:
+            yield "events: only a webhook trigger has events, item and delivery"
         yield from _schema_and_example("config", trigger.config, trigger.example)
         if trigger.request is not None:
             yield from _request_problems(trigger.request, trigger.config)
@@ -261,9 +285,9 @@ def _verification_problems(verify: Verification) -> Iterator[str]:
             yield f"{extended[0]}: only the hmac scheme signs a string"
         return
     parts = _SIGNED_PART.findall(verify.signed)
-    unknown = sorted(set(parts) - {"body", "timestamp"})
+    unknown = sorted(set(parts) - {"body", "timestamp", "url"})
     if unknown:
-        yield f"signed: unknown placeholder {{{unknown[0]}}} (the signed string knows {{body}} and {{timestamp}})"
+        yield f"signed: unknown placeholder {{{unknown[0]}}} (the signed string knows {{body}}, {{timestamp}} and {{url}})"
     if parts.count("body") != 1:
         yield "signed: names {body} exactly once"
     reads_timestamp = verify.timestamp_header is not None or verify.timestamp_key is not None
@@ -289,7 +313,9 @@ def _pagination_problems(pagination: Pagination) -> Iterator[str]:
         yield "pagination.cursor_param: style 'cursor' sends the cursor as cursor_param or cursor_body"
     if pagination.max_pages < 1 or pagination.page_size < 1:
         yield "pagination.max_pages: max_pages and page_size are at least 1"
-    yield from _jmespath("pagination", next_cursor=pagination.next_cursor)
+    if pagination.style != "next_url" and pagination.next_url is not None:
+        yield "pagination.next_url: only style 'next_url' reads it"
+    yield from _jmespath("pagination", next_cursor=pagination.next_cursor, next_url=pagination.next_url)
 
 
 def _schema_and_example(key: str, schema: Mapping[str, Any], example: Mapping[str, Any]) -> Iterator[str]:

@@ -236,7 +236,7 @@ async def collect(
             params[pagination.offset_param] = offset
         elif pagination.style == "page":
             params[pagination.page_param] = page
-        if pagination.style != "link" or outgoing is first:
+        if pagination.style not in ("link", "next_url") or outgoing is first:
             outgoing = attrs.evolve(first, params=params, json=body_json)
         body, response = await send(client, outgoing, errors)
         page_items = _page_items(items, body, outgoing)
@@ -252,9 +252,10 @@ async def collect(
                 break
             offset, page = offset + len(page_items), page + 1
         else:
-            link = next_link(response.headers.get("Link"))
-            if link is None:
+            link = next_link(response.headers.get("Link")) if pagination.style == "link" else select(pagination.next_url, body)
+            if not link or not isinstance(link, str):
                 break
+            # the URL carries its own query: the first page's parameters are not sent again
             outgoing = Outgoing(method="GET", path=link, headers=first.headers)
     return found
 

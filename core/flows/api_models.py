@@ -9,9 +9,10 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from aiohttp import web
-from pydantic import ConfigDict, Field, with_config
+from pydantic import ConfigDict, Field, PlainValidator, with_config
 
 from patchbay.core.actions.api_models import ActionOption
+from patchbay.core.flows.step_schemas import FlowStep
 from patchbay.core.http.bodies import named_values, read_object, structure
 from patchbay.core.http.responses import page_of, response_model
 
@@ -36,16 +37,18 @@ async def read_checked(request: web.Request, model: type, *, optional: bool = Fa
     return named_values(structure(body, model), body)
 
 
-@with_config(ConfigDict(extra="allow"))
-@dataclass
-class Step:
-    """A step ``{id, type, ...}``: the other keys are the step type's (contract section 6:
-    ``transform`` {output}, ``filter`` {condition}, ``http`` {method, url, headers?, body?},
-    ``action`` {provider, action, connectionId, inputs}, ``table.upsert``, ``table.lookup``,
-    ``delay`` {seconds}; plugins add types, listed by ``GET /connect/v1/flows/action-options``)."""
+def _step_object(value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ValueError("a step must be an object")
+    return value
 
-    id: Annotated[str, Field(min_length=1, max_length=100)]
-    type: Annotated[str, Field(min_length=1)]
+
+#: A step: its JSON Schema is the union of the built-in step types discriminated on ``type``
+#: (``step_schemas``). The body accepts any object here: a step missing configuration is saved and
+#: listed among the flow's ``problems`` (the same models check it), and publish refuses it; the
+#: engine refuses an unknown type or a step without an ``id``. Plugin types, outside the union, are
+#: listed with their schemas by ``GET /connect/v1/flows/step-types``.
+Step = Annotated[dict[str, Any], PlainValidator(_step_object, json_schema_input_type=FlowStep)]
 
 
 @dataclass
@@ -80,6 +83,68 @@ class ToggleDto:
 @dataclass
 class TriggerPayload:
     """The trigger payload a test runs the flow with (any JSON object; steps read it as ``trigger``)."""
+
+
+@dataclass
+class FlowSettingsDto:
+    """The body of ``PUT /connect/v1/flows/settings``: the keys given are set, ``null`` clears one."""
+
+    errorFlowId: Annotated[str, Field(min_length=1, max_length=36)] | None = None
+    maxConcurrentExecutions: Annotated[int, Field(ge=1, le=1000)] | None = None
+
+
+@response_model
+class FlowSettingsOut:
+    """The workspace's flow settings: the error flow every failed execution starts, and how many
+    queued executions run at once (null: no limit)."""
+
+    errorFlowId: str | None
+    maxConcurrentExecutions: int | None
+
+
+@dataclass
+class ApprovalDecisionDto:
+    """An approver's answer to a flow approval."""
+
+    decision: Literal["approved", "denied"]
+    note: Annotated[str, Field(max_length=2000)] | None = None
+
+
+@dataclass
+class SignedDecisionDto:
+    """The answer a signed approval link carries (its ``token``)."""
+
+    token: Annotated[str, Field(min_length=1, max_length=500)]
+
+
+@response_model
+class FlowApprovalOut:
+    """An approval an ``approval`` step waits for: pending, approved, denied or timeout."""
+
+    id: str
+    flowId: str
+    executionId: str
+    stepId: str
+    status: Literal["pending", "approved", "denied", "timeout"]
+    message: str | None
+    expiresAt: Timestamp
+    decidedBy: str | None
+    decidedAt: Timestamp
+    note: str | None
+    createdAt: Timestamp
+
+
+FlowApprovalPage = page_of(FlowApprovalOut)
+
+
+@dataclass
+class RetryDto:
+    """The body of ``POST .../executions/{executionId}/retry``: the step to run from (default: the
+    first that failed) and the steps to run: those the failed execution ran (``original``) or the
+    flow's published version now (``current``, the default)."""
+
+    fromStep: Annotated[str, Field(min_length=1, max_length=100)] | None = None
+    version: Literal["current", "original"] = "current"
 
 
 @dataclass
@@ -163,6 +228,45 @@ FlowPage = page_of(FlowOut)
 
 
 @response_model
+class ProblemOut:
+    """Why a flow's steps are not fit to run: the step, the field (dotted, empty for the step as a
+    whole) and the reason."""
+
+    stepId: str
+    field: str
+    message: str
+
+
+@response_model
+class CheckedFlow(FlowOut):
+    """A flow with the problems of its current steps (none: it can be published)."""
+
+    problems: list[ProblemOut]
+
+
+@response_model
+class StepTypeOut:
+    """A step type: ``schema`` is the JSON Schema of a step of this type (a form's fields);
+    ``control`` types hold steps; ``sideEffects`` types are checkpointed as they finish."""
+
+    type: str
+    title: str
+    description: str
+    control: bool
+    sideEffects: bool
+    schema: dict[str, Any]
+
+
+@response_model
+class InvokeOut:
+    """What ``invoke`` answers when no ``respond`` step ran: the execution, ended."""
+
+    executionId: str
+    status: Literal["completed", "failed"]
+    error: str | None
+
+
+@response_model
 class Published:
     """What publish and revert answer (spec 4.8)."""
 
@@ -202,12 +306,13 @@ class Done:
 
 @response_model
 class ExecutionOut:
-    """An execution (spec 2.10): status pending, running, completed or failed."""
+    """An execution (spec 2.10): status pending, running, waiting (until ``resumeAt``: a ``wait``
+    step or an approval), completed or failed."""
 
     id: str
     flowId: str
     version: int | None
-    status: Literal["pending", "running", "completed", "failed"]
+    status: Literal["pending", "running", "waiting", "completed", "failed"]
     triggerSource: str
     triggerPayload: Any
     error: str | None
@@ -216,6 +321,7 @@ class ExecutionOut:
     durationMs: int | None
     replayOf: str | None
     createdAt: Timestamp
+    resumeAt: Timestamp
 
 
 ExecutionPage = page_of(ExecutionOut)

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 from patchbay.core.storage.base import Base, IdMixin, JsonType, TenantScoped, TimestampMixin
 
 FLOW_STATUSES = ("draft", "published", "archived")
-EXECUTION_STATUSES = ("pending", "running", "completed", "failed")
+EXECUTION_STATUSES = ("pending", "running", "waiting", "completed", "failed")
 
 
 class Flow(IdMixin, TimestampMixin, TenantScoped, Base):
@@ -54,16 +54,19 @@ class FlowVersion(IdMixin, TimestampMixin, TenantScoped, Base):
 
 
 class FlowExecution(IdMixin, TimestampMixin, TenantScoped, Base):
-    """One run of a flow: pending -> running -> completed | failed.
+    """One run of a flow: pending -> running -> completed | failed; a running execution may wait
+    (``waiting`` until ``resume_at``: a ``wait`` step or an approval) and run again.
 
-    ``version`` is the snapshot it runs; a run of steps that were never published (a test, or the
-    replay of a never-published flow) carries its ``steps`` itself. ``dedupe_key`` makes a trigger
-    event, a polled item or a schedule tick start the flow once."""
+        ``version`` is the snapshot it runs; a run of steps that were never published (a test, or the
+        replay of a never-published flow) carries its ``steps`` itself. ``dedupe_key`` makes a trigger
+        event, a polled item or a schedule tick start the flow once."""
 
     __tablename__ = "flow_executions"
     __table_args__ = (
         Index("ix_flow_executions_flow_created", "flow_id", "created_at"),
         Index("ix_flow_executions_workspace_created", "workspace_id", "created_at"),
+        Index("ix_flow_executions_workspace_status_created", "workspace_id", "status", "created_at"),
+        Index("ix_flow_executions_status_lease", "status", "lease_until"),
     )
 
     flow_id: Mapped[str] = mapped_column(String(36), ForeignKey("flows.id", ondelete="CASCADE"))
@@ -81,6 +84,11 @@ class FlowExecution(IdMixin, TimestampMixin, TenantScoped, Base):
     replay_of: Mapped[str | None] = mapped_column(String(36))
     subscription_id: Mapped[str | None] = mapped_column(String(36))
     dedupe_key: Mapped[str | None] = mapped_column(String(300), unique=True)
+    #: while ``waiting``: when the execution runs again (a job due then resumes it)
+    resume_at: Mapped[datetime | None]
+    #: while ``running``: renewed by the process running it; the reaper resumes or fails an
+    #: execution whose lease ran out (its process died)
+    lease_until: Mapped[datetime | None]
 
 
 class FlowExecutionStep(IdMixin, TenantScoped, Base):
@@ -155,3 +163,22 @@ class FlowTemplate(IdMixin, TimestampMixin, Base):
     workspace_id: Mapped[str | None] = mapped_column(String(36), ForeignKey("workspaces.id", ondelete="CASCADE"), index=True)
     source_flow_id: Mapped[str | None] = mapped_column(String(36))
     clone_count: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class FlowApproval(IdMixin, TimestampMixin, TenantScoped, Base):
+    """A person's answer that an ``approval`` step of an execution waits for: pending, then
+    approved or denied (by an approver, through the API or a signed link) or timeout."""
+
+    __tablename__ = "flow_approvals"
+    __table_args__ = (UniqueConstraint("execution_id", "step_id"), Index("ix_flow_approvals_workspace_status", "workspace_id", "status"))
+
+    execution_id: Mapped[str] = mapped_column(String(36), ForeignKey("flow_executions.id", ondelete="CASCADE"))
+    flow_id: Mapped[str] = mapped_column(String(36))
+    step_id: Mapped[str] = mapped_column(String(100))
+    #: pending | approved | denied | timeout
+    status: Mapped[str] = mapped_column(String(20), default="pending")
+    message: Mapped[str | None] = mapped_column(Text)
+    expires_at: Mapped[datetime]
+    decided_by: Mapped[str | None] = mapped_column(String(320))
+    decided_at: Mapped[datetime | None]
+    note: Mapped[str | None] = mapped_column(Text)

@@ -20,7 +20,7 @@ from patchbay.core.flows.templating import Compiled, compile_value
 
 DEFAULT_STEP_TIMEOUT = 30.0
 MAX_STEP_TIMEOUT = 300.0
-_STEP_META_KEYS = ("id", "type", "name", "timeoutSeconds")
+_STEP_META_KEYS = ("id", "type", "name", "timeoutSeconds", "onError", "gotoLimit")
 CACHE_SIZE = 2048
 
 
@@ -36,29 +36,75 @@ class StepPlan:
     config: Compiled
     timeout: float
     side_effects: bool
+    #: the nested step lists of a control step (``branch``, ``switch``, ``loop``), labelled
+    blocks: tuple[tuple[str, tuple[StepPlan, ...]], ...] = ()
+    #: ``fail``, ``continue`` or ``goto``
+    on_error: str = "fail"
+    #: where ``onError: goto:<id>`` jumps: the index of that step in this step's own list, or None
+    #: when the list has no such step (the step then fails the execution)
+    goto_index: int | None = None
+    goto_limit: int | None = None
+
+    @property
+    def control(self) -> bool:
+        return bool(self.blocks) or hasattr(self.kind, "run_control")
+
+    @property
+    def last(self) -> int:
+        """The position of the last step of this step's subtree."""
+        return max([self.position, *(plan.last for _, block in self.blocks for plan in block)])
 
 
 def plan_steps(registry: Any, steps: list[dict[str, Any]]) -> list[StepPlan]:
-    """The plans of ``steps``, their types looked up in ``registry`` (plugin step types)."""
-    plans = []
-    for position, step in enumerate(steps or []):
-        kind_name = str(step.get("type"))
-        kind = step_type(registry, kind_name)
-        raw = {key: value for key, value in step.items() if key not in _STEP_META_KEYS}
-        prepare = getattr(kind, "prepare", None)
-        plans.append(
-            StepPlan(
-                position,
-                str(step.get("id")),
-                kind_name,
-                kind,
-                raw,
-                compile_value(prepare(raw) if prepare else raw),
-                float(step.get("timeoutSeconds") or DEFAULT_STEP_TIMEOUT),
-                bool(getattr(kind, "side_effects", True)),
-            )
-        )
+    """The plans of ``steps``, their types looked up in ``registry`` (plugin step types). Positions
+    number the steps of the tree depth first (a flat flow's are its indexes)."""
+    plans, _ = _plan_list(registry, steps or [], 0)
     return plans
+
+
+def _plan_list(registry: Any, steps: list[dict[str, Any]], position: int) -> tuple[list[StepPlan], int]:
+    plans = []
+    for step in steps:
+        plan, position = _plan_one(registry, step, position)
+        plans.append(plan)
+    ids = [plan.id for plan in plans]
+    for index, plan in enumerate(plans):
+        target = plan.on_error[5:] if plan.on_error.startswith("goto:") else None
+        if target is not None:
+            plans[index] = attrs.evolve(plan, on_error="goto", goto_index=ids.index(target) if target in ids else None)
+    return plans, position
+
+
+def _plan_one(registry: Any, step: dict[str, Any], position: int) -> tuple[StepPlan, int]:
+    kind_name = str(step.get("type"))
+    kind = step_type(registry, kind_name)
+    raw = {key: value for key, value in step.items() if key not in _STEP_META_KEYS}
+    split = getattr(kind, "split", None)
+    config, nested = split(raw) if split else (raw, [])
+    prepare = getattr(kind, "prepare", None)
+    own = position
+    position += 1
+    blocks = []
+    for label, children in nested:
+        planned, position = _plan_list(registry, children, position)
+        blocks.append((label, tuple(planned)))
+    on_error = step.get("onError")
+    limit = step.get("gotoLimit")
+    plan = StepPlan(
+        own,
+        str(step.get("id")),
+        kind_name,
+        kind,
+        config,
+        compile_value(prepare(config) if prepare else config),
+        float(step.get("timeoutSeconds") or DEFAULT_STEP_TIMEOUT),
+        bool(getattr(kind, "side_effects", True)) or any(p.side_effects for _, b in blocks for p in b),
+        tuple(blocks),
+        on_error if isinstance(on_error, str) and on_error else "fail",
+        None,
+        limit if isinstance(limit, int) and not isinstance(limit, bool) else None,
+    )
+    return plan, position
 
 
 class PlanCache:

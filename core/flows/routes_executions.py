@@ -1,5 +1,5 @@
-"""Executions over HTTP (spec 4.8, 4.12): a flow's executions, their steps, replay, and the task
-history across every flow of the workspace."""
+"""Executions over HTTP (spec 4.8, 4.12): a flow's executions, their steps, replay, retry from a
+failed step, and the task history across every flow of the workspace."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from aiohttp import web
 
 from patchbay.core.appkeys import SERVICES
 from patchbay.core.flows import executions, service
-from patchbay.core.flows.api_models import ExecutionOut, ExecutionPage, ExecutionWithSteps, StepOut
+from patchbay.core.flows.api_models import ExecutionOut, ExecutionPage, ExecutionWithSteps, RetryDto, StepOut, read_checked
 from patchbay.core.flows.models import EXECUTION_STATUSES
 from patchbay.core.http.bodies import page_envelope, page_params
-from patchbay.core.http.openapi import PAGE_QUERY, query
+from patchbay.core.http.openapi import PAGE_QUERY, accepts, query
 from patchbay.core.http.responses import reply, returns
 from patchbay.core.security.auth import principal_of, requires
 
@@ -80,6 +80,26 @@ async def replay_execution(request: web.Request) -> web.Response:
         workspace_id=principal_of(request).workspace_id,
         flow_id=request.match_info["flowId"],
         execution_id=request.match_info["executionId"],
+    )
+    return reply(request, service.execution_json(execution), status=201)
+
+
+@routes.post("/connect/v1/flows/{flowId}/executions/{executionId}/retry")
+@accepts(RetryDto)
+@returns(ExecutionOut, status=201, description="The new (pending) execution")
+@requires("flows.write", "task_history.view")
+async def retry_execution(request: web.Request) -> web.Response:
+    """Run a failed execution again from a step (``fromStep``, default the first that failed), on
+    the ``current`` published version or the ``original`` one: the steps before it that completed
+    are reused with their outputs, not run again. 409 unless the execution failed."""
+    body = await read_checked(request, RetryDto, optional=True)
+    execution = await executions.retry(
+        request.app[SERVICES],
+        workspace_id=principal_of(request).workspace_id,
+        flow_id=request.match_info["flowId"],
+        execution_id=request.match_info["executionId"],
+        from_step=body.get("fromStep"),
+        version=body.get("version") or "current",
     )
     return reply(request, service.execution_json(execution), status=201)
 

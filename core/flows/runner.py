@@ -5,7 +5,9 @@ the threads shared fairly between workspaces) and the plans of published version
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -21,6 +23,8 @@ from patchbay.core.timeutil import utcnow
 if TYPE_CHECKING:
     from patchbay.core.services import Services
 
+log = logging.getLogger(__name__)
+
 #: sessions opened by steps at once; more would overflow the connection pool, and on PostgreSQL
 #: every overflow connection is a new server process, opened and closed again
 STEP_SESSIONS = 8
@@ -31,6 +35,9 @@ RENDER_THREADS = 4
 #: renders of one workspace in the render threads' batches at once: one tenant's heavy templates
 #: cannot fill every render thread, its other renders wait their turn
 RENDERS_PER_WORKSPACE = RENDER_THREADS // 2
+#: how long a running execution's lease lasts; the process running it renews the leases of all its
+#: executions every third of this (one UPDATE), the reaper (``durable``) takes those that ran out
+LEASE_SECONDS = 60.0
 
 
 @attrs.define
@@ -163,6 +170,10 @@ class FlowRunner:
         self._renders = FairRenderQueue(_render_batch, threads=RENDER_THREADS)
         self._workspace_renders: dict[str, _Turns] = {}
         self.step_sessions = asyncio.Semaphore(STEP_SESSIONS)
+        self.lease_seconds = LEASE_SECONDS
+        #: the executions this process runs now, whose leases it renews
+        self.running: set[str] = set()
+        self._renewing: asyncio.Task | None = None
 
     async def plan(self, flow_id: str, version: int) -> list[StepPlan]:
         return await self.plans.get(flow_id, version)
@@ -199,13 +210,45 @@ class FlowRunner:
     # -- starting and finishing ------------------------------------------------------------------
 
     async def start(self, execution_id: str) -> dict[str, Any] | None:
-        """Mark the execution running (again, when resumed); None when it has already ended."""
-        return await self._starts.submit(execution_id)
+        """Mark the execution running (again, when resumed), leased to this process until it ends
+        (``release``); None when it has already ended."""
+        started = await self._starts.submit(execution_id)
+        if started is not None:
+            self.hold(execution_id)
+        return started
 
     async def _start_many(self, ids: list[str]) -> list[dict[str, Any] | None]:
+        now = utcnow()
         async with self.services.db.engine.begin() as connection:
-            started = await store.start(connection, ids, utcnow())
+            started = await store.start(connection, ids, now, self.lease_until(now))
         return [started.get(execution_id) for execution_id in ids]
+
+    # -- leases ----------------------------------------------------------------------------------
+
+    def lease_until(self, now: Any) -> Any:
+        return now + timedelta(seconds=self.lease_seconds)
+
+    def hold(self, execution_id: str) -> None:
+        """Renew the execution's lease while this process runs it."""
+        self.running.add(execution_id)
+        if self._renewing is None or self._renewing.done():
+            self._renewing = asyncio.create_task(self._renew_loop())
+
+    def release(self, execution_id: str) -> None:
+        self.running.discard(execution_id)
+
+    async def _renew_loop(self) -> None:
+        """Every third of a lease, extend the leases of the executions running here; ends when
+        none runs (``hold`` starts it again)."""
+        while self.running:
+            await asyncio.sleep(self.lease_seconds / 3)
+            if not self.running:
+                return
+            try:
+                async with self.services.db.engine.begin() as connection:
+                    await store.renew(connection, sorted(self.running), self.lease_until(utcnow()))
+            except Exception:  # the database went away for a moment: try again next time
+                log.warning("renewing execution leases failed", exc_info=True)
 
     async def finish(self, execution: dict[str, Any], outcome: Outcome, *, alerts: bool) -> bool:
         """Record the outcome; False when another run had already finished the execution."""
@@ -213,6 +256,7 @@ class FlowRunner:
 
     async def _finish_many(self, items: list[_Finish]) -> list[bool]:
         from patchbay.core.alerts.service import enqueue_alerts
+        from patchbay.core.flows.error_flows import start_error_flows
 
         now = utcnow()
         outcomes = [
@@ -235,6 +279,9 @@ class FlowRunner:
                 if i.alerts
             ]
             await enqueue_alerts(self.services, session, alerting)
+            failures = [(i.execution, i.outcome) for i in ended if i.alerts and i.outcome.status == "failed"]
+            if failures:
+                await start_error_flows(self.services, session, failures)
         return [item.execution["id"] in finished for item in items]
 
     # -- steps' database work --------------------------------------------------------------------

@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from patchbay.core.errors import Conflict, Invalid, NotFound
 from patchbay.core.flows import engine
+from patchbay.core.flows.checks import Problem, describe, problems_of
 from patchbay.core.flows.models import FLOW_STATUSES, Flow, FlowExecution, FlowExecutionStep, FlowVersion
 from patchbay.core.timeutil import iso, utcnow
 
@@ -73,6 +74,7 @@ def execution_json(execution: FlowExecution) -> dict[str, Any]:
         "durationMs": execution.duration_ms,
         "replayOf": execution.replay_of,
         "createdAt": iso(execution.created_at),
+        "resumeAt": iso(execution.resume_at),
     }
 
 
@@ -214,15 +216,17 @@ async def flow_page(services: Services, *, workspace_id: str, status: str | None
     return list(rows), int(total or 0)
 
 
-async def create_flow(services: Services, *, workspace_id: str, body: dict[str, Any]) -> Flow:
-    """A draft flow from ``{name, description?, steps, trigger?}``; ``Invalid`` names the field."""
+async def create_flow(services: Services, *, workspace_id: str, body: dict[str, Any]) -> tuple[Flow, list[Problem]]:
+    """A draft flow from ``{name, description?, steps, trigger?}``; ``Invalid`` names the field.
+    Answers the flow and its problems (``checks``): a flow with problems is saved, as a draft."""
     name = _text(body, "name", required=True)
     description = _text(body, "description", maximum=5000)
     steps = engine.validate_steps(services.registry, body.get("steps", []))
     flow = Flow(name=name, description=description, steps=steps, trigger=_trigger(body.get("trigger")), status="draft", version=0)
     async with services.db.transaction(tenant=workspace_id) as session:
         session.add(flow)
-    return flow
+        problems = await problems_of(services, session, flow_id=None, steps=steps)
+    return flow, problems
 
 
 async def load_flow(services: Services, *, workspace_id: str, flow_id: str) -> Flow:
@@ -230,8 +234,16 @@ async def load_flow(services: Services, *, workspace_id: str, flow_id: str) -> F
         return await get_flow(session, flow_id)
 
 
-async def update_flow(services: Services, *, workspace_id: str, flow_id: str, body: dict[str, Any]) -> Flow:
-    """Apply the fields ``body`` names (see :func:`edit`)."""
+async def checked_flow(services: Services, *, workspace_id: str, flow_id: str) -> tuple[Flow, list[Problem]]:
+    """The flow and the problems of its current steps."""
+    async with services.db.session(tenant=workspace_id) as session:
+        flow = await get_flow(session, flow_id)
+        return flow, await problems_of(services, session, flow_id=flow.id, steps=flow.steps or [])
+
+
+async def update_flow(services: Services, *, workspace_id: str, flow_id: str, body: dict[str, Any]) -> tuple[Flow, list[Problem]]:
+    """Apply the fields ``body`` names (see :func:`edit`); answers the flow and the problems of its
+    steps, with which it is saved."""
     changes: dict[str, Any] = {}
     if "name" in body:
         changes["name"] = _text(body, "name", required=True)
@@ -245,7 +257,8 @@ async def update_flow(services: Services, *, workspace_id: str, flow_id: str, bo
         flow = await get_flow(session, flow_id, lock=True)
         if changes:
             edit(flow, changes)
-    return flow
+        problems = await problems_of(services, session, flow_id=flow.id, steps=flow.steps or [])
+    return flow, problems
 
 
 async def delete_flow(services: Services, *, workspace_id: str, flow_id: str) -> None:
@@ -265,10 +278,14 @@ async def _publishing(services: Services, workspace_id: str, flow_id: str, chang
 
 
 async def publish_flow(services: Services, *, workspace_id: str, flow_id: str) -> Flow:
-    """Publish: snapshot the (valid) steps as a new version that live triggers run."""
+    """Publish: snapshot the steps as a new version that live triggers run; ``Invalid`` listing
+    every problem (``checks``) of steps that are not fit to run."""
 
     async def change(session: AsyncSession, flow: Flow) -> None:
         engine.validate_steps(services.registry, flow.steps)
+        problems = await problems_of(services, session, flow_id=flow.id, steps=flow.steps or [])
+        if problems:
+            raise Invalid(describe(problems))
         await publish(session, flow)
 
     return await _publishing(services, workspace_id, flow_id, change)
@@ -312,3 +329,12 @@ async def run_flow_now(services: Services, *, workspace_id: str, flow_id: str, p
     execution_id = await engine.run_test(services, workspace_id=workspace_id, flow_id=flow.id, steps=steps, payload=payload)
     async with services.db.session(tenant=workspace_id) as session:
         return await session.get(FlowExecution, execution_id), await execution_steps(session, execution_id)
+
+
+async def invoke_flow(services: Services, *, workspace_id: str, flow_id: str, payload: Any) -> tuple[FlowExecution, dict[str, Any] | None]:
+    """Run the published version of a live flow now with ``payload`` as the trigger (source
+    ``invoke``); answers the execution and the answer of its first ``respond`` step (None when no
+    ``respond`` step ran)."""
+    execution_id, _, reply = await engine.run_published(services, workspace_id=workspace_id, flow_id=flow_id, payload=payload, source="invoke")
+    async with services.db.session(tenant=workspace_id) as session:
+        return await session.get(FlowExecution, execution_id), reply.get("response")

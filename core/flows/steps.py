@@ -14,6 +14,7 @@ import asyncio
 import codecs
 import json
 import zlib
+from datetime import datetime, timedelta
 from typing import Any
 
 import aiohttp
@@ -21,6 +22,7 @@ import attrs
 
 from patchbay.core.errors import DomainError
 from patchbay.core.outbound import ResponseTooLarge, UnsafeTarget
+from patchbay.core.timeutil import utcnow
 
 #: Delays up to this many seconds are waited inline; longer ones park the execution durably.
 INLINE_DELAY_SECONDS = 30.0
@@ -31,7 +33,8 @@ class StepFailed(Exception):
 
 
 class Deferred(Exception):
-    """The execution waits (a long delay): resume it after ``seconds``."""
+    """The execution waits (a long delay, a ``wait`` step): it is stored ``waiting`` and resumed
+    after ``seconds`` by a job due then."""
 
     def __init__(self, seconds: float, output: Any) -> None:
         super().__init__(f"deferred {seconds}s")
@@ -51,11 +54,37 @@ class RunContext:
     trigger: Any
     steps: dict[str, dict[str, Any]] = attrs.field(factory=dict)
     test: bool = False
-    #: the id of the step running now (steps of one execution run one after another)
+    #: the id of the step running now (one context per loop item: its steps run one after another)
     step_id: str = ""
+    #: ``{item, index}`` inside a ``loop``, read by templates as ``loop``
+    loop: Any = None
+    #: how many ``call_flow`` steps deep this execution runs
+    depth: int = 0
+    #: shared by every context of one execution: ``response``, the first ``respond`` step's answer
+    reply: dict[str, Any] = attrs.field(factory=dict)
+    #: in a retry: ``(rendered items, per-item results)`` of the loops that failed in the execution
+    #: retried, by step id, whose completed items a loop reuses (``loop_retry``)
+    failed_loops: dict[str, tuple[list, list]] = attrs.field(factory=dict)
 
     def template_context(self) -> dict[str, Any]:
-        return {"trigger": self.trigger, "steps": self.steps}
+        if self.loop is None:
+            return {"trigger": self.trigger, "steps": self.steps}
+        return {"trigger": self.trigger, "steps": self.steps, "loop": self.loop}
+
+
+def truthy(value: Any) -> bool:
+    """A rendered condition as a boolean: text is false when blank or false-like (``false``, ``0``,
+    ``no``, ``none``, ``null``)."""
+    if isinstance(value, str):
+        return value.strip().lower() not in ("", "false", "0", "no", "none", "null")
+    return bool(value)
+
+
+def as_expression(value: Any) -> Any:
+    """A condition written as a bare expression (``trigger.amount > 10``) as the template it means."""
+    if isinstance(value, str) and "{{" not in value and "{%" not in value:
+        return "{{ " + value + " }}"
+    return value
 
 
 def _require(config: dict[str, Any], *names: str) -> None:
@@ -77,18 +106,14 @@ class Filter:
     never_waits = True
 
     def prepare(self, config: dict[str, Any]) -> dict[str, Any]:
-        condition = config.get("condition")
-        if isinstance(condition, str) and "{{" not in condition:
-            return {**config, "condition": "{{ " + condition + " }}"}
+        if "condition" in config:
+            return {**config, "condition": as_expression(config["condition"])}
         return config
 
     async def run(self, context: RunContext, config: dict[str, Any]) -> Any:
         if "condition" not in config:
             raise StepFailed("'condition' is required")
-        condition = config["condition"]
-        if isinstance(condition, str):
-            condition = condition.strip().lower() not in ("", "false", "0", "no", "none", "null")
-        return {"passed": bool(condition)}
+        return {"passed": truthy(config["condition"])}
 
 
 class Http:
@@ -230,6 +255,40 @@ class Delay:
         return {"seconds": seconds, "waited": True}
 
 
+#: the longest a ``wait`` step waits
+MAX_WAIT_SECONDS = 366 * 86400.0
+
+
+class Wait:
+    """Wait ``seconds`` or until ``until``, durably: never in a task (see :class:`Deferred`). A
+    test run does not wait; a time already past does not either."""
+
+    side_effects = True
+
+    async def run(self, context: RunContext, config: dict[str, Any]) -> Any:
+        now = utcnow()
+        if config.get("until") not in (None, ""):
+            try:
+                until = datetime.fromisoformat(str(config["until"]))
+            except ValueError:
+                raise StepFailed("'until' must be an ISO 8601 time") from None
+            if until.tzinfo is None:
+                raise StepFailed("'until' must carry an offset (e.g. Z or +02:00)")
+            seconds = (until - now).total_seconds()
+        else:
+            try:
+                seconds = float(config.get("seconds"))
+            except (TypeError, ValueError):
+                raise StepFailed("give 'seconds' (a number) or 'until'") from None
+        if not 0 <= seconds <= MAX_WAIT_SECONDS and config.get("until") in (None, ""):
+            raise StepFailed(f"'seconds' must be in [0, {MAX_WAIT_SECONDS:g}]")
+        seconds = min(max(seconds, 0.0), MAX_WAIT_SECONDS)
+        output = {"seconds": seconds, "resumeAt": (now + timedelta(seconds=seconds)).isoformat(), "waited": seconds > 0 and not context.test}
+        if seconds <= 0 or context.test:
+            return output
+        raise Deferred(seconds, output)
+
+
 BUILT_IN: dict[str, Any] = {
     "transform": Transform(),
     "filter": Filter(),
@@ -238,7 +297,17 @@ BUILT_IN: dict[str, Any] = {
     "table.upsert": TableUpsert(),
     "table.lookup": TableLookup(),
     "delay": Delay(),
+    "wait": Wait(),
 }
+
+
+from patchbay.core.flows.steps_control import CONTROL_TYPES  # noqa: E402 - they build on the names above
+
+BUILT_IN.update(CONTROL_TYPES)
+
+from patchbay.core.flows.steps_approval import Approval  # noqa: E402 - it builds on the control steps
+
+BUILT_IN["approval"] = Approval()
 
 
 def step_type(registry: Any, name: str) -> Any | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sqlalchemy import String, bindparam, func, text
+from sqlalchemy import String, and_, bindparam, func, or_, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from patchbay.core.flows.models import FlowExecution, FlowExecutionStep
@@ -19,15 +19,23 @@ from patchbay.core.timeutil import new_id
 
 _EXECUTIONS = FlowExecution.__table__
 _STEPS = FlowExecutionStep.__table__
-STARTED = ("id", "workspace_id", "flow_id", "version", "steps", "trigger_payload", "trigger_source", "attempts", "started_at")
+STARTED = ("id", "workspace_id", "flow_id", "version", "steps", "trigger_payload", "trigger_source", "attempts", "started_at", "replay_of")
 
 _START = (
     _EXECUTIONS.update()
-    .where(one_of_param(_EXECUTIONS.c.id, "ids"), one_of(_EXECUTIONS.c.status, ("pending", "running")))
+    .where(
+        one_of_param(_EXECUTIONS.c.id, "ids"),
+        or_(
+            one_of(_EXECUTIONS.c.status, ("pending", "running")),
+            and_(_EXECUTIONS.c.status == "waiting", _EXECUTIONS.c.resume_at <= bindparam("now", type_=UtcDateTime())),
+        ),
+    )
     .values(
         status="running",
         attempts=_EXECUTIONS.c.attempts + 1,
         updated_at=bindparam("now", type_=UtcDateTime()),
+        lease_until=bindparam("lease_until", type_=UtcDateTime()),
+        resume_at=None,
         started_at=func.coalesce(_EXECUTIONS.c.started_at, bindparam("now", type_=UtcDateTime())),
     )
     .returning(*[_EXECUTIONS.c[name] for name in STARTED])
@@ -36,7 +44,7 @@ _START = (
 _FINISH = {
     "postgresql": text("""
         UPDATE flow_executions AS e
-        SET status = v.status, error = v.error, finished_at = :finished, updated_at = :finished, duration_ms = v.duration_ms
+        SET status = v.status, error = v.error, finished_at = :finished, updated_at = :finished, duration_ms = v.duration_ms, lease_until = NULL
         FROM unnest(CAST(:ids AS text[]), CAST(:statuses AS text[]), CAST(:errors AS text[]), CAST(:durations AS integer[]))
              AS v(id, status, error, duration_ms)
         WHERE e.id = v.id AND e.status = 'running'
@@ -44,7 +52,7 @@ _FINISH = {
     """),
     "sqlite": text("""
         UPDATE flow_executions
-        SET status = v.status, error = v.error, finished_at = :finished, updated_at = :finished, duration_ms = v.duration_ms
+        SET status = v.status, error = v.error, finished_at = :finished, updated_at = :finished, duration_ms = v.duration_ms, lease_until = NULL
         FROM (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS status, json_extract(value, '$[2]') AS error,
                      json_extract(value, '$[3]') AS duration_ms FROM json_each(:outcomes)) AS v
         WHERE flow_executions.id = v.id AND flow_executions.status = 'running'
@@ -74,10 +82,12 @@ _INSERT_STEPS_SQLITE = (
 )
 
 
-async def start(connection: AsyncConnection, ids: list[str], now: Any) -> dict[str, dict[str, Any]]:
-    """Mark the executions ``running`` (again, when resumed): one attempt more, ``started_at`` kept
-    from the first. Answers the rows changed by id; an execution that has ended is left out."""
-    result = await connection.execute(_START, {"ids": ids, "now": now})
+async def start(connection: AsyncConnection, ids: list[str], now: Any, lease_until: Any) -> dict[str, dict[str, Any]]:
+    """Mark the executions ``running`` (again, when resumed or waking), leased until ``lease_until``:
+    one attempt more, ``started_at`` kept from the first. Answers the rows changed by id; an
+    execution that has ended, or waits until later (a job of an earlier wait, answered early), is
+    left out."""
+    result = await connection.execute(_START, {"ids": ids, "now": now, "lease_until": lease_until})
     return {row["id"]: dict(row) for row in result.mappings()}
 
 
@@ -90,6 +100,30 @@ async def finish(connection: AsyncConnection, outcomes: list[tuple[str, str, str
     else:
         params = {"outcomes": json.dumps(outcomes)}
     return set((await connection.execute(_FINISH[connection.dialect.name], {**params, "finished": finished_at})).scalars())
+
+
+_RENEW = (
+    _EXECUTIONS.update()
+    .where(one_of_param(_EXECUTIONS.c.id, "ids"), _EXECUTIONS.c.status == "running")
+    .values(lease_until=bindparam("lease_until", type_=UtcDateTime()))
+)
+
+
+async def renew(connection: AsyncConnection, ids: list[str], lease_until: Any) -> None:
+    """Extend the lease of the executions (still ``running``) to ``lease_until``."""
+    if ids:
+        await connection.execute(_RENEW, {"ids": ids, "lease_until": lease_until})
+
+
+async def park(connection: AsyncConnection, execution_id: str, resume_at: Any, now: Any) -> bool:
+    """Store a running execution ``waiting`` until ``resume_at`` (its lease given up); False when it
+    was no longer running (the reaper took it)."""
+    result = await connection.execute(
+        _EXECUTIONS.update()
+        .where(_EXECUTIONS.c.id == execution_id, _EXECUTIONS.c.status == "running")
+        .values(status="waiting", resume_at=resume_at, lease_until=None, updated_at=now)
+    )
+    return result.rowcount == 1
 
 
 class StepWriter:

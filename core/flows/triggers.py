@@ -18,10 +18,13 @@ the trigger's ``event_types``, else equals the trigger's name; ``*`` matches eve
 
 from __future__ import annotations
 
+import functools
 import logging
+import re
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
+import jmespath
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -44,19 +47,61 @@ POLL_BATCH = 200
 POLL_INTERVAL_SECONDS = 60
 
 
+#: the trigger that takes any verified inbound event of its provider (``*``: of every provider),
+#: narrowed by ``config.eventTypes`` and ``config.match``
+WEBHOOK_RECEIVED = "webhook.received"
+#: the ``config`` of ``webhook.received`` (and of any webhook subscription) as a JSON Schema
+WEBHOOK_FILTER_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "eventTypes": {"type": "array", "items": {"type": "string"}, "description": "Event names to take ('*': all); default all"},
+        "match": {
+            "type": "object",
+            "additionalProperties": True,
+            "description": "Field path (JMESPath, such as data.object.currency) -> the value it must equal",
+        },
+    },
+}
+#: what an event name subscribed to directly looks like (``customer.created``, ``issues``, ``*``)
+_EVENT_NAME = re.compile(r"^[\w.:/*-]{1,100}$")
+
+
 def event_types_of(registry: Any, subscription: FlowTriggerSubscription) -> list[str]:
     configured = (subscription.config or {}).get("eventTypes")
     if isinstance(configured, list) and configured:
         return [str(t) for t in configured]
+    if subscription.trigger_name == WEBHOOK_RECEIVED:
+        return ["*"]
     trigger = (registry.get("triggers", subscription.provider_type) or {}).get(subscription.trigger_name)
     if trigger is not None and trigger.event_types:
         return list(trigger.event_types)
     return [subscription.trigger_name]
 
 
-def matches(registry: Any, subscription: FlowTriggerSubscription, event_type: str) -> bool:
+def matches(registry: Any, subscription: FlowTriggerSubscription, event_type: str, payload: Any = None) -> bool:
     types = event_types_of(registry, subscription)
-    return "*" in types or event_type in types
+    if "*" not in types and event_type not in types:
+        return False
+    match = (subscription.config or {}).get("match")
+    return not match or fields_match(match, payload)
+
+
+def fields_match(match: dict[str, Any], payload: Any) -> bool:
+    """Whether every ``path: value`` of ``match`` holds in ``payload``: the path a JMESPath
+    expression (``data.object.currency``), the value compared for equality."""
+    return all(_search(path, payload) == expected for path, expected in match.items())
+
+
+@functools.lru_cache(maxsize=1024)
+def _compiled(path: str) -> Any:
+    return jmespath.compile(path)
+
+
+def _search(path: str, payload: Any) -> Any:
+    try:
+        return _compiled(path).search(payload)
+    except jmespath.exceptions.JMESPathError:
+        return None
 
 
 def _live_subscriptions(source: str):
@@ -78,7 +123,7 @@ def _execution_rows(
     for subscription, version in found:
         if connection_id and subscription.connection_id and subscription.connection_id != connection_id:
             continue
-        if not matches(registry, subscription, event_type) or subscription.flow_id in rows:
+        if subscription.flow_id in rows or not matches(registry, subscription, event_type, payload):
             continue
         rows[subscription.flow_id] = {
             "workspace_id": workspace_id,
@@ -108,7 +153,10 @@ async def fire_matching_triggers(
     in ``session``'s transaction. ``source`` is ``webhook`` (webhook subscriptions) or ``records``
     (subscriptions of either kind); ``dedupe`` (an event id) makes a repeated call a no-op.
     Answers the number of executions created."""
-    statement = _live_subscriptions(source).where(FlowTriggerSubscription.workspace_id == workspace_id, FlowTriggerSubscription.provider_type == provider_type)
+    providers = {provider_type, "*"} if source == "webhook" else {provider_type}
+    statement = _live_subscriptions(source).where(
+        FlowTriggerSubscription.workspace_id == workspace_id, one_of(FlowTriggerSubscription.provider_type, providers)
+    )
     found = (await session.execute(statement)).all()
     rows = _execution_rows(
         services.registry, found, workspace_id=workspace_id, event_type=event_type, payload=payload, source=source, dedupe=dedupe, connection_id=connection_id
@@ -133,7 +181,7 @@ class InboundEventListener:
             return 0
         statement = _live_subscriptions("webhook").where(
             one_of(FlowTriggerSubscription.workspace_id, {event.workspace_id for event in events}),
-            one_of(FlowTriggerSubscription.provider_type, {event.provider for event in events}),
+            one_of(FlowTriggerSubscription.provider_type, {event.provider for event in events} | {"*"}),
         )
         found: dict[tuple[str, str], list[Any]] = defaultdict(list)
         for subscription, version in (await session.execute(statement)).all():
@@ -142,7 +190,7 @@ class InboundEventListener:
         for event in events:
             rows += _execution_rows(
                 self.services.registry,
-                found.get((event.workspace_id, event.provider), []),
+                found.get((event.workspace_id, event.provider), []) + found.get((event.workspace_id, "*"), []),
                 workspace_id=event.workspace_id,
                 event_type=event.event_type,
                 payload=event.payload,
@@ -278,24 +326,27 @@ async def subscribe(services: Services, *, workspace_id: str, flow_id: str, body
     if not isinstance(provider_type, str) or not provider_type:
         raise Invalid("providerType is required")
     registry = services.registry
-    if registry.provider(provider_type) is None:
-        raise NotFound(f"Provider not found: {provider_type}")
     if not isinstance(trigger_name, str) or not trigger_name:
         raise Invalid("triggerName is required")
-    trigger = (registry.get("triggers", provider_type) or {}).get(trigger_name)
-    if trigger is None:
-        raise Invalid(f"triggerName: {provider_type} has no trigger named {trigger_name!r} (see GET /connect/v1/flows/trigger-options)")
-    kind = kind or trigger.kind
-    if kind not in ("webhook", "poll"):
-        raise Invalid("kind must be webhook or poll")
-    if kind != trigger.kind:
-        raise Invalid(f"kind: trigger {trigger_name!r} is a {trigger.kind} trigger")
     if not isinstance(config, dict):
         raise Invalid("config must be an object")
+    if provider_type == "*" and trigger_name != WEBHOOK_RECEIVED:
+        raise Invalid(f"providerType: '*' (every provider) is for the {WEBHOOK_RECEIVED} trigger only")
+    if provider_type != "*" and registry.provider(provider_type) is None:
+        raise NotFound(f"Provider not found: {provider_type}")
+    trigger_kind = _trigger_kind(registry, provider_type, trigger_name)
+    kind = kind or trigger_kind
+    if kind not in ("webhook", "poll"):
+        raise Invalid("kind must be webhook or poll")
+    if kind != trigger_kind:
+        raise Invalid(f"kind: trigger {trigger_name!r} is a {trigger_kind} trigger")
+    _check_filter(config)
     if connection_id is not None and not isinstance(connection_id, str):
         raise Invalid("connectionId must be a string")
     if kind == "poll" and not connection_id:
         raise Invalid("connectionId is required for a poll trigger")
+    if provider_type == "*" and connection_id:
+        raise Invalid("connectionId: a trigger of every provider hears every connection")
     async with services.db.transaction(tenant=workspace_id) as session:
         flow = await get_flow(session, flow_id)
         if connection_id:
@@ -310,6 +361,39 @@ async def subscribe(services: Services, *, workspace_id: str, flow_id: str, body
         )
         session.add(subscription)
     return subscription
+
+
+def _trigger_kind(registry: Any, provider_type: str, trigger_name: str) -> str:
+    """The kind of the trigger ``trigger_name`` of a provider: a registered trigger's, else
+    ``webhook`` when the provider's inbound webhooks are verified (``webhook.received``, or an
+    event name of the provider such as Stripe's ``customer.created``); ``Invalid`` otherwise."""
+    trigger = (registry.get("triggers", provider_type) or {}).get(trigger_name)
+    if trigger is not None:
+        return trigger.kind
+    verified = provider_type == "*" or registry.get("webhooks", provider_type) is not None
+    if verified and (trigger_name == WEBHOOK_RECEIVED or _EVENT_NAME.match(trigger_name)):
+        return "webhook"
+    raise Invalid(
+        f"triggerName: {provider_type} has no trigger named {trigger_name!r} (see GET /connect/v1/flows/trigger-options)"
+        + ("" if verified else f"; {provider_type} has no verified inbound webhooks, so its event names cannot start a flow")
+    )
+
+
+def _check_filter(config: dict[str, Any]) -> None:
+    """``config.eventTypes`` (event names) and ``config.match`` (JMESPath expression -> value)."""
+    event_types = config.get("eventTypes")
+    if event_types is not None and (not isinstance(event_types, list) or not all(isinstance(t, str) and t for t in event_types)):
+        raise Invalid("config.eventTypes must be a list of event names")
+    match = config.get("match")
+    if match is None:
+        return
+    if not isinstance(match, dict):
+        raise Invalid("config.match must be an object of field path -> value")
+    for path in match:
+        try:
+            _compiled(path)
+        except jmespath.exceptions.JMESPathError as error:
+            raise Invalid(f"config.match: {path!r} is not a field path: {error}") from None
 
 
 async def unsubscribe(services: Services, *, workspace_id: str, flow_id: str, subscription_id: str) -> None:

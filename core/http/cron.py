@@ -9,7 +9,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from patchbay.core.appkeys import SERVICES
-from patchbay.core.http.bearer import bearer_matches
+from patchbay.core.http.bearer import bearer_matches, bearer_refusal
 from patchbay.core.http.errors import not_found, unauthorized
 from patchbay.core.http.probe_models import CronRun
 from patchbay.core.http.responses import reply, returns
@@ -30,8 +30,9 @@ CRON_JOB_NAMES = (
 @returns(CronRun)
 async def run_cron_job(request: web.Request) -> web.Response:
     """Run the named periodic job now and answer its summary."""
-    if not bearer_matches(request, request.app[SERVICES].settings.cron_secret):
-        raise unauthorized()
+    secret = request.app[SERVICES].settings.cron_secret
+    if not bearer_matches(request, secret):
+        raise unauthorized(bearer_refusal(request, secret, setting="`cron_secret` (PATCHBAY_CRON_SECRET)"))
     name = request.path.rsplit("/", 1)[1]
     job = request.app[SERVICES].cron.jobs.get(name)
     if job is None:

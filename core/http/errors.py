@@ -15,7 +15,7 @@ from collections.abc import Callable
 from aiohttp import web
 from sqlalchemy.orm.exc import StaleDataError
 
-from patchbay.core.appkeys import ERROR_FORMATS, REQUEST_ID
+from patchbay.core.appkeys import ERROR_FORMATS, PRINCIPAL, REQUEST_ID
 from patchbay.core.errors import (
     Conflict,
     DomainError,
@@ -50,8 +50,10 @@ def not_found(message: str = "Not Found") -> ApiError:
     return ApiError(404, message)
 
 
-def unauthorized() -> ApiError:
-    return ApiError(401, "Unauthorized")
+def unauthorized(message: str) -> ApiError:
+    """401 with ``message``: ``Unauthorized: <why>; send <the credential expected>`` (no bare
+    "Unauthorized": a caller is told which credential the route takes)."""
+    return ApiError(401, message)
 
 
 def forbidden(message: str = "Forbidden") -> ApiError:
@@ -94,7 +96,17 @@ def register_error_format(app: web.Application, prefix: str, formatter: Formatte
     app.setdefault(ERROR_FORMATS, []).append((prefix, formatter))
 
 
+def body_limit_setting(request: web.Request) -> str:
+    """The setting that bounds this request's body (``core.http.bodies.body_limit_middleware``
+    chose it from whether the caller presented a valid credential, remembered on the request)."""
+    if request.get(PRINCIPAL) is not None:
+        return "the limit for a caller with a valid credential is the `max_body_bytes` setting (PATCHBAY_MAX_BODY_BYTES)"
+    return "the limit for a caller without a valid credential is the `max_unauthenticated_body_bytes` setting (PATCHBAY_MAX_UNAUTHENTICATED_BODY_BYTES)"
+
+
 def error_response(request: web.Request, status: int, message: str, headers=None) -> web.Response:
+    if status == 413:
+        message = f"{message.rstrip('.')}: {body_limit_setting(request)}"
     formats: list[tuple[str, Formatter]] = request.app.get(ERROR_FORMATS, [])
     formatter = next((fmt for prefix, fmt in formats if request.path.startswith(prefix)), connect_api_error)
     response = formatter(status, message, request)
@@ -115,6 +127,8 @@ async def error_middleware(request: web.Request, handler) -> web.StreamResponse:
     except web.HTTPException as error:
         if error.status_code < 400:
             raise
+        if isinstance(error, web.HTTPRequestEntityTooLarge) and error.text:  # "Maximum request body size N exceeded."
+            return error_response(request, 413, error.text, error.headers)
         return error_response(request, error.status_code, error.reason, error.headers)
     except json.JSONDecodeError:
         return error_response(request, 400, "Malformed JSON body")

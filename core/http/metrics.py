@@ -37,7 +37,7 @@ from sqlalchemy import func, select
 from patchbay.core.appkeys import SERVICES
 from patchbay.core.connections.models import Connection
 from patchbay.core.flows.models import FlowExecution
-from patchbay.core.http.bearer import bearer_matches
+from patchbay.core.http.bearer import bearer_matches, bearer_refusal
 from patchbay.core.http.errors import not_found, unauthorized
 from patchbay.core.http.responses import Media, returns
 from patchbay.core.jobs.models import Job
@@ -178,7 +178,7 @@ async def metrics(request: web.Request) -> web.Response:
     if not token:
         raise not_found()
     if not bearer_matches(request, token):
-        raise unauthorized()
+        raise unauthorized(bearer_refusal(request, token, setting="`[metrics] token` (PATCHBAY_METRICS_TOKEN)"))
     return await _exposition(request.app)
 
 

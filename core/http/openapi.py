@@ -39,6 +39,7 @@ from patchbay.core.appkeys import SERVICES
 from patchbay.core.http.bodies import MAX_PAGE, adapter_of
 from patchbay.core.http.responses import Bodiless, Declared, Media, declared_responses, returns
 
+#: the document, built on the first request for it (most processes never answer one)
 _OPENAPI = web.AppKey("openapi_document", dict)
 _PARAM = re.compile(r"\{([^}:]+)(?::[^}]*)?\}")
 
@@ -63,9 +64,13 @@ def route_paths(app: web.Application) -> list[tuple[str, str, Any]]:
 
 
 def _operation_ids(routes: list[tuple[str, str, Any]]) -> dict[tuple[str, str], str]:
-    """``method_handler`` for each route, or ``method_path`` where a handler serves several paths
-    (cron jobs, health aliases, per-provider CRM routes): operationIds are unique."""
-    by_handler = {(method, path): f"{method.lower()}_{getattr(handler, '__name__', 'handler')}" for method, path, handler in routes}
+    """``method_handler`` for each route (the handler's ``operation_name`` when its area sets one,
+    else its ``__name__``), or ``method_path`` where a handler serves several paths (cron jobs,
+    health aliases, per-provider CRM routes): operationIds are unique."""
+    by_handler = {
+        (method, path): f"{method.lower()}_{getattr(handler, 'operation_name', None) or getattr(handler, '__name__', 'handler')}"
+        for method, path, handler in routes
+    }
     counts: dict[str, int] = {}
     for name in by_handler.values():
         counts[name] = counts.get(name, 0) + 1
@@ -291,6 +296,7 @@ AREAS = {
     "readyz": "service",
     "metrics": "service",
     "openapi.json": "service",
+    "docs": "service",
     "cron": "service",
     ".well-known": "identity",
     "oidc": "identity",
@@ -298,6 +304,7 @@ AREAS = {
     "users": "platform",
     "auth": "connections",
     "byoa": "connections",
+    "deployment": "integrations",
     "connect": "connect-ui",
     "connect-sessions": "connect-ui",
     "webhook": "webhooks",
@@ -309,6 +316,9 @@ AREAS = {
     "crm": "leads",
     "api-keys": "workspaces",
     "accounts": "workspaces",
+    "mcp": "agents",
+    "agent-sessions": "agents",
+    "agent-grants": "agents",
 }
 
 
@@ -377,13 +387,12 @@ OPENAPI_DOCUMENT = Media("application/json", {"type": "object", "required": ["op
 @returns(OPENAPI_DOCUMENT)
 async def openapi_json(request: web.Request) -> web.Response:
     """The OpenAPI 3.1 document of this service."""
-    return web.json_response(request.app[_OPENAPI])
-
-
-async def _build_on_startup(app: web.Application) -> None:
-    app[_OPENAPI] = build_document(app)
+    cache = request.app[_OPENAPI]
+    if not cache:
+        cache.update(build_document(request.app))
+    return web.json_response(cache)
 
 
 def setup(app: web.Application) -> None:
+    app[_OPENAPI] = {}
     app.router.add_get("/openapi.json", openapi_json)
-    app.on_startup.append(_build_on_startup)

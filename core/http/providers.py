@@ -51,6 +51,10 @@ class CredentialField:
     label: str
     required: bool
     secret: bool
+    #: whether the connect form asks for it (a field the provider's credential does not use is not)
+    asked: bool
+    #: where the end user finds the value, in the provider's words
+    help: str | None
 
 
 @response_model
@@ -61,6 +65,7 @@ class ConnectionParameter:
     label: str
     required: bool
     default: str | None
+    help: str | None
 
 
 @response_model
@@ -178,8 +183,8 @@ async def get_provider_route(request: web.Request) -> web.Response:
 @routes.get("/connect/v1/providers/{providerType}/logo.svg")
 @returns(SVG)
 async def provider_logo(request: web.Request) -> web.Response:
-    """The provider's logo (an SVG monogram), public so that an ``<img>`` can show it; unknown
-    type: 404."""
+    """The provider's logo (its brand icon where the catalog ships one, else an SVG monogram),
+    public so that an ``<img>`` can show it; unknown type: 404."""
     provider = get_provider(request.app[SERVICES].registry, request.match_info["providerType"])
     return web.Response(
         text=logo_svg(provider),

@@ -10,6 +10,7 @@ from aiohttp import web
 from sqlalchemy import text
 
 from patchbay.core.appkeys import SERVICES
+from patchbay.core.http import api_docs
 from patchbay.core.http.probe_models import Health, ProbeOk, ProbeUnavailable, ServiceInfo, Unhealthy
 from patchbay.core.http.responses import reply, returns
 
@@ -104,3 +105,4 @@ def setup(app: web.Application) -> None:
     app.cleanup_ctx.append(_accept_traffic)
     app.on_shutdown.append(_stop_accepting)
     app.router.add_routes(routes)
+    api_docs.setup(app)  # GET /docs, the API reference

@@ -2,7 +2,10 @@
 rules of spec 2.15): the model ``/openapi.json`` publishes, which validates the body first (a
 refusal is ``invalid_redirect_uri`` or ``invalid_client_metadata`` naming the field); authlib and
 ``core.identity.clients.validate_metadata`` then check what a schema cannot say (https redirect
-URIs, known scopes, the lifetime caps). Other RFC 7591 metadata is taken as sent."""
+URIs, known scopes, the lifetime caps). Other RFC 7591 metadata is taken as sent.
+
+Also the answers of ``/api/v1/agent-grants`` (``core.identity.routes_agents``), in the connect API's
+camelCase."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
+from patchbay.core.http.responses import response_model
 from patchbay.core.identity.claims import SCOPES_SUPPORTED
 from patchbay.core.identity.clients import AUTH_METHODS, DEFAULT_SCOPE, GRANT_TYPES
 from patchbay.core.security.permissions import PERMISSIONS
@@ -39,3 +43,28 @@ class ClientRegistrationRequest:
     access_token_ttl: Seconds = 3600
     refresh_token_ttl: Seconds = 86400
     permissions: list[Literal[PERMISSIONS]] | None = None  # type: ignore[valid-type]
+
+
+@response_model
+class AgentGrant:
+    """An agent's authorization: the connections (and, when limited, the tools) of one workspace
+    that the user gave to a client for ``/mcp``."""
+
+    id: str
+    workspaceId: str
+    clientId: str
+    clientName: str | None
+    connectionIds: list[str]
+    tools: list[str] | None
+    createdAt: str
+    expiresAt: str | None
+
+
+@response_model
+class AgentGrantList:
+    data: list[AgentGrant]
+
+
+@response_model
+class Revoked:
+    success: bool

@@ -12,7 +12,7 @@ from patchbay.core.security.permissions import permissions_for_roles
 from patchbay.core.users.models import User
 from patchbay.core.workspaces.models import Membership
 
-SCOPES_SUPPORTED = ("openid", "profile", "email", "phone", "organization", "permissions", "offline_access")
+SCOPES_SUPPORTED = ("openid", "profile", "email", "phone", "organization", "permissions", "offline_access", "mcp")
 CLAIMS_SUPPORTED = (
     "sub",
     "iss",
@@ -42,6 +42,7 @@ SCOPE_DESCRIPTIONS = {
     "organization": "Your organizations and your role in them",
     "permissions": "Your permissions and roles",
     "offline_access": "Stay signed in (refresh tokens)",
+    "mcp": "Use the tools of the connections you choose below, as an agent",
 }
 
 

@@ -19,7 +19,7 @@ from patchbay.core.identity.claims import SCOPES_SUPPORTED, scope_list
 from patchbay.core.identity.errors import OAuthRefusal
 from patchbay.core.identity.models import TRUST_LEVELS, OidcClient
 from patchbay.core.security.permissions import PERMISSIONS, permissions_for_roles
-from patchbay.core.security.secrets import SecretBox, random_token
+from patchbay.core.security.secrets import SecretBox, random_identifier, random_token
 from patchbay.core.shared_reads import SharedReads
 
 GRANT_TYPES = ("authorization_code", "refresh_token", "client_credentials")
@@ -27,6 +27,8 @@ AUTH_METHODS = ("client_secret_post", "client_secret_basic", "none")
 CONFIDENTIAL_METHODS = ("client_secret_post", "client_secret_basic")
 DEFAULT_SCOPE = "openid profile email"
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
+#: the ids (and application names) of the clients of Client ID Metadata Documents
+DOCUMENT_CLIENT_PREFIX = "cimd_"
 
 
 class ClientMetadataError(OAuthRefusal):
@@ -90,6 +92,8 @@ def validate_metadata(data: dict[str, Any]) -> dict[str, Any]:
     application = data.get("application")
     if application is not None and (not isinstance(application, str) or not application.strip()):
         raise ClientMetadataError("application must be a non-empty string")
+    if application is not None and application.strip().startswith(DOCUMENT_CLIENT_PREFIX):
+        raise ClientMetadataError(f"application names starting with {DOCUMENT_CLIENT_PREFIX} are reserved")
     permissions = data.get("permissions")
     if permissions is not None and (not isinstance(permissions, list) or any(p not in PERMISSIONS for p in permissions)):
         raise ClientMetadataError("permissions must be a list of known permission keys")
@@ -129,14 +133,15 @@ class IssuedClient:
             "response_types": ["code"] if "authorization_code" in row.grant_types else [],
             "token_endpoint_auth_method": row.token_endpoint_auth_method,
             "scope": row.scope,
-            "client_uri": row.client_uri,
-            "logo_uri": row.logo_uri,
             "application": row.application,
             "require_pkce": row.require_pkce,
             "refresh_token_rotation": row.refresh_token_rotation,
             "access_token_ttl": row.access_token_ttl,
             "refresh_token_ttl": row.refresh_token_ttl,
         }
+        # RFC 7591's members are strings: one not registered is left out, not null (the
+        # TypeScript MCP SDK refuses a registration answer with ``"logo_uri": null``)
+        body.update({name: value for name, value in (("client_uri", row.client_uri), ("logo_uri", row.logo_uri)) if value is not None})
         if self.client_secret is not None:
             body["client_secret"] = self.client_secret
         if row.workspace_id:
@@ -170,7 +175,7 @@ async def create_client(
         raise ClientConflict(f"application {application!r} is already registered")
     secret = None if metadata["token_endpoint_auth_method"] == "none" else random_token(32)
     row = OidcClient(
-        client_id=random_token(18),
+        client_id=random_identifier(),
         secret_digest=box.digest(secret) if secret else None,
         application=application,
         workspace_id=workspace_id,
@@ -204,6 +209,8 @@ class Client(ClientMixin):
     permissions: tuple[str, ...] | None
     trust: str
     self_registered: bool
+    #: the Client ID Metadata Document URL the client presents as its client_id (None: registered)
+    metadata_url: str | None
     box: SecretBox = attrs.field(eq=False, repr=False)
     #: SHA-256 of the last secret that checked out: the same secret again costs one hash, not an
     #: HMAC per key of the box (a list, as the class is frozen; a changed row is a new Client)
@@ -229,8 +236,14 @@ class Client(ClientMixin):
             permissions=tuple(row.permissions) if row.permissions is not None else None,
             trust=row.trust or "third_party",
             self_registered=bool(row.self_registered),
+            metadata_url=row.metadata_url,
             box=box,
         )
+
+    @property
+    def public_id(self) -> str:
+        """The id the client presents and its tokens name: its metadata document's URL, or its id."""
+        return self.metadata_url or self.client_id
 
     @property
     def is_public(self) -> bool:

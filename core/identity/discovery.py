@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from patchbay.core.identity.claims import CLAIMS_SUPPORTED, SCOPES_SUPPORTED
 from patchbay.core.identity.clients import AUTH_METHODS, CONFIDENTIAL_METHODS, GRANT_TYPES
+from patchbay.core.mcp.access import mcp_resource
+
+if TYPE_CHECKING:
+    from patchbay.core.services import Services
 
 #: where the identity provider's endpoints are, under the issuer
 PREFIX = "/api/v1/oidc"
@@ -39,4 +43,20 @@ def discovery_document(issuer: str) -> dict[str, Any]:
         "request_parameter_supported": False,
         "request_uri_parameter_supported": False,
         "authorization_response_iss_parameter_supported": True,
+        "client_id_metadata_document_supported": True,
+    }
+
+
+#: what an agent's token may carry: ``mcp`` (the tools of the granted connections), a refresh token
+MCP_SCOPES = ("mcp", "offline_access")
+
+
+def protected_resource_metadata(services: Services) -> dict[str, Any]:
+    """RFC 9728 section 2 for the MCP server: the resource and this issuer as its authorization server."""
+    return {
+        "resource": mcp_resource(services),
+        "authorization_servers": [services.settings.resolved_issuer],
+        "scopes_supported": list(MCP_SCOPES),
+        "bearer_methods_supported": ["header"],
+        "resource_name": f"{services.settings.branding.name} MCP server",
     }

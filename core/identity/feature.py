@@ -7,6 +7,7 @@ from aiohttp import web
 
 from patchbay.core.identity import (
     pages,
+    routes_agents,
     routes_authorize,
     routes_discovery,
     routes_federation,
@@ -32,5 +33,6 @@ def setup(app: web.Application) -> None:
         pages,
         routes_federation,
         routes_platform,
+        routes_agents,
     ):
         app.router.add_routes(module.routes)

@@ -45,6 +45,9 @@ class OidcClient(TimestampMixin, Base):
     #: registered by anyone through ``POST /api/v1/oidc/register`` (RFC 7591), not made by the
     #: operator: the consent page shows it as unverified
     self_registered: Mapped[bool] = mapped_column(default=False, server_default=false())
+    #: a client known by its Client ID Metadata Document: the https URL it presents as its
+    #: ``client_id`` (its row's ``client_id`` is derived from it, see ``core.identity.metadata_documents``)
+    metadata_url: Mapped[str | None] = mapped_column(String(2048))
 
 
 class AuthorizationCode(IdMixin, Base):
@@ -66,6 +69,8 @@ class AuthorizationCode(IdMixin, Base):
     used_at: Mapped[datetime | None]
     grant_id: Mapped[str | None] = mapped_column(String(36))
     session_id: Mapped[str | None] = mapped_column(String(36), index=True)  # the sign-in session it was issued in
+    #: the RFC 8707 resource the code was asked for (the MCP server's URL), None for the IdP's own
+    resource: Mapped[str | None] = mapped_column(String(2048))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
@@ -80,6 +85,9 @@ class Grant(IdMixin, Base):
     scope: Mapped[str] = mapped_column(String(500))
     nonce: Mapped[str | None] = mapped_column(String(500))
     auth_time: Mapped[int]
+    #: the RFC 8707 resource its access tokens are for (the MCP server's URL; the grant's id is then
+    #: the agent grant's, ``core.mcp.grants``), None for the IdP's own tokens
+    resource: Mapped[str | None] = mapped_column(String(2048))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     revoked_at: Mapped[datetime | None]
 

@@ -11,13 +11,23 @@ import jinja2
 from aiohttp import web
 
 from patchbay.core.appkeys import SERVICES
+from patchbay.core.errors import Forbidden, Invalid
 from patchbay.core.http.bodies import read_form
-from patchbay.core.http.openapi import FORM, accepts, query, query_model
+from patchbay.core.http.openapi import FORM, accepts, form_model, query, query_model
 from patchbay.core.http.responses import HTML, REDIRECT, returns
+from patchbay.core.identity.agents import agent_origin, grant_to_agent, grantable_workspaces, vouched_for, workspace_connections
 from patchbay.core.identity.claims import SCOPE_DESCRIPTIONS, scope_list
 from patchbay.core.identity.http import PREFIX, add_route, client_ip, rate_limit
 from patchbay.core.identity.protocol_models import ConsentForm, EndSessionRequest, LoginForm, SignOutConfirmation, oauth_errors
-from patchbay.core.identity.routes_authorize import continue_signed_in, error_to_client, goes_on_after_post, proceed, read_interaction, redirect
+from patchbay.core.identity.routes_authorize import (
+    continue_signed_in,
+    error_to_client,
+    goes_on_after_post,
+    interaction_url,
+    proceed,
+    read_interaction,
+    redirect,
+)
 from patchbay.core.identity.service import (
     check_password,
     client_borrows_a_name,
@@ -26,6 +36,7 @@ from patchbay.core.identity.service import (
     revoke_refresh_tokens,
     sessions_of_grant,
     sign_out,
+    user_facts,
 )
 from patchbay.core.identity.session import LoginSession, check_csrf, clear_cookie, csrf_token, current_session, seal, unseal
 from patchbay.core.security.signing_keys import InvalidToken
@@ -132,14 +143,20 @@ async def login_submit(request: web.Request) -> web.Response:
 @a_page
 @expired_link
 @oauth_errors
-@query(interaction=INTERACTION)
+@query(interaction=INTERACTION, workspace={"type": "string", "description": "An agent's authorization: the workspace whose connections to show"})
 async def consent_page(request: web.Request) -> web.Response:
     """What the application asks for, to allow or deny."""
     params, client = await _interaction(request, request.query.get("interaction"))
-    if params is None or await current_session(request) is None:
+    session = await current_session(request)
+    if params is None or session is None:
         return message(request, "Consent link expired", "Go back to the application and start again.", 400)
+    if params.get("resource"):
+        return await agent_consent(request, request.query["interaction"], params, client, session.user_id, request.query.get("workspace"))
     scopes = [(scope, SCOPE_DESCRIPTIONS.get(scope, scope)) for scope in scope_list(params.get("scope") or "openid")]
     borrowed = await client_borrows_a_name(request.app[SERVICES], client)
+    account = await user_facts(request.app[SERVICES], session.user_id)
+    if account is None:  # the account was deleted while signed in: sign in again
+        return message(request, "Consent link expired", "Go back to the application and start again.", 400)
     return render(
         request,
         "consent.html",
@@ -149,8 +166,58 @@ async def consent_page(request: web.Request) -> web.Response:
             "scopes": scopes,
             "redirect_host": shown_host(params["redirect_uri"]),
             "borrowed_name": borrowed,
+            "account": account,
         },
     )
+
+
+async def agent_consent(
+    request: web.Request,
+    interaction: str,
+    params: dict[str, Any],
+    client,
+    user_id: str,
+    workspace_id: str | None,
+    *,
+    error: str | None = None,
+    status: int = 200,
+) -> web.Response:
+    """The consent page of an agent (an authorization of the MCP server): who it is, the workspace,
+    and the connections to give it."""
+    services = request.app[SERVICES]
+    workspaces = await grantable_workspaces(services, user_id)
+    workspace = next((item for item in workspaces if item.id == workspace_id), workspaces[0] if workspaces else None)
+    connections = await workspace_connections(services, workspace.id) if workspace else []
+    context = {
+        "interaction": interaction,
+        "account": await user_facts(services, user_id),
+        "redirect_host": shown_host(params["redirect_uri"]),
+        "client": client,
+        "origin": shown_host(f"https://{agent_origin(client, params['redirect_uri'])}"),
+        "verified": vouched_for(services, client, params["redirect_uri"]),
+        "workspaces": workspaces,
+        "workspace": workspace,
+        "connections": connections,
+        "error": error,
+    }
+    return render(request, "agent_consent.html", context, status=status)
+
+
+async def agent_decision(request: web.Request, form, params: dict[str, Any], client, session: LoginSession) -> web.Response:
+    """Allow (a grant of the chosen workspace's chosen connections, then the code) or deny."""
+    if form.get("decision") != "allow":
+        return error_to_client(request, params, "access_denied", "the user denied the request")
+    workspace_id = form.get("workspace") or ""
+    connection_ids = form.getall("connection", [])
+    if not connection_ids:
+        return await agent_consent(
+            request, form["interaction"], params, client, session.user_id, workspace_id, error="Choose at least one connection.", status=400
+        )
+    try:
+        grant = await grant_to_agent(request.app[SERVICES], user_id=session.user_id, client=client, workspace_id=workspace_id, connection_ids=connection_ids)
+    except (Forbidden, Invalid) as refused:
+        return await agent_consent(request, form["interaction"], params, client, session.user_id, workspace_id, error=refused.message, status=400)
+    return await proceed(request, params, client, session=session, consented=True, agent_grant=grant.id)
 
 
 def shown_host(uri: str) -> str:
@@ -183,11 +250,48 @@ async def consent_submit(request: web.Request) -> web.Response:
         return message(request, "Consent link expired", "Go back to the application and start again.", 400)
     if not check_csrf(request, form.get("csrf")):
         return message(request, "Form expired", "Reload the page and try again.", 403)
+    if params.get("resource"):
+        return await agent_decision(request, form, params, client, session)
     if form.get("decision") != "allow":
         return error_to_client(request, params, "access_denied", "the user denied the request")
     scopes = scope_list(params.get("scope") or "openid")
     await remember_consent(request.app[SERVICES], session.user_id, client.client_id, scopes)
     return await proceed(request, params, client, session=session, consented=True)
+
+
+@form_model
+class SwitchAccountForm:
+    """The consent page's "use another account" form: sign out, then sign in again to the same
+    authorization request."""
+
+    interaction: str
+    """The sealed authorization request, from the consent page's URL."""
+    csrf: str
+    """The page's CSRF token (paired with its cookie)."""
+
+
+@goes_on_after_post
+@expired_link
+@expired_form
+@oauth_errors
+@accepts(SwitchAccountForm, media=FORM)
+async def switch_account(request: web.Request) -> web.Response:
+    """Sign out the browser's session (as the sign-out page does: what was issued in it is
+    revoked) and go to the login page of the same authorization request, which continues to the
+    consent page, then back to the client, as the account that signs in."""
+    form = await read_form(request)
+    params, _client = await _interaction(request, form.get("interaction"))
+    if params is None:
+        return message(request, "Consent link expired", "Go back to the application and start again.", 400)
+    if not check_csrf(request, form.get("csrf")):
+        return message(request, "Form expired", "Reload the page and try again.", 403)
+    session = await current_session(request)
+    if session is not None:
+        await sign_out(request.app[SERVICES], {session.id})
+    params = {key: value for key, value in params.items() if key != "login_hint"}  # the hint named the account being left
+    response = redirect(interaction_url(request, "login", params), post=True)
+    clear_cookie(request, response)
+    return response
 
 
 # -- logout ---------------------------------------------------------------------------------------
@@ -307,6 +411,7 @@ add_route(routes, ("GET",), f"{PREFIX}/login", login_page)
 add_route(routes, ("POST",), f"{PREFIX}/login", login_submit)
 add_route(routes, ("GET",), f"{PREFIX}/consent", consent_page)
 add_route(routes, ("POST",), f"{PREFIX}/consent", consent_submit)
+add_route(routes, ("POST",), f"{PREFIX}/switch-account", switch_account)
 add_route(routes, ("GET", "POST"), f"{PREFIX}/end-session", end_session_endpoint)
 add_route(routes, ("GET",), f"{PREFIX}/signout", signout)
 add_route(routes, ("POST",), f"{PREFIX}/signout", signout_confirmed)

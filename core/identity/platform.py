@@ -7,7 +7,7 @@ members; an unbound platform client sees all of them."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -18,6 +18,7 @@ from patchbay.core.errors import Forbidden, Invalid, NotFound, Unauthenticated
 from patchbay.core.identity.clients import Client
 from patchbay.core.identity.platform_models import AddMemberDto, CreateOrganizationDto, CreateUserDto, UpdateOrganizationDto, UpdateUserDto
 from patchbay.core.identity.service import load_client
+from patchbay.core.security.refusals import PLATFORM_CREDENTIALS, platform_token_problem, unauthorized
 from patchbay.core.security.service import verify_access_token
 from patchbay.core.security.signing_keys import InvalidToken
 from patchbay.core.users.models import User
@@ -49,11 +50,30 @@ class AppCaller:
 # -- who calls ------------------------------------------------------------------------------------
 
 
+def missing_credential(headers: Mapping[str, str]) -> str:
+    """The 401 message for a request that sent neither a client's id and secret nor a bearer token."""
+    if headers.get("x-client-id") or headers.get("x-client-secret"):
+        why = "`x-client-id` and `x-client-secret` go together, and one of them is missing"
+    elif headers.get("x-api-key"):
+        why = "a workspace API key opens the connect API, not the platform API"
+    elif headers.get("Authorization", "").strip():
+        scheme = headers["Authorization"].strip().partition(" ")[0]
+        why = (
+            f"the `Authorization` scheme `{scheme}` is not accepted here (only `Bearer`)"
+            if " " in headers["Authorization"].strip()
+            else "the token has no `Bearer ` scheme"
+        )
+    else:
+        why = "no credential was sent"
+    return unauthorized(why, PLATFORM_CREDENTIALS)
+
+
 async def client_caller(services: Services, client_id: str, secret: str) -> AppCaller:
-    """The caller presenting a client's id and secret (``x-client-id``, ``x-client-secret``)."""
+    """The caller presenting a client's id and secret (``x-client-id``, ``x-client-secret``). An
+    unknown client and a wrong secret read the same; a public client has no secret to send."""
     client = await load_client(services, client_id)
     if client is None or client.is_public or not client.check_client_secret(secret):
-        raise Unauthenticated("Unauthorized")
+        raise Unauthenticated(unauthorized("`x-client-id` and `x-client-secret` do not match a confidential client of this deployment", PLATFORM_CREDENTIALS))
     return _trusted(client)
 
 
@@ -62,12 +82,12 @@ async def token_caller(services: Services, token: str) -> AppCaller:
     try:
         claims = await verify_access_token(services, token)
     except InvalidToken:
-        raise Unauthenticated("Unauthorized") from None
-    if not claims.get("client_id") or claims.get("sub") != claims.get("client_id"):
-        raise Unauthenticated("Unauthorized")  # a user-context token: this API is for app backends
+        raise Unauthenticated(unauthorized(await platform_token_problem(services, token), PLATFORM_CREDENTIALS)) from None
+    if not claims.get("client_id") or claims.get("sub") != claims.get("client_id"):  # a user-context token: this API is for app backends
+        raise Unauthenticated(unauthorized(await platform_token_problem(services, token), PLATFORM_CREDENTIALS))
     client = await load_client(services, claims["client_id"])
     if client is None:
-        raise Unauthenticated("Unauthorized")
+        raise Unauthenticated(unauthorized(f"the client the token was issued to (`{claims['client_id']}`) no longer exists", PLATFORM_CREDENTIALS))
     return _trusted(client)
 
 
@@ -75,7 +95,10 @@ def _trusted(client: Client) -> AppCaller:
     """Platform trust is granted by the operator (``patchbay clients create --platform``), never
     self-served: an authenticated client without it is refused."""
     if not client.is_platform:
-        raise Forbidden("This client is not trusted with the platform API")
+        raise Forbidden(
+            f"This client ({client.client_id}) is not trusted with the platform API: an operator creates platform clients with "
+            "`patchbay clients create --platform`; a self-registered app never is one"
+        )
     return AppCaller(client.client_id, client.workspace_id)
 
 

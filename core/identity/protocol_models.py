@@ -55,6 +55,18 @@ class OpenIdConfiguration:
     request_parameter_supported: bool
     request_uri_parameter_supported: bool
     authorization_response_iss_parameter_supported: bool
+    client_id_metadata_document_supported: bool
+
+
+@response_model
+class ProtectedResourceMetadata:
+    """RFC 9728 section 2: the MCP server (``/mcp``) as an OAuth protected resource."""
+
+    resource: str
+    authorization_servers: list[str]
+    scopes_supported: list[str]
+    bearer_methods_supported: list[str]
+    resource_name: str
 
 
 @response_model
@@ -90,8 +102,8 @@ class ClientRegistration(TypedDict):
     response_types: list[str]
     token_endpoint_auth_method: str
     scope: str
-    client_uri: str | None
-    logo_uri: str | None
+    client_uri: NotRequired[str]
+    logo_uri: NotRequired[str]
     application: str
     require_pkce: bool
     refresh_token_rotation: bool
@@ -184,6 +196,9 @@ class TokenRequest:
     """client_secret_post or a public client: the client's id."""
     client_secret: str | None = None
     """client_secret_post: the client's secret."""
+    resource: str | None = None
+    """RFC 8707: the resource the access token is for; only the MCP server (``{base}/mcp``), and only
+    the one the code or refresh token was authorized for (``invalid_target`` otherwise)."""
 
 
 @form_model
@@ -244,6 +259,10 @@ class AuthorizationRequest:
     """The former name of ``idp``."""
     response_mode: Literal["query"] | None = None
     """The code or the error in the redirect's query: the only mode."""
+    resource: str | None = None
+    """RFC 8707: the MCP server (``{base}/mcp``) for an agent's authorization: the consent page then
+    asks which workspace and connections it gets, PKCE is required, and the access tokens are for
+    ``/mcp`` only. Any other value is ``invalid_target``."""
 
 
 @form_model
@@ -291,6 +310,10 @@ class ConsentForm:
     """The page's CSRF token (paired with its cookie)."""
     decision: Literal["allow", "deny"]
     """Anything but ``allow`` denies."""
+    workspace: str | None = None
+    """An agent's authorization (``resource``): the workspace it gets."""
+    connection: str | None = None
+    """An agent's authorization: a connection of that workspace it gets; sent once per connection."""
 
 
 @form_model

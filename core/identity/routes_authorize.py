@@ -18,10 +18,12 @@ from patchbay.core.http.openapi import FORM, accepts, query_model
 from patchbay.core.http.responses import REDIRECT, returns
 from patchbay.core.identity.claims import UserFacts
 from patchbay.core.identity.clients import Client
+from patchbay.core.identity.errors import OAuthRefusal
 from patchbay.core.identity.http import PREFIX, add_route, client_ip, oauth_error, oauth_request, rate_limit
 from patchbay.core.identity.protocol_models import AuthorizationRequest, oauth_errors
+from patchbay.core.identity.resources import requested_resource
 from patchbay.core.identity.server import CURRENT, apply_writes, error_redirect
-from patchbay.core.identity.service import consent_covers, load_client, new_context, user_facts
+from patchbay.core.identity.service import consent_covers, new_context, resolve_client, user_facts
 from patchbay.core.identity.session import INTERACTION_SECONDS, LoginSession, current_session, seal, start_session, unseal
 from patchbay.core.security.signing_keys import InvalidToken
 
@@ -58,15 +60,25 @@ def federation_hint(request: web.Request, params: dict[str, Any]) -> str | None:
 
 
 async def proceed(
-    request: web.Request, params: dict[str, Any], client: Client, *, session: LoginSession | None = None, fresh_login: bool = False, consented: bool = False
+    request: web.Request,
+    params: dict[str, Any],
+    client: Client,
+    *,
+    session: LoginSession | None = None,
+    fresh_login: bool = False,
+    consented: bool = False,
+    agent_grant: str | None = None,
 ) -> web.Response:
-    """Continue an authorization request whose client and redirect_uri are already validated."""
+    """Continue an authorization request whose client and redirect_uri are already validated.
+    ``agent_grant``: the grant the consent page just made for an agent (a request of a ``resource``),
+    whose code then carries it."""
     services = request.app[SERVICES]
     post = request.method == "POST"
     session = session or await current_session(request)
     facts: UserFacts | None = await user_facts(services, session.user_id) if session is not None else None
     ctx = new_context(services)
     ctx.clients[client.client_id] = client
+    ctx.clients[client.public_id] = client  # a metadata document's URL, as the request names it
     ctx.auth_time = session.auth_time if session else None
     ctx.session_id = session.id if session else None
     CURRENT.set(ctx)
@@ -76,6 +88,10 @@ async def proceed(
         grant = server.get_consent_grant(oauth, end_user=facts)
     except OAuth2Error as error:
         return error_to_client(request, params, error.error, error.description or error.error)
+    try:
+        ctx.resource = requested_resource(services, params.get("resource"))
+    except OAuthRefusal as error:
+        return error_to_client(request, params, error.error, error.message)
 
     prompts = (params.get("prompt") or "").split()
     need_login = facts is None
@@ -109,11 +125,16 @@ async def proceed(
             return await start_federation(request, params, idp)
         return redirect(interaction_url(request, "login", params), post=post)
 
-    if not consented and ("consent" in prompts or not await consent_covers(services, facts.id, client.client_id, oauth.scope)):
+    if ctx.resource is not None and agent_grant is None:  # an agent gets what the user picks, each time
+        if "none" in prompts:
+            return error_to_client(request, params, "consent_required", "an agent's authorization needs the user to choose its connections")
+        return redirect(interaction_url(request, "consent", params), post=post)
+    if ctx.resource is None and not consented and ("consent" in prompts or not await consent_covers(services, facts.id, client.client_id, oauth.scope)):
         if "none" in prompts:
             return error_to_client(request, params, "consent_required", "the user has not consented to these scopes")
         return redirect(interaction_url(request, "consent", params), post=post)
 
+    ctx.agent_grant_id = agent_grant
     result = server.create_authorization_response(oauth, grant_user=facts, grant=grant)
     await apply_writes(services.db, ctx)
     return redirect(result.location, post=post)
@@ -137,7 +158,10 @@ async def authorize(request: web.Request) -> web.Response:
     duplicated = sorted({key for key in params if len(params.getall(key)) > 1})
     if "client_id" in duplicated or "redirect_uri" in duplicated:
         return oauth_error(400, "invalid_request", "client_id and redirect_uri must be sent once", headers)
-    client = await load_client(request.app[SERVICES], params.get("client_id"))
+    try:
+        client = await resolve_client(request.app[SERVICES], params.get("client_id"))
+    except OAuthRefusal as error:  # a metadata document that cannot be used
+        return oauth_error(400, error.error, error.message, headers)
     if client is None:
         return oauth_error(400, "invalid_client", "unknown or missing client_id", headers)
     redirect_uri = params.get("redirect_uri")

@@ -43,9 +43,10 @@ async def _caller(request: web.Request) -> AppCaller:
     client_id, secret = request.headers.get("x-client-id"), request.headers.get("x-client-secret")
     if client_id and secret:
         return await platform.client_caller(services, client_id, secret)
-    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
-    if scheme.lower() != "bearer" or not token:
-        raise Unauthenticated("Unauthorized")
+    authorization = request.headers.get("Authorization", "").strip()
+    scheme, _, token = authorization.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise Unauthenticated(platform.missing_credential(request.headers))
     return await platform.token_caller(services, token.strip())
 
 

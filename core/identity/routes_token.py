@@ -14,6 +14,7 @@ from patchbay.core.http.responses import returns
 from patchbay.core.identity.errors import OAuthRefusal
 from patchbay.core.identity.http import PREFIX, add_route, limit_key, oauth_error, oauth_request, presented_credentials, rate_limit, refusal, to_response
 from patchbay.core.identity.protocol_models import TokenRequest, TokenResponse, oauth_errors
+from patchbay.core.identity.resources import check_token_resource
 from patchbay.core.identity.server import CURRENT, UNSIGNED
 from patchbay.core.identity.service import finish_token_request, load_client, load_code, load_refresh, new_context
 
@@ -31,16 +32,21 @@ async def token(request: web.Request) -> web.Response:
         return oauth_error(400, "invalid_request", f"parameter(s) sent more than once: {', '.join(duplicated)}")
     client_id, secret = presented_credentials(request, form)
     services = request.app[SERVICES]
-    client = await load_client(services, client_id)
+    client = await load_client(services, client_id)  # a metadata document's client: as stored when it authorized
     limit_headers = await rate_limit(request, "oidc_token", limit_key(request, client, secret))
     ctx = new_context(services)
     if client is not None:
         ctx.clients[client.client_id] = client
+        ctx.clients[client.public_id] = client  # a metadata document's URL, as the request names it
     grant_type = form.get("grant_type")
     if grant_type == "authorization_code":
         await load_code(services, ctx, form.get("code"))
     elif grant_type == "refresh_token":
         await load_refresh(services, ctx, form.get("refresh_token"))
+    try:
+        check_token_resource(services, ctx, grant_type, form.get("resource"))
+    except OAuthRefusal as error:
+        return refusal(error, limit_headers)
     await services.signing_keys.refresh()
     CURRENT.set(ctx)
     if grant_type == "client_credentials":

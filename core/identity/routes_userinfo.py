@@ -11,6 +11,7 @@ from patchbay.core.http.responses import reply, returns
 from patchbay.core.identity.claims import scope_list, user_claims
 from patchbay.core.identity.http import NO_STORE, PREFIX, add_route, rate_limit
 from patchbay.core.identity.protocol_models import UserInfo, UserInfoRequest, oauth_errors
+from patchbay.core.identity.resources import is_resource_token
 from patchbay.core.identity.service import grant_revoked, user_facts
 from patchbay.core.security.service import verify_access_token
 from patchbay.core.security.signing_keys import InvalidToken
@@ -46,6 +47,8 @@ async def userinfo(request: web.Request) -> web.Response:
         claims = await verify_access_token(services, token)
     except InvalidToken as error:
         return invalid_token(f"the access token is invalid ({error})", headers)
+    if is_resource_token(claims):
+        return invalid_token("the access token is for another resource", headers)
     if claims.get("sub") == claims.get("client_id") or "openid" not in scope_list(claims.get("scope")):
         return invalid_token("the access token was not issued to a user with the openid scope", headers)
     if await grant_revoked(services, claims):

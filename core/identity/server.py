@@ -39,6 +39,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from patchbay.core.identity.claims import SCOPES_SUPPORTED, UserFacts, scope_list, user_claims
 from patchbay.core.identity.clients import Client
 from patchbay.core.identity.models import AuthorizationCode, Grant, RefreshToken
+from patchbay.core.mcp.models import AgentGrant
 from patchbay.core.security.secrets import SecretBox, random_token
 from patchbay.core.security.signing_keys import SigningKeys, UnsignedJWT
 from patchbay.core.timeutil import new_id, utcnow
@@ -67,7 +68,8 @@ class CodeView:
     auth_time: int
     expires_at: float
     used: bool
-    grant_id: str | None
+    grant_id: str | None  # set on exchange; for a code of a resource, the agent grant made at consent
+    resource: str | None = None
 
     @classmethod
     def from_row(cls, row: AuthorizationCode) -> CodeView:
@@ -84,6 +86,7 @@ class CodeView:
             row.expires_at.timestamp(),
             row.used_at is not None,
             row.grant_id,
+            row.resource,
         )
 
     # authlib's AuthorizationCodeMixin
@@ -120,6 +123,7 @@ class RefreshView:
     auth_time: int
     token: str
     issued_at: int
+    resource: str | None = None  # the RFC 8707 resource of its grant
 
     def check_client(self, client: Client) -> bool:
         return self.client_id == client.client_id
@@ -172,6 +176,10 @@ class Context:
     auth_time: int | None = None
     session_id: str | None = None  # the sign-in session an authorization code is issued in
     grant_id: str | None = None
+    #: the RFC 8707 resource the access token is for (the MCP server's URL); None: the client itself
+    resource: str | None = None
+    #: the agent grant the consent page made (``core.mcp.grants``): the grant id of a resource's code
+    agent_grant_id: str | None = None
     revoke_grant: str | None = None  # a replayed code or refresh token: revoke what it issued
     writes: list[Write] = attrs.field(factory=list)
     defer_signing: bool = False  # leave the access token in ``unsigned`` for the handler to sign
@@ -195,9 +203,12 @@ async def apply_writes(db, ctx: Context) -> None:
 
 
 async def revoke_grant(session: AsyncSession, grant_id: str) -> None:
+    """Revoke the grant, its refresh tokens and, for a grant of the MCP resource, the agent grant of
+    the same id (which ``/mcp`` reads on every call)."""
     now = utcnow()
     await session.execute(update(Grant).where(Grant.id == grant_id, Grant.revoked_at.is_(None)).values(revoked_at=now))
     await session.execute(update(RefreshToken).where(RefreshToken.grant_id == grant_id, RefreshToken.revoked_at.is_(None)).values(revoked_at=now))
+    await session.execute(update(AgentGrant).where(AgentGrant.id == grant_id, AgentGrant.revoked_at.is_(None)).values(revoked_at=now))
 
 
 # -- requests ------------------------------------------------------------------------------------
@@ -299,18 +310,23 @@ new_jti = JwtIds()
 
 
 def access_token_claims(ctx: Context, client: Client, user: UserFacts | None, scope: str) -> dict[str, Any]:
+    """The claims of an access token: for the client itself (the connect API, userinfo) or, with
+    ``ctx.resource``, for that resource only (RFC 8707: ``aud`` is the resource, ``grant_id`` the
+    agent grant, and no user claims beyond ``sub``)."""
     now = int(time.time())
     claims: dict[str, Any] = {
         "iss": ctx.issuer,
-        "aud": client.client_id,
-        "client_id": client.client_id,
+        "aud": client.public_id,
+        "client_id": client.public_id,
         "iat": now,
         "exp": now + client.access_token_ttl,
         "scope": scope,
         "token_type": "access_token",
         "jti": new_jti(),
     }
-    if user is not None:
+    if user is not None and ctx.resource:
+        claims.update(aud=ctx.resource, sub=user.id, grant_id=ctx.grant_id)
+    elif user is not None:
         claims.update(user_claims(user, scope))
         if ctx.grant_id:
             claims["grant_id"] = ctx.grant_id
@@ -410,6 +426,8 @@ class CodeGrant(AuthorizationCodeGrant):
             auth_time=ctx.auth_time or int(time.time()),
             expires_at=utcnow() + timedelta(seconds=CODE_LIFETIME),
             session_id=ctx.session_id,
+            resource=ctx.resource,
+            grant_id=ctx.agent_grant_id if ctx.resource else None,
         )
 
         async def write(session: AsyncSession) -> bool:
@@ -446,20 +464,25 @@ class CodeGrant(AuthorizationCodeGrant):
 
     def authenticate_user(self, authorization_code: CodeView) -> UserFacts | None:
         ctx = CURRENT.get()
-        ctx.grant_id = new_id()
+        # a resource's grant takes the agent grant's id: its access tokens name it, /mcp reads it
+        ctx.grant_id = authorization_code.grant_id if authorization_code.resource else new_id()
+        ctx.resource = authorization_code.resource
         ctx.auth_time = authorization_code.auth_time
         return ctx.users.get(authorization_code.user_id)
 
 
 class Pkce(CodeChallenge):
     """PKCE as 2.15 and 4.23 want it: S256 only, the method stated, required per client (always
-    for public ones), and a verifier without a challenge is invalid_grant."""
+    for public ones) and for every request of a ``resource`` (an agent's, which the MCP
+    authorization specification requires it for), and a verifier without a challenge is invalid_grant."""
 
     SUPPORTED_CODE_CHALLENGE_METHOD = ["S256"]
 
     def validate_code_challenge(self, grant, redirect_uri):
         request = grant.request
         data = request.payload.data
+        if data.get("resource") and not data.get("code_challenge"):  # an agent's flow (MCP authorization)
+            raise InvalidRequestError("code_challenge (S256) is required with a resource", redirect_uri=redirect_uri)
         if grant.request.client.require_pkce and not data.get("code_challenge"):
             raise InvalidRequestError("code_challenge (S256) is required for this client", redirect_uri=redirect_uri)
         if data.get("code_challenge") and data.get("code_challenge_method") != "S256":
@@ -501,6 +524,7 @@ class RefreshGrant(RefreshTokenGrant):
     def authenticate_user(self, refresh_token: RefreshView) -> UserFacts | None:
         ctx = CURRENT.get()
         ctx.grant_id = refresh_token.grant_id
+        ctx.resource = refresh_token.resource
         ctx.auth_time = refresh_token.auth_time
         return ctx.users.get(refresh_token.user_id)
 
@@ -553,7 +577,15 @@ def save_token(token: dict[str, Any], request: OAuth2Request) -> None:
         return
     if request.authorization_code is not None:
         code: CodeView = request.authorization_code
-        grant = Grant(id=ctx.grant_id, client_id=client.client_id, user_id=user.id, scope=token.get("scope", ""), nonce=code.nonce, auth_time=code.auth_time)
+        grant = Grant(
+            id=ctx.grant_id,
+            client_id=client.client_id,
+            user_id=user.id,
+            scope=token.get("scope", ""),
+            nonce=code.nonce,
+            auth_time=code.auth_time,
+            resource=code.resource,
+        )
 
         async def write(session: AsyncSession) -> bool:
             session.add(grant)
@@ -579,8 +611,8 @@ class _IdTokenMixin:
         now = int(time.time())
         claims: dict[str, Any] = {
             "iss": ctx.issuer,
-            "aud": client.client_id,
-            "azp": client.client_id,
+            "aud": client.public_id,
+            "azp": client.public_id,
             "iat": now,
             "exp": now + client.access_token_ttl,
             "token_type": "id_token",

@@ -9,13 +9,18 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from patchbay.core.identity.claims import UserFacts, load_user_facts, scope_list
 from patchbay.core.identity.clients import Client, ClientCache, borrows_a_name
 from patchbay.core.identity.errors import OAuthRefusal
+from patchbay.core.identity.metadata_documents import document_client, is_metadata_url, row_id
 from patchbay.core.identity.models import AuthorizationCode, Consent, FederatedIdentity, Grant, RefreshToken
 from patchbay.core.identity.server import CodeView, Context, PatchbayAuthorizationServer, RefreshView, ServiceClaims, WriteConflict, apply_writes, revoke_grant
 from patchbay.core.jobs.cron import CronJob
+from patchbay.core.mcp.grants import Grant as Agent
+from patchbay.core.mcp.models import AgentGrant
+from patchbay.core.shared_reads import SharedReads
 from patchbay.core.timeutil import utcnow
 from patchbay.core.users.models import User
 from patchbay.core.users.service import find_user_by_email, normalise_email, verify_password
@@ -33,6 +38,8 @@ class IdentityRuntime:
     server: PatchbayAuthorizationServer
     clients: ClientCache
     service_claims: ServiceClaims = attrs.field(factory=ServiceClaims)
+    #: clients of Client ID Metadata Documents by URL, each kept as long as its document allows
+    documents: SharedReads[str, Client] = attrs.field(factory=SharedReads)
 
 
 def install(services: Services) -> None:
@@ -49,9 +56,22 @@ async def purge_ended_sessions(services: Services) -> dict[str, int]:
 
 
 async def load_client(services: Services, client_id: str | None) -> Client | None:
+    """A stored client: registered, or of a metadata document fetched before (its URL as ``client_id``)."""
     if not client_id:
         return None
+    if is_metadata_url(client_id):
+        client = await services.identity.clients.get(services.db.session, row_id(client_id))
+        return client if client is not None and client.metadata_url == client_id else None
     return await services.identity.clients.get(services.db.session, client_id)
+
+
+async def resolve_client(services: Services, client_id: str | None) -> Client | None:
+    """The client of an authorization request: as :func:`load_client`, but a URL
+    ``client_id`` has its metadata document fetched (or kept from a fetch its cache time allows);
+    :class:`~core.identity.metadata_documents.MetadataDocumentError` when that document cannot be used."""
+    if is_metadata_url(client_id):
+        return await document_client(services, client_id)
+    return await load_client(services, client_id)
 
 
 def new_context(services: Services) -> Context:
@@ -90,6 +110,7 @@ async def load_refresh(services: Services, ctx: Context, token: str | None) -> N
         if found is None:
             return
         row, grant = found
+        revoked = grant.revoked_at is not None or await _agent_grant_ended(session, grant)
         ctx.refresh = RefreshView(
             row.id,
             row.grant_id,
@@ -99,10 +120,11 @@ async def load_refresh(services: Services, ctx: Context, token: str | None) -> N
             row.expires_at.timestamp(),
             row.revoked_at is not None,
             row.rotated_at is not None,
-            grant.revoked_at is not None,
+            revoked,
             grant.auth_time,
             token,
             int(row.created_at.timestamp()),
+            grant.resource,
         )
         facts = await load_user_facts(session, row.user_id)
     if facts is not None:
@@ -135,7 +157,16 @@ async def grant_revoked(services: Services, claims: dict) -> bool:
         return False
     async with services.db.session() as session:
         grant = await session.get(Grant, grant_id)
-    return grant is None or grant.revoked_at is not None
+        return grant is None or grant.revoked_at is not None or await _agent_grant_ended(session, grant)
+
+
+async def _agent_grant_ended(session: AsyncSession, grant: Grant) -> bool:
+    """For an agent's grant (one of a resource): whether its agent grant was revoked or expired on
+    its own (from the MCP side, ``core.mcp.grants.revoke_grant``)."""
+    if not grant.resource:
+        return False
+    agent = await session.get(AgentGrant, grant.id)
+    return agent is None or not Agent.from_row(agent).is_active()
 
 
 # -- consent --------------------------------------------------------------------------------------

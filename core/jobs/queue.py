@@ -23,11 +23,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import attrs
-from sqlalchemy import and_, bindparam, event, or_, select, update
+from sqlalchemy import and_, bindparam, event, func, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session
@@ -256,6 +256,14 @@ class JobQueue:
         if inserted:
             self.wake.set()
         return inserted
+
+    async def backlog(self, workspace_id: str) -> tuple[int, datetime | None]:
+        """How many of the workspace's jobs are due and waiting for a worker, and since when the
+        oldest one waits (the console's home: a queue that grows or ages needs attention)."""
+        due = (Job.workspace_id == workspace_id) & (Job.status == "queued") & (Job.run_at <= utcnow())
+        async with self.db.session() as session:
+            row = (await session.execute(select(func.count(), func.min(Job.run_at)).where(due))).one()
+        return int(row[0] or 0), row[1]  # min() keeps the column's type: an aware UTC moment
 
     def _spec(self, kind: str) -> JobKind:
         try:

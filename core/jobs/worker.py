@@ -184,17 +184,20 @@ class Worker:
 
 
 @contextlib.asynccontextmanager
-async def background_work(services: Any) -> AsyncIterator[None]:
-    """Run ``settings.workers`` concurrent jobs and, when ``settings.scheduler``, the periodic
-    scheduler, until the block ends (the worker bounds its own stop: grace, then cancel and release)."""
+async def background_work(services: Any, *, scheduler: bool | None = None) -> AsyncIterator[None]:
+    """Run ``settings.workers`` concurrent jobs and, when ``settings.scheduler`` (or ``scheduler``
+    when given: one of several processes of ``patchbay serve`` runs it), the periodic scheduler,
+    until the block ends (the worker bounds its own stop: grace, then cancel and release)."""
     settings = services.settings
+    scheduler = settings.scheduler if scheduler is None else scheduler
     stop = asyncio.Event()
     tasks = []
     worker = None
     if settings.workers > 0:
         worker = Worker(services, services.jobs, concurrency=settings.workers)
         tasks.append(asyncio.create_task(worker.run(), name="patchbay-worker"))
-    if settings.scheduler:
+    if scheduler:
+        log.info("periodic scheduler started")
         tasks.append(asyncio.create_task(services.cron.run_scheduler(stop), name="patchbay-scheduler"))
     try:
         yield

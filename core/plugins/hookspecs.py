@@ -99,8 +99,12 @@ def register_webhooks(register):
         is stored); ``events(payload)``: the :class:`patchbay.InboundEvent` items a parsed body
         carries (each is routed and forwarded on its own); and optionally
         ``handshake(query, verify_token)`` (the text to echo on ``GET /webhook/{provider}``, default
-        the ``hub.challenge`` scheme), ``immediate_response(request)`` (an answer sent at once
-        instead of storing, e.g. Slack's ``url_verification``), ``routing_keys(event)``
+        the ``hub.challenge`` scheme), ``challenge(request, secret)`` (a :class:`patchbay.WebhookReply`
+        to a ``POST`` handshake such as Asana's ``X-Hook-Secret``, before verification),
+        ``immediate_response(request)`` (an answer sent at once
+        instead of storing, e.g. Slack's ``url_verification``), ``received_type(request)`` and
+        ``typed_events(payload, received_type)`` (an event type named outside the body, stored at
+        receipt), ``routing_keys(event)``
         (``(metadata_key, value)`` pairs matched against connection metadata to find the owning
         workspace), ``lead_ref(event)`` and ``fetch_lead(client, event)`` (the lead an event
         announces, read through the connection client as :class:`patchbay.LeadData`),
@@ -329,5 +333,8 @@ def register_step_types(register):
         ``execution_id``, ``trigger`` (the payload), ``steps`` (earlier steps' ``output``) and
         ``test`` (a test run). Optional: ``prepare(config)`` adjusts the raw configuration before it
         is rendered; ``side_effects = False`` tells the engine the step may be repeated after a
-        crash (by default the execution is checkpointed after the step so it is never repeated).
+        crash (by default the execution is checkpointed after the step so it is never repeated);
+        ``config_schema`` (a JSON Schema of the step's keys but ``id``, ``type``, ``name``,
+        ``timeoutSeconds``, ``onError`` and ``gotoLimit``) is checked at create, update and publish
+        and shown by ``GET /connect/v1/flows/step-types``; ``title`` names the type there.
     """

@@ -163,7 +163,24 @@ class Provider:
     webhooks: bool = False
     capabilities: tuple[str, ...] = attrs.field(default=("proxy",), converter=tuple)
     is_available: bool = True
+    #: the provider's own page on its API's authentication, linked from the connect form
     docs_url: str | None = None
+    #: the connect form's words for a field where the provider's docs name it otherwise than the auth
+    #: mode does (Twilio's "Account SID"): keys ``apiKey``, ``apiSecret`` or a connection parameter
+    field_labels: Mapping[str, str] = attrs.field(factory=dict, converter=_frozen_mapping)
+    #: one line under a field: where the end user finds the value, in the provider's words
+    field_help: Mapping[str, str] = attrs.field(factory=dict, converter=_frozen_mapping)
+    #: fields that may be left out (``apiSecret`` or connection parameters): a credential template
+    #: that uses an absent parameter is not sent (Stripe's ``Stripe-Context`` header)
+    optional_fields: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    #: ``basic`` only: the password sent beside an API key given as the Basic username, so the form
+    #: asks for the key alone (Stripe: empty; Freshdesk: any dummy text, ``X``)
+    basic_password: str | None = None
+    #: ``basic`` only: the ``user:password`` pair the ``{basic}`` credential field encodes, as a
+    #: template of the asked ``{username}`` (apiKey) and ``{password}`` (apiSecret) when the provider
+    #: wants another than ``{username}:{password}`` (lemlist: ``:{username}``, the key as the password
+    #: with an empty user; Zendesk API tokens: ``{username}/token:{password}``)
+    basic_pair: str | None = None
 
     @property
     def requires_oauth(self) -> bool:
@@ -227,5 +244,20 @@ class Provider:
                 missing = template_fields(template) - params - CREDENTIAL_FIELDS
                 if missing:
                     yield f"credential template uses unknown fields {sorted(missing)}"
+        fields = {"apiKey", "apiSecret", *params}
+        for key in ("field_labels", "field_help", "optional_fields"):
+            unknown_fields = set(getattr(self, key)) - fields
+            if unknown_fields:
+                yield f"{key} names {sorted(unknown_fields)}: neither apiKey, apiSecret nor a connection parameter"
+        if self.basic_password is not None and self.auth_mode != "basic":
+            yield "basic_password goes with auth_mode 'basic' only"
+        if self.basic_pair is not None:
+            if self.auth_mode != "basic" or self.basic_password is not None:
+                yield "basic_pair goes with auth_mode 'basic' only, without basic_password"
+            elif not template_fields(self.basic_pair) <= {"username", "password"} or "username" not in template_fields(self.basic_pair):
+                yield "basic_pair uses {username} and may use {password}, nothing else"
+        urls = set().union(*(template_fields(getattr(self, field) or "") for field in TEMPLATED_URL_FIELDS))
+        if set(self.optional_fields) & urls:
+            yield f"optional_fields names {sorted(set(self.optional_fields) & urls)}, which a URL needs"
         if self.health_check and not re.match(r"^(GET|POST|HEAD) /", self.health_check):
             yield "health_check must read 'GET /path' (or POST, HEAD)"

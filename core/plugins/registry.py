@@ -185,6 +185,9 @@ class Registry:
                             updated,
                             connection_params=tuple(p for p in updated.connection_params if p not in dropped),
                             fixed_params=tuple(p for p in updated.fixed_params if p not in dropped),
+                            optional_fields=tuple(p for p in updated.optional_fields if p not in dropped),
+                            field_labels={k: v for k, v in updated.field_labels.items() if k not in dropped},
+                            field_help={k: v for k, v in updated.field_help.items() if k not in dropped},
                         )
                     updated.validate()
                 except (TypeError, DefinitionError) as error:

@@ -11,6 +11,7 @@ on 401 one refresh and one retry; on 429 the provider's wait honoured (``Provide
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import AsyncIterable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -25,6 +26,7 @@ from patchbay.core.connections.refresh import REFRESHABLE_MODES, RefreshFailed, 
 from patchbay.core.connections.runtime import ConnectionState, Throttled, retry_seconds
 from patchbay.core.errors import Conflict, DomainError, Invalid, NotFound, RateLimited, RequestTimeout, UpstreamFailed
 from patchbay.core.http.errors import domain_status
+from patchbay.core.integrations import service as integrations
 from patchbay.core.outbound import StreamIdle, UnsafeTarget
 from patchbay.core.plugins.provider import Provider
 
@@ -54,10 +56,15 @@ class ProxyCall:
     params: Mapping[str, Any]
 
 
+@functools.lru_cache(maxsize=32)
+def _dropped(also: frozenset[str]) -> frozenset[str]:
+    return HOP_BY_HOP | also
+
+
 def drop_hop_by_hop(headers: Mapping[str, str], also: frozenset[str] = frozenset()) -> CIMultiDict:
     """A copy of ``headers`` without the hop-by-hop ones (RFC 9110 7.6.1), those the ``Connection``
     header names and the lower-case names in ``also``, made in one pass."""
-    dropped = HOP_BY_HOP | also
+    dropped = _dropped(also)
     listed = headers.get("Connection")
     if listed:
         dropped = dropped | {token.strip().lower() for token in listed.split(",")}
@@ -131,7 +138,7 @@ async def _acquire(services: Services, state: ConnectionState) -> None:
     limiter = services.connections.limiter
     waited = 0.0
     while True:
-        wait = limiter.acquire(state.id)
+        wait = await limiter.acquire(state.id)
         if wait <= 0:
             return
         if waited + wait > MAX_QUEUE_WAIT:
@@ -222,7 +229,7 @@ async def send(
 
 
 async def _send_once(services, state, provider, method, path, query, headers, body, stream) -> aiohttp.ClientResponse:
-    url = target_url(base_url(services, state, provider), path)
+    url = target_url(await integrations.override_base_url(services, state, provider) or base_url(services, state, provider), path)
     auth_headers, auth_query = injected(services, state, provider)
     outgoing = CIMultiDict(headers or {})
     for name, value in auth_headers.items():
@@ -239,14 +246,21 @@ async def _send_once(services, state, provider, method, path, query, headers, bo
     else:
         url_value = url
     method = method.upper()
+    # The URL is on the base URL's origin, which base_url() checked against the outbound guard, and
+    # redirects are not followed: the session's per-hop check (a URL parse per call) is skipped,
+    # unless a customizer rewrote the call.
+    hop_checks: tuple | None = ()
     customizer = services.registry.get("proxy", provider.name)
     if customizer is not None and hasattr(customizer, "prepare"):
         call = ProxyCall(method=method, url=url_value, headers=outgoing, body=body, provider=provider, connection_id=state.id, params=state.params)
         customizer.prepare(call)
         method, url_value, outgoing, body = call.method, call.url, call.headers, call.body
+        hop_checks = None  # the session's own: every hop checked
     try:
         timeout = services.connections.timeouts.get(services.outbound, stream=stream)
-        return await services.outbound.session.request(method, url_value, headers=outgoing, data=body, allow_redirects=False, timeout=timeout)
+        return await services.outbound.session.request(
+            method, url_value, headers=outgoing, data=body, allow_redirects=False, timeout=timeout, middlewares=hop_checks
+        )
     except UnsafeTarget as error:
         raise Invalid(f"Refused target: {error}") from None
     except StreamIdle as error:

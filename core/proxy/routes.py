@@ -20,13 +20,14 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 from multidict import CIMultiDict
+from pydantic import ValidationError
 
 from patchbay.core.appkeys import SERVICES
 from patchbay.core.connections.client import active_connection_id
 from patchbay.core.connections.runtime import ConnectionState
 from patchbay.core.connections.store import ConnectionNotFound, load_state
 from patchbay.core.errors import Invalid
-from patchbay.core.http.bodies import read_body
+from patchbay.core.http.bodies import adapter_of, read_body
 from patchbay.core.http.errors import ApiError
 from patchbay.core.http.openapi import accepts
 from patchbay.core.http.responses import ANY_MEDIA, returns
@@ -57,6 +58,20 @@ async def _connection(request: web.Request, provider_type: str) -> ConnectionSta
     if state.provider != provider_type:
         raise ConnectionNotFound(connection_id)
     return state
+
+
+async def _envelope(request: web.Request) -> ProxyEnvelope:
+    """The JSON envelope. Its bytes are validated by pydantic in one pass when they hold no
+    ``\\u`` escape (the only way JSON text carries a NUL or half a surrogate pair, which
+    ``read_body`` refuses); any problem, and any escape, takes ``read_body``'s way, whose 400
+    names it. Both ways answer the same envelope for the same bytes."""
+    raw = await request.read()
+    if b"\\u" not in raw:
+        try:
+            return adapter_of(ProxyEnvelope).validate_json(raw, strict=True)
+        except ValidationError:
+            pass
+    return await read_body(request, ProxyEnvelope)
 
 
 async def _answer(request: web.Request, upstream) -> web.StreamResponse:
@@ -94,7 +109,7 @@ async def proxy(request: web.Request) -> web.StreamResponse:
     """Call the provider with the connection's credentials: body ``{method, path, body?, headers?,
     query?}``, header ``x-connection-id``; answers the provider's response as it is."""
     state = await _connection(request, request.match_info["providerType"])
-    envelope = await read_body(request, ProxyEnvelope)
+    envelope = await _envelope(request)
     method = envelope.method.upper()
     if method not in METHODS:
         raise Invalid(f"Validation failed: method must be one of {', '.join(METHODS)}")

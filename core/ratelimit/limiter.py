@@ -1,6 +1,6 @@
 """Fixed-window rate limiting on the ``limits`` library's storages: Redis when ``redis_url`` is set
 (every process shares the counters), else the database on PostgreSQL (shared too), else process
-memory. Limits are written ``"N/minute"`` (``limits``' notation) or ``"off"``.
+memory on SQLite, or the SQLite file when ``patchbay serve`` runs several processes. Limits are written ``"N/minute"`` (``limits``' notation) or ``"off"``.
 
 A key well below its limit does not cost a storage round trip per hit: while the stored count stays
 within half the limit, a write also reserves a block of ``1/RESERVE_SHARE`` of the limit for this
@@ -116,11 +116,13 @@ class DatabaseStorage(Storage):
             return result.rowcount
 
 
-def storage_for(db: Database, redis_url: str | None) -> Storage:
-    """Redis when configured, else the database on PostgreSQL, else memory."""
+def storage_for(db: Database, redis_url: str | None, *, processes: int = 1) -> Storage:
+    """Redis when configured, else the database on PostgreSQL, else memory on SQLite, unless
+    several ``processes`` of one server share the SQLite file: then that file too, or each process
+    would admit the whole limit."""
     if redis_url:
         return storage_from_string("async+" + redis_url, key_prefix=REDIS_KEY_PREFIX)
-    return DatabaseStorage(db) if db.is_postgres else MemoryStorage()
+    return DatabaseStorage(db) if db.is_postgres or processes > 1 else MemoryStorage()
 
 
 @attrs.define

@@ -14,6 +14,7 @@ from aiohttp import web
 
 from patchbay.core.appkeys import PRINCIPAL, SERVICES
 from patchbay.core.errors import Forbidden, Unauthenticated
+from patchbay.core.security.refusals import CONNECT_API_CREDENTIALS, connect_api_refusal
 from patchbay.core.security.service import Principal, api_key_principal, token_principal
 
 
@@ -41,15 +42,22 @@ async def authenticate(request: web.Request) -> Principal | None:
     return principal
 
 
+async def refused(request: web.Request, *, expected: str = CONNECT_API_CREDENTIALS) -> Unauthenticated:
+    """The 401 for a request whose credential :func:`authenticate` refused (or that sent none): its
+    message says which credential ``expected`` names and why the one sent failed, without telling
+    whether an API key exists (``core.security.refusals``)."""
+    return Unauthenticated(await connect_api_refusal(request.app[SERVICES], request.headers, expected=expected))
+
+
 async def require_principal(request: web.Request, *permissions: str) -> Principal:
     """The authenticated workspace principal holding every one of ``permissions``; 401 or 403."""
     principal = await authenticate(request)
     if principal is None:
-        raise Unauthenticated("Unauthorized")
+        raise await refused(request)
     if principal.workspace_id is None:
         if principal.kind == "access_token":
             raise Unauthenticated("Unauthorized: the access token names no workspace (organization_id); request the `organization` scope")
-        raise Unauthenticated("Unauthorized")
+        raise Unauthenticated("Unauthorized: the credential names no workspace; send " + CONNECT_API_CREDENTIALS)
     missing = [p for p in permissions if not principal.can(p)]
     if missing:
         scope_hint = ""
@@ -84,6 +92,6 @@ def requires(*permissions: str) -> Callable[[Handler], Handler]:
 def principal_of(request: web.Request) -> Principal:
     """The principal of a handler decorated with :func:`requires`."""
     principal = request.get(PRINCIPAL)
-    if principal is None:
-        raise Unauthenticated("Unauthorized")
+    if principal is None:  # only a handler not decorated with requires gets here
+        raise Unauthenticated("Unauthorized: this route needs " + CONNECT_API_CREDENTIALS)
     return principal  # type: ignore[return-value]

@@ -15,6 +15,7 @@ import hmac
 import logging
 import os
 import secrets as _random
+import string
 from pathlib import Path
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
@@ -97,3 +98,13 @@ def load_or_create_secrets(configured: list[str], data_dir: Path) -> list[str]:
 
 def random_token(nbytes: int = 32) -> str:
     return _random.token_urlsafe(nbytes)
+
+
+IDENTIFIER_ALPHABET = string.ascii_letters + string.digits
+
+
+def random_identifier(length: int = 24) -> str:
+    """A random identifier that people copy into commands and URLs: letters and digits only, so it
+    never starts with ``-`` (which a command line reads as an option) nor needs quoting
+    (``length`` 24 holds about 143 bits)."""
+    return "".join(_random.choice(IDENTIFIER_ALPHABET) for _ in range(length))

@@ -2,8 +2,9 @@
 
 An API key (``x-api-key``) is a key of one workspace with a set of permissions. An access token of
 our own identity provider has its signature checked against our signing keys, then issuer, expiry
-and token type, then that its client may open the connect API (a user's token: first-party client,
-grant not revoked); the tenant is its ``organization_id`` and the permissions its ``permissions``.
+and token type, then that it is the client's own (not one for a resource such as ``/mcp``, RFC
+8707) and that its client may open the connect API (a user's token: first-party client, grant not
+revoked); the tenant is its ``organization_id`` and the permissions its ``permissions``.
 ``core.security.auth`` reads the credentials of a request and asks here.
 
 What a process has verified is remembered a few seconds in the services' :class:`CredentialCaches`.
@@ -15,18 +16,21 @@ import contextlib
 import functools
 import time
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 from sqlalchemy import select, update
 
-from patchbay.core.errors import NotFound
+from patchbay.core.errors import Invalid, NotFound
 from patchbay.core.identity.models import Grant, OidcClient
-from patchbay.core.security.api_keys import find_api_key, list_api_keys, revoke_api_key
+from patchbay.core.security.api_keys import IssuedKey, UnknownPermission, create_api_key, find_api_key, list_api_keys, revoke_api_key
 from patchbay.core.security.models import ApiKey
+from patchbay.core.security.permissions import PERMISSIONS, ROLE_PERMISSIONS
 from patchbay.core.security.signing_keys import InvalidToken
 from patchbay.core.shared_reads import SharedReads
 from patchbay.core.timeutil import utcnow
+from patchbay.core.workspaces.models import Membership
 
 if TYPE_CHECKING:
     from patchbay.core.services import Services
@@ -55,11 +59,12 @@ class Principal:
 @attrs.define
 class CredentialCaches:
     """This process's verified credentials: API keys (principal, or None for no active key) and,
-    per (client id, grant id), when it was checked whether their tokens open the connect API and the
-    answer (a revoked grant or a demoted client stops working within ``[identity] grant_check_seconds``)."""
+    per (client id, grant id, (workspace, user)), when it was checked what their tokens may do on the
+    connect API and the answer (a revoked grant, a demoted client, a removed or demoted member stop
+    working within ``[identity] grant_check_seconds``)."""
 
     api_keys: SharedReads[str, Principal | None] = attrs.field(factory=SharedReads)
-    token_trust: dict[tuple[str, str | None], tuple[float, bool]] = attrs.field(factory=dict)
+    token_trust: dict[tuple[str, str | None, tuple[str | None, str | None] | None], tuple[float, frozenset[str] | None]] = attrs.field(factory=dict)
 
 
 def install(services: Services) -> None:
@@ -114,50 +119,78 @@ async def _lookup_api_key(services: Services, key: str) -> tuple[Principal | Non
     return Principal("api_key", record.workspace_id, frozenset(record.permissions), subject=record.id), lifetime
 
 
-async def _opens_connect_api(services: Services, claims: dict[str, Any]) -> bool:
-    """An access token opens the connect API only if its client still exists and, for a user's
-    token, the client is first-party (or platform) and the grant it came from is not revoked.
-    Third-party apps a user signed in to get identity, not the keys to the user's workspaces."""
+#: a client_credentials token's reach: the permissions it names, bound by the operator's choice
+ALL_PERMISSIONS = frozenset(PERMISSIONS)
+
+
+async def _connect_api_reach(services: Services, claims: dict[str, Any]) -> frozenset[str] | None:
+    """What an access token may still do on the connect API: None when it opens nothing (its client
+    is gone; a user's token through a third-party client, or from a revoked grant; a user no longer
+    a member of the token's workspace), else the permissions that bound its own: a user's current
+    role's (a demoted member's token does no more than the new role allows), every one for a
+    client_credentials token (its workspace was bound by the operator). Remembered for
+    ``[identity] grant_check_seconds``."""
     client_id = claims.get("client_id")
     if not isinstance(client_id, str):
-        return False
-    service = claims.get("sub") == client_id  # client_credentials: its workspace was bound by the operator
+        return None
+    service = claims.get("sub") == client_id
     grant_id = None if service else claims.get("grant_id")  # every user token of the token endpoint names its grant
+    member = None if service else (claims.get("organization_id"), claims.get("sub"))
     cache = services.credential_caches.token_trust
-    hit = cache.get((client_id, grant_id))
+    key = (client_id, grant_id, member)
+    hit = cache.get(key)
     ttl = services.settings.identity.grant_check_seconds
     if hit is not None and time.monotonic() - hit[0] < ttl:
         return hit[1]
+    reach: frozenset[str] | None = None
     async with services.db.session() as session:
         trust = await session.scalar(select(OidcClient.trust).where(OidcClient.client_id == client_id))
-        allowed = trust is not None
-        if allowed and not service:
-            allowed = trust in ("first_party", "platform")
-        if allowed and isinstance(grant_id, str):
-            revoked = await session.execute(select(Grant.revoked_at).where(Grant.id == grant_id, Grant.client_id == client_id))
-            row = revoked.first()
-            allowed = row is not None and row.revoked_at is None
+        if service and trust is not None:
+            reach = ALL_PERMISSIONS
+        elif trust in ("first_party", "platform") and await _grant_stands(session, client_id, grant_id):
+            reach = await _member_reach(session, *member)
     if len(cache) > TOKEN_TRUST_LIMIT:
         cache.clear()
-    cache[(client_id, grant_id)] = (time.monotonic(), allowed)
-    return allowed
+    cache[key] = (time.monotonic(), reach)
+    return reach
+
+
+async def _grant_stands(session, client_id: str, grant_id: Any) -> bool:
+    """Whether a user's token's grant (when it names one) exists and is not revoked."""
+    if not isinstance(grant_id, str):
+        return True
+    row = (await session.execute(select(Grant.revoked_at).where(Grant.id == grant_id, Grant.client_id == client_id))).first()
+    return row is not None and row.revoked_at is None
+
+
+async def _member_reach(session, workspace_id: Any, user_id: Any) -> frozenset[str] | None:
+    """The permissions of the user's role in the token's workspace now; None when no longer a
+    member. A token naming no workspace opens none, so nothing bounds it here."""
+    if workspace_id is None:
+        return ALL_PERMISSIONS
+    role = await session.scalar(select(Membership.role).where(Membership.workspace_id == workspace_id, Membership.user_id == user_id))
+    return ROLE_PERMISSIONS.get(role) if role is not None else None
 
 
 async def token_principal(services: Services, token: str) -> Principal | None:
     """The principal of an access token, wherever the request carried it (the ``Authorization``
     header, or ``token=`` on a login link): None unless the token is valid and opens the connect
-    API (its client still exists and may, its grant is not revoked)."""
+    API (:func:`_connect_api_reach`); its permissions are those it names that its user's role
+    still grants."""
     try:
         claims = await verify_access_token(services, token)
     except InvalidToken:
         return None
-    if not await _opens_connect_api(services, claims):
+    if claims.get("aud", claims.get("client_id")) != claims.get("client_id"):  # for a resource (RFC 8707): an agent's, for /mcp
+        return None
+    reach = await _connect_api_reach(services, claims)
+    if reach is None:
         return None
     permissions = claims.get("permissions") or []
     return Principal(
         "access_token",
         claims.get("organization_id"),
-        frozenset(p for p in permissions if isinstance(p, str)),
+        frozenset(p for p in permissions if isinstance(p, str)) & reach,
         subject=claims.get("sub"),
         client_id=claims.get("client_id") or claims.get("aud"),
         claims=claims,
@@ -177,3 +210,18 @@ async def revoke_workspace_api_key(services: Services, workspace_id: str, key_id
     if not revoked:
         raise NotFound("no active API key with this id in this workspace")
     forget_cached_api_keys(services)
+
+
+async def issue_workspace_api_key(
+    services: Services, workspace_id: str, *, name: str, permissions: list[str] | None, expires_in: timedelta | None
+) -> IssuedKey:
+    """A new key of the workspace (every permission when ``permissions`` is empty); the key is in
+    the answer and nowhere else. ``Invalid`` for an empty name, an unknown permission or an expiry
+    not in the future."""
+    if not name.strip() or len(name) > 200:
+        raise Invalid("Validation failed: name must have 1 to 200 characters")
+    async with services.db.transaction(tenant=workspace_id) as session:
+        try:
+            return await create_api_key(session, services.secrets, workspace_id=workspace_id, name=name.strip(), permissions=permissions, expires_in=expires_in)
+        except (UnknownPermission, ValueError) as error:
+            raise Invalid(f"Validation failed: {error}") from None

@@ -7,10 +7,13 @@ from patchbay.core.billing import models as billing  # noqa: F401
 from patchbay.core.compliance import models as compliance  # noqa: F401
 from patchbay.core.connect_ui import models as connect_ui  # noqa: F401
 from patchbay.core.connections import models as connections  # noqa: F401
+from patchbay.core.console import models as console  # noqa: F401
 from patchbay.core.flows import models as flows  # noqa: F401
 from patchbay.core.identity import models as identity  # noqa: F401
+from patchbay.core.integrations import models as integrations  # noqa: F401
 from patchbay.core.jobs import models as jobs  # noqa: F401
 from patchbay.core.leads import models as leads  # noqa: F401
+from patchbay.core.mcp import models as mcp  # noqa: F401
 from patchbay.core.ratelimit import models as ratelimit  # noqa: F401
 from patchbay.core.records import models as records  # noqa: F401
 from patchbay.core.security import models as security  # noqa: F401

@@ -534,6 +534,27 @@ async def rows_of(services: Services, workspace_id: str, slug: str, *, page: int
         return await list_rows(session, await get_table(session, workspace_id, slug), page=page, limit=limit, search=search)
 
 
+async def rows_after(
+    services: Services, workspace_id: str, slug: str, *, after: str | None, limit: int, search: str | None
+) -> tuple[list[TableRow], str | None]:
+    """A page of the table's rows in id order (ids are time-ordered) by keyset: those after the
+    row id ``after``, matching ``search`` when given. Answers the rows and the id to continue after
+    (None on the last page). NotFound for an unknown table."""
+    async with services.db.session(tenant=workspace_id) as session:
+        table = await get_table(session, workspace_id, slug)
+        conditions = [TableRow.table_id == table.id, TableRow.workspace_id == workspace_id]
+        if after:
+            conditions.append(TableRow.id > after)
+        if search:
+            condition = matches(session.bind.dialect.name, TableRow.__table__, search)
+            if condition is not None:
+                conditions.append(condition)
+        rows = list((await session.scalars(select(TableRow).where(*conditions).order_by(TableRow.id).limit(limit + 1))).all())
+    more = len(rows) > limit
+    rows = rows[:limit]
+    return rows, (rows[-1].id if more else None)
+
+
 async def add_row(services: Services, workspace_id: str, slug: str, data: Any, external_key: Any) -> TableRow:
     async with services.db.transaction(tenant=workspace_id) as session:
         return await create_row(session, await get_table(session, workspace_id, slug), data, external_key)

@@ -70,9 +70,11 @@ class _Item:
     values: dict[str, Any]
 
 
-async def import_csv(db: Database, table: DataTable, chunks: AsyncIterator[str]) -> ImportReport:
+async def import_csv(db: Database, table: DataTable, chunks: AsyncIterator[str], report: ImportReport | None = None) -> ImportReport:
+    """Import the CSV text of ``chunks``; ``report`` (a new one by default) counts the rows as each
+    batch is written, so a caller can show the progress."""
     schema = Schema(table.columns or [])
-    report = ImportReport()
+    report = report if report is not None else ImportReport()
     header: list[str] | None = None
     pending: list[_Item] = []
     writing: asyncio.Task | None = None  # the previous batch, written while the next one is parsed

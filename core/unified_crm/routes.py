@@ -48,7 +48,9 @@ def _server_to_server(request: web.Request) -> Principal:
 def _user(request: web.Request) -> Principal:
     principal = principal_of(request)
     if principal.kind != "access_token":
-        raise unauthorized()
+        raise unauthorized(
+            "Unauthorized: this route acts for a signed-in user, and an API key names none; send a user's access token as `Authorization: Bearer <token>`"
+        )
     return principal
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import ForeignKey, String
+from sqlalchemy import ForeignKey, String, false
 from sqlalchemy.orm import Mapped, mapped_column
 
 from patchbay.core.storage.base import Base, IdMixin, TimestampMixin
@@ -27,6 +27,9 @@ class User(IdMixin, TimestampMixin, Base):
     #: signed up, were invited or were made by the operator): a client bound to an organization may
     #: add to it, and change, only its own users
     created_by_client_id: Mapped[str | None] = mapped_column(String(64))
+    #: an operator of the deployment (``patchbay users create --operator``): the console shows them
+    #: every workspace, as an admin of each
+    is_operator: Mapped[bool] = mapped_column(default=False, server_default=false())
 
 
 class SignInSession(IdMixin, Base):

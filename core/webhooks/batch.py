@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import json
 from collections import defaultdict
 from datetime import datetime
 from typing import Any
@@ -48,6 +47,7 @@ _READ = (
     WebhookEvent.body,
     WebhookEvent.body_hash,
     WebhookEvent.connection_hint,
+    WebhookEvent.event_type,
     WebhookEvent.created_at,
 )
 
@@ -118,10 +118,10 @@ def _single_item(services: Services, event: Any) -> tuple[WebhookHandler, Inboun
     if handler is None:
         return None
     try:
-        payload = json.loads(event.body or "")
-    except (json.JSONDecodeError, TypeError):
+        payload = handler.payload(event.body or "")
+    except (ValueError, TypeError):
         return None
-    items = handler.events(payload)
+    items = handler.typed_events(payload, event.event_type)
     if inspect.isawaitable(items):  # an asynchronous handler: the one-by-one path awaits it
         if inspect.iscoroutine(items):
             items.close()

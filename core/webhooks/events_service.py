@@ -15,8 +15,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from patchbay.core.errors import Conflict, Invalid, NotFound
 from patchbay.core.jobs.queue import JobQueue
 from patchbay.core.services import Services
+from patchbay.core.timeutil import utcnow
 from patchbay.core.webhooks.delivery import create_deliveries
-from patchbay.core.webhooks.models import EVENT_STATUSES, WebhookAttempt, WebhookDelivery, WebhookEvent
+from patchbay.core.webhooks.models import EVENT_STATUSES, WebhookAttempt, WebhookDelivery, WebhookEvent, WebhookSubscription
 
 T = TypeVar("T")
 
@@ -151,3 +152,36 @@ async def redeliver_event(services: Services, workspace_id: str, event_id: str, 
     """:func:`redeliver` in the workspace's transaction."""
     async with services.db.transaction(tenant=workspace_id) as session:
         return await redeliver(services.jobs, session, event_id, subscription_id=subscription_id)
+
+
+#: the event type of a test event (the console's "send a test event")
+TEST_EVENT = "webhook.test"
+
+
+async def send_test_event(services: Services, workspace_id: str, subscription_id: str) -> tuple[WebhookEvent, WebhookDelivery]:
+    """Queue a test event (``webhook.test``, a small payload saying so) to one active subscription of
+    the workspace, delivered, signed and retried as any event; it is kept in the event log.
+    NotFound for another workspace's or an unknown subscription, Conflict for a disabled one."""
+    async with services.db.transaction(tenant=workspace_id) as session:
+        subscription = await _get(session, WebhookSubscription, subscription_id, "Subscription not found")
+        if not subscription.is_active:
+            raise Conflict("The subscription is disabled: enable it to send a test event")
+        now = utcnow()
+        payload = {"test": True, "message": "A test event sent from the console", "subscriptionId": subscription.id}
+        event = WebhookEvent(
+            workspace_id=workspace_id, provider=subscription.provider, status="PROCESSED", event_type=TEST_EVENT, payload=payload, processed_at=now
+        )
+        session.add(event)
+        await session.flush()
+        (delivery,) = await create_deliveries(services.jobs, session, event, subscription_id=subscription.id, manual=True)
+        return event, delivery
+
+
+async def failing_deliveries(services: Services, workspace_id: str, *, limit: int) -> tuple[list[WebhookDelivery], int]:
+    """The workspace's deliveries that failed for good or are retrying after a failed attempt,
+    most recent first, at most ``limit``, and how many there are (the console's home)."""
+    failing = (WebhookDelivery.status == "failed") | ((WebhookDelivery.status == "pending") & (WebhookDelivery.attempts > 0))
+    async with services.db.session(tenant=workspace_id) as session:
+        total = await session.scalar(select(func.count()).select_from(WebhookDelivery).where(failing))
+        rows = await session.scalars(select(WebhookDelivery).where(failing).order_by(WebhookDelivery.updated_at.desc(), WebhookDelivery.id).limit(limit))
+        return list(rows), int(total or 0)

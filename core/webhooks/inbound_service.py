@@ -14,10 +14,11 @@ import attrs
 
 from patchbay.core.awaitables import maybe_await
 from patchbay.core.errors import Forbidden, Invalid, NotFound, Unauthenticated, Unavailable
+from patchbay.core.integrations import service as integrations
 from patchbay.core.plugins.registry import ProviderSecrets
 from patchbay.core.services import Services
 from patchbay.core.timeutil import new_id, utcnow
-from patchbay.core.webhooks.protocol import InboundRequest, WebhookHandler
+from patchbay.core.webhooks.protocol import InboundRequest, WebhookHandler, WebhookReply
 
 
 @attrs.frozen
@@ -27,14 +28,18 @@ class Received:
 
     event_id: str | None
     immediate: Any = None
+    reply: WebhookReply | None = None  # a handshake's answer (nothing stored)
 
 
 def webhook_handler(services: Services, provider: str) -> tuple[WebhookHandler, ProviderSecrets]:
-    """The provider's webhook handler and its secrets; NotFound when either is missing."""
+    """The provider's webhook handler and its secrets; NotFound for an unknown provider, and
+    NotFound saying so for a provider that receives no webhooks (its pack registers no handler)."""
     registry = services.registry
     handler = registry.get("webhooks", provider)
-    if registry.provider(provider) is None or handler is None:
+    if registry.provider(provider) is None:
         raise NotFound(f"Provider not found: {provider}")
+    if handler is None:
+        raise NotFound(f"Provider {provider} receives no webhooks: its pack registers no webhook handler, so nothing is accepted at /webhook/{provider}")
     return handler, registry.provider_secrets(provider)
 
 
@@ -42,6 +47,7 @@ async def handshake(services: Services, provider: str, query: Any) -> str:
     """The answer to a provider's subscription handshake (``hub.challenge``); Forbidden when the
     verify token does not match."""
     handler, secrets = webhook_handler(services, provider)
+    secrets = await integrations.webhook_secrets(services, provider, secrets)
     answer = await maybe_await(handler.handshake(query, secrets.webhook_verify_token))
     if answer is None:
         raise Forbidden("Verification token mismatch")
@@ -49,12 +55,22 @@ async def handshake(services: Services, provider: str, query: Any) -> str:
 
 
 async def receive(services: Services, provider: str, inbound: InboundRequest, *, connection_hint: str | None) -> Received:
-    """Verify ``inbound`` and store it, or, for a request the provider expects answered at once
+    """Verify ``inbound`` and store it (with the type :meth:`~.WebhookHandler.received_type`
+    reads), or, for a handshake (``challenge``) or a request the provider expects answered at once
     (Slack's ``url_verification``), store nothing. Unauthenticated without a valid
     signature, Invalid for a body that is not UTF-8, Unavailable when it could not be stored."""
     handler, secrets = webhook_handler(services, provider)
-    if not secrets.webhook_secret or not await maybe_await(handler.verify(inbound, secrets.webhook_secret)):
-        raise Unauthenticated("Unauthorized")
+    secrets = await integrations.webhook_secrets(services, provider, secrets)
+    reply = await maybe_await(handler.challenge(inbound, secrets.webhook_secret))
+    if reply is not None:
+        return Received(None, reply=reply)
+    if not secrets.webhook_secret:
+        raise Unauthenticated(
+            f"Unauthorized: no webhook secret is configured for {provider}, so no event can be verified; "
+            f"the operator sets `webhook_secret` in `[providers.{provider}]` of the settings file"
+        )
+    if not await maybe_await(handler.verify(inbound, secrets.webhook_secret)):
+        raise Unauthenticated(f"Unauthorized: the request's signature is missing or does not match the webhook secret configured for {provider}")
     immediate = await maybe_await(handler.immediate_response(inbound))
     if immediate is not None:
         return Received(None, immediate)
@@ -72,6 +88,7 @@ async def receive(services: Services, provider: str, inbound: InboundRequest, *,
         "body": text,
         "body_hash": hashlib.sha256(provider.encode() + b"\n" + inbound.body).hexdigest(),
         "connection_hint": connection_hint,
+        "event_type": await maybe_await(handler.received_type(inbound)),
         "created_at": now,
         "updated_at": now,
     }

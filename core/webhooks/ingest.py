@@ -35,7 +35,7 @@ BACKLOG_LIMIT = 1000
 BACKLOG_CHECK_SECONDS = 0.1
 MAX_HOLD_SECONDS = 5.0
 
-_SQLITE_COLUMNS = ("id", "workspace_id", "provider", "status", "body", "body_hash", "connection_hint", "created_at", "updated_at")
+_SQLITE_COLUMNS = ("id", "workspace_id", "provider", "status", "body", "body_hash", "connection_hint", "event_type", "created_at", "updated_at")
 _SQLITE_INSERT = f"INSERT INTO webhook_events ({', '.join(_SQLITE_COLUMNS)}) VALUES ({', '.join('?' * len(_SQLITE_COLUMNS))})"
 
 

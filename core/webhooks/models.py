@@ -74,6 +74,7 @@ class WebhookDelivery(IdMixin, TimestampMixin, TenantScoped, Base):
     """The forwarding of one event to one subscription; each try is a :class:`WebhookAttempt`."""
 
     __tablename__ = "webhook_deliveries"
+    __table_args__ = (Index("ix_webhook_deliveries_workspace_created", "workspace_id", "created_at"),)
 
     event_id: Mapped[str] = mapped_column(String(36), index=True)
     subscription_id: Mapped[str] = mapped_column(String(36), index=True)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import uuid
 from typing import Any
@@ -125,10 +124,10 @@ async def _process_root(services: Services, handler: WebhookHandler | None, even
         await _fail(services, event.id, f"no webhook handler is installed for provider {event.provider}")
         return
     try:
-        payload, parsed = json.loads(event.body or ""), True
-    except (json.JSONDecodeError, TypeError):
+        payload, parsed = handler.payload(event.body or ""), True
+    except (ValueError, TypeError):
         payload, parsed = None, False
-    items = list(await maybe_await(handler.events(payload))) if parsed else []
+    items = list(await maybe_await(handler.typed_events(payload, event.event_type))) if parsed else []
     if earlier is not None:
         await _finish_duplicate(services, handler, event, items, earlier.id)
         return

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -19,9 +20,11 @@ from patchbay.core.awaitables import maybe_await
 
 
 class InboundRequest:
-    """The inbound HTTP request as a handler sees it: ``method``, ``url`` (the full URL as
-    received), ``headers``, ``query`` and ``body`` (the raw bytes). ``url`` may be given as a
-    callable; it is then built on first use (most schemes never need it)."""
+    """The inbound HTTP request as a handler sees it: ``method``, ``url`` (the deployment's public
+    URL of the request: the ``base_url`` setting followed by the path and query as sent, never the
+    caller's Host header; what a provider that signs the URL signed), ``headers``, ``query`` and
+    ``body`` (the raw bytes). ``url`` may be given as a callable; it is then built on first use
+    (most schemes never need it)."""
 
     __slots__ = ("method", "_url", "headers", "query", "body")
 
@@ -43,6 +46,16 @@ class InboundEvent:
     type: str
     data: Mapping[str, Any] = attrs.field(factory=dict, converter=dict)
     external_id: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class WebhookReply:
+    """The answer to a provider's handshake request: ``status``, a JSON ``body`` (``None``: empty)
+    and ``headers``."""
+
+    status: int = 200
+    body: Any = None
+    headers: Mapping[str, str] = attrs.field(factory=dict, converter=dict)
 
 
 @attrs.frozen(kw_only=True)
@@ -100,15 +113,39 @@ class WebhookHandler:
         (``None`` when none is configured). Required."""
         raise NotImplementedError
 
+    def challenge(self, request: InboundRequest, secret: str | None) -> WebhookReply | None:
+        """A ``POST`` that confirms the endpoint instead of carrying events (Asana's
+        ``X-Hook-Secret``, Zoom's ``endpoint.url_validation``): the :class:`WebhookReply` to send,
+        and nothing is stored; ``None`` (the default) for any other request. Called before
+        :meth:`verify`, so a handler whose provider signs its handshake (Zoom) verifies it here
+        before answering anything derived from ``secret``."""
+        return None
+
     def immediate_response(self, request: InboundRequest) -> Any:
         """A verified request that the provider expects answered in the response itself (Slack's
         ``url_verification``): return the JSON-serialisable answer, which is sent with 200 and
         nothing is stored. Default: ``None`` (store and process the event)."""
         return None
 
+    def payload(self, body: str) -> Any:
+        """A stored body parsed for :meth:`typed_events`; raises ``ValueError`` for one that cannot
+        be. Default: JSON. Override for a provider that posts another format (Twilio's forms)."""
+        return json.loads(body)
+
     def events(self, payload: Any) -> Iterable[InboundEvent]:
-        """The provider events in a parsed JSON body. Required."""
+        """The provider events in a parsed body (:meth:`payload`). Required."""
         raise NotImplementedError
+
+    def received_type(self, request: InboundRequest) -> str | None:
+        """The event type a provider names outside the body (GitHub's ``X-GitHub-Event`` header),
+        read from a verified delivery when it is received and stored with it; ``None`` (the
+        default) when the body says it."""
+        return None
+
+    def typed_events(self, payload: Any, received_type: str | None) -> Iterable[InboundEvent]:
+        """The provider events of a stored body, given what :meth:`received_type` read when it
+        arrived. Default: :meth:`events` of the body."""
+        return self.events(payload)
 
     #: The connection metadata names that ``routing_keys`` matches; a workspace setting one of them
     #: claims the provider's events, so each value is held by one workspace (``routing_keys`` module).

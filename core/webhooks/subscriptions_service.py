@@ -138,6 +138,21 @@ async def subscriptions_of(services: Services, workspace_id: str, provider: str,
         return await list_subscriptions(session, provider, include_disabled=include_disabled)
 
 
+async def every_subscription(services: Services, workspace_id: str) -> list[WebhookSubscription]:
+    """The workspace's subscriptions to every provider, disabled ones too, oldest first (the console)."""
+    async with services.db.session(tenant=workspace_id) as session:
+        return list((await session.scalars(select(WebhookSubscription).order_by(WebhookSubscription.created_at, WebhookSubscription.id))).all())
+
+
+async def subscription_by_id(services: Services, workspace_id: str, subscription_id: str) -> WebhookSubscription:
+    """The workspace's subscription ``subscription_id``, whatever its provider; NotFound."""
+    async with services.db.session(tenant=workspace_id) as session:
+        subscription = await session.get(WebhookSubscription, subscription_id)
+        if subscription is None:
+            raise NotFound("Subscription not found")
+        return subscription
+
+
 async def unsubscribe(services: Services, workspace_id: str, provider: str, subscription_id: str) -> None:
     """:func:`delete_subscription` in the workspace's transaction."""
     async with services.db.transaction(tenant=workspace_id) as session:

@@ -4,13 +4,15 @@ validate and serialize them are the ones ``/openapi.json`` publishes."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from patchbay.core.http.responses import page_of, response_model
 from patchbay.core.timeutil import iso
 from patchbay.core.users.models import User
 from patchbay.core.workspaces import service
-from patchbay.core.workspaces.models import Invite, JoinRequest, Workspace
+from patchbay.core.workspaces.models import ROLES, Invite, JoinRequest, Workspace
+
+MemberRole = Literal[ROLES]  # type: ignore[valid-type]
 
 # ---------------------------------------------------------------------------------------------
 # Requests
@@ -34,6 +36,13 @@ class CreateInviteDto:
     email: str
     role: str = "viewer"
     expiresInHours: int | None = None
+
+
+@dataclass
+class ChangeRoleDto:
+    """The member's new role."""
+
+    role: MemberRole
 
 
 @dataclass
@@ -199,6 +208,25 @@ class LinkRevoked:
     revoked: bool
 
 
+@response_model
+class MemberOut:
+    """A member of the workspace: the user and their role."""
+
+    userId: str
+    email: str
+    name: str | None
+    role: str
+
+
+MemberPage = page_of(MemberOut)
+
+
+@response_model
+class MemberRemoved:
+    removed: bool
+    userId: str
+
+
 # ---------------------------------------------------------------------------------------------
 # Rows as answered
 # ---------------------------------------------------------------------------------------------
@@ -218,6 +246,10 @@ def workspace_json(workspace: Workspace, role: str | None = None) -> dict[str, A
     if role is not None:
         body["role"] = role
     return body
+
+
+def member_json(user: User, role: str) -> dict[str, Any]:
+    return {"userId": user.id, "email": user.email, "name": user.name, "role": role}
 
 
 def invite_json(invite: Invite) -> dict[str, Any]:

@@ -18,14 +18,15 @@ from aiohttp import web
 from patchbay.core.accounts.auth import is_operator, require_user
 from patchbay.core.appkeys import SERVICES
 from patchbay.core.http.bodies import page_params, read_body
-from patchbay.core.http.errors import ApiError, bad_request, forbidden, not_found, unauthorized
+from patchbay.core.http.errors import ApiError, bad_request, forbidden, not_found
 from patchbay.core.http.openapi import PAGE_QUERY, accepts, query
 from patchbay.core.http.responses import reply, returns
-from patchbay.core.security.auth import Principal, authenticate, principal_of, requires
+from patchbay.core.security.auth import Principal, authenticate, principal_of, refused, requires
 from patchbay.core.timeutil import iso
 from patchbay.core.workspaces import service
 from patchbay.core.workspaces.api_models import (
     ApproveJoinDto,
+    ChangeRoleDto,
     CreatedInvite,
     CreatedWorkspace,
     CreateInviteDto,
@@ -37,6 +38,9 @@ from patchbay.core.workspaces.api_models import (
     JoinRequestOut,
     JoinRequestPage,
     LinkRevoked,
+    MemberOut,
+    MemberPage,
+    MemberRemoved,
     PublicWorkspace,
     RequestJoinDto,
     ShareableLinkDto,
@@ -44,6 +48,7 @@ from patchbay.core.workspaces.api_models import (
     WorkspacePage,
     invite_json,
     join_request_json,
+    member_json,
     workspace_json,
 )
 from patchbay.core.workspaces.mail import invite_url, link_url
@@ -79,7 +84,7 @@ async def list_workspaces(request: web.Request) -> web.Response:
     workspace."""
     principal = await authenticate(request)
     if principal is None:
-        raise unauthorized()
+        raise await refused(request)
     page, limit = page_params(request)
     items = [workspace_json(workspace, role) for workspace, role in await service.workspaces_of(request.app[SERVICES], principal)]
     return reply(request, {"data": items[(page - 1) * limit : page * limit], "page": page, "limit": limit, "total": len(items)})
@@ -176,6 +181,49 @@ async def create_invite(request: web.Request) -> web.Response:
         services, workspace_id=workspace_id, email=body.email, role=body.role, hours=body.expiresInHours, invited_by=principal_of(request).subject
     )
     return reply(request, {**invite_json(invite), "inviteUrl": invite_url(services.settings, token=token, workspace_id=workspace_id)}, status=201)
+
+
+# ---------------------------------------------------------------------------------------------
+# Members: listed, their role changed, removed (the workspace keeps an admin)
+# ---------------------------------------------------------------------------------------------
+
+
+@routes.get(PREFIX + "/{id}/members")
+@query(**PAGE_QUERY)
+@returns(MemberPage)
+@requires("workspace.admin")
+async def list_members(request: web.Request) -> web.Response:
+    """The workspace's members with their roles, oldest membership first."""
+    workspace_id = _admin_of(request)
+    page, limit = page_params(request)
+    members = await service.members_of(request.app[SERVICES], workspace_id)
+    items = [member_json(user, role) for user, role in members[(page - 1) * limit : page * limit]]
+    return reply(request, {"data": items, "page": page, "limit": limit, "total": len(members)})
+
+
+@routes.patch(PREFIX + "/{id}/members/{userId}")
+@accepts(ChangeRoleDto)
+@returns(MemberOut)
+@requires("workspace.admin")
+async def change_member_role(request: web.Request) -> web.Response:
+    """Change a member's role (``{role}``); 404 for a user who is not a member, 409 for the
+    workspace's last admin."""
+    body = await read_body(request, ChangeRoleDto)
+    workspace_id = _admin_of(request)
+    user, role = await service.change_member_role(request.app[SERVICES], workspace_id=workspace_id, user_id=request.match_info["userId"], role=body.role)
+    return reply(request, member_json(user, role))
+
+
+@routes.delete(PREFIX + "/{id}/members/{userId}")
+@returns(MemberRemoved)
+@requires("workspace.admin")
+async def remove_member(request: web.Request) -> web.Response:
+    """Remove a member (an admin may remove themself while another admin remains); 404 for a user
+    who is not a member, 409 for the workspace's last admin."""
+    workspace_id = _admin_of(request)
+    user_id = request.match_info["userId"]
+    await service.remove_member(request.app[SERVICES], workspace_id=workspace_id, user_id=user_id)
+    return reply(request, {"removed": True, "userId": user_id})
 
 
 # ---------------------------------------------------------------------------------------------

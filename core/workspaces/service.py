@@ -1,6 +1,7 @@
 """Creating and finding workspaces and their members (used by the CLI and the HTTP layer), and the
 ways in: single-use expiring invites, join requests, shareable links. Tokens are random, shown once
-and stored as keyed digests (``SecretBox.digest``).
+and stored as keyed digests (``SecretBox.digest``). A member's role changes, and a member leaves,
+only while the workspace keeps an admin.
 
 The functions of a session serve the CLI and other features; the operations of the workspaces API,
 at the end, take the services and open their own transaction. Refusals are domain errors, except
@@ -13,10 +14,11 @@ import re
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from sqlalchemy import func, select, update
+from sqlalchemy import ColumnElement, delete, exists, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import aliased
 
-from patchbay.core.errors import Conflict, Invalid, NotFound, Unauthenticated
+from patchbay.core.errors import Conflict, DomainError, Invalid, NotFound, Unauthenticated
 from patchbay.core.security.secrets import SecretBox, random_token
 from patchbay.core.timeutil import utcnow
 from patchbay.core.users.models import User
@@ -34,6 +36,11 @@ MAX_INVITE_HOURS = 24 * 90
 
 class WorkspaceError(ValueError):
     pass
+
+
+def _check_role(role: str) -> None:
+    if role not in ROLES:
+        raise WorkspaceError(f"role must be one of {', '.join(ROLES)}")
 
 
 def slugify(name: str) -> str:
@@ -87,16 +94,72 @@ async def delete_workspace(session: AsyncSession, workspace_id: str) -> bool:
 
 
 async def add_member(session: AsyncSession, *, workspace_id: str, user_id: str, role: str) -> Membership:
-    if role not in ROLES:
-        raise WorkspaceError(f"role must be one of {', '.join(ROLES)}")
+    """Make ``user_id`` a member with ``role``; a member already gets ``role`` through
+    :func:`set_member_role` (so the workspace's last admin keeps the role)."""
+    _check_role(role)
     membership = await session.scalar(select(Membership).where(Membership.workspace_id == workspace_id, Membership.user_id == user_id))
     if membership is None:
         membership = Membership(workspace_id=workspace_id, user_id=user_id, role=role)
         session.add(membership)
-    else:
-        membership.role = role
-    await session.flush()
-    return membership
+        await session.flush()
+        return membership
+    if membership.role == role:
+        return membership
+    return await set_member_role(session, workspace_id=workspace_id, user_id=user_id, role=role)
+
+
+# -- changing and removing members: the workspace keeps at least one admin --------------------
+
+
+async def _lock_members(session: AsyncSession, workspace_id: str) -> None:
+    """Serialize the changes of the workspace's members until the transaction ends: PostgreSQL
+    locks the workspace's row (two admins demoting each other wait for one another, and the second
+    sees the first's change); SQLite has one writer at a time (FOR UPDATE is not written there),
+    and each change below is a single conditional statement."""
+    await session.execute(select(Workspace.id).where(Workspace.id == workspace_id).with_for_update())
+
+
+def _another_admin_remains(workspace_id: str, user_id: str) -> ColumnElement[bool]:
+    """The condition under which the member ``user_id`` may stop being an admin: they are not one,
+    or another member of the workspace is."""
+    other = aliased(Membership)
+    another_admin = exists().where(other.workspace_id == workspace_id, other.role == "admin", other.user_id != user_id)
+    return or_(Membership.role != "admin", another_admin)
+
+
+async def _refusal(session: AsyncSession, workspace_id: str, user_id: str, last_admin: str) -> DomainError:
+    """Why a guarded change touched no row: no such member (NotFound), else the last admin (Conflict)."""
+    if not await is_member(session, workspace_id, user_id):
+        return NotFound("Member not found")
+    return Conflict(last_admin)
+
+
+async def set_member_role(session: AsyncSession, *, workspace_id: str, user_id: str, role: str) -> Membership:
+    """Give the member ``user_id`` the role ``role``. :class:`WorkspaceError` for an unknown role,
+    NotFound for a user who is not a member, Conflict for demoting the last admin."""
+    _check_role(role)
+    await _lock_members(session, workspace_id)
+    member = (Membership.workspace_id == workspace_id, Membership.user_id == user_id)
+    guard = () if role == "admin" else (_another_admin_remains(workspace_id, user_id),)
+    changed = await session.execute(
+        update(Membership).where(*member, *guard).values(role=role, updated_at=utcnow()).execution_options(synchronize_session=False)
+    )
+    if changed.rowcount != 1:
+        raise await _refusal(session, workspace_id, user_id, "The workspace's last admin cannot be given another role: make another member admin first")
+    return (await session.scalars(select(Membership).where(*member).execution_options(populate_existing=True))).one()
+
+
+async def delete_member(session: AsyncSession, *, workspace_id: str, user_id: str) -> None:
+    """Remove the member ``user_id`` (an admin themself included, while another admin remains).
+    NotFound for a user who is not a member, Conflict for the last admin."""
+    await _lock_members(session, workspace_id)
+    removed = await session.execute(
+        delete(Membership)
+        .where(Membership.workspace_id == workspace_id, Membership.user_id == user_id, _another_admin_remains(workspace_id, user_id))
+        .execution_options(synchronize_session=False)
+    )
+    if removed.rowcount != 1:
+        raise await _refusal(session, workspace_id, user_id, "The workspace's last admin cannot be removed: make another member admin first")
 
 
 async def memberships_of(session: AsyncSession, user_id: str) -> list[tuple[Workspace, str]]:
@@ -108,11 +171,6 @@ async def memberships_of(session: AsyncSession, user_id: str) -> list[tuple[Work
         .order_by(Membership.created_at, Workspace.id)
     )
     return [(workspace, role) for workspace, role in rows.all()]
-
-
-def _check_role(role: str) -> None:
-    if role not in ROLES:
-        raise WorkspaceError(f"role must be one of {', '.join(ROLES)}")
 
 
 class TokenRefused(WorkspaceError):
@@ -320,7 +378,7 @@ async def _user(session: AsyncSession, user_id: str) -> User:
     """The signed-in user ``user_id``; Unauthenticated when the account is gone."""
     user = await session.get(User, user_id)
     if user is None:
-        raise Unauthenticated("Unauthorized")
+        raise Unauthenticated("Unauthorized: the signed-in account no longer exists; sign in again with another account")
     return user
 
 
@@ -465,3 +523,42 @@ async def revoke(services: Services, workspace_id: str) -> None:
     async with services.db.transaction(tenant=workspace_id) as session:
         if not await revoke_link(session, workspace_id):
             raise NotFound("No active shareable link")
+
+
+async def members_of(services: Services, workspace_id: str) -> list[tuple[User, str]]:
+    """The workspace's members with their role, oldest membership first."""
+    async with services.db.session() as session:
+        rows = await session.execute(
+            select(User, Membership.role)
+            .join(Membership, Membership.user_id == User.id)
+            .where(Membership.workspace_id == workspace_id)
+            .order_by(Membership.created_at, User.id)
+        )
+        return [(user, role) for user, role in rows.all()]
+
+
+async def open_invites(services: Services, workspace_id: str) -> list[Invite]:
+    """The workspace's invites not accepted and not expired, newest first."""
+    async with services.db.session(tenant=workspace_id) as session:
+        rows = await session.scalars(
+            select(Invite).where(Invite.accepted_at.is_(None), Invite.expires_at > utcnow()).order_by(Invite.created_at.desc(), Invite.id)
+        )
+        return list(rows)
+
+
+async def change_member_role(services: Services, *, workspace_id: str, user_id: str, role: str) -> tuple[User, str]:
+    """Give the member ``user_id`` the role ``role``; answers the user and the role. Invalid for an
+    unknown role, NotFound for a user who is not a member, Conflict for the last admin's demotion."""
+    async with services.db.transaction() as session:
+        try:
+            membership = await set_member_role(session, workspace_id=workspace_id, user_id=user_id, role=role)
+        except WorkspaceError as error:
+            raise _invalid(error) from None
+        return await session.get(User, user_id), membership.role
+
+
+async def remove_member(services: Services, *, workspace_id: str, user_id: str) -> None:
+    """Remove the member ``user_id``: NotFound for a user who is not a member, Conflict for the
+    last admin. Their console pages of the workspace are refused from their next request."""
+    async with services.db.transaction() as session:
+        await delete_member(session, workspace_id=workspace_id, user_id=user_id)

@@ -6,6 +6,11 @@ a call carries the credential as the pack injects it (the definition's declared 
 among it), the health check answers True and then False on 401, each action's inputs are a valid
 JSON Schema, each poll trigger's first poll is empty with a cursor, and the provider is served by
 the registry routes.
+
+For a provider with declared actions and triggers (``providers/<provider>/actions.toml``) it also
+runs each of them against the fake (``patchbay.testing.declared``): every action's request and
+output, its input schema's example and refusals, every poll trigger against its documented
+response, every webhook trigger's signed delivery and the declared handshake.
 """
 
 from __future__ import annotations
@@ -17,6 +22,14 @@ from collections.abc import Callable
 import pytest
 import pytest_asyncio
 
+from patchbay.testing.declared import (
+    WEBHOOK_SECRET,
+    check_declared_actions,
+    check_declared_inputs,
+    check_declared_polls,
+    check_declared_webhooks,
+    declaration_of,
+)
 from patchbay.testing.fakes import FakeProviderAPI
 from patchbay.testing.plugin import PackHarness, serve_pack
 
@@ -94,9 +107,15 @@ async def check_first_polls(harness: PackHarness) -> int:
     replay history; the number of poll triggers checked."""
     triggers = [t for t in (harness.registry.get("triggers", harness.provider_name) or {}).values() if t.kind == "poll"]
     client = await harness.client() if triggers else None
+    declaration = declaration_of(harness.provider_name)
+    documented = {t.name: t.response for t in declaration.triggers if t.kind == "poll"} if declaration is not None else {}
     for trigger in triggers:
         assert trigger.poll is not None, f"poll trigger {trigger.name} has no poll function"
-        items, cursor = await trigger.poll(client, _sample_config(trigger), None)
+        harness.fake.default = (200, documented[trigger.name]) if trigger.name in documented else (200, {})  # a declared one answers as documented
+        try:
+            items, cursor = await trigger.poll(client, _sample_config(trigger), None)
+        finally:
+            harness.fake.default = (200, {})
         assert items == [] and cursor is not None, f"trigger {trigger.name}: first poll answered {items!r}, cursor {cursor!r}"
     return len(triggers)
 
@@ -130,6 +149,27 @@ async def check_webhook_verification(harness: PackHarness, sign: WebhookSigner, 
         assert not await verifies(sign(body, secret, now - 3600), body, secret), "a stale delivery is accepted"
 
 
+class DeclaredAcceptance:
+    """The checks of a provider's declared actions and triggers (``patchbay.testing.declared``),
+    part of the suite's class only for a provider that a declared file names."""
+
+    async def test_declared_actions_call_the_provider_as_declared(self, harness):
+        if not await check_declared_actions(harness, declaration_of(harness.provider_name)):
+            pytest.skip(f"{harness.provider_name} declares no actions")
+
+    async def test_declared_inputs_accept_the_example_and_refuse_wrong_types(self, harness):
+        if not await check_declared_inputs(harness, declaration_of(harness.provider_name)):
+            pytest.skip(f"{harness.provider_name} declares no action with a typed input")
+
+    async def test_declared_poll_triggers_poll_their_documented_response(self, harness):
+        if not await check_declared_polls(harness, declaration_of(harness.provider_name)):
+            pytest.skip(f"{harness.provider_name} declares no poll triggers")
+
+    async def test_declared_webhook_triggers_verify_and_read_their_deliveries(self, harness):
+        if not await check_declared_webhooks(harness, declaration_of(harness.provider_name)):
+            pytest.skip(f"{harness.provider_name} declares no webhook triggers")
+
+
 def pack_acceptance(
     provider_name: str, *, pack: str | None = None, plugins=(), webhook_signer: WebhookSigner | None = None, webhook_timestamped: bool = True
 ) -> type:
@@ -139,17 +179,21 @@ def pack_acceptance(
     delivery the way the provider does (the webhook checks are skipped without it;
     ``webhook_timestamped=False`` for schemes without a timestamp)."""
     expected_pack = pack or provider_name
+    declared = declaration_of(provider_name)
 
     @pytest.mark.asyncio(loop_scope="class")
-    class PackAcceptance:
+    class PackAcceptance(*((DeclaredAcceptance,) if declared is not None else ())):
         """One app for the class: the checks read it (the health check puts the fake back)."""
 
         @pytest_asyncio.fixture(scope="class", loop_scope="class")
         @classmethod
         async def harness(cls, tmp_path_factory) -> PackHarness:
             fake = await FakeProviderAPI().start()
+            overrides = {"webhook_secret": WEBHOOK_SECRET} if declared is not None and declared.webhooks is not None else None
             try:
-                async with serve_pack(provider_name, fake, tmp_path_factory.mktemp(f"acceptance-{provider_name}"), plugins=plugins) as harness:
+                async with serve_pack(
+                    provider_name, fake, tmp_path_factory.mktemp(f"acceptance-{provider_name}"), plugins=plugins, overrides=overrides
+                ) as harness:
                     yield harness
             finally:
                 await fake.close()

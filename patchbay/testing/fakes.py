@@ -15,23 +15,29 @@ from patchbay.testing.servers import LocalServer
 @attrs.frozen
 class RecordedRequest:
     method: str
-    path: str
+    path: str  # percent-decoded
     query: Mapping[str, str]
     headers: Mapping[str, str]  # case-insensitive
     body: bytes
+    raw_path: str = ""  # as sent, percent-encoding kept
+
+
+#: ``(status, json_body)`` or ``(status, json_body, headers)``
+Answer = tuple[int, Any] | tuple[int, Any, Mapping[str, str]]
 
 
 class FakeProviderAPI(LocalServer):
-    """Answers ``routes[(method, path)]`` (a ``(status, json_body)`` pair, or a function of the
-    :class:`RecordedRequest` returning one, e.g. to page on a query parameter), else ``default``;
+    """Answers ``routes[(method, path)]`` (an :data:`Answer`: ``(status, json_body)``, optionally
+    with response headers as a third item; or a function of the :class:`RecordedRequest` returning
+    one, e.g. to page on a query parameter), else ``default`` (an answer or such a function);
     ``answer_all(status, body)`` makes every route answer the same (e.g. 401 for a refused
     credential). Every request lands in ``requests``."""
 
     def __init__(
         self,
-        routes: Mapping[tuple[str, str], tuple[int, Any] | Callable[[RecordedRequest], tuple[int, Any]]] | None = None,
+        routes: Mapping[tuple[str, str], Answer | Callable[[RecordedRequest], Answer]] | None = None,
         *,
-        default: tuple[int, Any] = (200, {}),
+        default: Answer | Callable[[RecordedRequest], Answer] = (200, {}),
     ) -> None:
         self.routes: dict[tuple[str, str], Any] = dict(routes or {})
         self.default = default
@@ -45,8 +51,9 @@ class FakeProviderAPI(LocalServer):
         self.forced = (status, body if body is not None else {})
 
     async def _handle(self, request: web.Request) -> web.Response:
-        recorded = RecordedRequest(request.method, request.path, dict(request.query), CIMultiDict(request.headers), await request.read())
+        raw_path = request.raw_path.split("?")[0]
+        recorded = RecordedRequest(request.method, request.path, dict(request.query), CIMultiDict(request.headers), await request.read(), raw_path)
         self.requests.append(recorded)
         answer = self.forced or self.routes.get((request.method, request.path), self.default)
-        status, body = answer(recorded) if callable(answer) else answer
-        return web.json_response(body, status=status)
+        status, body, *headers = answer(recorded) if callable(answer) else answer
+        return web.json_response(body, status=status, headers=headers[0] if headers else None)

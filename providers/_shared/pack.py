@@ -41,13 +41,21 @@ def action_hooks(providers: Iterable[str], module: ModuleType) -> tuple[Callable
             for action in module.actions():
                 register(provider, action)
 
+    return register_actions, trigger_hook(names, module)
+
+
+def trigger_hook(providers: Iterable[str], module: ModuleType) -> Callable[..., None]:
+    """``register_triggers``: ``module.triggers()`` for each of the pack's providers (a pack whose
+    actions are declared data and whose triggers are code)."""
+    names = tuple(providers)
+
     @hookimpl
     def register_triggers(register):
         for provider in names:
             for trigger in module.triggers():
                 register(provider, trigger)
 
-    return register_actions, register_triggers
+    return register_triggers
 
 
 def crm_hooks(name: str, mapper: Any) -> tuple[Callable[..., None], Callable[..., None]]:

@@ -17,7 +17,7 @@ from patchbay.providers.catalog.entry_points import attribute as _attribute
 
 
 class _DataProvider:
-    """The plugin of one data-only provider: its definition from the catalog data, nothing else.
+    """The plugin of one data-only provider: its definition from its catalog file, nothing else.
 
     The hook implementation is a function kept on the instance and ``dir`` lists only it: pluggy
     then finds it without walking the class (a registry registers several hundred of these).
@@ -47,8 +47,8 @@ def _names_by_attribute(folder) -> dict[str, str]:
 
 
 def __getattr__(attr: str) -> _DataProvider:
-    name = _names_by_attribute(_catalog.DATA).get(attr)
+    name = _names_by_attribute(_catalog.DEFINITIONS).get(attr)
     if name is None:
-        raise AttributeError(f"the catalog data holds no provider for the attribute {attr!r} (reinstall patchbay if the data changed)")
+        raise AttributeError(f"the catalog has no definition file for the attribute {attr!r} (reinstall patchbay after adding one)")
     plugin = globals()[attr] = _DataProvider(name)
     return plugin

@@ -7,15 +7,14 @@ metadata still matches it. The rules:
 - every package under ``providers/`` except ``catalog`` and ``_shared`` is a provider pack with
   behaviour, installed under its folder name (``zoho_crm = patchbay.providers.zoho_crm``); its
   ``__init__.py`` names the catalog providers it defines in a literal ``PROVIDERS`` tuple;
-- every other provider of the catalog data is data only and gets an entry point named like the
-  provider into :mod:`patchbay.providers.catalog.entries`
+- every other provider of the catalog (a file ``catalog/definitions/<name>.toml``) is data only and
+  gets an entry point named like the provider into :mod:`patchbay.providers.catalog.entries`
   (``google-ads = patchbay.providers.catalog.entries:google_ads``).
 """
 
 from __future__ import annotations
 
 import ast
-import json
 import re
 from pathlib import Path
 
@@ -33,12 +32,10 @@ def attribute(name: str) -> str:
     return re.sub(r"\W", "_", name)
 
 
-def data_names(data: Path) -> list[str]:
-    """The provider names of the catalog data files in ``data``, in file order."""
-    names = []
-    for path in sorted(data.glob("*.json")):
-        names += [definition["name"] for definition in json.loads(path.read_text(encoding="utf-8"))]
-    return names
+def definition_names(definitions: Path) -> list[str]:
+    """The provider names of the catalog's definition files in ``definitions`` (each file is named
+    after its provider; the catalog's tests check that its ``name`` says the same), in name order."""
+    return sorted(path.name.removesuffix(".toml") for path in definitions.glob("*.toml") if path.is_file())
 
 
 def declared_providers(package: Path) -> tuple[str, ...]:
@@ -65,13 +62,13 @@ def behaviour_packs(providers: Path) -> dict[str, tuple[str, ...]]:
 def provider_entry_points(providers: Path) -> list[str]:
     """The ``patchbay.providers`` group as ``name = value`` lines: the packs with behaviour, then
     one entry point per data-only provider. Raises :class:`EntryPointError` when two entry points
-    or two attributes would share a name, or a pack claims a provider the data does not hold."""
+    or two attributes would share a name, or a pack claims a provider the catalog has no file for."""
     packs = behaviour_packs(providers)
-    names = data_names(providers / "catalog" / "data")
+    names = definition_names(providers / "catalog" / "definitions")
     claimed = {name: pack for pack, provided in packs.items() for name in provided}
     unknown = sorted(set(claimed) - set(names))
     if unknown:
-        raise EntryPointError(f"providers {unknown} are claimed by packs {sorted({claimed[n] for n in unknown})} but not in the catalog data")
+        raise EntryPointError(f"providers {unknown} are claimed by packs {sorted({claimed[n] for n in unknown})} but have no file in catalog/definitions")
     lines = [f"{pack} = patchbay.providers.{pack}" for pack in packs]
     taken = dict.fromkeys(packs, "a provider pack")
     for name in names:

@@ -63,6 +63,7 @@ def actions() -> list[Action]:
             display_name="Send email",
             run=send_email,
             description="Send an email from the connected mailbox.",
+            docs_url="https://developers.google.com/gmail/api/v1/reference/users/messages/send",
             inputs=schema(("to", "subject", "body"), to="string", cc="string", subject="string", body="string", html="boolean"),
             scopes=("https://www.googleapis.com/auth/gmail.send",),
         )
@@ -75,6 +76,7 @@ def triggers() -> list[Trigger]:
             name="new_email",
             display_name="New email",
             kind="poll",
+            docs_url="https://developers.google.com/workspace/gmail/api/reference/rest/v1/users.messages/list",
             poll=poll_new_emails,
             config=schema(query="string"),
             description="A message matching a Gmail search arrived.",

@@ -1,5 +1,5 @@
 """HubSpot CRM v3: contacts and deals; a poll trigger for new contacts and the webhook trigger of
-contact creation."""
+contact creation. update_contact, a plain PATCH, is declared in actions.toml."""
 
 from __future__ import annotations
 
@@ -16,10 +16,6 @@ CONTACT_FIELDS = ("email", "firstname", "lastname", "phone", "company")
 async def create_contact(client, inputs: dict[str, Any]) -> Any:
     properties = compact({**{k: inputs.get(k) for k in CONTACT_FIELDS}, **(inputs.get("properties") or {})})
     return await call(client, "POST", "/crm/v3/objects/contacts", json={"properties": properties})
-
-
-async def update_contact(client, inputs: dict[str, Any]) -> Any:
-    return await call(client, "PATCH", f"/crm/v3/objects/contacts/{inputs['contactId']}", json={"properties": inputs["properties"]})
 
 
 async def find_contact(client, inputs: dict[str, Any]) -> Any:
@@ -79,15 +75,8 @@ def actions() -> list[Action]:
             display_name="Create contact",
             run=create_contact,
             description="Create a CRM contact.",
+            docs_url="https://developers.hubspot.com/docs/api/crm/contacts",
             inputs=schema(("email",), email="string", firstname="string", lastname="string", phone="string", company="string", properties="object"),
-            scopes=("crm.objects.contacts.write",),
-        ),
-        Action(
-            name="update_contact",
-            display_name="Update contact",
-            run=update_contact,
-            description="Update a contact's properties.",
-            inputs=schema(("contactId", "properties"), contactId="string", properties="object"),
             scopes=("crm.objects.contacts.write",),
         ),
         Action(
@@ -95,6 +84,7 @@ def actions() -> list[Action]:
             display_name="Find contact by email",
             run=find_contact,
             description="The contact with this email, or null.",
+            docs_url="https://developers.hubspot.com/docs/api/crm/search",
             inputs=schema(("email",), email="string"),
             scopes=("crm.objects.contacts.read",),
         ),
@@ -103,6 +93,7 @@ def actions() -> list[Action]:
             display_name="Create deal",
             run=create_deal,
             description="Create a deal in a pipeline.",
+            docs_url="https://developers.hubspot.com/docs/api/crm/deals",
             inputs=schema(("dealname",), dealname="string", amount="string", pipeline="string", dealstage="string", properties="object"),
             scopes=("crm.objects.deals.write",),
             options={"pipeline": pipeline_options},
@@ -116,6 +107,7 @@ def triggers() -> list[Trigger]:
             name="new_contact",
             display_name="New contact",
             kind="poll",
+            docs_url="https://developers.hubspot.com/docs/api/crm/search",
             poll=poll_new_contacts,
             description="A contact was created.",
             sample={"id": "101", "properties": {"email": "ada@example.com", "firstname": "Ada"}},
@@ -124,6 +116,7 @@ def triggers() -> list[Trigger]:
             name="contact.creation",
             display_name="Contact created (webhook)",
             kind="webhook",
+            docs_url="https://developers.hubspot.com/docs/api/webhooks",
             event_types=("contact.creation",),
             description="HubSpot's contact.creation webhook event.",
         ),

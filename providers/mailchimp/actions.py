@@ -40,6 +40,7 @@ def actions() -> list[Action]:
             display_name="Add or update subscriber",
             run=add_member,
             description="Add an email address to an audience.",
+            docs_url="https://mailchimp.com/developer/marketing/api/list-members/add-or-update-list-member/",
             inputs=schema(
                 ("listId", "email"),
                 listId="string",
@@ -59,6 +60,7 @@ def triggers() -> list[Trigger]:
             name="new_subscriber",
             display_name="New subscriber",
             kind="poll",
+            docs_url="https://mailchimp.com/developer/marketing/api/list-members/list-members-info/",
             poll=poll_new_subscribers,
             item_id=lambda m: m.get("id"),
             config=schema(("listId",), listId="string"),

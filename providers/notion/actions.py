@@ -47,6 +47,7 @@ def actions() -> list[Action]:
             display_name="Create database page",
             run=create_page,
             description="Add a page to a database.",
+            docs_url="https://developers.notion.com/reference/post-page",
             inputs=schema(("databaseId", "title"), databaseId="string", title="string", titleProperty="string", properties="object", content="string"),
             options={"databaseId": database_options},
         )
@@ -59,6 +60,7 @@ def triggers() -> list[Trigger]:
             name="new_database_item",
             display_name="New database item",
             kind="poll",
+            docs_url="https://developers.notion.com/reference/post-database-query",
             poll=poll_new_items,
             config=schema(("databaseId",), databaseId="string"),
             description="A page was added to a database.",

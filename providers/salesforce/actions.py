@@ -1,4 +1,5 @@
-"""Salesforce REST: leads, contacts, SOQL queries; a poll trigger for new leads."""
+"""Salesforce REST: leads and contacts; a poll trigger for new leads (the SOQL query action is declared
+in actions.toml)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from patchbay.providers._shared.http import call, compact, now_iso, schema
 from patchbay.providers._shared.polling import high_water_mark
 
 API = "/services/data/v59.0"
+#: creating any sObject record (a Lead, a Contact)
+DOCS_CREATE = "https://developer.salesforce.com/docs/platform/api-rest/guide/resources-sobject-basic-info-post.html"
 
 
 async def _create(client, sobject: str, inputs: dict[str, Any], fields: tuple[str, ...]) -> Any:
@@ -22,10 +25,6 @@ async def create_lead(client, inputs: dict[str, Any]) -> Any:
 
 async def create_contact(client, inputs: dict[str, Any]) -> Any:
     return await _create(client, "Contact", inputs, ("FirstName", "LastName", "Email", "Phone", "AccountId"))
-
-
-async def query(client, inputs: dict[str, Any]) -> Any:
-    return await call(client, "GET", f"{API}/query", params={"q": inputs["soql"]})
 
 
 async def _leads_after(client, config: dict[str, Any], cursor: str) -> list[dict[str, Any]]:
@@ -46,11 +45,24 @@ def actions() -> list[Action]:
     )
     contact = schema(("LastName",), FirstName="string", LastName="string", Email="string", Phone="string", AccountId="string", fields="object")
     return [
-        Action(name="create_lead", display_name="Create lead", run=create_lead, inputs=lead, description="Create a Lead record.", scopes=("api",)),
         Action(
-            name="create_contact", display_name="Create contact", run=create_contact, inputs=contact, description="Create a Contact record.", scopes=("api",)
+            name="create_lead",
+            display_name="Create lead",
+            run=create_lead,
+            inputs=lead,
+            description="Create a Lead record.",
+            scopes=("api",),
+            docs_url=DOCS_CREATE,
         ),
-        Action(name="query", display_name="Run a SOQL query", run=query, inputs=schema(("soql",), soql="string"), description="Run SOQL.", scopes=("api",)),
+        Action(
+            name="create_contact",
+            display_name="Create contact",
+            run=create_contact,
+            inputs=contact,
+            description="Create a Contact record.",
+            scopes=("api",),
+            docs_url=DOCS_CREATE,
+        ),
     ]
 
 
@@ -60,6 +72,7 @@ def triggers() -> list[Trigger]:
             name="new_lead",
             display_name="New lead",
             kind="poll",
+            docs_url="https://developer.salesforce.com/docs/atlas.en-us.api_rest.meta/api_rest/dome_query.htm",
             poll=poll_new_leads,
             item_id=lambda r: r.get("Id"),
             description="A lead was created.",

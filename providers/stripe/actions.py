@@ -1,4 +1,5 @@
-"""Stripe API (form-encoded): customers and refunds; poll triggers for new charges and customers."""
+"""Stripe API (form-encoded): customers; poll triggers for new charges and customers (create_refund is
+declared in actions.toml)."""
 
 from __future__ import annotations
 
@@ -20,10 +21,6 @@ async def create_customer(client, inputs: dict[str, Any]) -> Any:
     return await call(client, "POST", "/v1/customers", data=_form({k: inputs.get(k) for k in ("email", "name", "phone", "description", "metadata")}))
 
 
-async def create_refund(client, inputs: dict[str, Any]) -> Any:
-    return await call(client, "POST", "/v1/refunds", data=_form({k: inputs.get(k) for k in ("payment_intent", "charge", "amount", "reason")}))
-
-
 def _poller(resource: str):
     async def created_after(client, config: dict[str, Any], cursor: int) -> list[dict[str, Any]]:
         """Objects created after the cursor (epoch seconds)."""
@@ -40,20 +37,8 @@ def actions() -> list[Action]:
             display_name="Create customer",
             run=create_customer,
             description="Create a customer.",
+            docs_url="https://stripe.com/docs/api/customers/create",
             inputs=schema((), email="string", name="string", phone="string", description="string", metadata="object"),
-        ),
-        Action(
-            name="create_refund",
-            display_name="Refund a payment",
-            run=create_refund,
-            description="Refund a charge or payment intent.",
-            inputs=schema(
-                (),
-                payment_intent="string",
-                charge="string",
-                amount="integer",
-                reason={"type": "string", "enum": ["duplicate", "fraudulent", "requested_by_customer"]},
-            ),
         ),
     ]
 
@@ -64,6 +49,7 @@ def triggers() -> list[Trigger]:
             name="new_charge",
             display_name="New charge",
             kind="poll",
+            docs_url="https://docs.stripe.com/api/charges/list",
             poll=_poller("charges"),
             description="A charge was created.",
             sample={"id": "ch_1", "amount": 1999, "currency": "usd", "status": "succeeded"},
@@ -72,6 +58,7 @@ def triggers() -> list[Trigger]:
             name="new_customer",
             display_name="New customer",
             kind="poll",
+            docs_url="https://docs.stripe.com/api/customers/list",
             poll=_poller("customers"),
             description="A customer was created.",
             sample={"id": "cus_1", "email": "ada@example.com"},

@@ -122,6 +122,30 @@ CASES = [
         lambda b: b == {"fields": {"Email": "a@b.co"}, "typecast": True},
     ),
     (
+        "airtable",
+        "update_record",
+        {"baseId": "app1", "table": "My Contacts", "recordId": "rec1", "fields": {"Email": "a@b.co"}},
+        "PATCH",
+        "/v0/app1/My Contacts/rec1",
+        lambda b: b == {"fields": {"Email": "a@b.co"}, "typecast": True},
+    ),
+    (
+        "hubspot",
+        "update_contact",
+        {"contactId": "512", "properties": {"firstname": "Ada"}},
+        "PATCH",
+        "/crm/v3/objects/contacts/512",
+        lambda b: b == {"properties": {"firstname": "Ada"}},
+    ),
+    (
+        "stripe",
+        "create_refund",
+        {"payment_intent": "pi_1", "amount": 500},
+        "POST",
+        "/v1/refunds",
+        lambda b: b == "payment_intent=pi_1&amount=500",
+    ),
+    (
         "stripe",
         "create_customer",
         {"email": "ada@example.com", "metadata": {"plan": "pro"}},
@@ -232,3 +256,36 @@ async def test_an_action_step_runs_in_a_flow(setup_app, fake):
     await client.patch(f"/connect/v1/flows/{flow['id']}", json={"steps": wrong}, headers=h)
     failed = await (await client.post(f"/connect/v1/flows/{flow['id']}/test", json={"email": "x"}, headers=h)).json()
     assert failed["status"] == "failed" and "not slack" in failed["error"]
+
+
+# Declared actions that read: what the provider must receive in the query string.
+QUERY_CASES = [
+    (
+        "airtable",
+        "find_records",
+        {"baseId": "app1", "table": "Contacts", "formula": "{Email} = 'a@b.co'"},
+        "/v0/app1/Contacts",
+        {"filterByFormula": "{Email} = 'a@b.co'", "maxRecords": "10"},
+    ),
+    (
+        "airtable",
+        "find_records",
+        {"baseId": "app1", "table": "Contacts", "formula": "TRUE()", "maxRecords": 3},
+        "/v0/app1/Contacts",
+        {"filterByFormula": "TRUE()", "maxRecords": "3"},
+    ),
+    ("salesforce", "query", {"soql": "SELECT Id FROM Lead"}, "/services/data/v59.0/query", {"q": "SELECT Id FROM Lead"}),
+    ("facebook", "get_lead", {"leadId": "444"}, "/v19.0/444", {"fields": "id,created_time,field_data,form_id,ad_id"}),
+]
+
+
+@pytest.mark.parametrize("provider, action, inputs, path, query", QUERY_CASES, ids=[f"{c[0]}.{c[1]}" for c in QUERY_CASES])
+async def test_each_declared_read_sends_its_query(aiohttp_client, make_app, fake, provider, action, inputs, path, query):
+    client = await aiohttp_client(make_app(providers={provider: {"api_base_url": fake.url}}))
+    ws = await create_workspace_with_key(client.server.app)
+    connection_id = await add_connection(client.server.app, ws["workspace_id"], provider, credentials={"access_token": "tok-123"})
+    response = await client.post("/api/execute", json={"connectionId": connection_id, "action": action, "inputs": inputs}, headers=ws["headers"])
+    assert response.status == 201, await response.text()
+    (call,) = fake.calls
+    assert (call["method"], call["path"]) == ("GET", path)
+    assert {key: value for key, value in call["query"].items() if key in query} == query

@@ -38,9 +38,10 @@ async def test_a_declared_providers_detail_lists_its_actions_and_triggers_with_s
         assert action["output"] == expected.get("output", {}).get("schema")
     assert actions["create_issue"]["output"] == {"type": "object", "required": ["id", "number"]}
     assert actions["get_issue"]["output"] is None
-    [trigger] = detail["triggers"]
-    [expected_trigger] = declared["triggers"]
-    assert trigger["name"] == "new_issue" and trigger["kind"] == "poll" and trigger["eventTypes"] == []
+    assert [t["name"] for t in detail["triggers"]] == sorted(t["name"] for t in declared["triggers"])
+    [trigger] = [t for t in detail["triggers"] if t["name"] == "new_issue"]
+    [expected_trigger] = [t for t in declared["triggers"] if t["name"] == "new_issue"]
+    assert trigger["kind"] == "poll" and trigger["eventTypes"] == []
     assert trigger["config"] == expected_trigger["config"] and trigger["docsUrl"] == expected_trigger["docs"]
 
 

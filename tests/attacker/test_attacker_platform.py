@@ -21,7 +21,7 @@ from patchbay.core.timeutil import utcnow
 from patchbay.core.users.models import User
 from patchbay.core.users.service import create_user, find_user_by_email, verify_password
 from patchbay.core.workspaces.models import Workspace
-from patchbay.core.workspaces.service import add_member, create_workspace
+from patchbay.core.workspaces.service import add_member, create_workspace, delete_member, set_member_role
 
 VICTIM_PASSWORD = "victim's own password"
 
@@ -210,3 +210,21 @@ async def test_a_workspace_api_key_creates_workspaces_server_to_server(idp):
         narrow = await create_api_key(session, idp.app[SERVICES].secrets, workspace_id=idp.workspace["workspace_id"], name="narrow", permissions=["flows.view"])
     refused = await idp.http.post("/connect/v1/workspaces", json={"name": "Nope"}, headers={"x-api-key": narrow.key})
     assert refused.status == 403
+
+
+async def test_a_removed_or_demoted_members_token_opens_no_more_than_their_role_now(idp):
+    first_party = await idp.operator_client("first_party")
+    tokens = await idp.tokens(first_party, scope="openid organization permissions")
+    workspace_id, user_id = idp.workspace["workspace_id"], idp.user["id"]
+    assert "flows.write" in (await _connect_principal(idp, tokens["access_token"])).permissions
+    async with idp.app[SERVICES].db.transaction() as session:
+        await set_member_role(session, workspace_id=workspace_id, user_id=user_id, role="viewer")
+    demoted = await _connect_principal(idp, tokens["access_token"])
+    assert demoted.permissions and all(permission.endswith(".view") for permission in demoted.permissions)
+    flow = {"name": "after demotion", "steps": [{"id": "t", "type": "transform", "output": 1}]}
+    headers = {"Authorization": f"Bearer {tokens['access_token']}"}
+    assert (await idp.http.post("/connect/v1/flows", json=flow, headers=headers)).status == 403
+    async with idp.app[SERVICES].db.transaction() as session:
+        await delete_member(session, workspace_id=workspace_id, user_id=user_id)
+    assert await _connect_principal(idp, tokens["access_token"]) is None
+    assert (await idp.http.get("/connect/v1/flows", headers=headers)).status == 401

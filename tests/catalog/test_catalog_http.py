@@ -84,11 +84,16 @@ async def test_detail_tells_what_connecting_takes(client, workspace):
 
     posthog = await detail("posthog")  # API key with a subdomain
     assert posthog["method"] == "credentials"
-    assert [(f["name"], f["label"], f["required"]) for f in posthog["credentials"]] == [("apiKey", "API key", True), ("apiSecret", "API secret", False)]
-    assert posthog["connectionParams"] == [{"name": "subdomain", "label": "Subdomain", "required": True, "default": None}]
+    assert [(f["name"], f["label"], f["required"]) for f in posthog["credentials"]] == [
+        ("apiKey", "Personal API key", True),
+        ("apiSecret", "API secret", False),
+    ]
+    assert [{key: p[key] for key in ("name", "label", "required", "default")} for p in posthog["connectionParams"]] == [
+        {"name": "subdomain", "label": "PostHog region", "required": True, "default": None}
+    ]
     assert posthog["apiBaseUrl"].startswith("https://")
     zendesk = await detail("zendesk-api-key")  # basic auth
-    assert [(f["label"], f["required"]) for f in zendesk["credentials"]] == [("Username", True), ("Password", True)]
+    assert [(f["label"], f["required"]) for f in zendesk["credentials"]] == [("Email address", True), ("API token", True)]
     github = await detail("github-pat")  # a parameter with a default
     assert github["connectionParams"][0]["required"] is False and github["connectionParams"][0]["default"] == "2022-11-28"
     hubspot = await detail("hubspot")
@@ -100,9 +105,9 @@ async def test_detail_gives_base_url_docs_and_a_logo_that_serves(client, workspa
     base = client.server.app[SERVICES].settings.public_base_url
     assert detail["connect"]["logoUrl"] == f"{base}/connect/v1/providers/posthog/logo.svg"
     assert "docsUrl" in detail["connect"] and detail["connect"]["apiBaseUrl"].startswith("https://")
-    logo = await client.get("/connect/v1/providers/posthog/logo.svg")  # public: an <img> sends no credentials
+    logo = await client.get("/connect/v1/providers/salesforce/logo.svg")  # public: an <img> sends no credentials
     assert logo.status == 200 and logo.content_type == "image/svg+xml"
-    svg = await logo.text()
-    assert svg.startswith("<svg") and ">P</text>" in svg and 'aria-label="PostHog"' in svg
+    svg = await logo.text()  # no brand icon is shipped for Salesforce: its monogram
+    assert svg.startswith("<svg") and ">S</text>" in svg and 'aria-label="Salesforce"' in svg
     missing = await client.get("/connect/v1/providers/nope/logo.svg")
     assert missing.status == 404 and (await missing.json())["message"] == "Provider not found: nope"

@@ -1,5 +1,5 @@
-"""Each data-only provider is a plugin of its own: entry points generated from the data at build
-time and in sync with the source tree, one plugin per provider named like it, and ``[plugins]
+"""Each data-only provider is a plugin of its own: entry points generated from the definition files
+at build time and in sync with the source tree, one plugin per provider named like it, and ``[plugins]
 disable`` / ``replace`` working per provider."""
 
 from importlib.metadata import distribution
@@ -18,8 +18,8 @@ SOURCE = Path(__file__).resolve().parents[2] / "providers"
 
 
 def test_installed_entry_points_match_the_source_tree():
-    """After adding a provider to the data or a pack, run ``pip install -e .`` again."""
-    installed = sorted(f"{ep.name} = {ep.value}" for ep in distribution("patchbay").entry_points if ep.group == "patchbay.providers")
+    """After adding a definition file or a pack, run ``pip install -e .`` again."""
+    installed = sorted(f"{ep.name} = {ep.value}" for ep in distribution("patchbay-server").entry_points if ep.group == "patchbay.providers")
     assert installed == sorted(provider_entry_points(SOURCE)), "the installed entry points are stale: run `pip install -e .`"
 
 
@@ -33,12 +33,16 @@ def test_data_only_providers_get_an_entry_point_each_and_packs_keep_theirs():
 
 
 def test_generation_refuses_what_would_collide(tmp_path):
-    data = tmp_path / "providers" / "catalog" / "data"
-    data.mkdir(parents=True)
-    (data / "crm.json").write_text('[{"name": "acme-crm"}, {"name": "acme_crm"}]')
+    definitions = tmp_path / "providers" / "catalog" / "definitions"
+    definitions.mkdir(parents=True)
+    for name in ("acme-crm", "acme_crm"):
+        (definitions / f"{name}.toml").write_text(f'name = "{name}"\n')
+    (definitions / "README.md").write_text("not a definition")
     with pytest.raises(EntryPointError, match="'acme_crm'.*':acme_crm' is already used by catalog provider 'acme-crm'"):
         provider_entry_points(tmp_path / "providers")
-    (data / "crm.json").write_text('[{"name": "acme"}]')
+    (definitions / "acme_crm.toml").unlink()
+    assert provider_entry_points(tmp_path / "providers") == ["acme-crm = patchbay.providers.catalog.entries:acme_crm"]
+    (definitions / "acme-crm.toml").rename(definitions / "acme.toml")
     pack = tmp_path / "providers" / "acme"
     pack.mkdir()
     (pack / "__init__.py").write_text("PROVIDERS = ('acme', 'acme-sandbox')\n")
@@ -52,9 +56,9 @@ def test_generation_refuses_what_would_collide(tmp_path):
 def test_each_data_only_provider_is_its_own_plugin():
     pm = create_plugin_manager()
     registry = load_registry(pm)
-    assert registry.provider_pack["github"] == "github" and pm.distribution("github") == "patchbay"
+    assert registry.provider_pack["github"] == "github" and pm.distribution("github") == "patchbay-server"
     assert pm.get_plugin("github") is entries.github
-    with pytest.raises(AttributeError, match="no provider for the attribute 'no_such_provider'"):
+    with pytest.raises(AttributeError, match="no definition file for the attribute 'no_such_provider'"):
         entries.no_such_provider  # noqa: B018
 
 
@@ -85,7 +89,7 @@ def test_replace_takes_over_one_data_only_provider():
         pm.register(MyGithub(), name="my_github")
         return pm
 
-    with pytest.raises(PluginError, match=r"'github' is already defined by plugin 'github' \(distribution 'patchbay'\)"):
+    with pytest.raises(PluginError, match=r"'github' is already defined by plugin 'github' \(distribution 'patchbay-server'\)"):
         load_registry(with_mine())
     registry = load_registry(with_mine(), replace=["my_github"])
     assert registry.provider("github").display_name == "GitHub Enterprise" and registry.provider_pack["github"] == "my_github"

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import importlib.util
-import socket
 from pathlib import Path
 
 import pytest
 
 from patchbay.core.testing import create_workspace_with_key
+from tests.serve_process import free_port
 
 _spec = importlib.util.spec_from_file_location("patchbay_tests_fake_keys", Path(__file__).with_name("fake_keys.py"))
 fake_keys = importlib.util.module_from_spec(_spec)
@@ -32,12 +32,6 @@ def make_connect_app(make_app, keys):
         return make_app(plugins=[FakeKeysPack(keys.base), *plugins], **overrides)
 
     return make
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ import json
 
 from patchbay.core.appkeys import SERVICES
 from patchbay.core.approvals.service import update_policy
+from patchbay.core.integrations.service import save
 from patchbay.core.security.auth import Principal
 from patchbay.core.security.permissions import PERMISSIONS
 from patchbay.core.testing import create_workspace_with_key
@@ -51,6 +52,22 @@ async def test_deauthorize_by_provider_callback(api, ws, fake):
     assert done.status == 200 and (await done.json())["disconnected"] == 1
     statuses = {c["id"]: c["status"] for c in (await (await api.get("/connect/v1/connections", headers=ws["headers"])).json())["data"]}
     assert statuses == {mine: "disconnected", other: "connected"}
+
+
+async def test_the_callback_verifies_with_the_client_secret_set_at_run_time(api, ws, fake):
+    mine = await _import(api, ws, fake, "u-1")
+    services = api.server.app[SERVICES]
+    await save(services, workspace_id=None, provider_name="fakeoauth", body={"clientId": "runtime-app", "clientSecret": "runtime-secret"})
+    with_file_secret = await api.post(
+        "/auth/fakeoauth/deauthorize", data={"signed_request": signed_request({"user_id": "u-1", "algorithm": "HMAC-SHA256"}, fake.CLIENT_SECRET)}
+    )
+    assert with_file_secret.status == 401, "the stored app replaced the file's"
+    done = await api.post(
+        "/auth/fakeoauth/deauthorize", data={"signed_request": signed_request({"user_id": "u-1", "algorithm": "HMAC-SHA256"}, "runtime-secret")}
+    )
+    assert done.status == 200 and (await done.json())["disconnected"] == 1
+    statuses = {c["id"]: c["status"] for c in (await (await api.get("/connect/v1/connections", headers=ws["headers"])).json())["data"]}
+    assert statuses[mine] == "disconnected"
 
 
 async def test_a_provider_whose_pack_reads_no_callback_accepts_only_the_workspace(aiohttp_client, fake_app, fake):

@@ -96,12 +96,11 @@ async def test_generated_client_drives_the_first_hour(live_api, generated):
     rows = await generated("api.tables.get_list_rows").asyncio("people", client=client, search="grace")
     assert rows.total == 1 and rows.data[0].data["age"] == 45
 
-    # a flow that looks the row up (a step's own keys are the model's additional properties),
+    # a flow that looks the row up (a step is the model of its type, from the document's union),
     # tested with a payload: the execution and its steps come back as typed models
-    step = models.Step(id="find", type_="table.lookup")
-    step.additional_properties.update({"table": "people", "column": "email", "value": "{{ trigger.email }}"})
+    step = models.TableLookupStep.from_dict({"id": "find", "type": "table.lookup", "table": "people", "column": "email", "value": "{{ trigger.email }}"})
     flow = await generated("api.flows.post_create_flow").asyncio(client=client, body=models.CreateFlowDto(name="Find", steps=[step]))
-    assert isinstance(flow, models.FlowOut) and flow.status == models.FlowOutStatus.DRAFT
+    assert isinstance(flow, models.CheckedFlow) and flow.status == models.CheckedFlowStatus.DRAFT and flow.problems == []
     payload = models.TriggerPayload.from_dict({"email": "grace@example.com"})
     execution = await generated("api.flows.post_test_flow").asyncio(flow.id, client=client, body=payload)
     assert isinstance(execution, models.ExecutionWithSteps) and execution.status == models.ExecutionWithStepsStatus.COMPLETED, execution

@@ -185,6 +185,8 @@ def test_clients_list_show_delete(run, tmp_path):
         workspace["id"],
         "--json",
     )
+    # letters and digits only: an id starting with "-" would read as an option below
+    assert web_app["client_id"].isalnum() and machine["client_id"].isalnum()
     listed = js("clients", "list", "--json")
     assert [c["client_name"] for c in listed] == ["Machine", "Web app"]
     assert all("client_secret" not in c and "secret_digest" not in c for c in listed)

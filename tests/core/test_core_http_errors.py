@@ -18,7 +18,11 @@ async def test_wrong_method_is_405_envelope(client):
 async def test_missing_credentials_is_401(client):
     response = await client.get("/connect/v1/providers")
     assert response.status == 401
-    assert await response.json() == {"statusCode": 401, "message": "Unauthorized"}
+    assert await response.json() == {
+        "statusCode": 401,
+        "message": "Unauthorized: no credential was sent; send a workspace API key as `x-api-key: <key>`, "
+        "or an access token of this deployment's identity provider as `Authorization: Bearer <token>`",
+    }
 
 
 async def test_bad_api_key_and_bad_token_are_401(client):

@@ -129,6 +129,7 @@ async def test_security_schemes_and_area_tags(document_and_app):
         "connections",
         "connect-ui",
         "providers",
+        "integrations",
         "proxy",
         "webhooks",
         "flows",
@@ -142,6 +143,8 @@ async def test_security_schemes_and_area_tags(document_and_app):
         "approvals",
         "alerts",
         "compliance",
+        "agents",
+        "console",
     }
     assert {operation["tags"][0] for _, operation in operations} == areas
     assert all(len(operation["tags"]) == 1 for _, operation in operations)
@@ -194,6 +197,6 @@ async def test_page_lists_document_their_query_parameters(document_and_app):
     document, _app = document_and_app
     history = {p["name"]: p["schema"] for p in document["paths"]["/connect/v1/task-history"]["get"]["parameters"]}
     assert history["limit"] == {"type": "integer", "minimum": 1, "maximum": 100, "default": 20}
-    assert history["status"]["enum"] == ["pending", "running", "completed", "failed"]
+    assert history["status"]["enum"] == ["pending", "running", "waiting", "completed", "failed"]
     providers = {p["name"] for p in document["paths"]["/connect/v1/providers"]["get"]["parameters"]}
     assert {"search", "category", "capability", "authMode", "page", "limit"} <= providers

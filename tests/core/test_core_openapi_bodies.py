@@ -29,6 +29,7 @@ UNDECLARED = {
         (method, "/connect/v1/proxy/{providerType}/{path}"): "passes the caller's body through to the provider's API"
         for method in ("GET", "POST", "PUT", "PATCH", "DELETE")
     },
+    **{(method, "/mcp"): "Model Context Protocol JSON-RPC messages, read by the official SDK's transport" for method in ("GET", "POST", "DELETE")},
 }
 
 

@@ -18,7 +18,10 @@ from patchbay.core.http.openapi import FORM, accepts, form_model
 
 #: (method, path) -> (the form's required fields, its optional ones)
 FORMS: dict[tuple[str, str], tuple[set[str], set[str]]] = {
-    ("post", "/api/v1/oidc/token"): ({"grant_type"}, {"code", "redirect_uri", "code_verifier", "refresh_token", "scope", "client_id", "client_secret"}),
+    ("post", "/api/v1/oidc/token"): (
+        {"grant_type"},
+        {"code", "redirect_uri", "code_verifier", "refresh_token", "scope", "client_id", "client_secret", "resource"},
+    ),
     ("post", "/api/v1/oidc/introspect"): ({"token"}, {"token_type_hint", "client_id", "client_secret"}),
     ("post", "/api/v1/oidc/revoke"): ({"token"}, {"token_type_hint", "client_id", "client_secret"}),
     ("post", "/api/v1/oidc/authorize"): (
@@ -36,17 +39,60 @@ FORMS: dict[tuple[str, str], tuple[set[str], set[str]]] = {
             "idp",
             "kc_idp_hint",
             "response_mode",
+            "resource",
         },
     ),
     ("post", "/api/v1/oidc/end-session"): (set(), {"id_token_hint", "post_logout_redirect_uri", "state", "client_id"}),
     ("post", "/api/v1/oidc/userinfo"): (set(), {"access_token"}),
     ("post", "/api/v1/oidc/login"): ({"interaction", "csrf", "email", "password"}, set()),
-    ("post", "/api/v1/oidc/consent"): ({"interaction", "csrf", "decision"}, set()),
+    ("post", "/api/v1/oidc/consent"): ({"interaction", "csrf", "decision"}, {"workspace", "connection"}),
     ("post", "/api/v1/oidc/signout"): ({"t", "csrf"}, set()),
+    ("post", "/api/v1/oidc/switch-account"): ({"interaction", "csrf"}, set()),
     ("post", "/auth/{providerType}/begin"): ({"state"}, set()),
     ("post", "/auth/{providerType}/deauthorize"): (set(), {"signed_request"}),
     ("post", "/connect/ui/providers/{name}"): ({"csrf"}, {"apiKey", "apiSecret"}),
     ("post", "/connect/ui/providers/{name}/oauth"): ({"csrf"}, set()),
+    ("post", "/console/auth/logout"): ({"csrf"}, set()),
+    ("post", "/console/w/{workspace_id}/settings/keys"): ({"csrf", "name"}, {"access", "expiresInDays"}),
+    ("post", "/console/w/{workspace_id}/settings/keys/{key_id}/revoke"): ({"csrf"}, set()),
+    ("post", "/console/w/{workspace_id}/settings/members/invite"): ({"csrf", "email"}, {"role"}),
+    ("post", "/console/w/{workspace_id}/settings/members/{user_id}/role"): ({"csrf", "role"}, set()),
+    ("post", "/console/w/{workspace_id}/settings/members/{user_id}/remove"): ({"csrf"}, set()),
+    ("post", "/console/w/{workspace_id}/flows/approvals/{approval_id}/approve"): ({"csrf"}, {"note", "back"}),
+    ("post", "/console/w/{workspace_id}/flows/approvals/{approval_id}/deny"): ({"csrf"}, {"note", "back"}),
+    ("post", "/console/w/{workspace_id}/settings/approvals/{request_id}/approve"): ({"csrf"}, {"note"}),
+    ("post", "/console/w/{workspace_id}/settings/approvals/{request_id}/deny"): ({"csrf"}, {"note"}),
+    ("post", "/console/w/{workspace_id}/settings/alerts"): ({"csrf", "channel", "target"}, {"event"}),
+    ("post", "/console/w/{workspace_id}/settings/alerts/{alert_id}/delete"): ({"csrf"}, set()),
+    ("post", "/console/w/{workspace_id}/connections/link"): ({"csrf", "endUserId"}, {"email", "displayName", "provider"}),
+    ("post", "/console/w/{workspace_id}/connections/{connection_id}/check-health"): ({"csrf"}, set()),
+    ("post", "/console/w/{workspace_id}/connections/{connection_id}/delete"): ({"csrf"}, set()),
+    ("post", "/console/w/{workspace_id}/connections/{connection_id}/reconnect"): ({"csrf"}, {"endUserId"}),
+    ("post", "/console/w/{workspace_id}/logs/inbound/{entry_id}/replay"): ({"csrf"}, set()),
+    ("post", "/console/w/{workspace_id}/logs/delivery/{entry_id}/redeliver"): ({"csrf"}, set()),
+    ("post", "/console/w/{workspace_id}/logs/execution/{entry_id}/retry"): ({"csrf"}, set()),
+    ("post", "/console/w/{workspace_id}/flows/{flow_id}/publish"): ({"csrf"}, set()),
+    ("post", "/console/w/{workspace_id}/flows/{flow_id}/revert"): ({"csrf", "version"}, set()),
+    ("post", "/console/w/{workspace_id}/flows/{flow_id}/toggle"): ({"csrf"}, set()),
+    ("post", "/console/w/{workspace_id}/flows/{flow_id}/archive"): ({"csrf"}, set()),
+    ("post", "/console/w/{workspace_id}/flows/{flow_id}/executions/{execution_id}/replay"): ({"csrf"}, set()),
+    ("post", "/console/w/{workspace_id}/flows/new"): ({"csrf"}, {"name", "document", "description", "payload", "intent", "run"}),
+    ("post", "/console/w/{workspace_id}/flows/{flow_id}/edit"): ({"csrf"}, {"name", "document", "description", "payload", "intent", "run"}),
+    ("post", "/console/w/{workspace_id}/flows/{flow_id}/executions/{execution_id}/retry"): ({"csrf"}, {"fromStep", "version"}),
+    ("post", "/console/w/{workspace_id}/webhooks/{subscription_id}/test"): ({"csrf"}, set()),
+    ("post", "/console/w/{workspace_id}/webhooks/{subscription_id}/rotate-secret"): ({"csrf"}, set()),
+    ("post", "/console/w/{workspace_id}/webhooks/{subscription_id}/enable"): ({"csrf"}, set()),
+    ("post", "/console/w/{workspace_id}/webhooks/{subscription_id}/disable"): ({"csrf"}, set()),
+    ("post", "/console/w/{workspace_id}/integrations/{providerType}/workspace"): (
+        {"csrf"},
+        {"clientId", "clientSecret", "scopes", "apiBaseUrl", "webhookSecret", "webhookVerifyToken"},
+    ),
+    ("post", "/console/w/{workspace_id}/integrations/{providerType}/deployment"): (
+        {"csrf"},
+        {"clientId", "clientSecret", "scopes", "apiBaseUrl", "webhookSecret", "webhookVerifyToken"},
+    ),
+    ("post", "/console/w/{workspace_id}/integrations/{providerType}/workspace/remove"): ({"csrf"}, set()),
+    ("post", "/console/w/{workspace_id}/integrations/{providerType}/deployment/remove"): ({"csrf"}, set()),
 }
 
 #: the handlers that serve GET and POST: their query on GET only
@@ -117,8 +163,8 @@ async def test_the_query_of_a_get_and_post_handler_is_on_get_only(document):
 
 
 async def test_the_pages_document_their_query(document):
-    for path, name in (("/api/v1/oidc/login", "interaction"), ("/api/v1/oidc/consent", "interaction"), ("/api/v1/oidc/signout", "t")):
-        assert [p["name"] for p in document["paths"][path]["get"]["parameters"]] == [name]
+    for path, names in (("/api/v1/oidc/login", ["interaction"]), ("/api/v1/oidc/consent", ["interaction", "workspace"]), ("/api/v1/oidc/signout", ["t"])):
+        assert [p["name"] for p in document["paths"][path]["get"]["parameters"]] == names
 
 
 async def test_the_document_with_its_forms_is_valid_openapi(document):

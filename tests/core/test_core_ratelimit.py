@@ -19,7 +19,7 @@ pytestmark = pytest.mark.xdist_group("redis")
 
 
 @pytest.fixture(params=["memory", "database", "redis"])
-async def limiter(request, database_url):
+async def limiter(request, database_url, whole_clock_minute):
     db = Database(database_url)
     storage = {"memory": MemoryStorage, "database": lambda: DatabaseStorage(db), "redis": lambda: storage_for(db, REDIS_URL)}[request.param]()
     yield RateLimiter(storage)
@@ -42,7 +42,7 @@ async def test_limit_allows_then_refuses(limiter):
     assert (await limiter.hit(unique("other"), item)).allowed  # keys are independent
 
 
-async def test_database_counters_are_shared_between_limiters(pg_url):
+async def test_database_counters_are_shared_between_limiters(pg_url, whole_clock_minute):
     first, second = Database(pg_url), Database(pg_url)
     try:
         item = parse_limit("2/minute")

@@ -161,3 +161,17 @@ async def test_a_declared_handler_answers_through_the_webhook_endpoint(make_app,
 def test_events_are_read_as_before():
     (event,) = handler_for(KEYED).events(json.loads(BODY))
     assert (event.type, dict(event.data)) == ("invitee.created", {"email": "ada@example.com"})
+
+
+def test_a_signature_over_the_body_and_the_url_it_was_posted_to():
+    """Trello's scheme: base64 HMAC-SHA1 of the body followed by the callback URL; the same body
+    signed for another URL is refused."""
+    handler = handler_for('{ scheme = "hmac", header = "x-trello-webhook", algorithm = "sha1", encoding = "base64", signed = "{body}{url}" }')
+    url = "https://patchbay.test/webhook/acme-signed"
+
+    def signed_for(target: str) -> str:
+        return base64.b64encode(hmac.new(SECRET.encode(), BODY + target.encode(), hashlib.sha1).digest()).decode()
+
+    assert handler.verify(request({"x-trello-webhook": signed_for(url)}), SECRET)
+    assert not handler.verify(request({"x-trello-webhook": signed_for("https://elsewhere.test/webhook/acme-signed")}), SECRET)
+    assert not handler.verify(request({"x-trello-webhook": base64.b64encode(hmac.new(SECRET.encode(), BODY, hashlib.sha1).digest()).decode()}), SECRET)

@@ -280,12 +280,13 @@ async def test_a_long_delay_parks_the_execution_durably_and_resumes_it(client, w
         )
     await drain_jobs(app[SERVICES])
     parked = await (await client.get(f"/connect/v1/flows/{flow_id}/executions/{execution_id}", headers=h)).json()
-    assert parked["status"] == "running" and [s["stepId"] for s in parked["steps"]] == ["a", "wait"]
+    assert parked["status"] == "waiting" and [s["stepId"] for s in parked["steps"]] == ["a", "wait"]
     async with app[SERVICES].db.session() as session:
         (waiting,) = (await session.scalars(select(Job).where(Job.kind == "flows.execute", Job.status == "queued"))).all()
     assert waiting.run_at > utcnow() + timedelta(minutes=59)
     async with app[SERVICES].db.transaction() as session:
         await session.execute(update(Job).where(Job.id == waiting.id).values(run_at=utcnow()))
+        await session.execute(update(FlowExecution).where(FlowExecution.id == execution_id).values(resume_at=utcnow()))
     await drain_jobs(app[SERVICES])
     done = await (await client.get(f"/connect/v1/flows/{flow_id}/executions/{execution_id}", headers=h)).json()
     assert done["status"] == "completed" and [(s["stepId"], s["output"]) for s in done["steps"]][2] == ("b", 2)

@@ -35,7 +35,8 @@ async def test_install_adds_the_runner_the_jobs_the_listener_and_seeds_the_syste
 async def test_a_flow_runs_and_is_replayed_through_the_services(services):
     workspace_id = (await create_workspace_with_key(services))["workspace_id"]
     steps = [{"id": "shape", "type": "transform", "output": {"name": "{{ trigger.name | upper }}"}}]
-    flow = await service.create_flow(services, workspace_id=workspace_id, body={"name": "Standalone", "steps": steps})
+    flow, problems = await service.create_flow(services, workspace_id=workspace_id, body={"name": "Standalone", "steps": steps})
+    assert problems == []
     execution, records = await service.run_flow_now(services, workspace_id=workspace_id, flow_id=flow.id, payload={"name": "ada"})
     assert execution.status == "completed" and [r.output for r in records] == [{"name": "ADA"}]
 
@@ -55,6 +56,6 @@ async def test_the_services_refuse_with_domain_errors(services):
         await service.publish_flow(services, workspace_id=workspace_id, flow_id="missing")
     with pytest.raises(NotFound, match="Provider not found: nowhere"):
         await triggers.subscribe(services, workspace_id=workspace_id, flow_id="missing", body={"providerType": "nowhere", "triggerName": "x"})
-    flow = await service.create_flow(services, workspace_id=workspace_id, body={"name": "Draft"})
+    flow, _ = await service.create_flow(services, workspace_id=workspace_id, body={"name": "Draft"})
     with pytest.raises(Invalid, match="publish it first"):
         await service.toggle_flow(services, workspace_id=workspace_id, flow_id=flow.id, active=None)

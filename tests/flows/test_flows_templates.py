@@ -7,6 +7,7 @@ import pytest
 
 from patchbay.core.appkeys import SERVICES
 from patchbay.core.flows import template_review
+from patchbay.core.flows.checks import static_problems
 from patchbay.core.flows.engine import validate_steps
 from patchbay.core.flows.templates import system_templates
 from patchbay.core.flows.testing import drain
@@ -24,6 +25,7 @@ def test_the_system_templates_are_valid_flows(make_app):
     assert {app[SERVICES].registry.provider_pack[t["trigger"]["providerType"]] for t in templates} >= {"meta", "hubspot", "stripe", "slack"}
     for template in templates:
         validate_steps(app[SERVICES].registry, template["steps"])
+        assert static_problems(app[SERVICES].registry, template["steps"]) == [], template["slug"]
         trigger = template["trigger"]
         assert trigger["triggerName"] in (app[SERVICES].registry.get("triggers", trigger["providerType"]) or {}), template["slug"]
         for step in template["steps"]:

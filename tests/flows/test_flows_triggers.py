@@ -166,7 +166,9 @@ async def test_trigger_validation_and_the_active_subscription_cap(client, worksp
     flow_id = await _flow(flows_client, h, [], publish=False)
     unknown_provider = await flows_client.post(f"/connect/v1/flows/{flow_id}/triggers", json={**LEADGEN, "providerType": "nope"}, headers=h)
     assert unknown_provider.status == 404 and "Provider not found: nope" in (await unknown_provider.json())["message"]
-    unknown_trigger = await flows_client.post(f"/connect/v1/flows/{flow_id}/triggers", json={**LEADGEN, "triggerName": "nope"}, headers=h)
+    unknown_trigger = await flows_client.post(
+        f"/connect/v1/flows/{flow_id}/triggers", json={**LEADGEN, "triggerName": "no such trigger"}, headers=h
+    )  # not an event name
     assert unknown_trigger.status == 400 and "triggerName" in (await unknown_trigger.json())["message"]
     wrong_kind = await flows_client.post(f"/connect/v1/flows/{flow_id}/triggers", json={**LEADGEN, "kind": "poll"}, headers=h)
     assert wrong_kind.status == 400

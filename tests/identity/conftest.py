@@ -10,11 +10,7 @@ import json as _json
 import os
 import re
 import secrets
-import socket
 import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -27,6 +23,7 @@ from patchbay.core.testing import create_workspace_with_key
 from patchbay.core.users.service import create_user
 from patchbay.core.workspaces.service import add_member
 from tests.node_peers import installed
+from tests.serve_process import ServeProcess
 
 PASSWORD = "correct horse battery"
 REDIRECT = "http://localhost:9999/callback"
@@ -171,63 +168,14 @@ NODE_DIR = Path(__file__).parent / "node"
 ARTIFACTS = Path(__file__).parents[1] / "artifacts"
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def patchbay_bin() -> str:
-    return str(Path(sys.executable).with_name("patchbay"))
-
-
-class LiveServer:
-    """``patchbay serve`` in a subprocess on a free port, with a user created by the CLI."""
+class LiveServer(ServeProcess):
+    """``patchbay serve`` on a free port, ready when made."""
 
     def __init__(self, data_dir: Path, extra_env: dict[str, str] | None = None, config: str | None = None) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.env = {
-            **os.environ,
-            "PATCHBAY_DATA_DIR": str(data_dir),
-            "PATCHBAY_SECRET_KEY": "live-test-secret",
-            "PATCHBAY_PORT": str(self.port),
-            "PATCHBAY_BASE_URL": self.url,
-            "PATCHBAY_WORKERS": "0",
-            "PATCHBAY_SCHEDULER": "false",
-            "PATCHBAY_LOG_LEVEL": "WARNING",
-            "PATCHBAY_ALLOW_INSECURE_TARGETS": "true",
-            **(extra_env or {}),
-        }
-        self.env.pop("PATCHBAY_DATABASE_URL", None)
-        if config:
-            path = data_dir / "patchbay.toml"
-            data_dir.mkdir(parents=True, exist_ok=True)
-            path.write_text(config)
-            self.env["PATCHBAY_CONFIG"] = str(path)
-        self.log = data_dir.parent / f"serve-{self.port}.log"
-        self.process = subprocess.Popen([patchbay_bin(), "serve"], env=self.env, stdout=self.log.open("w"), stderr=subprocess.STDOUT)
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            try:
-                with urllib.request.urlopen(self.url + "/health", timeout=1) as response:
-                    if response.status == 200:
-                        return
-            except OSError:
-                time.sleep(0.2)
-        self.stop()
-        raise RuntimeError(f"patchbay serve did not start: {self.log.read_text()[-2000:]}")
-
-    def cli(self, *args: str) -> dict:
-        result = subprocess.run([patchbay_bin(), *args, "--json"], env=self.env, capture_output=True, text=True, check=True)
-        return _json.loads(result.stdout)
-
-    def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
+        super().__init__(
+            data_dir, {"PATCHBAY_SECRET_KEY": "live-test-secret", **(extra_env or {})}, config=config, log=data_dir.parent / f"serve-{data_dir.name}.log"
+        )
+        self.wait_ready(30)
 
 
 async def _seed_user(url: str) -> tuple[str, str]:

@@ -35,7 +35,7 @@ async def test_discovery_document_fields_and_headers(idp):
         ("end_session_endpoint", "end-session"),
     ]:
         assert doc[field] == f"{issuer}/api/v1/oidc/{path}"
-    assert doc["scopes_supported"] == ["openid", "profile", "email", "phone", "organization", "permissions", "offline_access"]
+    assert doc["scopes_supported"] == ["openid", "profile", "email", "phone", "organization", "permissions", "offline_access", "mcp"]
     assert doc["response_types_supported"] == ["code"]
     assert doc["response_modes_supported"] == ["query"]
     assert doc["grant_types_supported"] == ["authorization_code", "refresh_token", "client_credentials"]

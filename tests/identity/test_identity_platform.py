@@ -57,7 +57,11 @@ async def test_client_headers_work_and_bad_credentials_or_user_tokens_get_401(id
     assert response.status == 200
     assert (await response.json())["total"] == 1
     wrong = await idp.http.get("/api/v1/users", headers={"x-client-id": client["client_id"], "x-client-secret": "nope"})
-    assert wrong.status == 401 and (await wrong.json()) == {"statusCode": 401, "message": "Unauthorized"}
+    assert wrong.status == 401 and (await wrong.json()) == {
+        "statusCode": 401,
+        "message": "Unauthorized: `x-client-id` and `x-client-secret` do not match a confidential client of this deployment; send a platform client's "
+        "`x-client-id` and `x-client-secret` headers, or its client_credentials access token as `Authorization: Bearer <token>`",
+    }
     assert (await idp.http.get("/api/v1/organizations")).status == 401
     app_client = await idp.register()
     user_tokens = await idp.tokens(app_client, scope="openid organization permissions")

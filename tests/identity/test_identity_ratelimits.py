@@ -70,7 +70,7 @@ async def test_userinfo_limit_is_per_token(make_idp):
     assert (await idp.http.get("/api/v1/oidc/userinfo", headers={"Authorization": f"Bearer {second['access_token']}"})).status == 200
 
 
-async def test_limits_are_shared_between_processes_on_postgresql(make_idp, pg_url, make_settings, aiohttp_client):
+async def test_limits_are_shared_between_processes_on_postgresql(make_idp, pg_url, make_settings, aiohttp_client, whole_clock_minute):
     idp = await make_idp(database_url=pg_url, rate_limits={**TIGHT, "oidc_register": "off"})
     client = await idp.register(grant_types=["client_credentials"], scope="openid")
     other_process = await aiohttp_client(create_app(make_settings(database_url=pg_url, rate_limits={**TIGHT, "oidc_register": "off"}), background=False))

@@ -47,12 +47,15 @@ def test_list_shows_distribution_version_providers_hooks_and_errors(packs, monke
     }
     assert by_name["zorp_broken"]["status"] == "error" and "zorp_sdk" in by_name["zorp_broken"]["error"]
     assert by_name["zorp_broken"]["distribution"] == "zorp-broken"
-    assert by_name["stripe_billing"]["hooks"] == ["register_payment_providers", "register_settings"] and by_name["stripe_billing"]["distribution"] == "patchbay"
+    assert (
+        by_name["stripe_billing"]["hooks"] == ["register_payment_providers", "register_settings"]
+        and by_name["stripe_billing"]["distribution"] == "patchbay-server"
+    )
     assert by_name["salesforce"]["providers"] == ["salesforce", "salesforce-sandbox"]
     assert by_name["github"] == {
         "name": "github",
-        "distribution": "patchbay",
-        "version": version("patchbay"),
+        "distribution": "patchbay-server",
+        "version": version("patchbay-server"),
         "status": "loaded",
         "providers": ["github"],
         "hooks": ["register_providers"],
@@ -79,13 +82,13 @@ def test_list_summarises_the_data_only_providers_in_one_row_unless_asked_for_eve
     """The default text is one row per pack or plugin, the built-in data-only providers (one plugin
     each) counted in one row; ``--providers`` lists every plugin and provider; --json is unchanged."""
     data = json.loads(packs("list", "--json").stdout)
-    data_only = [item["name"] for item in data if item["distribution"] == "patchbay" and item["hooks"] == ["register_providers"]]
+    data_only = [item["name"] for item in data if item["distribution"] == "patchbay-server" and item["hooks"] == ["register_providers"]]
     assert "github" in data_only and len(data_only) > 800
 
     lines = packs("list").stdout.splitlines()
     summary = [line for line in lines if line.startswith("(data-only providers)")]
     assert summary == [
-        f"{'(data-only providers)':<24} patchbay {version('patchbay')} [loaded] {len(data_only)} built-in data-only providers, one plugin each (--providers lists them)"
+        f"{'(data-only providers)':<24} patchbay-server {version('patchbay-server')} [loaded] {len(data_only)} built-in data-only providers, one plugin each (--providers lists them)"
     ]
     rows = {line.split()[0]: line for line in lines if not line.startswith(" ")}
     assert "github" not in rows and len(lines) < 60

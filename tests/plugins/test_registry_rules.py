@@ -37,7 +37,7 @@ def test_taken_entry_point_name_is_an_error_naming_both_distributions(install, n
     with pytest.raises(PluginError) as raised:
         create_plugin_manager()
     message = str(raised.value)
-    assert f"'{name}'" in message and "'acme-pack'" in message and "'patchbay'" in message
+    assert f"'{name}'" in message and "'acme-pack'" in message and "'patchbay-server'" in message
 
 
 def test_pack_named_like_the_stripe_provider_never_replaces_billing(install):
@@ -130,7 +130,7 @@ def test_replace_takes_a_provider_with_its_behaviour_from_the_named_plugin():
         pm.register(MyHubspot(), name="my_hubspot")
         return pm
 
-    with pytest.raises(PluginError, match=r"'hubspot' is already defined by plugin 'hubspot' \(distribution 'patchbay'\).*replace"):
+    with pytest.raises(PluginError, match=r"'hubspot' is already defined by plugin 'hubspot' \(distribution 'patchbay-server'\).*replace"):
         load_registry(with_mine())
     registry = load_registry(with_mine(), replace=["my_hubspot"])
     assert registry.provider("hubspot").display_name == "My HubSpot"

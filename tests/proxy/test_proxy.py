@@ -80,6 +80,20 @@ async def test_per_connection_rate_limit(aiohttp_client, fake_app, fake):
     assert other.status == 200, "the limit is per connection"
 
 
+async def test_the_per_connection_limit_holds_across_processes(aiohttp_client, fake_app, pg_url):
+    """Two servers on one PostgreSQL database (two processes, or two hosts) share the count."""
+    limits = {"connect_api": "off", "proxy": "4/hour"}
+    one = await aiohttp_client(fake_app(database_url=pg_url, rate_limits=limits))
+    two = await aiohttp_client(fake_app(database_url=pg_url, rate_limits=limits))
+    ws = await create_workspace_with_key(one.server.app, plan="enterprise")
+    connection_id = await _connect(one, ws)  # the validation call is the first
+    headers = {**ws["headers"], "x-connection-id": connection_id}
+    statuses = []
+    for server in (two, one, two, one):
+        statuses.append((await server.post("/connect/v1/proxy/fakekey", json={"method": "GET", "path": "/me"}, headers=headers)).status)
+    assert statuses == [200, 200, 200, 429]
+
+
 async def test_audit_log_lists_calls_without_secrets(api, ws, fake):
     connection_id = await _connect(api, ws, provider="fakequery")
     headers = {**ws["headers"], "x-connection-id": connection_id}

@@ -97,3 +97,25 @@ async def test_buffered_audit_rows_are_all_written_at_a_graceful_shutdown(aiohtt
     finally:
         await db.close()
     assert written == calls + 1  # and the connect's validation call
+
+
+@pytest.mark.slow  # about 5 s (the key cache's lifetime)
+async def test_another_process_stops_accepting_a_revoked_key_within_the_cache_lifetime(aiohttp_client, fake_app):
+    from patchbay.core.security import service as credentials
+
+    first = await aiohttp_client(fake_app())
+    second = await aiohttp_client(fake_app())  # another process: its own verified-key cache, the same database
+    headers, _, _ = await _connected(first)
+    listed = await (await first.get("/connect/v1/api-keys", headers=headers)).json()
+    (key_id,) = [key["id"] for key in (listed["data"] if isinstance(listed, dict) else listed)]
+    assert await _proxy_status(second, headers) == 200  # the key is now verified and remembered there
+
+    assert (await first.delete(f"/connect/v1/api-keys/{key_id}", headers=headers)).status == 200
+    assert await _proxy_status(first, headers) == 401  # at once where it was revoked
+    deadline = time.monotonic() + credentials.API_KEY_CACHE_SECONDS + 5  # the documented lifetime, plus slack for a loaded machine
+    status = 200
+    while status == 200 and time.monotonic() < deadline:
+        status = await _proxy_status(second, headers)
+        if status == 200:
+            await asyncio.sleep(0.2)
+    assert status == 401

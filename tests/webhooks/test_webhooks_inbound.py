@@ -45,7 +45,10 @@ async def test_unsigned_or_wrongly_signed_events_are_refused_and_nothing_is_stor
     body, headers = signed(page_event_payload("p1"))
     missing = await client.post("/webhook/facebook", data=body, headers={"Content-Type": "application/json"})
     assert missing.status == 401
-    assert (await missing.json()) == {"statusCode": 401, "message": "Unauthorized"}
+    assert (await missing.json()) == {
+        "statusCode": 401,
+        "message": "Unauthorized: the request's signature is missing or does not match the webhook secret configured for facebook",
+    }
     wrong = await client.post("/webhook/facebook", data=body, headers={"x-hub-signature-256": meta_signature("other-secret", body)})
     assert wrong.status == 401
     tampered = await client.post("/webhook/facebook", data=body + b" ", headers=headers)

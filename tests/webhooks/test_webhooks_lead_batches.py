@@ -47,8 +47,9 @@ async def _process(app, event_ids: list[str]) -> dict[str, WebhookEvent]:
 
 
 def _graph_calls(graph) -> tuple[list[int], int]:
-    """The sizes of the ``?ids=`` calls the fake Graph API answered, and the count of single reads."""
-    batches = [len(query["ids"].split(",")) for method, path, query, _ in graph.requests if path == "/" and "ids" in query]
+    """The sizes of the ``?ids=`` calls the fake Graph API answered, largest first (the chunks are
+    read concurrently: their order of arrival is not fixed), and the count of single reads."""
+    batches = sorted((len(query["ids"].split(",")) for method, path, query, _ in graph.requests if path == "/" and "ids" in query), reverse=True)
     singles = sum(1 for method, path, query, _ in graph.requests if path.startswith("/lead-"))
     return batches, singles
 

@@ -27,15 +27,19 @@ def test_behaviour_is_registered_by_the_hubspot_pack():
     from patchbay.core.plugins.registry import load_registry
 
     registry = load_registry(create_plugin_manager())
-    owners = {kind: owner for (kind, key), owner in registry._owners.items() if key.split("/")[0] == "hubspot"}
+    owners: dict[str, set[str]] = {}
+    for (kind, key), owner in registry._owners.items():
+        if key.split("/")[0] == "hubspot":
+            owners.setdefault(kind, set()).add(owner)
     assert owners == {
-        "actions": "hubspot",
-        "triggers": "hubspot",
-        "crm_mappers": "hubspot",
-        "record_sources": "hubspot",
-        "webhooks": "hubspot",
-        "crm_destinations": "hubspot",
+        "actions": {"hubspot", "declared"},  # update_contact is declared in providers/hubspot/actions.toml
+        "triggers": {"hubspot"},
+        "crm_mappers": {"hubspot"},
+        "record_sources": {"hubspot"},
+        "webhooks": {"hubspot"},
+        "crm_destinations": {"hubspot"},
     }
+    assert registry._owners[("actions", "hubspot/update_contact")] == "declared"
 
 
 @pytest.mark.asyncio
