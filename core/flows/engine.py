@@ -14,7 +14,8 @@ finish (the last step of a flow by the final write itself, which follows at once
 dies mid-execution its job's lease runs out and another worker claims the job; an execution still
 ``running`` reuses its checkpointed steps and runs the rest, so it ends completed or failed instead
 of staying stuck in ``running``; one that had ended is not started again, so a duplicate delivery
-of the job changes nothing.
+of the job changes nothing. A loop whose steps have side effects also stores its items as they
+complete (``loop_progress``): resumed, it runs only the items that had not.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from patchbay.core.errors import Invalid, NotFound
 from patchbay.core.flows import store
 from patchbay.core.flows.concurrency import admit
+from patchbay.core.flows.loop_progress import earlier_loops, resumed_loops
 from patchbay.core.flows.loop_retry import failed_loops
 from patchbay.core.flows.models import Flow, FlowExecution, FlowExecutionStep
 from patchbay.core.flows.plan import MAX_STEP_TIMEOUT, StepPlan, plan_steps
@@ -153,6 +155,29 @@ class Walk:
 
     def item_frame(self) -> Frame:
         return Frame({}, item=True)
+
+    def keep_item(self, context: RunContext, plan: StepPlan, index: int, item: Any, result: dict[str, Any]) -> None:
+        """Store the completed item ``index`` of the loop ``plan`` (run in ``context``, not an item's)
+        for a resume (``loop_progress``): in an execution that is checkpointed, when the loop's steps
+        have side effects."""
+        if self.checkpoint is None or not plan.side_effects or context.loop is not None:
+            return
+        self.runner.keep_loop_item(
+            {
+                "workspace_id": context.workspace_id,
+                "execution_id": context.execution_id,
+                "position": plan.position,
+                "step_id": plan.id,
+                "item_index": index,
+                "item": item,
+                "result": result,
+            }
+        )
+
+    async def items_stored(self) -> None:
+        """Wait until the items kept so far are stored (a loop ends: they precede its record)."""
+        if self.checkpoint is not None:
+            await self.runner.loop_items.settle()
 
     async def block(self, plans: tuple[StepPlan, ...] | list[StepPlan], context: RunContext, frame: Frame) -> None:
         """Run ``plans`` in order in ``frame``; what follows a halt is recorded skipped."""
@@ -377,7 +402,10 @@ async def _run_started(services: Services, execution: dict[str, Any]) -> str | N
     except StepFailed as error:
         await runner.finish(execution, Outcome("failed", str(error), []), alerts=not context.test)
         return "failed"
-    context.failed_loops = await failed_loops(services, execution, plans, done)
+    resumed, stored = await resumed_loops(services, execution_id, plans, done) if execution["attempts"] > 1 else ({}, False)
+    if stored:
+        runner.with_loop_items.add(execution_id)
+    context.earlier_loops = earlier_loops(await failed_loops(services, execution, plans, done), resumed)
 
     async def checkpoint(records: list[StepRecord]) -> None:
         await runner.checkpoint(step_rows(records, workspace_id, execution_id))

@@ -5,7 +5,8 @@ reuses the recorded result of each item that had completed, when running it agai
 same: every step that had completed before the loop is reused by the retry, the loop's steps are
 the same as written (always on the original version; on the current version only when the loop,
 its options and the steps inside it have not changed) and the item is the same (JSON) value at the
-same index. Every other item runs again.
+same index. Every other item runs again. (A resumed execution hands its loops the items they had
+completed in the same shape, see ``loop_progress``.)
 """
 
 from __future__ import annotations

@@ -111,6 +111,25 @@ class FlowExecutionStep(IdMixin, TenantScoped, Base):
     duration_ms: Mapped[int | None] = mapped_column(Integer)
 
 
+class FlowLoopItem(IdMixin, TenantScoped, Base):
+    """A completed item of a loop still running in an execution of the job queue: what a resumed
+    execution reuses instead of running the item again (``loop_progress``). Deleted when the loop's
+    step record is stored, which holds every item's result."""
+
+    __tablename__ = "flow_loop_items"
+    __table_args__ = (UniqueConstraint("execution_id", "position", "item_index"),)
+
+    execution_id: Mapped[str] = mapped_column(String(36), ForeignKey("flow_executions.id", ondelete="CASCADE"))
+    #: the loop step's position in the execution's plan, and its id (checked on resume)
+    position: Mapped[int] = mapped_column(Integer)
+    step_id: Mapped[str] = mapped_column(String(100))
+    item_index: Mapped[int] = mapped_column(Integer)
+    #: the item's rendered value: reused only while the resumed loop renders the same value
+    item: Mapped[Any] = mapped_column(JsonType, nullable=True)
+    #: the item's entry of the loop's ``results``
+    result: Mapped[dict[str, Any]]
+
+
 class FlowTriggerSubscription(IdMixin, TimestampMixin, TenantScoped, Base):
     """A provider trigger that starts a flow: webhook events, or items found by polling from a
     stored cursor (spec 2.7)."""

@@ -14,6 +14,7 @@ import attrs
 from sqlalchemy import select
 
 from patchbay.core.flows import store
+from patchbay.core.flows.loop_progress import ItemCheckpoints
 from patchbay.core.flows.models import FlowVersion
 from patchbay.core.flows.plan import PlanCache, StepPlan
 from patchbay.core.flows.render_queue import FairRenderQueue, render_prefix
@@ -167,6 +168,10 @@ class FlowRunner:
         self._finishes = Batcher(self._finish_many)
         self._lookups = Batcher(self._lookup_many)
         self._checkpoints = Batcher(self._checkpoint_many)
+        self.loop_items = ItemCheckpoints(self._write_loop_items)
+        #: the executions running here that have completed loop items stored (``loop_progress``):
+        #: deleted with their loop's record, the rest when the execution ends
+        self.with_loop_items: set[str] = set()
         self._renders = FairRenderQueue(_render_batch, threads=RENDER_THREADS)
         self._workspace_renders: dict[str, _Turns] = {}
         self.step_sessions = asyncio.Semaphore(STEP_SESSIONS)
@@ -236,6 +241,7 @@ class FlowRunner:
 
     def release(self, execution_id: str) -> None:
         self.running.discard(execution_id)
+        self.with_loop_items.discard(execution_id)
 
     async def _renew_loop(self) -> None:
         """Every third of a lease, extend the leases of the executions running here; ends when
@@ -267,6 +273,7 @@ class FlowRunner:
             finished = await store.finish(connection, outcomes, now)
             ended = [item for item in items if item.execution["id"] in finished]
             await self._steps.insert(connection, [row for i in ended for row in step_rows(i.outcome.records, i.execution["workspace_id"], i.execution["id"])])
+            await store.delete_loop_items(connection, [i.execution["id"] for i in ended if i.execution["id"] in self.with_loop_items])
             alerting = [
                 {
                     "workspace_id": i.execution["workspace_id"],
@@ -310,6 +317,19 @@ class FlowRunner:
         await self._checkpoints.submit(rows)
 
     async def _checkpoint_many(self, batches: list[list[tuple[Any, ...]]]) -> list[None]:
+        rows = [row for rows in batches for row in rows]
+        # a loop's record holds its items' results: its stored items go in the same transaction
+        loops = [(row[1], row[2]) for row in rows if row[4] == "loop" and row[1] in self.with_loop_items]
         async with self.services.db.engine.begin() as connection:
-            await self._steps.insert(connection, [row for rows in batches for row in rows])
+            await self._steps.insert(connection, rows)
+            await store.delete_loop_items_at(connection, loops)
         return [None] * len(batches)
+
+    def keep_loop_item(self, row: dict[str, Any]) -> None:
+        """Store a completed loop item soon (``loop_progress``); ``row`` has ``FlowLoopItem``'s columns but the id."""
+        self.with_loop_items.add(row["execution_id"])
+        self.loop_items.add(row)
+
+    async def _write_loop_items(self, rows: list[dict[str, Any]]) -> None:
+        async with self.services.db.engine.begin() as connection:
+            await store.insert_loop_items(connection, rows)

@@ -62,9 +62,10 @@ class RunContext:
     depth: int = 0
     #: shared by every context of one execution: ``response``, the first ``respond`` step's answer
     reply: dict[str, Any] = attrs.field(factory=dict)
-    #: in a retry: ``(rendered items, per-item results)`` of the loops that failed in the execution
-    #: retried, by step id, whose completed items a loop reuses (``loop_retry``)
-    failed_loops: dict[str, tuple[list, list]] = attrs.field(factory=dict)
+    #: ``(rendered items, per-item results)`` by step id of the loops whose completed items a loop
+    #: reuses: in a retry, those of the loop that failed in the execution retried (``loop_retry``);
+    #: in a resumed execution, those its loop had completed before (``loop_progress``)
+    earlier_loops: dict[str, tuple[list, list]] = attrs.field(factory=dict)
 
     def template_context(self) -> dict[str, Any]:
         if self.loop is None:

@@ -91,10 +91,11 @@ class Switch:
 class Loop:
     """Items run in contexts of their own (``loop.item``, ``loop.index``, the outputs of the
     item's steps); a ``filter`` that does not pass skips the rest of its item. Once an item has
-    failed no new item starts; the loop fails after the running ones end. A loop is checkpointed as
-    a whole: resumed after a crash, it runs again. Run again by a retry of an execution it failed
-    in, it keeps the result of each item that had completed with the same value, marked ``reused``,
-    and runs the others (``loop_retry`` says when)."""
+    failed no new item starts; the loop fails after the running ones end. Run again by a retry of
+    an execution it failed in, or resumed after its process died, it keeps the result of each item
+    that had completed with the same value, marked ``reused``, and runs the others (``loop_retry``
+    and ``loop_progress`` say when; for a resume, the items a loop completes are stored as they
+    complete)."""
 
     side_effects = False
 
@@ -114,7 +115,7 @@ class Loop:
         slots = asyncio.Semaphore(concurrency)
         failed: list[str] = []
         frames: list[Frame | None] = [None] * len(items)
-        earlier = context.failed_loops.pop(plan.id, None) if context.loop is None else None
+        earlier = context.earlier_loops.pop(plan.id, None) if context.loop is None else None
 
         async def one(index: int, item: Any) -> dict[str, Any]:
             kept = _kept_result(earlier, index, item) if earlier is not None else None
@@ -130,9 +131,13 @@ class Loop:
                     failed.append(f"item {index}: {item_frame.error}")
                     return {"index": index, "status": "failed", "output": None, "error": item_frame.error}
                 status = "skipped" if item_frame.halted else "completed"
-                return {"index": index, "status": status, "output": walk.last_output(block, item_context), "error": None}
+                result = {"index": index, "status": status, "output": walk.last_output(block, item_context), "error": None}
+                if status == "completed":
+                    walk.keep_item(context, plan, index, item, result)
+                return result
 
         results = await asyncio.gather(*(one(index, item) for index, item in enumerate(items)))
+        await walk.items_stored()
         walk.summarize(block, [f for f in frames if f is not None], frame)
         counts = {status: sum(1 for r in results if r["status"] == status) for status in ("completed", "failed", "skipped")}
         output = {"count": len(items), **counts, "results": results}
@@ -142,8 +147,8 @@ class Loop:
 
 
 def _kept_result(earlier: tuple[list, list], index: int, item: Any) -> dict[str, Any] | None:
-    """The result of item ``index`` in the failed run (marked ``reused``) when it had completed with
-    the same (JSON) value; else None: the item runs."""
+    """The result of item ``index`` in the earlier run (marked ``reused``) when it had completed
+    with the same (JSON) value; else None: the item runs."""
     items, results = earlier
     if index >= min(len(items), len(results)) or json.dumps(items[index], sort_keys=True) != _json(item):
         return None

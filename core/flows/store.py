@@ -10,15 +10,17 @@ import json
 from typing import Any
 
 from sqlalchemy import String, and_, bindparam, func, or_, text
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from patchbay.core.flows.models import FlowExecution, FlowExecutionStep
+from patchbay.core.flows.models import FlowExecution, FlowExecutionStep, FlowLoopItem
 from patchbay.core.storage.base import UtcDateTime
 from patchbay.core.storage.sql import one_of, one_of_param
 from patchbay.core.timeutil import new_id
 
 _EXECUTIONS = FlowExecution.__table__
 _STEPS = FlowExecutionStep.__table__
+_LOOP_ITEMS = FlowLoopItem.__table__
 STARTED = ("id", "workspace_id", "flow_id", "version", "steps", "trigger_payload", "trigger_source", "attempts", "started_at", "replay_of")
 
 _START = (
@@ -173,3 +175,30 @@ class StepWriter:
         arrays["input"] = json.dumps(arrays["input"])
         arrays["output"] = json.dumps(arrays["output"])
         await connection.execute(_INSERT_STEPS_PG, arrays)
+
+
+_LOOP_ITEM_KEY = ["execution_id", "position", "item_index"]
+_LOOP_ITEMS_INSERT = {
+    "postgresql": postgresql.insert(_LOOP_ITEMS).on_conflict_do_nothing(index_elements=_LOOP_ITEM_KEY),
+    "sqlite": sqlite.insert(_LOOP_ITEMS).on_conflict_do_nothing(index_elements=_LOOP_ITEM_KEY),
+}
+_LOOP_ITEMS_OF = _LOOP_ITEMS.delete().where(one_of_param(_LOOP_ITEMS.c.execution_id, "ids"))
+_LOOP_ITEMS_AT = _LOOP_ITEMS.delete().where(_LOOP_ITEMS.c.execution_id == bindparam("e"), _LOOP_ITEMS.c.position == bindparam("p"))
+
+
+async def insert_loop_items(connection: AsyncConnection, rows: list[dict[str, Any]]) -> None:
+    """Insert completed loop items (``FlowLoopItem`` columns but the id); one already stored is kept."""
+    if rows:
+        await connection.execute(_LOOP_ITEMS_INSERT[connection.dialect.name], [{"id": new_id(), **row} for row in rows])
+
+
+async def delete_loop_items(connection: AsyncConnection, execution_ids: list[str]) -> None:
+    """Delete every loop item of the executions (they ended)."""
+    if execution_ids:
+        await connection.execute(_LOOP_ITEMS_OF, {"ids": execution_ids})
+
+
+async def delete_loop_items_at(connection: AsyncConnection, loops: list[tuple[str, int]]) -> None:
+    """Delete the items of each loop ``(execution id, position)`` (its step record is stored)."""
+    if loops:
+        await connection.execute(_LOOP_ITEMS_AT, [{"e": execution_id, "p": position} for execution_id, position in loops])

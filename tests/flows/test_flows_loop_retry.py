@@ -134,7 +134,7 @@ async def test_an_item_whose_value_changed_runs_again(flows_client, flows_ws):
         "flow",
         "execution",
         {"lines": ["a", "B", "c", "d"]},
-        failed_loops={"each": (["a", "b", "c"], results)},
+        earlier_loops={"each": (["a", "b", "c"], results)},
     )
     outcome = await run_steps(services, context, plan_steps(services.registry, _steps(receiver.url + "/item")), {})
     assert outcome.status == "completed", outcome.error
