@@ -20,12 +20,19 @@ from patchbay.core.security import service as security
 from patchbay.core.security.api_keys import api_key_state
 from patchbay.core.security.permissions import ROLE_PERMISSIONS
 from patchbay.core.workspaces import service as workspaces
+from patchbay.core.workspaces.audit import Actor
 from patchbay.core.workspaces.mail import invite_url
 from patchbay.core.workspaces.models import ROLES
 
 routes = web.RouteTableDef()
 NAV = NavItem("Settings", "settings", NAV_ORDER["Settings"])
 BASE = PREFIX + "/w/{workspace_id}/settings"
+
+
+def _actor(view: View) -> Actor:
+    """The signed-in person, as the audit trail names who made a change."""
+    return Actor("user", view.person.user_id, view.person.email)
+
 
 #: the settings' tabs: (path under the workspace, label, weakest role that sees it)
 TABS = (
@@ -81,7 +88,9 @@ async def create_key(request: web.Request, view: View, form: CreateKeyForm) -> w
             return await _keys_page(request, view, error="Days until expiry must be a whole number from 1 to 3650.", status=400)
         expires_in = timedelta(days=int(form.expiresInDays))
     try:
-        issued = await security.issue_workspace_api_key(view.services, view.workspace_id, name=form.name, permissions=permissions, expires_in=expires_in)
+        issued = await security.issue_workspace_api_key(
+            view.services, view.workspace_id, name=form.name, permissions=permissions, expires_in=expires_in, actor=_actor(view)
+        )
     except Invalid as error:
         return await _keys_page(request, view, error=error.message, status=400)
     return await _keys_page(request, view, issued=issued)
@@ -91,7 +100,7 @@ async def create_key(request: web.Request, view: View, form: CreateKeyForm) -> w
 @action(role="admin", form=CsrfOnlyForm)
 async def revoke_key(request: web.Request, view: View, _form: CsrfOnlyForm) -> web.StreamResponse:
     """Revoke an API key of the workspace (404 for another workspace's)."""
-    await security.revoke_workspace_api_key(view.services, view.workspace_id, request.match_info["key_id"])
+    await security.revoke_workspace_api_key(view.services, view.workspace_id, request.match_info["key_id"], actor=_actor(view))
     raise see_other(request, view.url("settings/keys"))
 
 
@@ -120,7 +129,7 @@ async def invite_member(request: web.Request, view: View, form: InviteForm) -> w
     """Invite an email address (the invite is emailed; the page shows its link this once)."""
     try:
         _invite, token = await workspaces.invite(
-            view.services, workspace_id=view.workspace_id, email=form.email, role=form.role, hours=None, invited_by=view.person.user_id
+            view.services, workspace_id=view.workspace_id, email=form.email, role=form.role, hours=None, actor=_actor(view)
         )
     except Invalid as error:
         return await _members_page(request, view, error=error.message, status=400)
@@ -134,7 +143,7 @@ async def change_member_role(request: web.Request, view: View, form: MemberRoleF
     """Give a member another role (404 for someone who is not a member of this workspace)."""
     user_id = request.match_info["user_id"]
     try:
-        await workspaces.change_member_role(view.services, workspace_id=view.workspace_id, user_id=user_id, role=form.role)
+        await workspaces.change_member_role(view.services, workspace_id=view.workspace_id, user_id=user_id, role=form.role, actor=_actor(view))
     except Conflict as error:
         return await _members_page(request, view, error=error.message, status=409)
     if user_id == view.person.user_id and form.role != "admin":
@@ -150,7 +159,7 @@ async def remove_member(request: web.Request, view: View, _form: CsrfOnlyForm) -
     member of it)."""
     user_id = request.match_info["user_id"]
     try:
-        await workspaces.remove_member(view.services, workspace_id=view.workspace_id, user_id=user_id)
+        await workspaces.remove_member(view.services, workspace_id=view.workspace_id, user_id=user_id, actor=_actor(view))
     except Conflict as error:
         return await _members_page(request, view, error=error.message, status=409)
     raise see_other(request, PREFIX + "/" if user_id == view.person.user_id else view.url("settings/members"))

@@ -12,6 +12,7 @@ from patchbay.core.security.api_keys import api_key_json
 from patchbay.core.security.api_models import ApiKeyList, ApiKeyRevoked
 from patchbay.core.security.auth import principal_of, requires
 from patchbay.core.security.service import revoke_workspace_api_key, workspace_api_keys
+from patchbay.core.workspaces.audit import Actor
 
 routes = web.RouteTableDef()
 PREFIX = "/connect/v1/api-keys"
@@ -31,7 +32,8 @@ async def list_keys(request: web.Request) -> web.Response:
 @requires("workspace.admin")
 async def revoke_key(request: web.Request) -> web.Response:
     """Revoke an API key of the workspace; other processes refuse it within 5 seconds."""
-    await revoke_workspace_api_key(request.app[SERVICES], principal_of(request).workspace_id, request.match_info["id"])
+    principal = principal_of(request)
+    await revoke_workspace_api_key(request.app[SERVICES], principal.workspace_id, request.match_info["id"], actor=Actor.of(principal))
     return reply(request, {"id": request.match_info["id"], "revoked": True})
 
 

@@ -30,6 +30,7 @@ from patchbay.core.security.permissions import PERMISSIONS, ROLE_PERMISSIONS
 from patchbay.core.security.signing_keys import InvalidToken
 from patchbay.core.shared_reads import SharedReads
 from patchbay.core.timeutil import utcnow
+from patchbay.core.workspaces.audit import Actor, record
 from patchbay.core.workspaces.models import Membership
 
 if TYPE_CHECKING:
@@ -203,25 +204,41 @@ async def workspace_api_keys(services: Services, workspace_id: str) -> list[ApiK
         return await list_api_keys(session, workspace_id)
 
 
-async def revoke_workspace_api_key(services: Services, workspace_id: str, key_id: str) -> None:
-    """Revoke an active key of the workspace (NotFound otherwise); this process refuses it at once."""
+async def revoke_workspace_api_key(services: Services, workspace_id: str, key_id: str, *, actor: Actor) -> None:
+    """Revoke an active key of the workspace on behalf of ``actor`` (the audit trail's
+    ``api_key.revoked``; NotFound otherwise); this process refuses it at once."""
     async with services.db.transaction(tenant=workspace_id) as session:
         revoked = await revoke_api_key(session, key_id, workspace_id=workspace_id)
+        if revoked:
+            name, prefix = (await session.execute(select(ApiKey.name, ApiKey.prefix).where(ApiKey.id == key_id))).one()
+            await record(session, workspace_id=workspace_id, actor=actor, action="api_key.revoked", target_id=key_id, details={"name": name, "prefix": prefix})
     if not revoked:
         raise NotFound("no active API key with this id in this workspace")
     forget_cached_api_keys(services)
 
 
 async def issue_workspace_api_key(
-    services: Services, workspace_id: str, *, name: str, permissions: list[str] | None, expires_in: timedelta | None
+    services: Services, workspace_id: str, *, name: str, permissions: list[str] | None, expires_in: timedelta | None, actor: Actor
 ) -> IssuedKey:
-    """A new key of the workspace (every permission when ``permissions`` is empty); the key is in
-    the answer and nowhere else. ``Invalid`` for an empty name, an unknown permission or an expiry
-    not in the future."""
+    """A new key of the workspace (every permission when ``permissions`` is empty), made on behalf
+    of ``actor`` (the audit trail's ``api_key.created``, which names its display prefix only); the
+    key is in the answer and nowhere else. ``Invalid`` for an empty name, an unknown permission or
+    an expiry not in the future."""
     if not name.strip() or len(name) > 200:
         raise Invalid("Validation failed: name must have 1 to 200 characters")
     async with services.db.transaction(tenant=workspace_id) as session:
         try:
-            return await create_api_key(session, services.secrets, workspace_id=workspace_id, name=name.strip(), permissions=permissions, expires_in=expires_in)
+            issued = await create_api_key(
+                session, services.secrets, workspace_id=workspace_id, name=name.strip(), permissions=permissions, expires_in=expires_in
+            )
         except (UnknownPermission, ValueError) as error:
             raise Invalid(f"Validation failed: {error}") from None
+        key = issued.record
+        details = {
+            "name": key.name,
+            "prefix": key.prefix,
+            "permissions": list(key.permissions),
+            "expiresAt": key.expires_at.isoformat() if key.expires_at else None,
+        }
+        await record(session, workspace_id=workspace_id, actor=actor, action="api_key.created", target_id=key.id, details=details)
+        return issued

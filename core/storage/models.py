@@ -21,6 +21,7 @@ from patchbay.core.storage.base import Base
 from patchbay.core.tables import models as tables  # noqa: F401
 from patchbay.core.users import models as users  # noqa: F401
 from patchbay.core.webhooks import models as webhooks  # noqa: F401
+from patchbay.core.workspaces import audit as workspace_audit  # noqa: F401
 from patchbay.core.workspaces import models as workspaces  # noqa: F401
 
 metadata = Base.metadata

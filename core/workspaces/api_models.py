@@ -6,10 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from patchbay.core.http.responses import page_of, response_model
+from patchbay.core.http.responses import cursor_page_of, page_of, response_model
 from patchbay.core.timeutil import iso
 from patchbay.core.users.models import User
 from patchbay.core.workspaces import service
+from patchbay.core.workspaces.audit import WorkspaceAuditEvent
 from patchbay.core.workspaces.models import ROLES, Invite, JoinRequest, Workspace
 
 MemberRole = Literal[ROLES]  # type: ignore[valid-type]
@@ -227,6 +228,27 @@ class MemberRemoved:
     userId: str
 
 
+@response_model
+class AuditEventOut:
+    """An administrative change of the workspace: who (``actorKind`` user, api_key, operator or
+    system; ``actorLabel`` an email or a key's display prefix), what (``action``, on ``targetId``:
+    a user, an invite or a key) and ``details`` (such as ``{"from": "manager", "to": "viewer"}``);
+    never a secret."""
+
+    id: str
+    workspaceId: str
+    createdAt: str
+    actorKind: str
+    actorId: str | None
+    actorLabel: str | None
+    action: str
+    targetId: str | None
+    details: dict[str, Any]
+
+
+AuditEventPage = cursor_page_of(AuditEventOut)
+
+
 # ---------------------------------------------------------------------------------------------
 # Rows as answered
 # ---------------------------------------------------------------------------------------------
@@ -250,6 +272,20 @@ def workspace_json(workspace: Workspace, role: str | None = None) -> dict[str, A
 
 def member_json(user: User, role: str) -> dict[str, Any]:
     return {"userId": user.id, "email": user.email, "name": user.name, "role": role}
+
+
+def audit_event_json(event: WorkspaceAuditEvent) -> dict[str, Any]:
+    return {
+        "id": event.id,
+        "workspaceId": event.workspace_id,
+        "createdAt": iso(event.created_at),
+        "actorKind": event.actor_kind,
+        "actorId": event.actor_id,
+        "actorLabel": event.actor_label,
+        "action": event.action,
+        "targetId": event.target_id,
+        "details": event.details,
+    }
 
 
 def invite_json(invite: Invite) -> dict[str, Any]:

@@ -8,7 +8,8 @@ Who may call what:
   makes a user its admin), or a signed-in user, who becomes its admin. Idempotent by ``externalId``.
 - ``invite/validate``, ``public/{slug}``: no credential (the token or slug is the secret / public).
 - ``invite/accept``, ``join/request``, ``join/link``: a signed-in user's access token.
-- ``/{id}/...`` administration: ``workspace.admin`` on that workspace (another one answers 404).
+- ``/{id}/...`` administration, the audit trail included: ``workspace.admin`` on that workspace
+  (another one answers 404).
 """
 
 from __future__ import annotations
@@ -17,15 +18,17 @@ from aiohttp import web
 
 from patchbay.core.accounts.auth import is_operator, require_user
 from patchbay.core.appkeys import SERVICES
-from patchbay.core.http.bodies import page_params, read_body
+from patchbay.core.http.bodies import page_params, query_int, read_body
 from patchbay.core.http.errors import ApiError, bad_request, forbidden, not_found
 from patchbay.core.http.openapi import PAGE_QUERY, accepts, query
 from patchbay.core.http.responses import reply, returns
 from patchbay.core.security.auth import Principal, authenticate, principal_of, refused, requires
+from patchbay.core.timeline import Key
 from patchbay.core.timeutil import iso
 from patchbay.core.workspaces import service
 from patchbay.core.workspaces.api_models import (
     ApproveJoinDto,
+    AuditEventPage,
     ChangeRoleDto,
     CreatedInvite,
     CreatedWorkspace,
@@ -46,11 +49,13 @@ from patchbay.core.workspaces.api_models import (
     ShareableLinkDto,
     ShareableLinkOut,
     WorkspacePage,
+    audit_event_json,
     invite_json,
     join_request_json,
     member_json,
     workspace_json,
 )
+from patchbay.core.workspaces.audit import ACTIONS, Actor, events_page
 from patchbay.core.workspaces.mail import invite_url, link_url
 
 routes = web.RouteTableDef()
@@ -178,7 +183,7 @@ async def create_invite(request: web.Request) -> web.Response:
     body = await read_body(request, CreateInviteDto)
     services = request.app[SERVICES]
     invite, token = await service.invite(
-        services, workspace_id=workspace_id, email=body.email, role=body.role, hours=body.expiresInHours, invited_by=principal_of(request).subject
+        services, workspace_id=workspace_id, email=body.email, role=body.role, hours=body.expiresInHours, actor=Actor.of(principal_of(request))
     )
     return reply(request, {**invite_json(invite), "inviteUrl": invite_url(services.settings, token=token, workspace_id=workspace_id)}, status=201)
 
@@ -210,7 +215,9 @@ async def change_member_role(request: web.Request) -> web.Response:
     workspace's last admin."""
     body = await read_body(request, ChangeRoleDto)
     workspace_id = _admin_of(request)
-    user, role = await service.change_member_role(request.app[SERVICES], workspace_id=workspace_id, user_id=request.match_info["userId"], role=body.role)
+    user, role = await service.change_member_role(
+        request.app[SERVICES], workspace_id=workspace_id, user_id=request.match_info["userId"], role=body.role, actor=Actor.of(principal_of(request))
+    )
     return reply(request, member_json(user, role))
 
 
@@ -222,7 +229,7 @@ async def remove_member(request: web.Request) -> web.Response:
     who is not a member, 409 for the workspace's last admin."""
     workspace_id = _admin_of(request)
     user_id = request.match_info["userId"]
-    await service.remove_member(request.app[SERVICES], workspace_id=workspace_id, user_id=user_id)
+    await service.remove_member(request.app[SERVICES], workspace_id=workspace_id, user_id=user_id, actor=Actor.of(principal_of(request)))
     return reply(request, {"removed": True, "userId": user_id})
 
 
@@ -354,6 +361,35 @@ async def revoke_shareable_link(request: web.Request) -> web.Response:
     workspace_id = _admin_of(request)
     await service.revoke(request.app[SERVICES], workspace_id)
     return reply(request, {"revoked": True})
+
+
+# ---------------------------------------------------------------------------------------------
+# The audit trail: who changed the members, invites and API keys (after ``/public/{slug}``, so
+# that a workspace's slug is never shadowed)
+# ---------------------------------------------------------------------------------------------
+
+
+@routes.get(PREFIX + "/{id}/audit-events")
+@query(
+    limit={"type": "integer", "minimum": 1, "maximum": 200, "default": 50},
+    cursor={"type": "string"},
+    action={"type": "string", "enum": list(ACTIONS)},
+)
+@returns(AuditEventPage)
+@requires("workspace.admin")
+async def list_audit_events(request: web.Request) -> web.Response:
+    """The workspace's audit trail, newest first (cursor list): role changes and removals of
+    members, invites made, API keys made and revoked, each with who did it; ``action`` keeps one
+    kind."""
+    workspace_id = _admin_of(request)
+    limit = query_int(request, "limit", 50, maximum=200)
+    action = request.query.get("action") or None
+    if action is not None and action not in ACTIONS:
+        raise bad_request(f"Validation failed: action must be one of {', '.join(ACTIONS)}")
+    cursor = request.query.get("cursor")
+    before = Key.decode(cursor) if cursor else None
+    events, after = await events_page(request.app[SERVICES], workspace_id=workspace_id, action=action, before=before, limit=limit)
+    return reply(request, {"data": [audit_event_json(event) for event in events], "nextCursor": after.encode() if after else None})
 
 
 def setup(app: web.Application) -> None:

@@ -23,6 +23,7 @@ from patchbay.core.security.secrets import SecretBox, random_token
 from patchbay.core.timeutil import utcnow
 from patchbay.core.users.models import User
 from patchbay.core.users.service import find_user_by_email
+from patchbay.core.workspaces.audit import Actor, record
 from patchbay.core.workspaces.mail import INVITE_EMAIL_JOB
 from patchbay.core.workspaces.models import PLANS, ROLES, Invite, JoinRequest, Membership, ShareableLink, Workspace
 
@@ -440,19 +441,22 @@ async def accept(services: Services, *, token: str, user_id: str) -> tuple[Works
         return await session.get(Workspace, invite.workspace_id), membership
 
 
-async def invite(services: Services, *, workspace_id: str, email: str, role: str, hours: int | None, invited_by: str | None) -> tuple[Invite, str]:
-    """Invite ``email`` for ``hours`` (default ``[workspaces] invite_ttl_hours``) and enqueue its
-    email; answers the invite and its token."""
+async def invite(services: Services, *, workspace_id: str, email: str, role: str, hours: int | None, actor: Actor) -> tuple[Invite, str]:
+    """Invite ``email`` for ``hours`` (default ``[workspaces] invite_ttl_hours``) on behalf of
+    ``actor`` (the audit trail's ``invite.created``) and enqueue its email; answers the invite and
+    its token."""
     hours = hours or services.settings.workspaces.invite_ttl_hours
     if not 0 < hours <= MAX_INVITE_HOURS:
         raise Invalid(f"Validation failed: expiresInHours must be between 1 and {MAX_INVITE_HOURS}")
     async with services.db.transaction(tenant=workspace_id) as session:
         try:
             row, token = await create_invite(
-                session, services.secrets, workspace_id=workspace_id, email=email, role=role, ttl=timedelta(hours=hours), invited_by=invited_by
+                session, services.secrets, workspace_id=workspace_id, email=email, role=role, ttl=timedelta(hours=hours), invited_by=actor.id
             )
         except WorkspaceError as error:
             raise _invalid(error) from None
+        details = {"email": row.email, "role": row.role, "expiresAt": row.expires_at.isoformat()}
+        await record(session, workspace_id=workspace_id, actor=actor, action="invite.created", target_id=row.id, details=details)
         services.jobs.enqueue(session, INVITE_EMAIL_JOB, {"invite_id": row.id, "token": services.secrets.encrypt(token)}, workspace_id=workspace_id)
     return row, token
 
@@ -546,19 +550,35 @@ async def open_invites(services: Services, workspace_id: str) -> list[Invite]:
         return list(rows)
 
 
-async def change_member_role(services: Services, *, workspace_id: str, user_id: str, role: str) -> tuple[User, str]:
-    """Give the member ``user_id`` the role ``role``; answers the user and the role. Invalid for an
+async def _role_of(session: AsyncSession, workspace_id: str, user_id: str) -> str | None:
+    return await session.scalar(select(Membership.role).where(Membership.workspace_id == workspace_id, Membership.user_id == user_id))
+
+
+async def change_member_role(services: Services, *, workspace_id: str, user_id: str, role: str, actor: Actor) -> tuple[User, str]:
+    """Give the member ``user_id`` the role ``role`` on behalf of ``actor`` (the audit trail's
+    ``member.role_changed``, when the role differs); answers the user and the role. Invalid for an
     unknown role, NotFound for a user who is not a member, Conflict for the last admin's demotion."""
     async with services.db.transaction() as session:
+        await _lock_members(session, workspace_id)
+        before = await _role_of(session, workspace_id, user_id)
         try:
             membership = await set_member_role(session, workspace_id=workspace_id, user_id=user_id, role=role)
         except WorkspaceError as error:
             raise _invalid(error) from None
-        return await session.get(User, user_id), membership.role
+        user = await session.get(User, user_id)
+        if before != membership.role:
+            details = {"email": user.email, "from": before, "to": membership.role}
+            await record(session, workspace_id=workspace_id, actor=actor, action="member.role_changed", target_id=user_id, details=details)
+        return user, membership.role
 
 
-async def remove_member(services: Services, *, workspace_id: str, user_id: str) -> None:
-    """Remove the member ``user_id``: NotFound for a user who is not a member, Conflict for the
-    last admin. Their console pages of the workspace are refused from their next request."""
+async def remove_member(services: Services, *, workspace_id: str, user_id: str, actor: Actor) -> None:
+    """Remove the member ``user_id`` on behalf of ``actor`` (the audit trail's ``member.removed``):
+    NotFound for a user who is not a member, Conflict for the last admin. Their console pages of the
+    workspace are refused from their next request."""
     async with services.db.transaction() as session:
+        await _lock_members(session, workspace_id)
+        role = await _role_of(session, workspace_id, user_id)
         await delete_member(session, workspace_id=workspace_id, user_id=user_id)
+        email = await session.scalar(select(User.email).where(User.id == user_id))
+        await record(session, workspace_id=workspace_id, actor=actor, action="member.removed", target_id=user_id, details={"email": email, "role": role})

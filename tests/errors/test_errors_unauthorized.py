@@ -12,6 +12,9 @@ from patchbay.core.security.models import ApiKey
 from patchbay.core.security.service import issue_workspace_api_key, revoke_workspace_api_key
 from patchbay.core.testing import sign_access_token
 from patchbay.core.timeutil import utcnow
+from patchbay.core.workspaces.audit import Actor
+
+SYSTEM = Actor("system")
 
 EXPECTED = "send a workspace API key as `x-api-key: <key>`, or an access token of this deployment's identity provider as `Authorization: Bearer <token>`"
 INACTIVE_KEY = (
@@ -33,9 +36,9 @@ async def test_no_credential_names_both_credentials(client):
 
 async def test_unknown_revoked_and_expired_keys_read_the_same(client, workspace):
     services = client.server.app[SERVICES]
-    revoked = await issue_workspace_api_key(services, workspace["workspace_id"], name="old", permissions=None, expires_in=None)
-    await revoke_workspace_api_key(services, workspace["workspace_id"], revoked.record.id)
-    expired = await issue_workspace_api_key(services, workspace["workspace_id"], name="short", permissions=None, expires_in=timedelta(hours=1))
+    revoked = await issue_workspace_api_key(services, workspace["workspace_id"], name="old", permissions=None, expires_in=None, actor=SYSTEM)
+    await revoke_workspace_api_key(services, workspace["workspace_id"], revoked.record.id, actor=SYSTEM)
+    expired = await issue_workspace_api_key(services, workspace["workspace_id"], name="short", permissions=None, expires_in=timedelta(hours=1), actor=SYSTEM)
     async with services.db.transaction() as session:
         await session.execute(update(ApiKey).where(ApiKey.id == expired.record.id).values(expires_at=utcnow() - timedelta(seconds=1)))
     unknown = "pb_" + "A" * 43

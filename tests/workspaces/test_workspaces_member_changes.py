@@ -15,7 +15,10 @@ from patchbay.core.security.permissions import ROLE_PERMISSIONS
 from patchbay.core.testing import create_workspace_with_key
 from patchbay.core.users.service import create_user
 from patchbay.core.workspaces import service
+from patchbay.core.workspaces.audit import Actor
 from patchbay.core.workspaces.models import Membership
+
+SYSTEM = Actor("system")
 
 BASE = "/connect/v1/workspaces"
 
@@ -110,9 +113,9 @@ async def test_two_admins_demoting_each_other_at_once_leave_one_admin(aiohttp_cl
                 await service.add_member(session, workspace_id=workspace.id, user_id=user.id, role="admin")
         first, second = (user.id for user in users)
         if round_ % 2:
-            changes = [service.remove_member(services, workspace_id=workspace.id, user_id=uid) for uid in (first, second)]
+            changes = [service.remove_member(services, workspace_id=workspace.id, user_id=uid, actor=SYSTEM) for uid in (first, second)]
         else:
-            changes = [service.change_member_role(services, workspace_id=workspace.id, user_id=uid, role="viewer") for uid in (first, second)]
+            changes = [service.change_member_role(services, workspace_id=workspace.id, user_id=uid, role="viewer", actor=SYSTEM) for uid in (first, second)]
         results = await asyncio.gather(*changes, return_exceptions=True)
         assert sorted(type(result).__name__ for result in results) == sorted(["Conflict", "NoneType" if round_ % 2 else "tuple"]), results
         async with services.db.session() as session:
@@ -177,7 +180,7 @@ async def test_an_unknown_role_is_refused(aiohttp_client, make_app, make_user):
         error = await response.json()
         assert error["statusCode"] == 400 and "role" in error["message"], error
     with pytest.raises(Invalid, match="role must be one of admin, manager, viewer"):
-        await service.change_member_role(app[SERVICES], workspace_id=ws, user_id=bob_id, role="owner")
+        await service.change_member_role(app[SERVICES], workspace_id=ws, user_id=bob_id, role="owner", actor=SYSTEM)
     assert (await _roles(app, ws))[bob_id] == "viewer"
 
 
