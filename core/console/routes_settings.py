@@ -1,5 +1,5 @@
 """A workspace's settings in the console: API keys and members (admin: invites, role changes,
-removals), the approvals queue, alert subscriptions, plan and usage. Every write calls the service the API route calls."""
+removals), the audit trail of those changes (admin), the approvals queue, alert subscriptions, plan and usage. Every write calls the service the API route calls."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from patchbay.core.security import service as security
 from patchbay.core.security.api_keys import api_key_state
 from patchbay.core.security.permissions import ROLE_PERMISSIONS
 from patchbay.core.workspaces import service as workspaces
-from patchbay.core.workspaces.audit import Actor
+from patchbay.core.workspaces.audit import Actor, events_page
 from patchbay.core.workspaces.mail import invite_url
 from patchbay.core.workspaces.models import ROLES
 
@@ -38,6 +38,7 @@ def _actor(view: View) -> Actor:
 TABS = (
     ("settings/keys", "API keys", "admin"),
     ("settings/members", "Members", "admin"),
+    ("settings/audit", "Audit", "admin"),
     ("settings/approvals", "Approvals", "viewer"),
     ("settings/alerts", "Alerts", "viewer"),
     ("settings/plan", "Plan and usage", "viewer"),
@@ -163,6 +164,20 @@ async def remove_member(request: web.Request, view: View, _form: CsrfOnlyForm) -
     except Conflict as error:
         return await _members_page(request, view, error=error.message, status=409)
     raise see_other(request, PREFIX + "/" if user_id == view.person.user_id else view.url("settings/members"))
+
+
+# -- audit trail ----------------------------------------------------------------------------------
+
+#: the events the Audit tab shows (the API pages through all of them)
+AUDIT_SHOWN = 100
+
+
+@routes.get(BASE + "/audit")
+@page(role="admin")
+async def audit_page(request: web.Request, view: View) -> web.Response:
+    """The latest changes of the workspace's members, invites and API keys, and who made them."""
+    events, more = await events_page(view.services, workspace_id=view.workspace_id, action=None, before=None, limit=AUDIT_SHOWN)
+    return _render(request, view, "console/settings_audit.html", "settings/audit", {"events": events, "more": more is not None})
 
 
 # -- approvals ------------------------------------------------------------------------------------
