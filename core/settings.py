@@ -150,6 +150,7 @@ class RetentionSettings(Section):
     proxy_log_days: int = 30
     execution_days: int = 90
     delivery_attempt_days: int = 30
+    workspace_audit_days: int = 365
 
 
 class OutboundSettings(Section):

@@ -18,6 +18,7 @@ from patchbay.core.connections.models import ProxyCallLog
 from patchbay.core.flows.models import FlowExecution, FlowExecutionStep
 from patchbay.core.timeutil import utcnow
 from patchbay.core.webhooks.models import WebhookAttempt, WebhookEvent
+from patchbay.core.workspaces.audit import WorkspaceAuditEvent
 
 if TYPE_CHECKING:
     from patchbay.core.services import Services
@@ -68,6 +69,10 @@ async def purge_expired(services: Services) -> dict[str, Any]:
         "proxyCallLogsPurged": (retention.proxy_log_days, lambda cutoff: _deleting(ProxyCallLog, ProxyCallLog.created_at, cutoff)),
         "executionsPurged": (retention.execution_days, _purging_executions),
         "deliveryAttemptsPurged": (retention.delivery_attempt_days, lambda cutoff: _deleting(WebhookAttempt, WebhookAttempt.created_at, cutoff)),
+        "workspaceAuditEventsPurged": (
+            retention.workspace_audit_days,
+            lambda cutoff: _deleting(WorkspaceAuditEvent, WorkspaceAuditEvent.created_at, cutoff),
+        ),
     }
     results = {}
     for name, (days, plan) in plans.items():

@@ -165,3 +165,25 @@ async def test_no_event_holds_a_secret(aiohttp_client, make_app, make_user, data
     assert key["prefix"] in text
     for secret in (workspace["api_key"], workspace["api_key"][10:], token, admin["Authorization"].split()[1]):
         assert secret not in text
+
+
+@pytest.mark.both_databases
+async def test_events_older_than_the_retention_are_purged(aiohttp_client, make_app, make_user, database_url):
+    from datetime import timedelta
+
+    from patchbay.core.jobs.maintenance import purge
+    from patchbay.core.timeutil import utcnow
+    from patchbay.core.workspaces.audit import WorkspaceAuditEvent
+
+    app = make_app(database_url=database_url)
+    client = await aiohttp_client(app)
+    ws = (await create_workspace_with_key(app))["workspace_id"]
+    _, admin = await _member(app, ws, "ada@example.test", "admin", make_user)
+    assert (await client.post(f"{BASE}/{ws}/invite", json={"email": "new@example.test"}, headers=admin)).status == 201
+    async with app[SERVICES].db.transaction() as session:
+        for days in (366, 400):
+            old = WorkspaceAuditEvent(workspace_id=ws, actor_kind="system", action="invite.created", details={}, created_at=utcnow() - timedelta(days=days))
+            session.add(old)
+    assert len(await _events(client, ws, admin)) == 3
+    assert (await purge(app[SERVICES]))["workspaceAuditEventsPurged"] == 2, "a year by default"
+    assert [e["details"]["email"] for e in await _events(client, ws, admin)] == ["new@example.test"]
