@@ -55,6 +55,7 @@ OPERATIONS = {
     ("post", "/connect/v1/workspaces/{id}/join-requests/{requestId}/deny"): "201",
     ("post", "/connect/v1/workspaces/{id}/shareable-link"): "201",
     ("delete", "/connect/v1/workspaces/{id}/shareable-link"): "200",
+    ("get", "/connect/v1/workspaces/{id}/audit-events"): "200",
     ("get", "/connect/v1/api-keys"): "200",
     ("delete", "/connect/v1/api-keys/{id}"): "200",
     ("post", "/connect/v1/connect-sessions"): "201",
