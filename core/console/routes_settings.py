@@ -137,6 +137,14 @@ async def invite_member(request: web.Request, view: View, form: InviteForm) -> w
     return await _members_page(request, view, invited=invite_url(view.services.settings, token=token, workspace_id=view.workspace_id))
 
 
+@routes.post(BASE + "/members/invites/{invite_id}/revoke")
+@action(role="admin", form=CsrfOnlyForm, description="Withdrawn: back to the members")
+async def revoke_invite(request: web.Request, view: View, _form: CsrfOnlyForm) -> web.StreamResponse:
+    """Withdraw an open invite: its link stops working (404 for an invite not open in this workspace)."""
+    await workspaces.revoke_invite(view.services, workspace_id=view.workspace_id, invite_id=request.match_info["invite_id"], actor=_actor(view))
+    raise see_other(request, view.url("settings/members"))
+
+
 @routes.post(BASE + "/members/{user_id}/role")
 @returns(HTML, status=409, description="The page with why the role was not changed (the workspace's last admin)")
 @action(role="admin", form=MemberRoleForm, description="Changed: back to the members (to the workspace's home for an admin who gave up the role)")

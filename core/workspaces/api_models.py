@@ -223,6 +223,12 @@ MemberPage = page_of(MemberOut)
 
 
 @response_model
+class InviteRevoked:
+    revoked: bool
+    inviteId: str
+
+
+@response_model
 class MemberRemoved:
     removed: bool
     userId: str

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 ActorKind = Literal["user", "api_key", "operator", "system"]
 
 #: every action an event may name
-ACTIONS = ("member.role_changed", "member.removed", "invite.created", "api_key.created", "api_key.revoked")
+ACTIONS = ("member.role_changed", "member.removed", "invite.created", "invite.revoked", "api_key.created", "api_key.revoked")
 
 
 class WorkspaceAuditEvent(IdMixin, TenantScoped, Base):

@@ -34,6 +34,7 @@ from patchbay.core.workspaces.api_models import (
     CreatedWorkspace,
     CreateInviteDto,
     CreateWorkspaceDto,
+    InviteRevoked,
     InviteValidation,
     JoinByLinkDto,
     JoinedByLink,
@@ -231,6 +232,18 @@ async def remove_member(request: web.Request) -> web.Response:
     user_id = request.match_info["userId"]
     await service.remove_member(request.app[SERVICES], workspace_id=workspace_id, user_id=user_id, actor=Actor.of(principal_of(request)))
     return reply(request, {"removed": True, "userId": user_id})
+
+
+@routes.delete(PREFIX + "/{id}/invites/{inviteId}")
+@returns(InviteRevoked)
+@requires("workspace.admin")
+async def revoke_invite(request: web.Request) -> web.Response:
+    """Withdraw an invite not accepted yet: its link answers 404 from now on and its email, if not
+    sent yet, is not sent; 404 for an accepted invite or one of another workspace."""
+    workspace_id = _admin_of(request)
+    invite_id = request.match_info["inviteId"]
+    await service.revoke_invite(request.app[SERVICES], workspace_id=workspace_id, invite_id=invite_id, actor=Actor.of(principal_of(request)))
+    return reply(request, {"revoked": True, "inviteId": invite_id})
 
 
 # ---------------------------------------------------------------------------------------------

@@ -541,6 +541,20 @@ async def members_of(services: Services, workspace_id: str) -> list[tuple[User, 
         return [(user, role) for user, role in rows.all()]
 
 
+async def revoke_invite(services: Services, *, workspace_id: str, invite_id: str, actor: Actor) -> None:
+    """Withdraw an invite not accepted yet, on behalf of ``actor`` (the audit trail's
+    ``invite.revoked``): the invite is deleted, so its link answers as an unknown invite and its
+    email, if not sent yet, is not sent. NotFound for an invite of another workspace, an accepted
+    one or none."""
+    async with services.db.transaction(tenant=workspace_id) as session:
+        invite = await session.scalar(select(Invite).where(Invite.id == invite_id, Invite.accepted_at.is_(None)).with_for_update())
+        if invite is None:
+            raise NotFound("Invite not found")
+        details = {"email": invite.email, "role": invite.role}
+        await session.delete(invite)
+        await record(session, workspace_id=workspace_id, actor=actor, action="invite.revoked", target_id=invite_id, details=details)
+
+
 async def open_invites(services: Services, workspace_id: str) -> list[Invite]:
     """The workspace's invites not accepted and not expired, newest first."""
     async with services.db.session(tenant=workspace_id) as session:

@@ -60,3 +60,27 @@ async def test_only_an_admin_sees_the_audit_tab(make_person, sign_in, role):
     assert (await console_get(http, f"{settings}/audit"))[0] == 403
     status, page = await console_get(http, f"{settings}/approvals")
     assert status == 200 and "settings/audit" not in page
+
+
+async def test_an_admin_withdraws_an_open_invite_and_a_manager_cannot(make_person, sign_in, console_server):
+    admin = await make_person("admin")
+    manager = await make_person("manager", admin.workspace_id)
+    http = await sign_in(admin)
+    settings = f"/console/w/{admin.workspace_id}/settings"
+    status, page, _ = await console_post(http, f"{settings}/members/invite", {"email": "dan@example.com", "role": "viewer"}, token_from=f"{settings}/members")
+    assert status == 200 and "dan@example.com" in page
+    invite_id = page.split(f"{settings}/members/invites/", 1)[1].split("/revoke", 1)[0]
+
+    other = await sign_in(manager)
+    assert (await console_post(other, f"{settings}/members/invites/{invite_id}/revoke", token_from=f"{settings}/approvals"))[0] == 403
+    assert (await console_get(http, f"{settings}/members"))[1].count('aria-label="Withdraw the invite of dan@example.com"') == 1
+
+    assert (await console_post(http, f"{settings}/members/invites/{invite_id}/revoke", token_from=f"{settings}/members"))[0] == 303
+    status, page = await console_get(http, f"{settings}/members")
+    assert status == 200 and "dan@example.com" not in page and "No open invites." in page
+    assert (await console_post(http, f"{settings}/members/invites/{invite_id}/revoke", token_from=f"{settings}/members"))[0] == 404
+    headers = await api_key_headers(console_server, admin.workspace_id)
+    url = f"{console_server.base}/connect/v1/workspaces/{admin.workspace_id}/audit-events?action=invite.revoked"
+    async with ClientSession() as api, api.get(url, headers=headers) as response:
+        events = (await response.json())["data"]
+    assert [(e["actorId"], e["targetId"], e["details"]["email"]) for e in events] == [(admin.user_id, invite_id, "dan@example.com")]

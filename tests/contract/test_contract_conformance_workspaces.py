@@ -44,6 +44,7 @@ OPERATIONS = {
     ("get", "/connect/v1/workspaces/invite/validate/{token}"): "200",
     ("post", "/connect/v1/workspaces/invite/accept/{token}"): "201",
     ("post", "/connect/v1/workspaces/{id}/invite"): "201",
+    ("delete", "/connect/v1/workspaces/{id}/invites/{inviteId}"): "200",
     ("get", "/connect/v1/workspaces/{id}/members"): "200",
     ("patch", "/connect/v1/workspaces/{id}/members/{userId}"): "200",
     ("delete", "/connect/v1/workspaces/{id}/members/{userId}"): "200",
@@ -137,6 +138,9 @@ async def _seed(api) -> dict[str, str]:
         _, invite_token = await create_invite(
             db, app[SERVICES].secrets, workspace_id=workspace_id, email="invited@example.com", role="viewer", ttl=timedelta(days=1), invited_by=None
         )
+        spare_invite, _ = await create_invite(
+            db, app[SERVICES].secrets, workspace_id=workspace_id, email="withdrawn@example.com", role="viewer", ttl=timedelta(days=1), invited_by=None
+        )
         spare_key = (await create_api_key(db, app[SERVICES].secrets, workspace_id=workspace_id, name="spare")).record.id
     async with aiohttp.ClientSession(headers={"x-api-key": OPERATOR_KEY}) as http:
         async with http.post(f"{api.base_url}/accounts", json={"name": "Spare account"}) as response:
@@ -153,6 +157,7 @@ async def _seed(api) -> dict[str, str]:
         "deny_join": joins[1],
         "invite": invite_token,
         "spare_key": spare_key,
+        "spare_invite": spare_invite.id,
         "spare_account": spare_account,
     }
 
@@ -170,6 +175,7 @@ def _parameters(seeded: dict[str, str]) -> tuple[dict[str, str], list[Operations
         Operations('include-operation-id = "post_approve"', {"path.id": seeded["approve"]}),
         Operations('include-operation-id = "post_deny"', {"path.id": seeded["deny"]}),
         Operations('include-operation-id = "delete_revoke_key"', {"path.id": seeded["spare_key"]}),
+        Operations('include-operation-id = "delete_revoke_invite"', {"path.inviteId": seeded["spare_invite"]}),
         Operations('include-operation-id = "post_approve_join_request"', {"path.requestId": seeded["approve_join"]}),
         Operations('include-operation-id = "post_deny_join_request"', {"path.requestId": seeded["deny_join"]}),
         Operations('include-operation-id = "delete_delete_account"', {"path.id": seeded["spare_account"]}, operator),

@@ -58,6 +58,7 @@ FORMS: dict[tuple[str, str], tuple[set[str], set[str]]] = {
     ("post", "/console/w/{workspace_id}/settings/members/invite"): ({"csrf", "email"}, {"role"}),
     ("post", "/console/w/{workspace_id}/settings/members/{user_id}/role"): ({"csrf", "role"}, set()),
     ("post", "/console/w/{workspace_id}/settings/members/{user_id}/remove"): ({"csrf"}, set()),
+    ("post", "/console/w/{workspace_id}/settings/members/invites/{invite_id}/revoke"): ({"csrf"}, set()),
     ("post", "/console/w/{workspace_id}/flows/approvals/{approval_id}/approve"): ({"csrf"}, {"note", "back"}),
     ("post", "/console/w/{workspace_id}/flows/approvals/{approval_id}/deny"): ({"csrf"}, {"note", "back"}),
     ("post", "/console/w/{workspace_id}/settings/approvals/{request_id}/approve"): ({"csrf"}, {"note"}),
