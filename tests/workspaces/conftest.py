@@ -11,8 +11,10 @@ import pytest
 from aiosmtpd.smtp import SMTP
 
 from patchbay.core.appkeys import SERVICES
+from patchbay.core.security.permissions import ROLE_PERMISSIONS
 from patchbay.core.testing import sign_access_token
 from patchbay.core.users.service import create_user
+from patchbay.core.workspaces.service import add_member
 
 
 class _Inbox:
@@ -49,11 +51,16 @@ async def smtp_server():
 
 @pytest.fixture
 def make_user():
-    """``await make_user(app, email)`` -> ``(user_id, headers)`` of a signed-in user (no workspace)."""
+    """``await make_user(app, email)`` -> ``(user_id, headers)`` of a signed-in user (no workspace);
+    with ``organization_id`` and ``role``, a member of that workspace with that role, whose token
+    carries the role's permissions there."""
 
-    async def make(app, address: str, *, organization_id: str | None = None, permissions=()):
+    async def make(app, address: str, *, organization_id: str | None = None, permissions=(), role: str | None = None):
         async with app[SERVICES].db.transaction() as session:
             user = await create_user(session, email=address, password=None, name="Test User")
+            if role is not None:
+                await add_member(session, workspace_id=organization_id, user_id=user.id, role=role)
+                permissions = sorted(ROLE_PERMISSIONS[role])
         claims = {"sub": user.id, "client_id": "console", "permissions": list(permissions)}
         if organization_id:
             claims["organization_id"] = organization_id

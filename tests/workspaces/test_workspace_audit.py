@@ -9,20 +9,9 @@ import json
 import pytest
 
 from patchbay.core.appkeys import SERVICES
-from patchbay.core.security.permissions import ROLE_PERMISSIONS
 from patchbay.core.testing import create_workspace_with_key
-from patchbay.core.workspaces import service
 
 BASE = "/connect/v1/workspaces"
-
-
-async def _member(app, workspace_id: str, address: str, role: str, make_user):
-    """``(user_id, headers)`` of a user who is ``role`` in the workspace, with an access token
-    carrying the role's permissions there."""
-    user_id, headers = await make_user(app, address, organization_id=workspace_id, permissions=sorted(ROLE_PERMISSIONS[role]))
-    async with app[SERVICES].db.transaction() as session:
-        await service.add_member(session, workspace_id=workspace_id, user_id=user_id, role=role)
-    return user_id, headers
 
 
 async def _events(client, workspace_id: str, headers, **params) -> list[dict]:
@@ -37,9 +26,9 @@ async def test_each_change_through_the_api_records_one_event_naming_who_did_it(a
     client = await aiohttp_client(app)
     workspace = await create_workspace_with_key(app)
     ws, key_headers = workspace["workspace_id"], workspace["headers"]
-    admin_id, admin = await _member(app, ws, "ada@example.test", "admin", make_user)
-    bob_id, _ = await _member(app, ws, "bob@example.test", "manager", make_user)
-    carol_id, _ = await _member(app, ws, "carol@example.test", "viewer", make_user)
+    admin_id, admin = await make_user(app, "ada@example.test", organization_id=ws, role="admin")
+    bob_id, _ = await make_user(app, "bob@example.test", organization_id=ws, role="manager")
+    carol_id, _ = await make_user(app, "carol@example.test", organization_id=ws, role="viewer")
     spare = await create_workspace_with_key(app)  # another workspace's key: not revocable from here
     other_key = (await (await client.get("/connect/v1/api-keys", headers=spare["headers"])).json())["data"][0]
 
@@ -86,9 +75,9 @@ async def test_a_refused_change_records_nothing(aiohttp_client, make_app, make_u
     app = make_app(database_url=database_url)
     client = await aiohttp_client(app)
     ws = (await create_workspace_with_key(app))["workspace_id"]
-    admin_id, admin = await _member(app, ws, "ada@example.test", "admin", make_user)
-    bob_id, viewer = await _member(app, ws, "bob@example.test", "viewer", make_user)
-    _, manager = await _member(app, ws, "mia@example.test", "manager", make_user)
+    admin_id, admin = await make_user(app, "ada@example.test", organization_id=ws, role="admin")
+    bob_id, viewer = await make_user(app, "bob@example.test", organization_id=ws, role="viewer")
+    _, manager = await make_user(app, "mia@example.test", organization_id=ws, role="manager")
 
     refusals = [
         await client.delete(f"{BASE}/{ws}/members/{admin_id}", headers=admin),  # the last admin
@@ -111,11 +100,11 @@ async def test_only_the_workspaces_admins_read_its_trail_page_by_page(aiohttp_cl
     app = make_app(database_url=database_url)
     client = await aiohttp_client(app)
     ws = (await create_workspace_with_key(app))["workspace_id"]
-    _, admin = await _member(app, ws, "ada@example.test", "admin", make_user)
-    _, viewer = await _member(app, ws, "vic@example.test", "viewer", make_user)
-    _, manager = await _member(app, ws, "mia@example.test", "manager", make_user)
+    _, admin = await make_user(app, "ada@example.test", organization_id=ws, role="admin")
+    _, viewer = await make_user(app, "vic@example.test", organization_id=ws, role="viewer")
+    _, manager = await make_user(app, "mia@example.test", organization_id=ws, role="manager")
     rival = await create_workspace_with_key(app, name="Rival")
-    _, rival_admin = await _member(app, rival["workspace_id"], "rex@example.test", "admin", make_user)
+    _, rival_admin = await make_user(app, "rex@example.test", organization_id=rival["workspace_id"], role="admin")
     for n in range(5):
         assert (await client.post(f"{BASE}/{ws}/invite", json={"email": f"guest{n}@example.test"}, headers=admin)).status == 201
     assert (await client.post(f"{BASE}/{rival['workspace_id']}/invite", json={"email": "spy@example.test"}, headers=rival_admin)).status == 201
@@ -154,7 +143,7 @@ async def test_no_event_holds_a_secret(aiohttp_client, make_app, make_user, data
     client = await aiohttp_client(app)
     workspace = await create_workspace_with_key(app)
     ws = workspace["workspace_id"]
-    _, admin = await _member(app, ws, "ada@example.test", "admin", make_user)
+    _, admin = await make_user(app, "ada@example.test", organization_id=ws, role="admin")
     invited = await client.post(f"{BASE}/{ws}/invite", json={"email": "dan@example.test"}, headers=admin)
     token = (await invited.json())["inviteUrl"].rsplit("/", 1)[-1]
     key = (await (await client.get("/connect/v1/api-keys", headers=workspace["headers"])).json())["data"][0]
@@ -178,7 +167,7 @@ async def test_events_older_than_the_retention_are_purged(aiohttp_client, make_a
     app = make_app(database_url=database_url)
     client = await aiohttp_client(app)
     ws = (await create_workspace_with_key(app))["workspace_id"]
-    _, admin = await _member(app, ws, "ada@example.test", "admin", make_user)
+    _, admin = await make_user(app, "ada@example.test", organization_id=ws, role="admin")
     assert (await client.post(f"{BASE}/{ws}/invite", json={"email": "new@example.test"}, headers=admin)).status == 201
     async with app[SERVICES].db.transaction() as session:
         for days in (366, 400):

@@ -6,19 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from patchbay.core.appkeys import SERVICES
-from patchbay.core.security.permissions import ROLE_PERMISSIONS
 from patchbay.core.testing import create_workspace_with_key
-from patchbay.core.workspaces import service
 
 BASE = "/connect/v1/workspaces"
-
-
-async def _member(app, workspace_id: str, address: str, role: str, make_user):
-    user_id, headers = await make_user(app, address, organization_id=workspace_id, permissions=sorted(ROLE_PERMISSIONS[role]))
-    async with app[SERVICES].db.transaction() as session:
-        await service.add_member(session, workspace_id=workspace_id, user_id=user_id, role=role)
-    return user_id, headers
 
 
 async def _invite(client, workspace_id: str, headers, email: str) -> tuple[str, str]:
@@ -34,9 +24,9 @@ async def test_only_an_admin_of_the_workspace_withdraws_an_invite_and_its_link_s
     app = make_app(database_url=database_url)
     client = await aiohttp_client(app)
     ws = (await create_workspace_with_key(app))["workspace_id"]
-    admin_id, admin = await _member(app, ws, "ada@example.test", "admin", make_user)
-    _, manager = await _member(app, ws, "max@example.test", "manager", make_user)
-    _, viewer = await _member(app, ws, "vic@example.test", "viewer", make_user)
+    admin_id, admin = await make_user(app, "ada@example.test", organization_id=ws, role="admin")
+    _, manager = await make_user(app, "max@example.test", organization_id=ws, role="manager")
+    _, viewer = await make_user(app, "vic@example.test", organization_id=ws, role="viewer")
     other = await create_workspace_with_key(app)
     invite_id, token = await _invite(client, ws, admin, "dan@example.test")
 
@@ -65,7 +55,7 @@ async def test_an_accepted_invite_cannot_be_withdrawn(aiohttp_client, make_app, 
     app = make_app(database_url=database_url)
     client = await aiohttp_client(app)
     ws = (await create_workspace_with_key(app))["workspace_id"]
-    _, admin = await _member(app, ws, "ada@example.test", "admin", make_user)
+    _, admin = await make_user(app, "ada@example.test", organization_id=ws, role="admin")
     invite_id, token = await _invite(client, ws, admin, "eve@example.test")
     _, eve = await make_user(app, "eve@example.test")
     assert (await client.post(f"{BASE}/invite/accept/{token}", headers=eve)).status == 201
