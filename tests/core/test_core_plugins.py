@@ -3,13 +3,9 @@ and a third-party pack installed with pip shows up in the registry over HTTP."""
 
 import inspect
 import json
-import os
 import re
-import signal
-import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
@@ -19,6 +15,7 @@ from patchbay import Action, Provider, hookimpl
 from patchbay.core.plugins import hookspecs
 from patchbay.core.plugins.manager import create_plugin_manager
 from patchbay.core.plugins.registry import PluginError, load_registry
+from tests.serve_process import ServeProcess
 
 REPO = Path(__file__).resolve().parents[2]
 HOOK_NAMES = [name for name, value in vars(hookspecs).items() if name.startswith("register_") and callable(value)]
@@ -147,12 +144,6 @@ def register_providers():
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.mark.slow  # pip installs a pack
 def test_third_party_pack_installed_with_pip_is_served(tmp_path):
     source = tmp_path / "pack"
@@ -163,36 +154,14 @@ def test_third_party_pack_installed_with_pip_is_served(tmp_path):
     # the test extra brings a setuptools that builds wheels by itself, so no build environment is fetched
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--target", str(site), str(source)], check=True)
 
-    env = {**os.environ, "PYTHONPATH": str(site), "PATCHBAY_DATA_DIR": str(tmp_path / "data"), "PATCHBAY_SECRET_KEY": "k"}
-    env.pop("PATCHBAY_DATABASE_URL", None)
-    patchbay = [sys.executable, "-m", "patchbay.cli"]
-    workspace = json.loads(
-        subprocess.run([*patchbay, "workspaces", "create", "--name", "T", "--json"], env=env, cwd=tmp_path, check=True, capture_output=True, text=True).stdout
-    )
-    key = json.loads(
-        subprocess.run(
-            [*patchbay, "api-keys", "create", "--workspace", workspace["id"], "--json"], env=env, cwd=tmp_path, check=True, capture_output=True, text=True
-        ).stdout
-    )["key"]
-    port = _free_port()
-    server = subprocess.Popen(
-        [*patchbay, "serve", "--port", str(port), "--no-scheduler"], env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
+    server = ServeProcess(tmp_path / "data", {"PYTHONPATH": str(site), "PATCHBAY_SECRET_KEY": "k"})
     try:
-        body = _get_when_up(f"http://127.0.0.1:{port}/connect/v1/providers/zorblax", {"x-api-key": key})
+        workspace = server.cli("workspaces", "create", "--name", "T")
+        key = server.cli("api-keys", "create", "--workspace", workspace["id"])["key"]
+        server.wait_ready()
+        request = urllib.request.Request(f"{server.url}/connect/v1/providers/zorblax", headers={"x-api-key": key})
+        with urllib.request.urlopen(request, timeout=10) as response:
+            body = json.loads(response.read())
         assert body["name"] == "zorblax" and body["displayName"] == "Zorblax" and body["requiresOAuth"] is False
     finally:
-        server.send_signal(signal.SIGINT)
-        server.wait(timeout=20)
-
-
-def _get_when_up(url: str, headers: dict[str, str]) -> dict:
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=5) as response:
-                return json.loads(response.read())
-        except (ConnectionError, urllib.error.URLError):
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.2)
+        server.stop()
