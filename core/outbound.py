@@ -2,7 +2,8 @@
 
 Every call to a target a tenant can influence (proxied provider calls, flow ``http`` steps, alert
 channels, webhook forwarding, CRM destinations, token URLs filled from connection parameters) goes
-through :class:`Outbound`'s session, which enforces:
+through :class:`Outbound`'s session, or its pool of keep-alive connections for the proxy's calls
+(:mod:`patchbay.core.upstream`, which applies the same address rule), which enforce:
 
 - **Addresses, at connect time.** :class:`GuardedConnector` checks every address it is about to
   connect to, whether it came from DNS or is written literally in the URL (``127.1``, ``[::1]``,
@@ -29,12 +30,15 @@ import ipaddress
 import ssl
 import zlib
 from collections.abc import AsyncIterable, AsyncIterator, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import aiohttp
 
 from patchbay.core.settings import OutboundSettings
+
+if TYPE_CHECKING:
+    from patchbay.core.upstream import UpstreamPool
 
 CONNECT_SECONDS = 10
 READ_CHUNK = 64 * 1024
@@ -207,8 +211,12 @@ class Outbound:
         self.limits = limits or OutboundSettings()
         self.address_allowed: AddressRule = _any_address if allow_insecure else (address_allowed or is_public_address)
         self._session: aiohttp.ClientSession | None = None
+        self._pool: UpstreamPool | None = None
 
     async def start(self) -> None:
+        from patchbay.core.upstream import UpstreamPool  # it builds on this module's rules
+
+        self._pool = UpstreamPool(address_allowed=self.address_allowed, ssl_context=self.ssl_context)
         connector = GuardedConnector(address_allowed=self.address_allowed, limit=200, limit_per_host=50, ttl_dns_cache=60, ssl=self.ssl_context or True)
         # No cookie jar: the one session serves every workspace, and a cookie one tenant's call
         # received must never ride along on another tenant's call to the same host.
@@ -229,6 +237,13 @@ class Outbound:
         if self._session is None:
             raise RuntimeError("outbound client is not started")
         return self._session
+
+    @property
+    def pool(self) -> UpstreamPool:
+        """The keep-alive connections of the proxy's calls to providers (:mod:`patchbay.core.upstream`)."""
+        if self._pool is None:
+            raise RuntimeError("outbound client is not started")
+        return self._pool
 
     def check(self, url: str) -> str:
         return check_target(url, allow_insecure=self.allow_insecure, address_allowed=self.address_allowed)
@@ -276,5 +291,7 @@ class Outbound:
         return body
 
     async def close(self) -> None:
+        if self._pool is not None:
+            await self._pool.close()
         if self._session is not None:
             await self._session.close()

@@ -29,6 +29,7 @@ from patchbay.core.http.errors import domain_status
 from patchbay.core.integrations import service as integrations
 from patchbay.core.outbound import StreamIdle, UnsafeTarget
 from patchbay.core.plugins.provider import Provider
+from patchbay.core.upstream import BadHeader, UpstreamResponse
 
 if TYPE_CHECKING:
     from patchbay.core.services import Services
@@ -111,7 +112,7 @@ def injected(services: Services, state: ConnectionState, provider: Provider) -> 
     return state.injected
 
 
-def provider_wait(services: Services, provider: Provider, response: aiohttp.ClientResponse) -> float | None:
+def provider_wait(services: Services, provider: Provider, response: UpstreamResponse) -> float | None:
     """How long the provider asks us to wait before the next call, if it says so."""
     customizer = services.registry.get("proxy", provider.name)
     if customizer is not None and hasattr(customizer, "retry_after"):
@@ -159,7 +160,7 @@ async def send(
     replayable: bool = True,
     stream: bool = False,
     source: str = "proxy",
-) -> tuple[ConnectionState, aiohttp.ClientResponse]:
+) -> tuple[ConnectionState, UpstreamResponse]:
     """Make the call and answer the (possibly refreshed) state and the provider's response, not
     read yet: the caller reads or streams it and must release it. ``replayable`` is false for a
     streamed body, which cannot be sent twice (no retry then; the 401 still refreshes the token for
@@ -228,7 +229,7 @@ async def send(
         )
 
 
-async def _send_once(services, state, provider, method, path, query, headers, body, stream) -> aiohttp.ClientResponse:
+async def _send_once(services, state, provider, method, path, query, headers, body, stream) -> UpstreamResponse:
     url = target_url(await integrations.override_base_url(services, state, provider) or base_url(services, state, provider), path)
     auth_headers, auth_query = injected(services, state, provider)
     outgoing = CIMultiDict(headers or {})
@@ -246,23 +247,23 @@ async def _send_once(services, state, provider, method, path, query, headers, bo
     else:
         url_value = url
     method = method.upper()
-    # The URL is on the base URL's origin, which base_url() checked against the outbound guard, and
-    # redirects are not followed: the session's per-hop check (a URL parse per call) is skipped,
-    # unless a customizer rewrote the call.
-    hop_checks: tuple | None = ()
     customizer = services.registry.get("proxy", provider.name)
     if customizer is not None and hasattr(customizer, "prepare"):
         call = ProxyCall(method=method, url=url_value, headers=outgoing, body=body, provider=provider, connection_id=state.id, params=state.params)
         customizer.prepare(call)
         method, url_value, outgoing, body = call.method, call.url, call.headers, call.body
-        hop_checks = None  # the session's own: every hop checked
+        # base_url() checked the base URL once; a rewritten URL is checked as it is
+        try:
+            services.outbound.check(str(url_value))
+        except UnsafeTarget as error:
+            raise Invalid(f"Refused target: {error}") from None
     try:
         timeout = services.connections.timeouts.get(services.outbound, stream=stream)
-        return await services.outbound.session.request(
-            method, url_value, headers=outgoing, data=body, allow_redirects=False, timeout=timeout, middlewares=hop_checks
-        )
+        return await services.outbound.pool.request(method, url_value, headers=outgoing, body=body, timeout=timeout)
     except UnsafeTarget as error:
         raise Invalid(f"Refused target: {error}") from None
+    except BadHeader as error:
+        raise Invalid(f"Validation failed: {error}") from None
     except StreamIdle as error:
         raise RequestTimeout(f"The request body stopped arriving: {error}") from None
     except (aiohttp.ClientError, TimeoutError, OSError) as error:
