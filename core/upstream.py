@@ -364,18 +364,17 @@ class UpstreamPool:
         origin = (url.scheme, url.host, url.port or (443 if url.scheme == "https" else 80))
         await self._take_turn(origin, deadline)
         try:
-            for attempt in (1, 2):
-                connection = self._idle_connection(origin)
-                reused = connection is not None
-                if connection is None:
-                    connection = await self._connect(origin, timeout, deadline)
+            connection = self._idle_connection(origin)
+            if connection is not None:
                 try:
                     return await self._exchange(connection, method, head, body, deadline, timeout.sock_read)
                 except UpstreamUnreachable:
-                    # the provider closed an idle connection as it was reused: once more on a new one
-                    if not reused or connection.got_bytes or attempt == 2 or not isinstance(body, bytes | None):
+                    # the provider closed the idle connection as it was reused: once more on a new
+                    # one, when not a byte came back and the body can be sent again
+                    if connection.got_bytes or not isinstance(body, bytes | None):
                         raise
-            raise AssertionError("unreachable")
+            connection = await self._connect(origin, timeout, deadline)
+            return await self._exchange(connection, method, head, body, deadline, timeout.sock_read)
         except BaseException:
             self.end_turn(origin)
             raise

@@ -26,7 +26,7 @@ from patchbay.core.appkeys import SERVICES
 from patchbay.core.connections.client import active_connection_id
 from patchbay.core.connections.runtime import ConnectionState
 from patchbay.core.connections.store import ConnectionNotFound, load_state
-from patchbay.core.errors import Invalid
+from patchbay.core.errors import Invalid, UpstreamFailed
 from patchbay.core.http.bodies import adapter_of, read_body
 from patchbay.core.http.errors import ApiError
 from patchbay.core.http.openapi import accepts
@@ -81,7 +81,11 @@ async def _answer(request: web.Request, upstream) -> web.StreamResponse:
         if request.method == "HEAD" or upstream.status in (204, 304):
             return web.Response(status=upstream.status, headers=headers)
         if length is not None and length <= SMALL_RESPONSE:
-            return web.Response(status=upstream.status, headers=headers, body=await upstream.read())
+            try:
+                body = await upstream.read()
+            except (aiohttp.ClientError, TimeoutError) as error:  # nothing is sent yet: a clean 502
+                raise UpstreamFailed(f"The provider's answer broke off: {error or 'nothing arrived in time'}") from None
+            return web.Response(status=upstream.status, headers=headers, body=body)
         response = web.StreamResponse(status=upstream.status, headers=headers)
         if length is not None:
             response.content_length = length

@@ -1,0 +1,219 @@
+"""The proxy's connections to providers (core/upstream.py) against a provider written at the byte
+level: connections reused, one closed while idle replaced, answers framed by length, by chunks or by
+the connection's end, interim answers skipped, a cut answer reported, a header that would split the
+request refused, at most ``PER_ORIGIN`` calls at once to one origin."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import aiohttp
+import pytest
+
+from patchbay import hookimpl
+from patchbay.core.plugins.provider import Provider
+from patchbay.core.testing import create_workspace_with_key
+from patchbay.core.upstream import PER_ORIGIN, UpstreamPool
+
+
+class RawHostPack:
+    @hookimpl
+    def register_providers(self):
+        return [
+            Provider(name="rawhost", display_name="Raw Host", category="other", auth_mode="none", api_base_url="{server}/api", connection_params=("server",))
+        ]
+
+
+class RawProvider:
+    """A TCP server that answers each request with ``answer(request_head, connection_number)``:
+    bytes to write, or ``None`` to close the connection without answering. Records every request
+    head and how many connections were opened."""
+
+    def __init__(self, answer) -> None:
+        self.answer = answer
+        self.requests: list[bytes] = []
+        self.connections = 0
+        self.server: asyncio.Server | None = None
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        number = self.connections
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                self.requests.append(head)
+                for line in head.split(b"\r\n"):
+                    if line.lower().startswith(b"content-length:"):
+                        await reader.readexactly(int(line.split(b":", 1)[1]))
+                reply = self.answer(head, number)
+                if asyncio.iscoroutine(reply):
+                    reply = await reply
+                if reply is None:
+                    break
+                writer.write(reply)
+                await writer.drain()
+                if b"connection: close" in reply.lower():
+                    break
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+            with contextlib.suppress(ConnectionError):
+                await writer.wait_closed()
+
+    async def __aenter__(self) -> RawProvider:
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        self.server.close()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
+
+
+def ok(body: bytes = b'{"ok":true}', *extra: str) -> bytes:
+    headers = "".join(f"{line}\r\n" for line in extra)
+    return b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n%b\r\n%b" % (len(body), headers.encode(), body)
+
+
+async def _proxy(aiohttp_client, make_app, provider: RawProvider):
+    app = make_app(plugins=[RawHostPack()])
+    client = await aiohttp_client(app)
+    ws = await create_workspace_with_key(app)
+    connect = await client.post("/connect/v1/providers/rawhost/connect", json={"params": {"server": provider.url}}, headers=ws["headers"])
+    assert connect.status == 201, await connect.text()
+    return client, {**ws["headers"], "x-connection-id": (await connect.json())["connectionId"]}
+
+
+async def test_calls_one_after_another_use_one_connection(aiohttp_client, make_app):
+    async with RawProvider(lambda head, number: ok()) as provider:
+        client, headers = await _proxy(aiohttp_client, make_app, provider)
+        for _ in range(5):
+            response = await client.get("/connect/v1/proxy/rawhost/items", headers=headers)
+            assert response.status == 200 and await response.json() == {"ok": True}
+        assert len(provider.requests) == 5 and provider.connections == 1
+
+
+async def test_a_connection_the_provider_closed_while_idle_is_replaced(aiohttp_client, make_app):
+    # the first connection takes one request, then closes on the next without a byte of answer:
+    # what a provider does when its keep-alive timeout ends as a call is sent
+    seen: dict[int, int] = {}
+
+    def answer(head, number):
+        seen[number] = seen.get(number, 0) + 1
+        return None if number == 1 and seen[number] == 2 else ok()
+
+    async with RawProvider(answer) as provider:
+        client, headers = await _proxy(aiohttp_client, make_app, provider)
+        first = await client.get("/connect/v1/proxy/rawhost/items", headers=headers)
+        assert first.status == 200
+        second = await client.get("/connect/v1/proxy/rawhost/items", headers=headers)
+        assert second.status == 200, await second.text()
+        assert provider.connections == 2
+
+
+async def test_an_upload_is_not_sent_twice_when_the_connection_fails(aiohttp_client, make_app):
+    async with RawProvider(lambda head, number: ok() if b"GET" in head else None) as provider:
+        client, headers = await _proxy(aiohttp_client, make_app, provider)
+        assert (await client.get("/connect/v1/proxy/rawhost/items", headers=headers)).status == 200
+
+        async def chunks():
+            yield b"x" * 10
+
+        response = await client.post("/connect/v1/proxy/rawhost/items", data=chunks(), headers={**headers, "Content-Type": "text/plain"})
+        assert response.status == 502, await response.text()
+        assert sum(head.startswith(b"POST") for head in provider.requests) == 1
+
+
+async def test_an_answer_without_a_length_ends_when_the_provider_closes(aiohttp_client, make_app):
+    async with RawProvider(lambda head, number: b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\nuntil the end") as provider:
+        client, headers = await _proxy(aiohttp_client, make_app, provider)
+        for _ in range(2):
+            response = await client.get("/connect/v1/proxy/rawhost/items", headers=headers)
+            assert response.status == 200 and await response.text() == "until the end"
+        assert provider.connections == 2
+
+
+async def test_a_chunked_answer_is_passed_on_whole(aiohttp_client, make_app):
+    chunked = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"
+    async with RawProvider(lambda head, number: chunked) as provider:
+        client, headers = await _proxy(aiohttp_client, make_app, provider)
+        for _ in range(2):
+            response = await client.get("/connect/v1/proxy/rawhost/items", headers=headers)
+            assert response.status == 200 and await response.text() == "hello world"
+        assert provider.connections == 1
+
+
+async def test_interim_answers_are_skipped(aiohttp_client, make_app):
+    early = b"HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n"
+    async with RawProvider(lambda head, number: early + ok(b'{"final":1}')) as provider:
+        client, headers = await _proxy(aiohttp_client, make_app, provider)
+        response = await client.get("/connect/v1/proxy/rawhost/items", headers=headers)
+        assert response.status == 200 and await response.json() == {"final": 1}
+        assert "Link" not in response.headers
+
+
+async def test_a_head_answer_has_no_body_and_the_next_call_works(aiohttp_client, make_app):
+    async with RawProvider(lambda head, number: ok(b'{"body":"only for GET"}')) as provider:
+        client, headers = await _proxy(aiohttp_client, make_app, provider)
+        head = await client.head("/connect/v1/proxy/rawhost/items", headers=headers)
+        assert head.status == 200
+        response = await client.get("/connect/v1/proxy/rawhost/items", headers=headers)
+        assert response.status == 200 and await response.json() == {"body": "only for GET"}
+
+
+@pytest.mark.parametrize("size", [10, 2 * 1024 * 1024], ids=["small", "streamed"])
+async def test_an_answer_cut_before_its_length_is_not_passed_on_as_complete(aiohttp_client, make_app, size):
+    async def cut(head, number):
+        return b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%b" % (size + 100, b"x" * size)
+
+    async with RawProvider(cut) as provider:
+        client, headers = await _proxy(aiohttp_client, make_app, provider)
+        response = await client.get("/connect/v1/proxy/rawhost/items", headers=headers)
+        if response.status == 200:  # streamed: the status was sent before the cut, so the connection is cut
+            with pytest.raises(aiohttp.ClientPayloadError):
+                await response.read()
+        else:
+            assert response.status == 502, await response.text()
+            assert "broke off" in (await response.json())["message"]
+
+
+async def test_a_header_that_would_split_the_request_is_refused(aiohttp_client, make_app):
+    async with RawProvider(lambda head, number: ok()) as provider:
+        client, headers = await _proxy(aiohttp_client, make_app, provider)
+        smuggled = {"method": "GET", "path": "/items", "headers": {"X-Note": "a\r\nX-Injected: yes"}}
+        response = await client.post("/connect/v1/proxy/rawhost", json=smuggled, headers=headers)
+        assert response.status == 400, await response.text()
+        assert (await response.json())["message"].startswith("Validation failed")
+        assert not any(b"X-Injected" in head for head in provider.requests)
+
+
+async def test_at_most_per_origin_calls_at_once_to_one_origin():
+    busy = peak = 0
+
+    async def slow(head, number):
+        nonlocal busy, peak
+        busy += 1
+        peak = max(peak, busy)
+        await asyncio.sleep(0.05)
+        busy -= 1
+        return ok()
+
+    async with RawProvider(slow) as provider:
+        pool = UpstreamPool(address_allowed=lambda address: True)
+        timeout = aiohttp.ClientTimeout(total=30, connect=10, sock_read=30)
+
+        async def call():
+            response = await pool.request("GET", f"{provider.url}/api/items", timeout=timeout)
+            try:
+                return response.status, await response.read()
+            finally:
+                response.release()
+
+        answers = await asyncio.gather(*(call() for _ in range(PER_ORIGIN + 20)))
+        await pool.close()
+    assert answers == [(200, b'{"ok":true}')] * (PER_ORIGIN + 20)
+    assert peak == PER_ORIGIN and provider.connections == PER_ORIGIN
