@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import ipaddress
+import re
 import socket
 import ssl
 import time
@@ -59,22 +60,51 @@ class BadHeader(ValueError):
     """A header name or value that would change the request's framing (CR, LF or NUL)."""
 
 
+#: what no header name or value may hold: it would end the header or the request early
+_FRAMING = re.compile(r"[\r\n\0]")
+
+
 def _header_line(name: str, value: str) -> str:
-    if any(character in name or character in value for character in "\r\n\0") or not name or ":" in name:
+    if not name or ":" in name or _FRAMING.search(name) or _FRAMING.search(value):
         raise BadHeader(f"header {name!r} has a character it may not have")
     return f"{name}: {value}\r\n"
 
 
-def _call_later(seconds: float | None, future: asyncio.Future) -> asyncio.TimerHandle | None:
-    """Fail ``future`` with ``TimeoutError`` after ``seconds`` (no limit: ``None``)."""
-    if seconds is None:
-        return None
-    return asyncio.get_running_loop().call_later(max(seconds, 0.0), _expire, future)
+class Deadlines:
+    """Futures to fail with ``TimeoutError`` when their time is up, checked every :data:`TICK`
+    seconds: one timer for all the waits of a pool rather than one per wait (a call waits two or
+    three times), at the price of firing up to a tick late."""
 
+    TICK = 0.1
 
-def _expire(future: asyncio.Future) -> None:
-    if not future.done():
-        future.set_exception(TimeoutError())
+    def __init__(self) -> None:
+        self._due: dict[asyncio.Future, float] = {}
+        self._timer: asyncio.TimerHandle | None = None
+
+    def add(self, future: asyncio.Future, seconds: float | None) -> None:
+        """Fail ``future`` after ``seconds`` unless it is done or discarded first (``None``: never)."""
+        if seconds is None:
+            return
+        self._due[future] = time.monotonic() + seconds
+        if self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(self.TICK, self._check)
+
+    def discard(self, future: asyncio.Future) -> None:
+        self._due.pop(future, None)
+
+    def _check(self) -> None:
+        now = time.monotonic()
+        for future in [future for future, due in self._due.items() if due <= now]:
+            del self._due[future]
+            if not future.done():
+                future.set_exception(TimeoutError())
+        self._timer = asyncio.get_running_loop().call_later(self.TICK, self._check) if self._due else None
+
+    def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._due.clear()
 
 
 class UpstreamResponse:
@@ -139,13 +169,13 @@ class UpstreamResponse:
             if self._deadline is not None:
                 left = self._deadline - time.monotonic()
                 limit = left if limit is None else min(limit, left)
-            timer = _call_later(limit, waiter)
+            deadlines = self._connection.pool.deadlines
+            deadlines.add(waiter, limit)
             try:
                 await waiter
             finally:
                 self._waiter = None
-                if timer is not None:
-                    timer.cancel()
+                deadlines.discard(waiter)
         return True
 
     def _take(self, limit: int) -> bytes:
@@ -344,6 +374,7 @@ class UpstreamPool:
         self._waiting: dict[tuple[str, str, int], collections.deque[asyncio.Future]] = {}
         self._connections: set[_Connection] = set()
         self._dns: dict[tuple[str, int], tuple[float, list[str]]] = {}
+        self.deadlines = Deadlines()
 
     async def request(
         self,
@@ -420,12 +451,11 @@ class UpstreamPool:
             if deadline is not None:
                 left = deadline - time.monotonic()
                 limit = left if limit is None else min(limit, left)
-            timer = _call_later(limit, ready)
+            self.deadlines.add(ready, limit)
             try:
                 await ready
             finally:
-                if timer is not None:
-                    timer.cancel()
+                self.deadlines.discard(ready)
         except BaseException:
             connection.response = None
             connection.close()
@@ -457,7 +487,7 @@ class UpstreamPool:
         waiter = asyncio.get_running_loop().create_future()
         waiting = self._waiting.setdefault(origin, collections.deque())
         waiting.append(waiter)
-        timer = _call_later(None if deadline is None else deadline - time.monotonic(), waiter)
+        self.deadlines.add(waiter, None if deadline is None else deadline - time.monotonic())
         try:
             await waiter  # end_turn handed its turn over: busy stays as it is
         except BaseException:
@@ -467,8 +497,7 @@ class UpstreamPool:
                 self.end_turn(origin)  # handed over just as this call gave up: pass it on
             raise
         finally:
-            if timer is not None:
-                timer.cancel()
+            self.deadlines.discard(waiter)
 
     def end_turn(self, origin: tuple[str, str, int]) -> None:
         waiting = self._waiting.get(origin)
@@ -555,3 +584,4 @@ class UpstreamPool:
             connection.close()
         self._connections.clear()
         self._idle.clear()
+        self.deadlines.close()

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 
 import aiohttp
 import pytest
 
 from patchbay import hookimpl
 from patchbay.core.plugins.provider import Provider
+from patchbay.core.settings import OutboundSettings
 from patchbay.core.testing import create_workspace_with_key
 from patchbay.core.upstream import PER_ORIGIN, UpstreamPool
 
@@ -79,8 +81,8 @@ def ok(body: bytes = b'{"ok":true}', *extra: str) -> bytes:
     return b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n%b\r\n%b" % (len(body), headers.encode(), body)
 
 
-async def _proxy(aiohttp_client, make_app, provider: RawProvider):
-    app = make_app(plugins=[RawHostPack()])
+async def _proxy(aiohttp_client, make_app, provider: RawProvider, **limits):
+    app = make_app(plugins=[RawHostPack()], outbound=OutboundSettings(**limits))
     client = await aiohttp_client(app)
     ws = await create_workspace_with_key(app)
     connect = await client.post("/connect/v1/providers/rawhost/connect", json={"params": {"server": provider.url}}, headers=ws["headers"])
@@ -179,6 +181,19 @@ async def test_an_answer_cut_before_its_length_is_not_passed_on_as_complete(aioh
         else:
             assert response.status == 502, await response.text()
             assert "broke off" in (await response.json())["message"]
+
+
+async def test_a_provider_that_does_not_answer_is_given_up_after_the_idle_limit(aiohttp_client, make_app):
+    async def late(head, number):
+        await asyncio.sleep(6)
+        return ok()
+
+    async with RawProvider(late) as provider:
+        client, headers = await _proxy(aiohttp_client, make_app, provider, stream_idle_seconds=1)
+        started = time.monotonic()
+        response = await client.get("/connect/v1/proxy/rawhost/items", headers=headers)
+        assert response.status == 502 and "unreachable: TimeoutError" in (await response.json())["message"]
+        assert 0.9 < time.monotonic() - started < 5
 
 
 async def test_a_header_that_would_split_the_request_is_refused(aiohttp_client, make_app):
