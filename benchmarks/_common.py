@@ -1,6 +1,6 @@
 """What several benchmarks share: free ports, CPU time of a process (and of its children, for
 ``patchbay serve --processes N``), scratch PostgreSQL databases, serving an app in a process of its
-own, and the ``--processes`` option."""
+own on the event loop ``patchbay serve`` runs, and the ``--processes`` option."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import os
 import signal
 import socket
 import uuid
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from aiohttp import web
@@ -44,6 +45,34 @@ def tree_cpu_seconds(pid: int) -> float:
     """CPU time of a process and of its living descendants (the processes of ``patchbay serve
     --processes N``). Take it before and after a measurement with the same children alive."""
     return cpu_seconds(pid) + sum(tree_cpu_seconds(child) for child in children(pid))
+
+
+# -- the event loop ---------------------------------------------------------------------------------
+
+
+def serve_loop(settings) -> Callable[[], asyncio.AbstractEventLoop]:
+    """What makes the event loop ``patchbay serve`` runs on under ``settings`` (``event_loop``);
+    asyncio's for a tree from before that setting (``--baseline-tree``)."""
+    try:
+        from patchbay.cli.main import loop_factory
+    except ImportError:
+        return asyncio.new_event_loop
+    return loop_factory(settings)
+
+
+def loop_name(new_loop: Callable[[], asyncio.AbstractEventLoop]) -> str:
+    """``uvloop`` or ``asyncio``: the library of what makes a loop."""
+    return new_loop.__module__.partition(".")[0]
+
+
+def event_loop_line(environ: Mapping[str, str] = os.environ) -> str:
+    """``event loop: uvloop``: what ``patchbay serve`` of this tree runs on under ``environ``'s
+    ``PATCHBAY_EVENT_LOOP``, printed beside a benchmark's settings: figures on uvloop and on
+    asyncio's loop are not comparable."""
+    from patchbay.core.settings import load_settings
+
+    settings = load_settings({}, {name: value for name, value in environ.items() if name == "PATCHBAY_EVENT_LOOP"})
+    return f"event loop: {loop_name(serve_loop(settings))}"
 
 
 # -- the --processes option -------------------------------------------------------------------------

@@ -36,6 +36,7 @@ import argparse
 import asyncio
 import json
 import multiprocessing
+import os
 import shutil
 import statistics
 import subprocess
@@ -44,7 +45,7 @@ import tempfile
 from pathlib import Path
 
 import aiohttp
-from _common import add_processes_option, serve, serve_processes, start_process, tree_cpu_seconds
+from _common import add_processes_option, loop_name, serve, serve_loop, serve_processes, start_process, tree_cpu_seconds
 from aiohttp import web
 from profiles import print_shares, start_py_spy, stop_py_spy
 from source_trees import package_folder
@@ -140,11 +141,14 @@ def _patchbay(
         environ["PATCHBAY_DATABASE_URL"] = database_url
     if log_level:
         environ["PATCHBAY_LOG_LEVEL"] = log_level
+    if "PATCHBAY_EVENT_LOOP" in os.environ:  # PATCHBAY_EVENT_LOOP=asyncio measures the loop uvloop replaces
+        environ["PATCHBAY_EVENT_LOOP"] = os.environ["PATCHBAY_EVENT_LOOP"]
     settings = load_settings({}, environ)
     settings.rate_limits = {**settings.rate_limits, "connect_api": "100000000/minute", "proxy": "100000000/minute"}
     defaults, chosen = _flat(load_settings({}, base)), _flat(settings)
     changed = {name: value for name, value in chosen.items() if value != defaults.get(name) and not name.startswith("plugin_environ.")}
     log_file = Path(data_dir) / "patchbay.log"
+    new_loop = serve_loop(settings)  # the one serve runs; run_processes makes it in each child
     if hasattr(middleware, "configure_logging"):
         middleware.configure_logging(settings.log_level, filename=log_file)  # as serve sets it up, into a file
     else:  # a baseline tree from before configure_logging: as its serve did
@@ -162,7 +166,7 @@ def _patchbay(
             token = await sign_access_token(app, {"sub": "bench", "organization_id": ws["workspace_id"], "permissions": ["connections.write"]})
             headers = {"Authorization": f"Bearer {token}"}
         headers["x-connection-id"] = connection.id
-        return {"headers": headers, "settings": {**changed, "(log file)": str(log_file)}}
+        return {"headers": headers, "settings": {**changed, "(log file)": str(log_file)}, "event_loop": loop_name(new_loop)}
 
     if processes > 1:  # as `patchbay serve --processes N` runs them
         serve_processes(lambda **options: create_app(settings, plugins=[BenchPack()], **options), processes, out, prepare)
@@ -174,7 +178,8 @@ def _patchbay(
 
         profiler = cProfile.Profile(time.thread_time)  # CPU time of the event loop's thread, not waits
         profiler.enable()
-    asyncio.run(serve(app, out, prepare, access_log_class=JsonAccessLogger))
+    with asyncio.Runner(loop_factory=new_loop) as runner:
+        runner.run(serve(app, out, prepare, access_log_class=JsonAccessLogger))
     if profile:
         profiler.disable()
         profiler.dump_stats(profile)
@@ -293,14 +298,14 @@ def main() -> None:
             process.terminate()
         for process in processes:
             process.join(30)
-    report(args, info["settings"], results)
+    report(args, info["settings"], info["event_loop"], results)
     if args.py_spy:
         print_shares(args.py_spy / "proxy.txt")
     if any(figures["errors"] for runs in results.values() for figures, _ in runs):
         sys.exit(1)
 
 
-def report(args, settings: dict[str, object], results: dict[str, list[tuple[dict[str, float], dict[str, float]]]]) -> None:
+def report(args, settings: dict[str, object], event_loop: str, results: dict[str, list[tuple[dict[str, float], dict[str, float]]]]) -> None:
     def median(name: str, key: str) -> float:
         return statistics.median(figures[key] for figures, _ in results[name])
 
@@ -318,6 +323,7 @@ def report(args, settings: dict[str, object], results: dict[str, list[tuple[dict
     print("patchbay settings that differ from the defaults:")
     for name, value in sorted(settings.items()):
         print(f"  {name} = {value}")
+    print(f"patchbay event loop: {event_loop}")
     print(f"{'':21} {'req/s':>8} {'p50 ms':>7} {'p99 ms':>7} {'errors':>6} {'CPU us/req':>10}   (medians of the rounds)")
     for name in results:
         process = "upstream" if name == "direct" else name.split()[0]

@@ -51,7 +51,7 @@ import urllib.request
 from pathlib import Path
 from urllib.parse import urlencode
 
-from _common import add_processes_option, children, free_port, tree_cpu_seconds
+from _common import add_processes_option, children, event_loop_line, free_port, tree_cpu_seconds
 from profiles import print_shares, start_py_spy, stop_py_spy
 from source_trees import package_folder
 
@@ -361,6 +361,7 @@ def main() -> None:
         f"PATCHBAY_SCHEDULER=false; SQLite in a scratch directory; the job workers and the access log are on (to serve.log there); "
         f"--processes {args.processes[0]}" + "".join(f" (and a second server with --processes {n})" for n in args.processes[1:])
     )
+    print(f"patchbay {event_loop_line()}" + (" (the baseline tree's: its own)" if args.baseline_tree else ""))
 
     first = (signing_rate(2, 1), signing_rate(2, cores))
 

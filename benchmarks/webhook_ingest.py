@@ -39,7 +39,7 @@ import uuid
 from pathlib import Path
 
 import aiohttp
-from _common import add_processes_option, free_port, pg_drop, pg_scratch, tree_cpu_seconds
+from _common import add_processes_option, event_loop_line, free_port, pg_drop, pg_scratch, tree_cpu_seconds
 from profiles import print_shares, start_py_spy, stop_py_spy
 
 from patchbay.core.app import create_app
@@ -362,6 +362,7 @@ async def main() -> None:
         "settings differing from the default: PATCHBAY_SCHEDULER=false, PATCHBAY_ALLOW_INSECURE_TARGETS=true (local receiver); the access log goes to serve.log in the data folder; "
         f"PATCHBAY_PROCESSES={args.processes[0]}" + "".join(f" (rows -x{n}: {n})" for n in args.processes[1:])
     )
+    print(f"patchbay {event_loop_line()}")
     print(
         f"relay (each POST forwarded at once through one client session, nothing stored; its own process): {relay['rate']:.0f} events/s, "
         f"{1000 * relay['cpu']:.3f} ms CPU per event: the floor of one POST in and one POST out per event in one aiohttp process"

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import logging
 import os
 import signal
 import socket
+from collections.abc import Callable
 
 import click
 from aiohttp import web
@@ -24,6 +26,8 @@ from patchbay.core.services import build_services
 from patchbay.core.settings import SettingsError, listen_address
 from patchbay.core.storage.db import Database
 from patchbay.core.storage.migrate import upgrade
+
+log = logging.getLogger(__name__)
 
 
 class PatchbayGroup(click.Group):
@@ -79,6 +83,7 @@ def _app(settings, *, background: bool = True, migrate: bool = True) -> web.Appl
 @click.option("--allow-insecure-targets/--no-allow-insecure-targets", default=None, help="Accept http and private targets (development only).")
 @click.option("--trusted-proxies", help="Comma-separated networks of load balancers whose X-Forwarded-For is believed.")
 @click.option("--workers", type=int, help="Jobs run at once by each process (0: none).")
+@click.option("--event-loop", help="auto (uvloop when installed), uvloop or asyncio.")
 @click.option("--log-level", help="DEBUG, INFO, WARNING or ERROR.")
 @click.option("--config", help="TOML settings file (PATCHBAY_CONFIG).")
 def serve(**flags) -> None:
@@ -86,6 +91,7 @@ def serve(**flags) -> None:
     count = flags.pop("processes", None)
     settings = settings_from(flags)
     _logging(settings.log_level)
+    new_loop = loop_factory(settings)  # before anything starts: uvloop chosen but not installed is one line
     first_start = not settings.database_url and not (settings.data_dir / "patchbay.db").exists()
     if count is None:
         count = processes.default_processes()
@@ -93,18 +99,51 @@ def serve(**flags) -> None:
         click.echo("warning: several processes need os.fork; running one", err=True)
         count = 1
     if count == 1:
-        _serve_one(settings, first_start)
+        _serve_one(settings, first_start, new_loop)
     else:
-        _serve_several(settings, first_start, count)
+        _serve_several(settings, first_start, count, new_loop)
 
 
-def _announce(settings, first_start: bool, count: int = 1) -> None:
+# ---------------------------------------------------------------------------------------------
+# The event loop
+# ---------------------------------------------------------------------------------------------
+
+
+def loop_factory(settings) -> Callable[[], asyncio.AbstractEventLoop]:
+    """What makes a new event loop of ``settings.event_loop``: uvloop's (``auto``: when it is
+    installed) or asyncio's. Make the loop in the process that runs it: a loop never crosses a fork.
+    uvloop chosen but not installed is a :class:`SettingsError`."""
+    if settings.event_loop == "asyncio":
+        return asyncio.new_event_loop
+    try:
+        import uvloop
+    except ImportError:
+        if settings.event_loop == "uvloop":
+            raise SettingsError(
+                "event_loop (PATCHBAY_EVENT_LOOP): uvloop is chosen but not installed (it has no Windows build); choose auto or asyncio"
+            ) from None
+        return asyncio.new_event_loop
+    return uvloop.new_event_loop
+
+
+def loop_name(made_by: asyncio.AbstractEventLoop | Callable[[], asyncio.AbstractEventLoop]) -> str:
+    """``uvloop`` or ``asyncio``: the library of an event loop, or of the function that makes one."""
+    return made_by.__module__.partition(".")[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# serve
+# ---------------------------------------------------------------------------------------------
+
+
+def _announce(settings, first_start: bool, count: int = 1, *, event_loop: str) -> None:
     base = settings.public_base_url
     click.echo(f"patchbay is listening on http://{settings.host}:{settings.port}")
     click.echo(f"  console:           {base}/console/")
     click.echo(f"  connect API:       {base}/connect/v1")
     click.echo(f"  identity provider: {settings.resolved_issuer}/.well-known/openid-configuration")
     click.echo(f"  database:          {settings.resolved_database_url.split('@')[-1]}")
+    click.echo(f"  event loop:        {event_loop}")
     if count > 1:
         click.echo(f"  processes:         {count}")
     if settings.metrics.listen:
@@ -118,12 +157,12 @@ def _announce(settings, first_start: bool, count: int = 1) -> None:
         click.echo(f"then sign in to the console at {base}/console/")
 
 
-def _serve_one(settings, first_start: bool) -> None:
+def _serve_one(settings, first_start: bool, new_loop: Callable[[], asyncio.AbstractEventLoop]) -> None:
     """One process: the web server, its workers and the scheduler."""
     app = _app(settings)
 
     async def announce(_app: web.Application) -> None:
-        _announce(settings, first_start)
+        _announce(settings, first_start, event_loop=loop_name(asyncio.get_running_loop()))
 
     app.on_startup.append(announce)
     if settings.metrics.listen:  # first: a taken address stops the start before anything else opens
@@ -131,12 +170,14 @@ def _serve_one(settings, first_start: bool) -> None:
     # On SIGTERM: stop accepting, let in-flight requests finish for up to SHUTDOWN_SECONDS, then
     # the app's cleanup stops the workers (grace, then release) and writes buffered rows.
     try:
-        web.run_app(app, host=settings.host, port=settings.port, access_log_class=JsonAccessLogger, print=None, shutdown_timeout=SHUTDOWN_SECONDS)
+        web.run_app(
+            app, host=settings.host, port=settings.port, access_log_class=JsonAccessLogger, print=None, shutdown_timeout=SHUTDOWN_SECONDS, loop=new_loop()
+        )
     except OSError as error:
         raise click.ClickException(f"cannot listen on {settings.host}:{settings.port}: {error.strerror or error}") from None
 
 
-def _serve_several(settings, first_start: bool, count: int) -> None:
+def _serve_several(settings, first_start: bool, count: int, new_loop: Callable[[], asyncio.AbstractEventLoop]) -> None:
     """``count`` processes: this one binds the port (and the metrics ports, one per process),
     migrates the schema and builds the app once, then forks the children that run it
     (``core.http.processes``). Process 0 runs the scheduler; each runs ``--workers`` jobs."""
@@ -147,7 +188,7 @@ def _serve_several(settings, first_start: bool, count: int) -> None:
     metrics_sockets = _metrics_sockets(settings.metrics.listen, count) if settings.metrics.listen else []
     asyncio.run(_migrate(settings))  # once, before the processes start
     app = _app(settings, background=False, migrate=False)
-    _announce(settings, first_start, count)
+    _announce(settings, first_start, count, event_loop=loop_name(new_loop))
     if run_processes(app, sockets, count, metrics_sockets):
         raise click.ClickException("a server process failed to start (its error is above)")
 
@@ -161,6 +202,7 @@ def run_processes(app: web.Application, sockets: list[list[socket.socket]], coun
     # counters every process sees: on SQLite the file, not each process's memory
     services.rate_limiter = RateLimiter(storage_for(services.db, settings.redis_url, processes=count))
     parent = os.getpid()
+    new_loop = loop_factory(settings)
 
     def child(index: int, ready_fd: int) -> int:
         processes.label_logs(f"process {index} pid {os.getpid()}")
@@ -168,13 +210,20 @@ def run_processes(app: web.Application, sockets: list[list[socket.socket]], coun
         app.cleanup_ctx.append(processes.parent_watch(parent))
         if metrics_sockets:
             app.cleanup_ctx.insert(0, _metrics_on(metrics_sockets[index]))
+        app.on_startup.append(_log_event_loop)
         app.on_startup.append(processes.notify_ready(ready_fd))
-        web.run_app(app, sock=sockets[index], access_log_class=JsonAccessLogger, print=None, shutdown_timeout=SHUTDOWN_SECONDS)
+        # each child makes its loop after the fork: a loop (uvloop's above all) never crosses one
+        web.run_app(app, sock=sockets[index], access_log_class=JsonAccessLogger, print=None, shutdown_timeout=SHUTDOWN_SECONDS, loop=new_loop())
         return 0
 
     processes.label_logs(f"supervisor pid {parent}")
     gc.freeze()  # what the children share stays in shared pages: the collector never writes to it
     return processes.Supervisor(count, child, stop_seconds=SHUTDOWN_SECONDS + GRACE_SECONDS + 15).run()
+
+
+async def _log_event_loop(_app: web.Application) -> None:
+    """Which loop a child serves on, as it runs (the parent's announcement says what it chose)."""
+    log.info("serving on the %s event loop", loop_name(asyncio.get_running_loop()))
 
 
 async def _migrate(settings) -> None:
@@ -243,7 +292,8 @@ def worker(**flags) -> None:
     """Run job workers only (scale-out beside `serve`, on PostgreSQL)."""
     settings = settings_from(flags)
     _logging(settings.log_level)
-    asyncio.run(_run_worker(settings))
+    with asyncio.Runner(loop_factory=loop_factory(settings)) as runner:
+        runner.run(_run_worker(settings))
 
 
 async def _run_worker(settings) -> None:
@@ -258,6 +308,7 @@ async def _run_worker(settings) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     async with services.running(), background_work(services):
+        log.info("running on the %s event loop", loop_name(loop))
         click.echo("patchbay worker running")
         await stop.wait()
 

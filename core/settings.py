@@ -260,6 +260,9 @@ class Settings(Section):
     trusted_proxies: list[str] = Field(default_factory=list)  # networks whose X-Forwarded-For is believed
     port: int = 8080
     workers: int = 16
+    #: the event loop of ``patchbay serve`` and ``patchbay worker``: ``uvloop`` (libuv's, less CPU per
+    #: request), ``asyncio`` (the standard library's) or ``auto`` (uvloop when it is installed)
+    event_loop: typing.Literal["auto", "uvloop", "asyncio"] = "auto"
     log_level: str = "INFO"
     #: largest request body of a caller with a valid API key or access token (bytes); also bounds a
     #: streamed CSV import
