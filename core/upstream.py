@@ -239,6 +239,9 @@ class _Connection(asyncio.Protocol):
         self.transport = transport  # type: ignore[assignment]
 
     def data_received(self, data: bytes) -> None:
+        if self.response is None:  # bytes nobody asked for: this connection's framing is lost
+            self.close()
+            return
         self.got_bytes = True
         try:
             self.parser.feed_data(data)
@@ -279,7 +282,7 @@ class _Connection(asyncio.Protocol):
         self.header_list = []
 
     def on_status(self, status: bytes) -> None:
-        if self.response is not None:
+        if self.response is not None and not self.response._complete:
             self.response.reason = status.decode("latin-1")
 
     def on_header(self, name: bytes, value: bytes) -> None:
@@ -288,7 +291,10 @@ class _Connection(asyncio.Protocol):
     def on_headers_complete(self) -> None:
         status = self.parser.get_status_code()
         response = self.response
-        if response is None or 100 <= status < 200:
+        if response is None or response._complete:  # a second answer to one request
+            self.keep_alive = False
+            return
+        if 100 <= status < 200:
             return  # an interim answer (100 Continue, 103 Early Hints): the final one follows
         response.status = status
         response.headers = CIMultiDictProxy(CIMultiDict(self.header_list))

@@ -117,6 +117,16 @@ async def test_a_connection_the_provider_closed_while_idle_is_replaced(aiohttp_c
         assert provider.connections == 2
 
 
+async def test_an_answer_nobody_asked_for_is_not_taken_for_the_next_one(aiohttp_client, make_app):
+    def answer(head, number):
+        return ok(b'{"n":%d}' % number) + (ok(b'{"unasked":1}') if number == 1 else b"")
+
+    async with RawProvider(answer) as provider:
+        client, headers = await _proxy(aiohttp_client, make_app, provider)
+        answers = [await (await client.get("/connect/v1/proxy/rawhost/items", headers=headers)).json() for _ in range(3)]
+        assert answers == [{"n": 1}, {"n": 2}, {"n": 2}]
+
+
 async def test_an_upload_is_not_sent_twice_when_the_connection_fails(aiohttp_client, make_app):
     async with RawProvider(lambda head, number: ok() if b"GET" in head else None) as provider:
         client, headers = await _proxy(aiohttp_client, make_app, provider)
