@@ -62,14 +62,15 @@ def _dropped(also: frozenset[str]) -> frozenset[str]:
     return HOP_BY_HOP | also
 
 
-def drop_hop_by_hop(headers: Mapping[str, str], also: frozenset[str] = frozenset()) -> CIMultiDict:
-    """A copy of ``headers`` without the hop-by-hop ones (RFC 9110 7.6.1), those the ``Connection``
-    header names and the lower-case names in ``also``, made in one pass."""
+def drop_hop_by_hop(headers: Mapping[str, str], also: frozenset[str] = frozenset()) -> list[tuple[str, str]]:
+    """The items of ``headers`` without the hop-by-hop ones (RFC 9110 7.6.1), those the
+    ``Connection`` header names and the lower-case names in ``also``, made in one pass: pairs,
+    which a response or the next request takes as its headers without another copy."""
     dropped = _dropped(also)
     listed = headers.get("Connection")
     if listed:
         dropped = dropped | {token.strip().lower() for token in listed.split(",")}
-    return CIMultiDict([(name, value) for name, value in headers.items() if name.lower() not in dropped])
+    return [(name, value) for name, value in headers.items() if name.lower() not in dropped]
 
 
 def provider_of(services: Services, state: ConnectionState) -> Provider:

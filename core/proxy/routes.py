@@ -161,7 +161,7 @@ async def proxy_passthrough(request: web.Request) -> web.StreamResponse:
             body = request.app[SERVICES].outbound.idle_limited(request.content.iter_chunked(CHUNK))
             replayable = False
             if length is not None:
-                headers["Content-Length"] = str(length)
+                headers.append(("Content-Length", str(length)))
     _, upstream = await send(
         request.app[SERVICES],
         state,
