@@ -16,10 +16,10 @@ import contextlib
 import functools
 import logging
 import math
-import operator
 import os
 import random
 import time
+import typing
 import uuid
 from collections.abc import Callable
 from datetime import datetime
@@ -143,7 +143,7 @@ class AuditBuffer:
         self.max_pending = max_pending
         #: rows dropped because the buffer was full while the database failed
         self.dropped = 0
-        self._rows: list[dict[str, Any]] = []
+        self._rows: list[AuditRow] = []
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
         self._flush_lock = asyncio.Lock()
@@ -166,21 +166,21 @@ class AuditBuffer:
         user_id: str | None = None,
     ) -> None:
         self._rows.append(
-            {
-                "id": row_id(),
-                "workspace_id": workspace_id,
-                "connection_id": connection_id,
-                "provider": provider,
-                "source": source,
-                "method": method,
-                "path": path[:2000],
-                "status": status,
-                "duration_ms": round(duration_ms, 3),
-                "error": error,
-                "created_at": utcnow(),
-                "client_id": client_id,
-                "user_id": user_id,
-            }
+            AuditRow(
+                row_id(),
+                workspace_id,
+                connection_id,
+                provider,
+                source,
+                method,
+                path[:2000],
+                status,
+                round(duration_ms, 3),
+                error,
+                utcnow(),
+                client_id,
+                user_id,
+            )
         )
         latency = self._latency.get(provider)
         if latency is None and (metrics := self._metrics()) is not None:  # the proxy's upstream latency per provider, for /metrics
@@ -241,35 +241,51 @@ class AuditBuffer:
             log.exception("dropping %d proxy audit rows at shutdown", len(self._rows))
 
 
-#: the audit table's columns, in the order of the driver-level insert's parameters
-_AUDIT_COLUMNS = tuple(column.name for column in ProxyCallLog.__table__.columns)
+class AuditRow(typing.NamedTuple):
+    """One audit row as the buffer holds it: the driver-level insert's parameters, in its order."""
+
+    id: str
+    workspace_id: str
+    connection_id: str
+    provider: str
+    source: str
+    method: str
+    path: str
+    status: int
+    duration_ms: float
+    error: str | None
+    created_at: datetime
+    client_id: str | None
+    user_id: str | None
+
+
 _PLACEHOLDERS = {"qmark": "?", "format": "%s", "pyformat": "%s"}
 
 
 @functools.lru_cache(maxsize=8)
-def _audit_insert(dialect: Dialect) -> tuple[str, Callable[[dict[str, Any]], tuple]]:
+def _audit_insert(dialect: Dialect) -> tuple[str, Callable[[AuditRow], tuple]]:
     """The driver-level ``INSERT`` of audit rows for ``dialect`` and the function making one row's
     parameters: the columns' own bind conversions (the UTC timestamp as the dialect stores it),
     without the ORM's per-row statement work, which cost more than the rest of a proxied call's
     audit. Made once per dialect."""
     table = ProxyCallLog.__table__
+    columns = AuditRow._fields
     if dialect.paramstyle in _PLACEHOLDERS:
-        marks = [_PLACEHOLDERS[dialect.paramstyle]] * len(_AUDIT_COLUMNS)
+        marks = [_PLACEHOLDERS[dialect.paramstyle]] * len(columns)
     elif dialect.paramstyle in ("numeric", "numeric_dollar"):
         sign = "$" if dialect.paramstyle == "numeric_dollar" else ":"
-        marks = [f"{sign}{n}" for n in range(1, len(_AUDIT_COLUMNS) + 1)]
+        marks = [f"{sign}{n}" for n in range(1, len(columns) + 1)]
     else:
         raise RuntimeError(f"unsupported driver parameter style {dialect.paramstyle}")
     quote = dialect.identifier_preparer.quote
-    statement = f"INSERT INTO {quote(table.name)} ({', '.join(quote(name) for name in _AUDIT_COLUMNS)}) VALUES ({', '.join(marks)})"
-    values = operator.itemgetter(*_AUDIT_COLUMNS)
-    converters = [(index, table.c[name].type._cached_bind_processor(dialect)) for index, name in enumerate(_AUDIT_COLUMNS)]
+    statement = f"INSERT INTO {quote(table.name)} ({', '.join(quote(name) for name in columns)}) VALUES ({', '.join(marks)})"
+    converters = [(index, table.c[name].type._cached_bind_processor(dialect)) for index, name in enumerate(columns)]
     converters = [(index, convert) for index, convert in converters if convert is not None]
 
-    def prepare(row: dict[str, Any]) -> tuple:
+    def prepare(row: AuditRow) -> tuple:
         if not converters:
-            return values(row)
-        parameters = list(values(row))
+            return row
+        parameters = list(row)
         for index, convert in converters:
             parameters[index] = convert(parameters[index])
         return tuple(parameters)

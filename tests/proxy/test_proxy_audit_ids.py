@@ -26,3 +26,10 @@ def test_a_forked_child_makes_other_row_ids_than_its_parent():
     with multiprocessing.get_context("fork").Pool(1) as pool:
         child = pool.apply(_five_ids)
     assert len(child) == 5 and not set(child) & set(_five_ids())
+
+
+def test_the_buffered_audit_row_names_every_column_of_the_table():
+    from patchbay.core.connections.models import ProxyCallLog
+    from patchbay.core.connections.runtime import AuditRow
+
+    assert sorted(AuditRow._fields) == sorted(column.name for column in ProxyCallLog.__table__.columns)
