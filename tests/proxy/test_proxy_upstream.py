@@ -140,23 +140,22 @@ async def test_an_upload_is_not_sent_twice_when_the_connection_fails(aiohttp_cli
         assert sum(head.startswith(b"POST") for head in provider.requests) == 1
 
 
-async def test_an_answer_without_a_length_ends_when_the_provider_closes(aiohttp_client, make_app):
-    async with RawProvider(lambda head, number: b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\nuntil the end") as provider:
-        client, headers = await _proxy(aiohttp_client, make_app, provider)
-        for _ in range(2):
-            response = await client.get("/connect/v1/proxy/rawhost/items", headers=headers)
-            assert response.status == 200 and await response.text() == "until the end"
-        assert provider.connections == 2
+FRAMINGS = {
+    # no length: the answer ends when the provider closes, so the next call needs a new connection
+    "until-close": (b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\nhello world", 2),
+    "chunked": (b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n", 1),
+}
 
 
-async def test_a_chunked_answer_is_passed_on_whole(aiohttp_client, make_app):
-    chunked = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"
-    async with RawProvider(lambda head, number: chunked) as provider:
+@pytest.mark.parametrize("framing", FRAMINGS)
+async def test_an_answer_framed_by_chunks_or_by_the_end_of_the_connection_is_passed_on_whole(aiohttp_client, make_app, framing):
+    answer, connections = FRAMINGS[framing]
+    async with RawProvider(lambda head, number: answer) as provider:
         client, headers = await _proxy(aiohttp_client, make_app, provider)
         for _ in range(2):
             response = await client.get("/connect/v1/proxy/rawhost/items", headers=headers)
             assert response.status == 200 and await response.text() == "hello world"
-        assert provider.connections == 1
+        assert provider.connections == connections
 
 
 async def test_interim_answers_are_skipped(aiohttp_client, make_app):
