@@ -26,6 +26,7 @@ from patchbay.core.storage.db import Database
 from patchbay.core.storage.migrate import upgrade
 from patchbay.core.testing import create_workspace_with_key
 from patchbay.core.users import service as users
+from tests.clock import start_within_one_clock_minute
 
 #: a `patchbay serve` a test starts runs one process unless the test asks for more
 #: (tests/core/test_serve_processes.py, the cluster): a second process per server only slows the
@@ -134,12 +135,8 @@ def _cheap_password_hashing():
 
 @pytest.fixture
 async def whole_clock_minute():
-    """Starts the test early enough in a clock minute to finish within it. The database storage's
-    rate-limit windows are clock minutes (every process agrees on them), so N+1 hits across a
-    minute boundary fall into two windows and none is refused."""
-    left = 60 - time.time() % 60
-    if left < 15:
-        await asyncio.sleep(left + 0.05)
+    """Starts the test early enough in a clock minute to finish within it (``tests/clock.py``)."""
+    await start_within_one_clock_minute()
 
 
 @pytest.fixture(scope="session")
