@@ -381,6 +381,7 @@ class UpstreamPool:
         self._connections: set[_Connection] = set()
         self._dns: dict[tuple[str, int], tuple[float, list[str]]] = {}
         self.deadlines = Deadlines()
+        self._swept = time.monotonic()
 
     async def request(
         self,
@@ -399,6 +400,8 @@ class UpstreamPool:
         head = self._head(method, url, headers, body)
         deadline = time.monotonic() + timeout.total if timeout.total else None
         origin = (url.scheme, url.host, url.port or (443 if url.scheme == "https" else 80))
+        if time.monotonic() - self._swept > IDLE_SECONDS:
+            self._close_idle()
         await self._take_turn(origin, deadline)
         try:
             connection = self._idle_connection(origin)
@@ -523,6 +526,17 @@ class UpstreamPool:
                 return connection
             connection.close()
         return None
+
+    def _close_idle(self) -> None:
+        """Close the connections idle longer than :data:`IDLE_SECONDS`, whatever their origin (an
+        origin called once is not asked again); run at most once per that period, by a call."""
+        now = self._swept = time.monotonic()
+        for origin, idle in list(self._idle.items()):
+            for connection in [connection for connection in idle if now - connection.idle_since >= IDLE_SECONDS]:
+                idle.remove(connection)
+                connection.close()
+            if not idle:
+                del self._idle[origin]
 
     def put_back(self, connection: _Connection) -> None:
         connection.idle_since = time.monotonic()

@@ -241,3 +241,24 @@ async def test_at_most_per_origin_calls_at_once_to_one_origin():
         await pool.close()
     assert answers == [(200, b'{"ok":true}')] * (PER_ORIGIN + 20)
     assert peak == PER_ORIGIN and provider.connections == PER_ORIGIN
+
+
+async def test_connections_idle_too_long_are_closed_whatever_their_origin(monkeypatch):
+    from patchbay.core import upstream
+
+    monkeypatch.setattr(upstream, "IDLE_SECONDS", 0.2)
+    async with RawProvider(lambda head, number: ok()) as once, RawProvider(lambda head, number: ok()) as other:
+        pool = UpstreamPool(address_allowed=lambda address: True)
+        timeout = aiohttp.ClientTimeout(total=10, connect=5, sock_read=10)
+
+        async def call(provider):
+            response = await pool.request("GET", f"{provider.url}/api/items", timeout=timeout)
+            await response.read()
+            response.release()
+
+        await call(once)
+        (kept,) = pool._connections
+        await asyncio.sleep(0.3)
+        await call(other)  # a call to another origin closes the first origin's idle connection
+        assert kept.closed and kept not in pool._connections
+        await pool.close()
