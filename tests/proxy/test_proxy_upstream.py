@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 import time
 
 import aiohttp
@@ -262,3 +263,34 @@ async def test_connections_idle_too_long_are_closed_whatever_their_origin(monkey
         await call(other)  # a call to another origin closes the first origin's idle connection
         assert kept.closed and kept not in pool._connections
         await pool.close()
+
+
+async def test_an_address_that_does_not_answer_is_passed_over_in_a_quarter_second():
+    # a listener whose accept queue is full drops new SYNs: connecting to it hangs, as to an
+    # address whose route is a black hole
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(0)
+    fillers = []
+    for _ in range(4):
+        filler = socket.socket()
+        filler.setblocking(False)
+        filler.connect_ex(silent.getsockname())
+        fillers.append(filler)
+    async with RawProvider(lambda head, number: ok()) as provider:
+        port = provider.server.sockets[0].getsockname()[1]
+        pool = UpstreamPool(address_allowed=lambda address: True)
+        # the name resolves to the silent address first, then to the provider's
+        addresses = [
+            (socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", silent.getsockname()),
+            (socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", ("127.0.0.1", port)),
+        ]
+        pool._dns[("provider.test", port)] = (time.monotonic(), addresses)
+        started = time.monotonic()
+        response = await pool.request("GET", f"http://provider.test:{port}/api/items", timeout=aiohttp.ClientTimeout(total=30, connect=10, sock_read=30))
+        assert response.status == 200 and await response.read() == b'{"ok":true}'
+        response.release()
+        assert time.monotonic() - started < 3
+        await pool.close()
+    for sock in (silent, *fillers):
+        sock.close()
