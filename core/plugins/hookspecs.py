@@ -81,7 +81,8 @@ def register_proxy(register):
 
     :param register: ``register(provider_name, customizer)``. The customizer's ``prepare(call)``
         may rewrite the outgoing call (``call.method``, ``call.url``, ``call.headers``,
-        ``call.body``; ``call.provider``, ``call.connection_id`` and ``call.params`` are given)
+        ``call.body``: bytes, text sent as UTF-8, or None; ``call.provider``, ``call.connection_id``
+        and ``call.params`` are given)
         before it is sent; its ``retry_after(response)`` may return the seconds to wait when the
         provider signals a rate limit in a way its definition's ``retry_headers`` cannot describe
         (None: use the definition). Both are optional and synchronous.

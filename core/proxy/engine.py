@@ -46,7 +46,8 @@ HOP_BY_HOP = frozenset(
 
 @attrs.define
 class ProxyCall:
-    """The outgoing call, as a ``register_proxy`` customizer's ``prepare(call)`` may rewrite it."""
+    """The outgoing call, as a ``register_proxy`` customizer's ``prepare(call)`` may rewrite it.
+    ``body`` is bytes, an async iterable of bytes (a streamed upload) or None; text is sent as UTF-8."""
 
     method: str
     url: str
@@ -253,6 +254,10 @@ async def _send_once(services, state, provider, method, path, query, headers, bo
         call = ProxyCall(method=method, url=url_value, headers=outgoing, body=body, provider=provider, connection_id=state.id, params=state.params)
         customizer.prepare(call)
         method, url_value, outgoing, body = call.method, call.url, call.headers, call.body
+        if isinstance(body, str):
+            body = body.encode()
+        elif isinstance(body, bytearray | memoryview):
+            body = bytes(body)
         # base_url() checked the base URL once; a rewritten URL is checked as it is
         try:
             services.outbound.check(str(url_value))

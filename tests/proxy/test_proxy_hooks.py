@@ -22,6 +22,8 @@ class Customizer:
 
     def prepare(self, call) -> None:
         call.headers["X-Tenant"] = call.connection_id
+        if call.method == "PUT":
+            call.body = "signed:" + call.body.decode()  # text: the pool sends it as UTF-8
 
     def retry_after(self, response):
         if response.status == 429:
@@ -58,3 +60,14 @@ async def test_auth_and_proxy_hooks(aiohttp_client, fake_app, fake):
     assert call["headers"]["X-Signed"] == "sig-123" and call["headers"]["Authorization"] == f"Bearer {KEY}"
     assert call["headers"]["X-Tenant"] == connection_id
     assert pack.customizer.waits == [429], "the hook's retry_after decided the wait"
+
+
+async def test_a_customizer_may_set_the_body_as_text(aiohttp_client, fake_app, fake):
+    app = fake_app(plugins=[HookPack()])
+    api = await aiohttp_client(app)
+    ws = await create_workspace_with_key(app)
+    created = await api.post("/connect/v1/providers/fakekey/connect", json={"credentials": {"apiKey": KEY}}, headers=ws["headers"])
+    headers = {**ws["headers"], "x-connection-id": (await created.json())["connectionId"]}
+    response = await api.post("/connect/v1/proxy/fakekey", json={"method": "PUT", "path": "/notes", "body": "é"}, headers=headers)
+    assert response.status < 500, await response.text()
+    assert fake.api_calls[-1]["body"] == "signed:é".encode()
