@@ -21,6 +21,7 @@ import zlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+import aiohttp
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from patchbay.core.connections.runtime import ConnectionState
@@ -138,6 +139,8 @@ class ConnectionClient:
                     pass  # a body that is not what its Content-Encoding says is answered as it came
         except ResponseTooLarge as error:
             raise UpstreamFailed(f"{self.provider.display_name} answered too large a body: {error}") from None
+        except (aiohttp.ClientError, TimeoutError) as error:  # cut or silent before the body's end
+            raise UpstreamFailed(f"{self.provider.display_name}'s answer broke off: {error or 'nothing arrived in time'}") from None
         finally:
             response.release()
         return ProviderResponse(response.status, response.headers, raw)

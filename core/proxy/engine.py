@@ -193,26 +193,30 @@ async def send(
         while True:
             response = await _send_once(services, state, provider, method, path, query, headers, body, stream)
             status = response.status
-            if status == 401 and not refreshed and can_refresh(services, state):
-                refreshed = True
-                stale = state.access_token
-                try:
-                    state = await refresh_connection(services, state.id, workspace_id=state.workspace_id, stale_token=stale)
-                except RefreshFailed:
+            try:
+                if status == 401 and not refreshed and can_refresh(services, state):
+                    refreshed = True
+                    stale = state.access_token
+                    try:
+                        state = await refresh_connection(services, state.id, workspace_id=state.workspace_id, stale_token=stale)
+                    except RefreshFailed:
+                        return state, response
+                    if replayable and state.access_token != stale:
+                        response.release()
+                        continue
                     return state, response
-                if replayable and state.access_token != stale:
-                    response.release()
-                    continue
+                wait = provider_wait(services, provider, response)
+                if wait is not None and wait > 0:
+                    rt.limiter.block(state.id, wait)
+                    if status == 429 and replayable and not waited and wait <= MAX_RETRY_WAIT:
+                        waited = True
+                        response.release()
+                        await asyncio.sleep(wait)
+                        continue
                 return state, response
-            wait = provider_wait(services, provider, response)
-            if wait is not None and wait > 0:
-                rt.limiter.block(state.id, wait)
-                if status == 429 and replayable and not waited and wait <= MAX_RETRY_WAIT:
-                    waited = True
-                    response.release()
-                    await asyncio.sleep(wait)
-                    continue
-            return state, response
+            except BaseException:
+                response.release()  # the caller never gets it: its connection and turn go back now
+                raise
     except DomainError as refusal:  # refused here, or the connection went away (deleted while a refresh ran)
         status = status or domain_status(refusal)
         error = refusal.message

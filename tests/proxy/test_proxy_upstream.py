@@ -14,6 +14,9 @@ import aiohttp
 import pytest
 
 from patchbay import hookimpl
+from patchbay.core.appkeys import SERVICES
+from patchbay.core.connections.client import open_client
+from patchbay.core.errors import UpstreamFailed
 from patchbay.core.plugins.provider import Provider
 from patchbay.core.settings import OutboundSettings
 from patchbay.core.testing import create_workspace_with_key
@@ -294,3 +297,45 @@ async def test_an_address_that_does_not_answer_is_passed_over_in_a_quarter_secon
         await pool.close()
     for sock in (silent, *fillers):
         sock.close()
+
+
+class BrokenWaitPack(RawHostPack):
+    """A pack whose ``retry_after`` fails: a bug of the pack's, which must not hold connections."""
+
+    class Customizer:
+        def retry_after(self, response):
+            raise RuntimeError("the pack's bug")
+
+    @hookimpl
+    def register_proxy(self, register):
+        register("rawhost", self.Customizer())
+
+
+async def test_an_answer_the_proxy_fails_to_hand_on_gives_its_turn_back(aiohttp_client, make_app, monkeypatch):
+    from patchbay.core import upstream
+
+    monkeypatch.setattr(upstream, "PER_ORIGIN", 2)
+    async with RawProvider(lambda head, number: ok()) as provider:
+        app = make_app(plugins=[BrokenWaitPack()])
+        client = await aiohttp_client(app)
+        ws = await create_workspace_with_key(app)
+        connect = await client.post("/connect/v1/providers/rawhost/connect", json={"params": {"server": provider.url}}, headers=ws["headers"])
+        headers = {**ws["headers"], "x-connection-id": (await connect.json())["connectionId"]}
+        for _ in range(4):  # more than the origin's turns: each failed call gave its turn back
+            response = await asyncio.wait_for(client.get("/connect/v1/proxy/rawhost/items", headers=headers), 10)
+            assert response.status == 500
+
+
+async def test_the_connection_client_reports_an_answer_cut_before_its_length_as_the_providers_failure(aiohttp_client, make_app):
+    async def cut(head, number):
+        return b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\nConnection: close\r\n\r\n" + b"x" * 10
+
+    async with RawProvider(cut) as provider:
+        app = make_app(plugins=[RawHostPack()])
+        client = await aiohttp_client(app)
+        ws = await create_workspace_with_key(app)
+        connect = await client.post("/connect/v1/providers/rawhost/connect", json={"params": {"server": provider.url}}, headers=ws["headers"])
+        provider_client = await open_client(app[SERVICES], workspace_id=ws["workspace_id"], connection_id=(await connect.json())["connectionId"])
+        with pytest.raises(UpstreamFailed) as failed:  # the API answers it 502
+            await provider_client.get("/items")
+        assert "broke off" in failed.value.message
