@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_the_spec_test_skips_with_the_reason_in_a_clone_without_shared(tmp_path):
     clone = tmp_path / "elsewhere" / "clone"
     (clone / "tests" / "core").mkdir(parents=True)
-    for part in ("pyproject.toml", "tests/conftest.py", "tests/core/test_core_openapi.py"):
+    for part in ("pyproject.toml", "tests/conftest.py", "tests/clock.py", "tests/core/test_core_openapi.py"):
         shutil.copy(ROOT / part, clone / part)
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rs", "tests/core/test_core_openapi.py::test_every_spec_route_is_served"],
