@@ -147,8 +147,6 @@ class AuditBuffer:
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
         self._flush_lock = asyncio.Lock()
-        #: the /metrics histogram's child per provider (``labels()`` looks it up under a lock)
-        self._latency: dict[str, Any] = {}
 
     def add(
         self,
@@ -182,11 +180,9 @@ class AuditBuffer:
                 user_id,
             )
         )
-        latency = self._latency.get(provider)
-        if latency is None and (metrics := self._metrics()) is not None:  # the proxy's upstream latency per provider, for /metrics
-            latency = self._latency[provider] = metrics.proxy_upstream.labels(provider)
-        if latency is not None:
-            latency.observe(duration_ms / 1000)
+        metrics = self._metrics()
+        if metrics is not None:  # the proxy's upstream latency per provider, for /metrics
+            metrics.observe_upstream(provider, duration_ms / 1000)
         self._bound()
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._run())

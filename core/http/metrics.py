@@ -25,13 +25,16 @@ private network.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from datetime import datetime
-from typing import Any
 
 from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Gauge, generate_latest
+from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
+from prometheus_client.utils import floatToGoString
 from sqlalchemy import func, select
 
 from patchbay.core.appkeys import SERVICES
@@ -50,6 +53,55 @@ routes = web.RouteTableDef()
 #: a route label for requests that matched no route, so that scanners cannot grow the label set
 UNMATCHED = "unmatched"
 _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+#: the ``le`` label of each bucket, as Prometheus clients write it
+_BUCKET_LABELS = (*(floatToGoString(bound) for bound in _LATENCY_BUCKETS), "+Inf")
+
+
+class _Histograms:
+    """Latency histograms of one metric, one per label tuple, kept as plain counts: an observation
+    is a dict lookup, a bisect and two additions, on the event loop's thread, with no lock (the
+    loop is the only writer, and a scrape reads on it too). Turned into Prometheus samples only when
+    scraped."""
+
+    def __init__(self, name: str, documentation: str, labels: list[str]) -> None:
+        self.name, self.documentation, self.labels = name, documentation, labels
+        #: label values -> [count per bucket (the last one +Inf), sum]
+        self.series: dict[tuple[str, ...], list] = {}
+
+    def observe(self, labels: tuple[str, ...], seconds: float) -> None:
+        series = self.series.get(labels)
+        if series is None:
+            series = self.series[labels] = [[0] * (len(_LATENCY_BUCKETS) + 1), 0.0]
+        series[0][bisect.bisect_left(_LATENCY_BUCKETS, seconds)] += 1
+        series[1] += seconds
+
+    def family(self) -> HistogramMetricFamily:
+        family = HistogramMetricFamily(self.name, self.documentation, labels=self.labels)
+        for labels, (counts, total) in list(self.series.items()):
+            cumulative = list(itertools.accumulate(counts))
+            family.add_metric(list(labels), list(zip(_BUCKET_LABELS, cumulative, strict=True)), total)
+        return family
+
+
+class _Traffic:
+    """The collector of this process's traffic: requests by method, route template and status,
+    their latency, and the proxy's upstream latency per provider. A request costs two dict updates
+    instead of a labelled Prometheus counter and histogram (each takes a lock and walks its buckets);
+    the families are built from the counts when ``/metrics`` is scraped."""
+
+    def __init__(self) -> None:
+        #: (method, route, status) -> requests answered
+        self.requests: dict[tuple[str, str, str], int] = {}
+        self.latency = _Histograms("patchbay_http_request_duration_seconds", "Time to answer an HTTP request.", ["method", "route"])
+        self.upstream = _Histograms("patchbay_proxy_upstream_duration_seconds", "Time a provider took to answer a proxied call.", ["provider"])
+
+    def collect(self) -> Iterator[CounterMetricFamily | HistogramMetricFamily]:
+        requests = CounterMetricFamily("patchbay_http_requests", "HTTP requests answered, by route template and status.", labels=["method", "route", "status"])
+        for labels, count in list(self.requests.items()):
+            requests.add_metric(list(labels), count)
+        yield requests
+        yield self.latency.family()
+        yield self.upstream.family()
 
 
 class Metrics:
@@ -58,19 +110,8 @@ class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
         registry = self.registry
-        self.requests = Counter(
-            "patchbay_http_requests", "HTTP requests answered, by route template and status.", ["method", "route", "status"], registry=registry
-        )
-        self.latency = Histogram(
-            "patchbay_http_request_duration_seconds", "Time to answer an HTTP request.", ["method", "route"], buckets=_LATENCY_BUCKETS, registry=registry
-        )
-        self.proxy_upstream = Histogram(
-            "patchbay_proxy_upstream_duration_seconds",
-            "Time a provider took to answer a proxied call.",
-            ["provider"],
-            buckets=_LATENCY_BUCKETS,
-            registry=registry,
-        )
+        self._traffic = _Traffic()
+        registry.register(self._traffic)
         self.jobs_queued = Gauge("patchbay_jobs_queued", "Jobs waiting or running, by kind (shared state).", ["kind"], registry=registry)
         self.jobs_oldest_age = Gauge(
             "patchbay_jobs_oldest_age_seconds", "Age of the oldest job waiting or running, by kind (shared state).", ["kind"], registry=registry
@@ -87,16 +128,15 @@ class Metrics:
             "patchbay_connections_refresh_failing", "Connections whose last token refresh failed, by provider (shared state).", ["provider"], registry=registry
         )
 
-        #: (method, route, status) -> its request counter and latency histogram (``labels()`` costs
-        #: more than the observation; the set is as bounded as the metrics' own labels)
-        self._request_series: dict[tuple[str, str, int], tuple[Any, Any]] = {}
-
     def observe_request(self, method: str, route: str, status: int, seconds: float) -> None:
-        series = self._request_series.get((method, route, status))
-        if series is None:
-            series = self._request_series[(method, route, status)] = (self.requests.labels(method, route, str(status)), self.latency.labels(method, route))
-        series[0].inc()
-        series[1].observe(seconds)
+        requests = self._traffic.requests
+        key = (method, route, str(status))
+        requests[key] = requests.get(key, 0) + 1
+        self._traffic.latency.observe((method, route), seconds)
+
+    def observe_upstream(self, provider: str, seconds: float) -> None:
+        """A proxied call's time from its first send to the provider's answer."""
+        self._traffic.upstream.observe((provider,), seconds)
 
     async def read_shared_state(self, db) -> None:
         """Set the shared-state gauges from the database (one grouped query per table)."""

@@ -197,3 +197,34 @@ async def test_readiness_fails_when_the_database_goes_away(aiohttp_client, make_
     assert response.status == 503
     assert (await response.json())["reason"].startswith("database")
     assert (await client.get("/livez")).status == 200
+
+
+def test_request_and_upstream_figures_are_exposed_as_prometheus_client_would_count_them():
+    """The traffic figures are counted in plain dicts and exposed at scrape time: the samples equal
+    those of prometheus-client's own Counter and Histogram fed the same observations."""
+    from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+
+    from patchbay.core.http.metrics import _LATENCY_BUCKETS, Metrics
+
+    observations = [0.001, 0.005, 0.0051, 0.3, 0.3, 2.5, 31.0, 0.0]
+    metrics = Metrics()
+    oracle = CollectorRegistry()
+    requests = Counter("patchbay_http_requests", "", ["method", "route", "status"], registry=oracle)
+    latency = Histogram("patchbay_http_request_duration_seconds", "", ["method", "route"], buckets=_LATENCY_BUCKETS, registry=oracle)
+    upstream = Histogram("patchbay_proxy_upstream_duration_seconds", "", ["provider"], buckets=_LATENCY_BUCKETS, registry=oracle)
+    for index, seconds in enumerate(observations):
+        status = 200 if index % 3 else 404
+        metrics.observe_request("GET", "/items/{id}", status, seconds)
+        requests.labels("GET", "/items/{id}", str(status)).inc()
+        latency.labels("GET", "/items/{id}").observe(seconds)
+        metrics.observe_upstream("github", seconds)
+        upstream.labels("github").observe(seconds)
+
+    def traffic(registry) -> dict:
+        found = samples(generate_latest(registry).decode())
+        return {key: value for key, value in found.items() if key[0].startswith(("patchbay_http", "patchbay_proxy")) and not key[0].endswith("_created")}
+
+    mine = traffic(metrics.registry)
+    assert mine == traffic(oracle)
+    assert mine[("patchbay_http_request_duration_seconds_bucket", (("le", "0.005"), ("method", "GET"), ("route", "/items/{id}")))] == 3
+    assert mine[("patchbay_proxy_upstream_duration_seconds_count", (("provider", "github"),))] == len(observations)
