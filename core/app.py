@@ -15,9 +15,7 @@ from aiohttp import web
 
 from patchbay.core.appkeys import SERVICES
 from patchbay.core.features import FEATURES
-from patchbay.core.http.bodies import body_limit_middleware, no_nul_middleware
-from patchbay.core.http.errors import error_middleware
-from patchbay.core.http.middleware import request_id_middleware, throttle_middleware
+from patchbay.core.http.pipeline import request_pipeline
 from patchbay.core.jobs.worker import background_work
 from patchbay.core.services import build_services
 from patchbay.core.settings import Settings
@@ -33,7 +31,7 @@ def create_app(settings: Settings, *, plugins: Iterable[object] = (), background
     """
     services = build_services(settings, plugins=plugins)
     app = web.Application(
-        middlewares=[request_id_middleware, error_middleware, no_nul_middleware, throttle_middleware, body_limit_middleware],
+        middlewares=[request_pipeline],
         client_max_size=settings.max_body_bytes,
     )
     app[SERVICES] = services

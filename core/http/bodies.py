@@ -15,7 +15,6 @@ from aiohttp.hdrs import CONTENT_ENCODING
 from multidict import MultiDictProxy
 from pydantic import TypeAdapter, ValidationError
 
-from patchbay.core.appkeys import SERVICES
 from patchbay.core.http.errors import ApiError, bad_request, not_found
 from patchbay.core.security.auth import authenticate
 
@@ -49,16 +48,14 @@ def body_too_large(limit: int) -> ApiError:
     return ApiError(413, f"Request body is larger than {limit} bytes")
 
 
-@web.middleware
-async def body_limit_middleware(request: web.Request, handler) -> web.StreamResponse:
+async def bounded(request: web.Request, settings) -> web.Request:
     """Bound what a request may make the server buffer: ``max_body_bytes`` for a caller with a valid
     credential, ``max_unauthenticated_body_bytes`` for everyone else (a webhook receiver's body is
     refused before its signature is checked). A declared ``Content-Length`` over the limit is
     refused unread; a chunked or compressed body fails with 413 when reading (inflating) passes the
-    limit."""
+    limit. Answers the request to hand on: itself, or a copy bounded to the limit."""
     if not request.body_exists:
-        return await handler(request)
-    settings = request.app[SERVICES].settings
+        return request
     authenticated = await authenticate(request) is not None
     limit = settings.max_body_bytes if authenticated else settings.max_unauthenticated_body_bytes
     if request.content_length is not None and request.content_length > limit:
@@ -66,12 +63,11 @@ async def body_limit_middleware(request: web.Request, handler) -> web.StreamResp
     if request.content_length is not None and CONTENT_ENCODING not in request.headers:
         # the parser stops at the declared length and nothing is inflated: the body cannot pass the
         # limit, so the request needs no copy carrying it (a clone costs tens of microseconds)
-        return await handler(request)
-    return await handler(request.clone(client_max_size=limit))
+        return request
+    return request.clone(client_max_size=limit)
 
 
-@web.middleware
-async def no_nul_middleware(request: web.Request, handler) -> web.StreamResponse:
+def refuse_nul(request: web.Request) -> None:
     """NUL is no text any database holds (PostgreSQL refuses it outright), so no path or query
     value may carry it: a path holding it names nothing (404), a query parameter holding it is a 400
     naming it. Checked once here, not by every lookup."""
@@ -81,7 +77,6 @@ async def no_nul_middleware(request: web.Request, handler) -> web.StreamResponse
         for key, value in request.query.items():
             if "\x00" in key or "\x00" in value:
                 raise bad_request(f"Query parameter '{key.replace(chr(0), '')}' must not contain the NUL character")
-    return await handler(request)
 
 
 #: an escape that may decode to a character no database text can hold: NUL or a UTF-16 surrogate

@@ -116,24 +116,31 @@ def error_response(request: web.Request, status: int, message: str, headers=None
     return response
 
 
-@web.middleware
-async def error_middleware(request: web.Request, handler) -> web.StreamResponse:
-    try:
-        return await handler(request)
-    except ApiError as error:
+def answer_for(request: web.Request, error: Exception) -> web.StreamResponse:
+    """The error envelope that answers ``error`` raised while handling ``request``; an
+    ``HTTPException`` below 400 (a redirect) is raised again, to be sent as it is."""
+    if isinstance(error, ApiError):
         return error_response(request, error.status_code, error.message, error.headers)
-    except DomainError as error:
+    if isinstance(error, DomainError):
         return error_response(request, domain_status(error), error.message, error.headers or None)
-    except web.HTTPException as error:
+    if isinstance(error, web.HTTPException):
         if error.status_code < 400:
-            raise
+            raise error
         if isinstance(error, web.HTTPRequestEntityTooLarge) and error.text:  # "Maximum request body size N exceeded."
             return error_response(request, 413, error.text, error.headers)
         return error_response(request, error.status_code, error.reason, error.headers)
-    except json.JSONDecodeError:
+    if isinstance(error, json.JSONDecodeError):
         return error_response(request, 400, "Malformed JSON body")
-    except StaleDataError:  # a concurrent request deleted or changed the row this one was updating
+    if isinstance(error, StaleDataError):  # a concurrent request deleted or changed the row this one was updating
         return error_response(request, 409, "The resource was changed or deleted by another request: try again")
-    except Exception:
-        log.exception("unhandled error in %s %s (request %s)", request.method, request.path, request.get(REQUEST_ID))
-        return error_response(request, 500, "Internal Server Error")
+    log.error("unhandled error in %s %s (request %s)", request.method, request.path, request.get(REQUEST_ID), exc_info=error)
+    return error_response(request, 500, "Internal Server Error")
+
+
+@web.middleware
+async def error_middleware(request: web.Request, handler) -> web.StreamResponse:
+    """:func:`answer_for` as a middleware of its own, for an app without patchbay's request pipeline."""
+    try:
+        return await handler(request)
+    except Exception as error:
+        return answer_for(request, error)

@@ -27,8 +27,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import datetime
 
 from aiohttp import web
@@ -185,24 +184,10 @@ def _route_of(request: web.Request) -> str:
     return resource.canonical if resource is not None else UNMATCHED
 
 
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-
-@web.middleware
-async def metrics_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Counts every answer, including the error envelope's, by the route template (never the raw
-    path: ids would make a label per resource)."""
-    started = time.perf_counter()
-    status = 500
-    try:
-        response = await handler(request)
-        status = response.status
-        return response
-    except web.HTTPException as error:
-        status = error.status
-        raise
-    finally:
-        request.app[SERVICES].metrics.observe_request(request.method, _route_of(request), status, time.perf_counter() - started)
+def count_answer(services, request: web.Request, status: int, seconds: float) -> None:
+    """Count an answer, the error envelope's included, by the route template (never the raw path:
+    ids would make a label per resource)."""
+    services.metrics.observe_request(request.method, _route_of(request), status, seconds)
 
 
 #: the Prometheus text exposition format (0.0.4), sent as ``text/plain``
@@ -255,6 +240,5 @@ def listener(address: str) -> Callable[[web.Application], AsyncIterator[None]]:
 
 
 def setup(app: web.Application) -> None:
-    app[SERVICES].metrics = app[SERVICES].metrics = Metrics()  # the services record through it (the proxy's upstream latency)
-    app.middlewares.insert(0, metrics_middleware)  # outermost: it sees the final status of every answer
+    app[SERVICES].metrics = Metrics()  # the request pipeline and the services record through it
     app.router.add_routes(routes)

@@ -16,7 +16,7 @@ from json import encoder as json_encoder
 from aiohttp import web
 from aiohttp.abc import AbstractAccessLogger
 
-from patchbay.core.appkeys import REQUEST_ID, SERVICES
+from patchbay.core.appkeys import REQUEST_ID
 from patchbay.core.http.client_address import client_address
 from patchbay.core.http.errors import ApiError
 from patchbay.core.ratelimit.limiter import parse_limit
@@ -44,29 +44,28 @@ THROTTLED_PREFIXES = ("/connect/v1/", "/api/", "/leads", "/crm/", "/byoa/", "/ac
 UNTHROTTLED_PREFIXES = ("/api/v1/oidc/", "/api/cron/")
 
 
-@web.middleware
-async def request_id_middleware(request: web.Request, handler) -> web.StreamResponse:
+def assign_request_id(request: web.Request) -> str:
+    """The caller's ``X-Request-Id`` when it is a sane one, else a new id; kept on the request (logs,
+    errors) and sent back on the answer."""
     incoming = request.headers.get("X-Request-Id", "")
-    request[REQUEST_ID] = incoming if _REQUEST_ID_OK.match(incoming) else new_request_id()
-    response = await handler(request)
-    response.headers["X-Request-Id"] = request[REQUEST_ID]
-    return response
+    request_id = request[REQUEST_ID] = incoming if _REQUEST_ID_OK.match(incoming) else new_request_id()
+    return request_id
 
 
-@web.middleware
-async def throttle_middleware(request: web.Request, handler) -> web.StreamResponse:
+async def throttle(request: web.Request, services) -> None:
+    """The connect API's limit per workspace (per client address without a valid credential): 429
+    past it."""
     path = request.path
     if not path.startswith(THROTTLED_PREFIXES) or path.startswith(UNTHROTTLED_PREFIXES):
-        return await handler(request)
-    item = parse_limit(request.app[SERVICES].settings.rate_limits["connect_api"])
+        return
+    item = parse_limit(services.settings.rate_limits["connect_api"])
     if item is None:
-        return await handler(request)
+        return
     principal = await authenticate(request)
     key = f"connect:ws:{principal.workspace_id}" if principal and principal.workspace_id else f"connect:ip:{client_address(request)}"
-    decision = await request.app[SERVICES].rate_limiter.hit(key, item)
+    decision = await services.rate_limiter.hit(key, item)
     if not decision.allowed:
         raise ApiError(429, "ThrottlerException: Too Many Requests", headers={"Retry-After": str(decision.retry_after)})
-    return await handler(request)
 
 
 #: Route variables whose values are credentials (invite and link tokens, codes, keys): never logged.
