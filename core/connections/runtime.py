@@ -219,8 +219,11 @@ class AuditBuffer:
             try:
                 async with self._db.transaction() as session:
                     connection = await session.connection()
-                    statement, prepare = _audit_insert(connection.dialect)
-                    await connection.exec_driver_sql(statement, [prepare(row) for row in rows])
+                    prepare = _audit_parameters(connection.dialect)
+                    for start in range(0, len(rows), AUDIT_BATCH):
+                        chunk = rows[start : start + AUDIT_BATCH]
+                        parameters = [value for row in chunk for value in prepare(row)]
+                        await connection.exec_driver_sql(_audit_insert(connection.dialect, len(chunk)), tuple(parameters))
             except Exception:
                 self._rows[:0] = rows
                 self._bound()
@@ -259,23 +262,12 @@ _PLACEHOLDERS = {"qmark": "?", "format": "%s", "pyformat": "%s"}
 
 
 @functools.lru_cache(maxsize=8)
-def _audit_insert(dialect: Dialect) -> tuple[str, Callable[[AuditRow], tuple]]:
-    """The driver-level ``INSERT`` of audit rows for ``dialect`` and the function making one row's
-    parameters: the columns' own bind conversions (the UTC timestamp as the dialect stores it),
-    without the ORM's per-row statement work, which cost more than the rest of a proxied call's
-    audit. Made once per dialect."""
+def _audit_parameters(dialect: Dialect) -> Callable[[AuditRow], tuple]:
+    """The function making one audit row's parameters for ``dialect``: the columns' own bind
+    conversions (the UTC timestamp as the dialect stores it), without the ORM's per-row statement
+    work, which cost more than the rest of a proxied call's audit. Made once per dialect."""
     table = ProxyCallLog.__table__
-    columns = AuditRow._fields
-    if dialect.paramstyle in _PLACEHOLDERS:
-        marks = [_PLACEHOLDERS[dialect.paramstyle]] * len(columns)
-    elif dialect.paramstyle in ("numeric", "numeric_dollar"):
-        sign = "$" if dialect.paramstyle == "numeric_dollar" else ":"
-        marks = [f"{sign}{n}" for n in range(1, len(columns) + 1)]
-    else:
-        raise RuntimeError(f"unsupported driver parameter style {dialect.paramstyle}")
-    quote = dialect.identifier_preparer.quote
-    statement = f"INSERT INTO {quote(table.name)} ({', '.join(quote(name) for name in columns)}) VALUES ({', '.join(marks)})"
-    converters = [(index, table.c[name].type._cached_bind_processor(dialect)) for index, name in enumerate(columns)]
+    converters = [(index, table.c[name].type._cached_bind_processor(dialect)) for index, name in enumerate(AuditRow._fields)]
     converters = [(index, convert) for index, convert in converters if convert is not None]
 
     def prepare(row: AuditRow) -> tuple:
@@ -286,7 +278,28 @@ def _audit_insert(dialect: Dialect) -> tuple[str, Callable[[AuditRow], tuple]]:
             parameters[index] = convert(parameters[index])
         return tuple(parameters)
 
-    return statement, prepare
+    return prepare
+
+
+@functools.lru_cache(maxsize=64)
+def _audit_insert(dialect: Dialect, rows: int) -> str:
+    """The driver-level ``INSERT`` of ``rows`` audit rows in one statement (multi-row ``VALUES``).
+    One statement, not ``executemany``: SQLite's driver steps each row of an ``executemany``
+    separately, taking the interpreter's lock back from the event loop's thread between rows, and
+    those hand-overs cost the loop more than the insert itself."""
+    table = ProxyCallLog.__table__
+    columns = AuditRow._fields
+    count = len(columns) * rows
+    if dialect.paramstyle in _PLACEHOLDERS:
+        marks = [_PLACEHOLDERS[dialect.paramstyle]] * count
+    elif dialect.paramstyle in ("numeric", "numeric_dollar"):
+        sign = "$" if dialect.paramstyle == "numeric_dollar" else ":"
+        marks = [f"{sign}{n}" for n in range(1, count + 1)]
+    else:
+        raise RuntimeError(f"unsupported driver parameter style {dialect.paramstyle}")
+    quote = dialect.identifier_preparer.quote
+    values = ", ".join(f"({', '.join(marks[start : start + len(columns)])})" for start in range(0, count, len(columns)))
+    return f"INSERT INTO {quote(table.name)} ({', '.join(quote(name) for name in columns)}) VALUES {values}"
 
 
 class ProxyTimeouts:
