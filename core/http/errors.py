@@ -97,7 +97,7 @@ def register_error_format(app: web.Application, prefix: str, formatter: Formatte
 
 
 def body_limit_setting(request: web.Request) -> str:
-    """The setting that bounds this request's body (``core.http.bodies.body_limit_middleware``
+    """The setting that bounds this request's body (``core.http.bodies.bounded``
     chose it from whether the caller presented a valid credential, remembered on the request)."""
     if request.get(PRINCIPAL) is not None:
         return "the limit for a caller with a valid credential is the `max_body_bytes` setting (PATCHBAY_MAX_BODY_BYTES)"

@@ -80,7 +80,7 @@ def delivery_json(delivery: WebhookDelivery, attempts: list[WebhookAttempt] | No
 
 def _filter(request: web.Request, name: str) -> str | None:
     """The query parameter ``name`` as a filter (None when left out or empty; NUL never gets here:
-    ``core.http.bodies.no_nul_middleware``)."""
+    ``core.http.bodies.refuse_nul``)."""
     return request.query.get(name) or None
 
 
