@@ -116,17 +116,21 @@ class ConnectionLimiter:
         self._blocked[connection_id] = max(until, self._blocked.get(connection_id, 0.0))
 
 
-#: Audit row ids must be unique, not secret: version-4 UUID text from a generator seeded from the
+#: Audit row ids must be unique, not secret: the random part comes from a generator seeded from the
 #: system's randomness once (and again in a forked child), sparing each call ``os.urandom``.
 _row_ids = random.Random()
 os.register_at_fork(after_in_child=_row_ids.seed)
-_UUID4_CLEAR = ~((0xF000 << 64) | (0xC << 60))
-_UUID4_SET = (0x4000 << 64) | (0x8 << 60)
+_RANDOM_B = (1 << 62) - 1
 
 
 def row_id() -> str:
-    """A random (version 4, RFC 4122 variant) UUID string, as ``new_id()`` makes."""
-    digits = "%032x" % (_row_ids.getrandbits(128) & _UUID4_CLEAR | _UUID4_SET)
+    """A time-ordered UUID string (version 7, RFC 9562): the millisecond of its making, then 74 random
+    bits. Rows of one millisecond come in any order, later ones after them: the audit table's
+    primary key index grows at its end instead of taking each row on a random page (a page write
+    per row once the index outgrows the cache, on SQLite and PostgreSQL alike)."""
+    random_bits = _row_ids.getrandbits(74)
+    value = (time.time_ns() // 1_000_000) << 80 | 0x7 << 76 | (random_bits >> 62) << 64 | 0b10 << 62 | random_bits & _RANDOM_B
+    digits = f"{value:032x}"
     return f"{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:]}"
 
 

@@ -1,21 +1,33 @@
-"""Audit row ids come from a generator seeded once per process (no system call per row): they are
-version-4 UUID strings as ``new_id()`` makes, unique, and a forked worker process does not repeat
-its parent's sequence."""
+"""Audit row ids are time-ordered UUID strings (version 7) whose random part comes from a generator
+seeded once per process (no system call per row): unique, ordered by the millisecond they were
+made in, and a forked worker process does not repeat its parent's sequence."""
 
 from __future__ import annotations
 
 import multiprocessing
+import time
 import uuid
 
 from patchbay.core.connections.runtime import row_id
 
 
-def test_row_ids_are_distinct_version_4_uuid_strings():
+def test_row_ids_are_distinct_version_7_uuid_strings_carrying_their_millisecond():
+    before = time.time_ns() // 1_000_000
     ids = [row_id() for _ in range(20_000)]
+    after = time.time_ns() // 1_000_000
     assert len(set(ids)) == len(ids)
-    for value in ids[:500]:
+    for value in ids[:500] + ids[-500:]:
         parsed = uuid.UUID(value)
-        assert (parsed.version, parsed.variant, str(parsed)) == (4, uuid.RFC_4122, value)
+        assert (parsed.version, parsed.variant, str(parsed)) == (7, uuid.RFC_4122, value)
+        assert before <= parsed.int >> 80 <= after
+
+
+def test_row_ids_of_later_milliseconds_sort_after_earlier_ones():
+    first = row_id()
+    millisecond = int(first.replace("-", "")[:12], 16)
+    while time.time_ns() // 1_000_000 <= millisecond:
+        time.sleep(0.0005)
+    assert all(row_id() > first for _ in range(1000))
 
 
 def _five_ids() -> list[str]:
