@@ -35,8 +35,14 @@ def _trusted(address: str, networks: tuple[Network, ...]) -> bool:
 def client_address(request: web.BaseRequest) -> str:
     peer = request.remote or "unknown"
     app = getattr(request, "app", None)
-    networks = parse_networks(tuple(app[SERVICES].settings.trusted_proxies)) if app is not None and SERVICES in app else ()
-    if not networks or not _trusted(peer, networks):
+    try:
+        trusted = app[SERVICES].settings.trusted_proxies if app is not None else ()
+    except KeyError:  # an app without patchbay's services
+        trusted = ()
+    if not trusted:  # the usual case, on every request's access line: the peer, nothing to parse
+        return peer
+    networks = parse_networks(tuple(trusted))
+    if not _trusted(peer, networks):
         return peer
     hops = [hop.strip() for header in request.headers.getall("X-Forwarded-For", []) for hop in header.split(",") if hop.strip()]
     for hop in reversed(hops):

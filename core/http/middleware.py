@@ -73,9 +73,10 @@ _SECRET_VARIABLE = re.compile(r"(token|secret|code|password|api_?key)$", re.IGNO
 REDACTED = "[redacted]"
 
 
-@functools.lru_cache(maxsize=1024)
-def _secret_variables(names: tuple[str, ...]) -> frozenset[str]:
-    """The credential-like ones of a route's variable names (the same few tuples on every request)."""
+@functools.lru_cache(maxsize=4096)
+def _secret_variables(resource: web.AbstractResource) -> frozenset[str]:
+    """The credential-like ones of a route's variable names, once per route."""
+    names = re.findall(r"\{([^}:]+)", resource.canonical)
     return frozenset(name for name in names if _SECRET_VARIABLE.search(name))
 
 
@@ -84,8 +85,10 @@ def loggable_path(request: web.BaseRequest) -> str:
     logged (OAuth codes, states and link tokens travel there)."""
     match_info = getattr(request, "match_info", None)
     resource = getattr(getattr(match_info, "route", None), "resource", None)
-    secrets = _secret_variables(tuple(match_info)) if match_info else ()
-    if resource is None or not secrets:
+    if resource is None or not match_info:
+        return request.path
+    secrets = _secret_variables(resource)
+    if not secrets:
         return request.path
     values = {name: REDACTED if name in secrets else value for name, value in match_info.items()}
     try:
