@@ -54,6 +54,9 @@ PER_ORIGIN = 50
 #: seconds before the next address is tried while one is still connecting (RFC 8305's value)
 HAPPY_EYEBALLS_DELAY = 0.25
 
+#: the headers of an answer not parsed yet (read-only, so one is shared)
+NO_HEADERS: CIMultiDictProxy[str] = CIMultiDictProxy(CIMultiDict())
+
 #: one ``getaddrinfo`` answer: family, type, protocol, canonical name, socket address
 AddressInfo = tuple[int, int, int, str, tuple]
 
@@ -123,7 +126,7 @@ class UpstreamResponse:
         self.method = method
         self.status = 0
         self.reason = ""
-        self.headers: CIMultiDictProxy[str] = CIMultiDictProxy(CIMultiDict())
+        self.headers: CIMultiDictProxy[str] = NO_HEADERS
         self.content_length: int | None = None
         self._deadline = deadline
         self._idle = idle

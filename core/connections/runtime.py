@@ -22,7 +22,7 @@ import time
 import typing
 import uuid
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
@@ -179,7 +179,7 @@ class AuditBuffer:
                 status,
                 round(duration_ms, 3),
                 error,
-                utcnow(),
+                time.time(),
                 client_id,
                 user_id,
             )
@@ -257,7 +257,7 @@ class AuditRow(typing.NamedTuple):
     status: int
     duration_ms: float
     error: str | None
-    created_at: datetime
+    created_at: float  # epoch seconds; the insert turns it into the column's value
     client_id: str | None
     user_id: str | None
 
@@ -268,21 +268,46 @@ _PLACEHOLDERS = {"qmark": "?", "format": "%s", "pyformat": "%s"}
 @functools.lru_cache(maxsize=8)
 def _audit_parameters(dialect: Dialect) -> Callable[[AuditRow], tuple]:
     """The function making one audit row's parameters for ``dialect``: the columns' own bind
-    conversions (the UTC timestamp as the dialect stores it), without the ORM's per-row statement
-    work, which cost more than the rest of a proxied call's audit. Made once per dialect."""
+    conversions, without the ORM's per-row statement work, which cost more than the rest of a
+    proxied call's audit. Made once per dialect."""
     table = ProxyCallLog.__table__
     converters = [(index, table.c[name].type._cached_bind_processor(dialect)) for index, name in enumerate(AuditRow._fields)]
-    converters = [(index, convert) for index, convert in converters if convert is not None]
+    converters = [(index, convert) for index, convert in converters if convert is not None and AuditRow._fields[index] != "created_at"]
+    converters.append((AuditRow._fields.index("created_at"), _timestamp_parameter(dialect)))
 
     def prepare(row: AuditRow) -> tuple:
-        if not converters:
-            return row
         parameters = list(row)
         for index, convert in converters:
             parameters[index] = convert(parameters[index])
         return tuple(parameters)
 
     return prepare
+
+
+def _timestamp_parameter(dialect: Dialect) -> Callable[[float], Any]:
+    """What ``created_at`` binds from a row's epoch seconds on ``dialect``: the column type's
+    conversion of that moment. On SQLite that conversion is text; its date and time part is made
+    once per second and the microseconds are appended, which is most of an audit row's insert
+    work otherwise (a datetime per row, its time zone moved, then formatted)."""
+    convert = ProxyCallLog.__table__.c.created_at.type._cached_bind_processor(dialect)
+
+    def moment(epoch: float) -> Any:
+        value = datetime.fromtimestamp(epoch, UTC)
+        return convert(value) if convert is not None else value
+
+    whole = moment(0.0)
+    if not (isinstance(whole, str) and whole.endswith(".000000")):
+        return moment
+    second_text: tuple[int, str] = (-1, "")  # (second, its text without the fraction)
+
+    def text(epoch: float) -> str:
+        nonlocal second_text
+        second = int(epoch)
+        if second_text[0] != second:
+            second_text = (second, moment(second)[:-7])
+        return f"{second_text[1]}.{int((epoch - second) * 1_000_000):06d}"
+
+    return text
 
 
 @functools.lru_cache(maxsize=64)

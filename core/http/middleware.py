@@ -152,8 +152,8 @@ class LogFormatter(logging.Formatter):
         date = self._date
         if date[0] != second:
             date = self._date = (second, time.strftime(self.default_time_format, self.converter(second)))
-        if msecs is None:
-            msecs = int((created - second) * 1000) + 0.0
+        if msecs is None:  # the access line's way: the same text as ``default_msec_format`` makes
+            return f"{date[1]},{int((created - second) * 1000):03d}"
         return self.default_msec_format % (date[1], msecs)
 
 

@@ -1,17 +1,23 @@
 """The proxy audit buffer writes what it holds in multi-row inserts of at most ``AUDIT_BATCH``
-rows each: a flush of more rows than one insert takes stores every row, once, as added."""
+rows each: a flush of more rows than one insert takes stores every row, once, as added, at the
+moment it was added."""
 
 from __future__ import annotations
 
+import random
+from datetime import UTC, datetime, timedelta
+
 import pytest
 from sqlalchemy import func, select
+from sqlalchemy.dialects import sqlite
 
 from patchbay import Provider, hookimpl
 from patchbay.core.appkeys import SERVICES
 from patchbay.core.connections.models import ProxyCallLog
-from patchbay.core.connections.runtime import AUDIT_BATCH
+from patchbay.core.connections.runtime import AUDIT_BATCH, _timestamp_parameter
 from patchbay.core.connections.service import connect_with_api_key
 from patchbay.core.testing import create_workspace_with_key
+from patchbay.core.timeutil import utcnow
 
 
 class KeyPack:
@@ -53,3 +59,45 @@ async def test_a_flush_of_more_rows_than_one_insert_takes_stores_each_row_once(m
             ids = (await session.execute(select(func.count(func.distinct(ProxyCallLog.id))))).scalar_one()
     assert sorted(rows) == sorted((f"/repos/{index}", 200 + index % 3, round(index / 7, 3)) for index in range(count))
     assert ids == count
+
+
+@pytest.mark.both_databases
+async def test_each_row_keeps_the_moment_it_was_added(make_app, database_url):
+    app = make_app(plugins=[KeyPack()], database_url=database_url)
+    services = app[SERVICES]
+    async with services.running(migrate=False):
+        workspace = await create_workspace_with_key(app)
+        buffer = services.connections.audit
+        moments = []
+        for index in range(3):
+            before = utcnow()
+            buffer.add(
+                workspace_id=workspace["workspace_id"],
+                connection_id="c",
+                provider="keyed",
+                source="proxy",
+                method="GET",
+                path=f"/{index}",
+                status=200,
+                duration_ms=1,
+            )
+            moments.append((before, utcnow()))
+        await buffer.flush()
+        async with services.db.session() as session:
+            stored = (await session.execute(select(ProxyCallLog.path, ProxyCallLog.created_at).where(ProxyCallLog.connection_id == "c"))).all()
+    by_path = dict(stored)
+    for index, (before, after) in enumerate(moments):
+        created = by_path[f"/{index}"]
+        assert created.tzinfo is not None
+        assert before - timedelta(microseconds=1) <= created <= after + timedelta(microseconds=1)
+
+
+def test_the_sqlite_timestamp_text_is_the_one_sqlalchemy_stores_for_that_moment():
+    dialect = sqlite.dialect()
+    ours = _timestamp_parameter(dialect)
+    theirs = ProxyCallLog.__table__.c.created_at.type._cached_bind_processor(dialect)
+    moments = [0.0, 0.5, 1764320000.000001, 1764320000.999999, 1764323999.25] + [random.uniform(0, 4e9) for _ in range(2000)]
+    for epoch in moments:
+        second = int(epoch)
+        moment = datetime.fromtimestamp(second, UTC).replace(microsecond=int((epoch - second) * 1_000_000))
+        assert ours(epoch) == theirs(moment), epoch
