@@ -8,6 +8,8 @@ from aiohttp import web
 SERVICES = web.AppKey("services", "Services")  # patchbay.core.services: what every service needs
 #: error shapes other than the connect API's, by path prefix (patchbay.core.http.errors.register_error_format)
 ERROR_FORMATS = web.AppKey("error_formats", list)
+#: headers set on answers by path (patchbay.core.http.pipeline.register_answer_headers)
+ANSWER_HEADERS = web.AppKey("answer_headers", list)
 
 #: the templates of the hosted connect page (patchbay.core.connect_ui.pages)
 CONNECT_UI_JINJA = web.AppKey("connect_ui_jinja", jinja2.Environment)

@@ -18,6 +18,7 @@ from patchbay.core.appkeys import SERVICES
 from patchbay.core.errors import RateLimited
 from patchbay.core.http.client_address import client_address
 from patchbay.core.http.errors import register_error_format
+from patchbay.core.http.pipeline import register_answer_headers
 from patchbay.core.identity.clients import Client
 from patchbay.core.identity.discovery import PREFIX
 from patchbay.core.identity.errors import OAuthRefusal
@@ -67,12 +68,6 @@ def wants_cors(path: str) -> bool:
     if path.startswith("/.well-known/"):
         return True
     return path.startswith(PREFIX + "/") and not path.startswith(NO_CORS)
-
-
-async def _add_cors(request: web.Request, response: web.StreamResponse) -> None:
-    if wants_cors(request.path):
-        for name, value in CORS_HEADERS.items():
-            response.headers.setdefault(name, value)
 
 
 async def preflight(_request: web.Request) -> web.Response:
@@ -181,4 +176,4 @@ def to_response(result: OAuthResult, *, extra_headers: dict[str, str] | None = N
 
 def setup_common(app: web.Application) -> None:
     register_error_format(app, PREFIX + "/", _format_error)
-    app.on_response_prepare.append(_add_cors)
+    register_answer_headers(app, wants_cors, CORS_HEADERS)

@@ -152,3 +152,15 @@ async def test_unknown_route_and_wrong_method_answer_oauth_errors(idp):
     response = await idp.http.delete("/api/v1/oidc/userinfo")
     assert response.status == 405
     assert set(await response.json()) == {"error", "error_description"}
+
+
+async def test_error_answers_of_the_endpoints_carry_cors_too(idp):
+    """A script on another origin reads the error of a refused call (the headers are set by the
+    request pipeline for these paths, on success and error answers alike)."""
+    refused = await idp.http.post("/api/v1/oidc/token", data={"grant_type": "password"})
+    unknown = await idp.http.get("/api/v1/oidc/no-such-endpoint")
+    assert (refused.status, unknown.status) == (400, 404)
+    for response in (refused, unknown):
+        assert "error" in await response.json()
+        for name, value in CORS.items():
+            assert response.headers[name] == value, (response.url, name)

@@ -63,9 +63,8 @@ async def test_a_flush_of_more_rows_than_one_insert_takes_stores_each_row_once(m
 
 @pytest.mark.both_databases
 async def test_each_row_keeps_the_moment_it_was_added(make_app, database_url):
-    app = make_app(plugins=[KeyPack()], database_url=database_url)
-    services = app[SERVICES]
-    async with services.running(migrate=False):
+    app = make_app(database_url=database_url)
+    async with app[SERVICES].running(migrate=False) as services:
         workspace = await create_workspace_with_key(app)
         buffer = services.connections.audit
         moments = []
