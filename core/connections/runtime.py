@@ -224,10 +224,11 @@ class AuditBuffer:
                 async with self._db.transaction() as session:
                     connection = await session.connection()
                     prepare = _audit_parameters(connection.dialect)
-                    for start in range(0, len(rows), AUDIT_BATCH):
-                        chunk = rows[start : start + AUDIT_BATCH]
-                        parameters = [value for row in chunk for value in prepare(row)]
-                        await connection.exec_driver_sql(_audit_insert(connection.dialect, len(chunk)), tuple(parameters))
+                    start = 0
+                    for size in insert_sizes(len(rows)):
+                        parameters = [value for row in rows[start : start + size] for value in prepare(row)]
+                        await connection.exec_driver_sql(_audit_insert(connection.dialect, size), tuple(parameters))
+                        start += size
             except Exception:
                 self._rows[:0] = rows
                 self._bound()
@@ -308,6 +309,18 @@ def _timestamp_parameter(dialect: Dialect) -> Callable[[float], Any]:
         return f"{second_text[1]}.{int((epoch - second) * 1_000_000):06d}"
 
     return text
+
+
+def insert_sizes(count: int) -> list[int]:
+    """The row counts of the inserts that write ``count`` rows: ``AUDIT_BATCH`` while that many are
+    left, then the powers of two that make up the rest (7 rows: 4, 2, 1). Each count is one
+    statement text, so a flush reuses statements the driver compiled before (SQLite's statement
+    cache, PostgreSQL's prepared statements) instead of compiling one of a new length, several
+    thousand parameters long, nearly every flush: that doubled the database's work per row."""
+    sizes = [AUDIT_BATCH] * (count // AUDIT_BATCH)
+    rest = count % AUDIT_BATCH
+    sizes += [1 << bit for bit in reversed(range(rest.bit_length())) if rest >> bit & 1]
+    return sizes
 
 
 @functools.lru_cache(maxsize=64)

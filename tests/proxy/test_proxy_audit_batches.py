@@ -14,7 +14,7 @@ from sqlalchemy.dialects import sqlite
 from patchbay import Provider, hookimpl
 from patchbay.core.appkeys import SERVICES
 from patchbay.core.connections.models import ProxyCallLog
-from patchbay.core.connections.runtime import AUDIT_BATCH, _timestamp_parameter
+from patchbay.core.connections.runtime import AUDIT_BATCH, _timestamp_parameter, insert_sizes
 from patchbay.core.connections.service import connect_with_api_key
 from patchbay.core.testing import create_workspace_with_key
 from patchbay.core.timeutil import utcnow
@@ -100,3 +100,13 @@ def test_the_sqlite_timestamp_text_is_the_one_sqlalchemy_stores_for_that_moment(
         second = int(epoch)
         moment = datetime.fromtimestamp(second, UTC).replace(microsecond=int((epoch - second) * 1_000_000))
         assert ours(epoch) == theirs(moment), epoch
+
+
+def test_flushes_of_any_size_use_a_few_statement_lengths_only():
+    """So that the driver's compiled statements serve every flush."""
+    lengths = set()
+    for count in range(3 * AUDIT_BATCH):
+        sizes = insert_sizes(count)
+        assert sum(sizes) == count and sizes == sorted(sizes, reverse=True)
+        lengths.update(sizes)
+    assert lengths == {AUDIT_BATCH} | {1 << bit for bit in range(AUDIT_BATCH.bit_length()) if 1 << bit < AUDIT_BATCH}
