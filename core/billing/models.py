@@ -16,6 +16,7 @@ class UsageCounter(IdMixin, TimestampMixin, TenantScoped, Base):
     """One row per workspace, metric and calendar month (UTC), upserted by ``record_usage``."""
 
     __tablename__ = "usage_counters"
+    own_workspace_index = False  # an index or unique constraint of the table leads with workspace_id
     __table_args__ = (UniqueConstraint("workspace_id", "metric", "period"),)
 
     metric: Mapped[str] = mapped_column(String(50))

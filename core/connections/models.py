@@ -21,6 +21,7 @@ ACTIVE_STATUSES = ("connected", "expired")
 
 class Connection(IdMixin, TimestampMixin, TenantScoped, Base):
     __tablename__ = "connections"
+    own_workspace_index = False  # an index or unique constraint of the table leads with workspace_id
     __table_args__ = (
         Index("ix_connections_workspace_provider", "workspace_id", "provider"),
         Index("ix_connections_workspace_created", "workspace_id", "created_at"),
@@ -78,6 +79,7 @@ class ByoaCredential(IdMixin, TimestampMixin, TenantScoped, Base):
     """A workspace's own OAuth app for a provider (spec 4.20): used instead of the deployment's."""
 
     __tablename__ = "byoa_credentials"
+    own_workspace_index = False  # an index or unique constraint of the table leads with workspace_id
     __table_args__ = (UniqueConstraint("workspace_id", "provider"),)
 
     provider: Mapped[str] = mapped_column(String(100))
@@ -91,6 +93,7 @@ class ProxyCallLog(IdMixin, TenantScoped, Base):
     stored without its query string). No foreign key: the log outlives a deleted connection."""
 
     __tablename__ = "proxy_call_logs"
+    own_workspace_index = False  # an index or unique constraint of the table leads with workspace_id
     __table_args__ = (
         Index("ix_proxy_call_logs_connection_created", "connection_id", "created_at"),
         Index("ix_proxy_call_logs_workspace_created", "workspace_id", "created_at"),

@@ -62,6 +62,7 @@ class FlowExecution(IdMixin, TimestampMixin, TenantScoped, Base):
         event, a polled item or a schedule tick start the flow once."""
 
     __tablename__ = "flow_executions"
+    own_workspace_index = False  # an index or unique constraint of the table leads with workspace_id
     __table_args__ = (
         Index("ix_flow_executions_flow_created", "flow_id", "created_at"),
         Index("ix_flow_executions_workspace_created", "workspace_id", "created_at"),
@@ -135,6 +136,7 @@ class FlowTriggerSubscription(IdMixin, TimestampMixin, TenantScoped, Base):
     stored cursor (spec 2.7)."""
 
     __tablename__ = "flow_trigger_subscriptions"
+    own_workspace_index = False  # an index or unique constraint of the table leads with workspace_id
     __table_args__ = (Index("ix_flow_trigger_subscriptions_match", "workspace_id", "provider_type", "kind"),)
 
     flow_id: Mapped[str] = mapped_column(String(36), ForeignKey("flows.id", ondelete="CASCADE"), index=True)
@@ -189,6 +191,7 @@ class FlowApproval(IdMixin, TimestampMixin, TenantScoped, Base):
     approved or denied (by an approver, through the API or a signed link) or timeout."""
 
     __tablename__ = "flow_approvals"
+    own_workspace_index = False  # an index or unique constraint of the table leads with workspace_id
     __table_args__ = (UniqueConstraint("execution_id", "step_id"), Index("ix_flow_approvals_workspace_status", "workspace_id", "status"))
 
     execution_id: Mapped[str] = mapped_column(String(36), ForeignKey("flow_executions.id", ondelete="CASCADE"))

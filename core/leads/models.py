@@ -20,6 +20,7 @@ class Lead(IdMixin, TimestampMixin, TenantScoped, Base):
     provider's lead id, then by normalised email, then by normalised phone."""
 
     __tablename__ = "leads"
+    own_workspace_index = False  # an index or unique constraint of the table leads with workspace_id
     __table_args__ = (
         UniqueConstraint("workspace_id", "provider", "external_id"),
         Index("ix_leads_workspace_email", "workspace_id", "email"),

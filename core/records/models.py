@@ -18,6 +18,7 @@ from patchbay.core.tables.search import index_inserts
 
 class Record(IdMixin, TimestampMixin, TenantScoped, Base):
     __tablename__ = "records"
+    own_workspace_index = False  # an index or unique constraint of the table leads with workspace_id
     __table_args__ = (
         # re-imports and re-syncs of one external record update it instead of adding a copy
         UniqueConstraint("workspace_id", "provider_type", "resource_type", "external_id"),

@@ -10,7 +10,7 @@ another tenant raises. A handler cannot forget the filter because it never write
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, ClassVar
 
 from sqlalchemy import JSON, DateTime, ForeignKey, MetaData, String, Table, event
 from sqlalchemy.dialects.postgresql import JSONB
@@ -67,11 +67,18 @@ class TimestampMixin:
 
 
 class TenantScoped:
-    """Rows that belong to one workspace. Queries through a tenant session see only that tenant's."""
+    """Rows that belong to one workspace. Queries through a tenant session see only that tenant's.
+
+    ``workspace_id`` has an index of its own unless the table sets ``own_workspace_index = False``,
+    which it does when one of its composite indexes or unique constraints leads with
+    ``workspace_id``: that index serves the same lookups (the tenant's queries, the cascade of a
+    deleted workspace), and a second one would only be written on every insert."""
+
+    own_workspace_index: ClassVar[bool] = True
 
     @declared_attr
     def workspace_id(cls) -> Mapped[str]:
-        return mapped_column(String(36), ForeignKey("workspaces.id", ondelete="CASCADE"), index=True)
+        return mapped_column(String(36), ForeignKey("workspaces.id", ondelete="CASCADE"), index=cls.own_workspace_index)
 
 
 class CrossTenantWrite(RuntimeError):

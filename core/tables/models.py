@@ -20,6 +20,7 @@ from patchbay.core.tables.search import index_inserts
 
 class DataTable(IdMixin, TimestampMixin, TenantScoped, Base):
     __tablename__ = "data_tables"
+    own_workspace_index = False  # an index or unique constraint of the table leads with workspace_id
     __table_args__ = (UniqueConstraint("workspace_id", "slug"),)
 
     name: Mapped[str] = mapped_column(String(200))

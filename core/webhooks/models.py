@@ -23,8 +23,9 @@ class WebhookEvent(IdMixin, TimestampMixin, TenantScoped, Base):
     __tablename__ = "webhook_events"
     __table_args__ = (Index("ix_webhook_events_workspace_created", "workspace_id", "created_at"),)
 
-    # Overrides TenantScoped's column: nullable until the event is routed.
-    workspace_id: Mapped[str | None] = mapped_column(String(36), ForeignKey("workspaces.id", ondelete="CASCADE"), index=True)
+    # Overrides TenantScoped's column: nullable until the event is routed (indexed by the composite
+    # index above, as TenantScoped.own_workspace_index says).
+    workspace_id: Mapped[str | None] = mapped_column(String(36), ForeignKey("workspaces.id", ondelete="CASCADE"))
     provider: Mapped[str] = mapped_column(String(100))
     status: Mapped[str] = mapped_column(String(12), default="RECEIVED", index=True)
     event_type: Mapped[str | None] = mapped_column(String(100))
@@ -48,6 +49,7 @@ class WebhookSubscription(IdMixin, TimestampMixin, TenantScoped, Base):
     """A customer endpoint that receives a provider's events (4.4, 2.3)."""
 
     __tablename__ = "webhook_subscriptions"
+    own_workspace_index = False  # an index or unique constraint of the table leads with workspace_id
     __table_args__ = (Index("ix_webhook_subscriptions_workspace_provider", "workspace_id", "provider"),)
 
     provider: Mapped[str] = mapped_column(String(100))
@@ -74,6 +76,7 @@ class WebhookDelivery(IdMixin, TimestampMixin, TenantScoped, Base):
     """The forwarding of one event to one subscription; each try is a :class:`WebhookAttempt`."""
 
     __tablename__ = "webhook_deliveries"
+    own_workspace_index = False  # an index or unique constraint of the table leads with workspace_id
     __table_args__ = (Index("ix_webhook_deliveries_workspace_created", "workspace_id", "created_at"),)
 
     event_id: Mapped[str] = mapped_column(String(36), index=True)

@@ -37,6 +37,7 @@ class WorkspaceAuditEvent(IdMixin, TenantScoped, Base):
     """One administrative change of a workspace (never updated)."""
 
     __tablename__ = "workspace_audit_events"
+    own_workspace_index = False  # an index or unique constraint of the table leads with workspace_id
     __table_args__ = (Index("ix_workspace_audit_events_workspace_id_created_at", "workspace_id", "created_at"),)
 
     created_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -2,14 +2,16 @@
 SQLite's pragmas, PostgreSQL connections pinged only when they come back from idling."""
 
 import pytest
+from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import func, select, text
+from sqlalchemy import UniqueConstraint, func, inspect, select, text
 
 from patchbay.core.security.models import ApiKey
 from patchbay.core.storage import db as storage_db
-from patchbay.core.storage.base import CrossTenantWrite
+from patchbay.core.storage.base import Base, CrossTenantWrite, TenantScoped
 from patchbay.core.storage.db import Database
+from patchbay.core.storage.migrate import alembic_config
 from patchbay.core.storage.models import metadata
 from patchbay.core.workspaces.models import Workspace
 
@@ -68,6 +70,42 @@ async def test_migrations_match_the_models(db):
         diff = await connection.run_sync(lambda sync: compare_metadata(MigrationContext.configure(sync), metadata))
     significant = [entry for entry in diff if not _is_fts_shadow(entry)]
     assert significant == []
+
+
+PARTIAL = ("sqlite_where", "postgresql_where")
+
+
+def test_a_tenant_tables_workspace_id_is_indexed_once(make_app):
+    """Alone when no composite index or unique constraint leads with it, else only by that one
+    (every insert writes each index: a second one serving the same lookups only costs)."""
+    make_app()  # every model of the built-in packs registered
+    for mapper in Base.registry.mappers:
+        if not issubclass(mapper.class_, TenantScoped):
+            continue
+        table = mapper.local_table
+        alone = [index.name for index in table.indexes if [column.name for column in index.columns] == ["workspace_id"]]
+        composite = [*table.indexes, *(constraint for constraint in table.constraints if isinstance(constraint, UniqueConstraint))]
+        whole = [
+            item for item in composite if not any(item.dialect_kwargs.get(where) is not None for where in PARTIAL)
+        ]  # a partial index serves some rows only
+        leading = [item.name for item in whole if len(item.columns) > 1 and next(iter(item.columns)).name == "workspace_id"]
+        assert len(alone) == (0 if leading else 1), (table.name, alone, leading)
+
+
+async def test_the_redundant_workspace_indexes_come_back_on_downgrade(db):
+    def indexes(sync) -> set[str]:
+        inspector = inspect(sync)
+        return {index["name"] for table in ("proxy_call_logs", "webhook_events", "flow_approvals") for index in inspector.get_indexes(table)}
+
+    async with db.engine.begin() as connection:
+        upgraded = await connection.run_sync(indexes)
+        await connection.run_sync(lambda sync: command.downgrade(alembic_config(sync), "console_logs_0001"))
+        downgraded = await connection.run_sync(indexes)
+        await connection.run_sync(lambda sync: command.upgrade(alembic_config(sync), "heads"))
+        again = await connection.run_sync(indexes)
+    redundant = {"ix_proxy_call_logs_workspace_id", "ix_webhook_events_workspace_id", "ix_flow_approvals_workspace_id"}
+    assert not upgraded & redundant and redundant <= downgraded and again == upgraded
+    assert {"ix_proxy_call_logs_workspace_created", "ix_webhook_events_workspace_created", "ix_flow_approvals_workspace_status"} <= upgraded
 
 
 SEARCH_MARKERS = ("fts", "trgm", "tsv")
