@@ -1,4 +1,5 @@
-"""Errors of the HTTP layer and the middleware that gives every error its documented shape.
+"""Errors of the HTTP layer, and :func:`answer_for`, the request pipeline's step that gives every
+error its documented shape.
 
 The connect API answers ``{"statusCode": int, "message": str}`` (contract section 4) and never a
 stack trace. Features whose errors have another shape (the identity provider's
@@ -135,12 +136,3 @@ def answer_for(request: web.Request, error: Exception) -> web.StreamResponse:
         return error_response(request, 409, "The resource was changed or deleted by another request: try again")
     log.error("unhandled error in %s %s (request %s)", request.method, request.path, request.get(REQUEST_ID), exc_info=error)
     return error_response(request, 500, "Internal Server Error")
-
-
-@web.middleware
-async def error_middleware(request: web.Request, handler) -> web.StreamResponse:
-    """:func:`answer_for` as a middleware of its own, for an app without patchbay's request pipeline."""
-    try:
-        return await handler(request)
-    except Exception as error:
-        return answer_for(request, error)

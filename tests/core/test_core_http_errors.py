@@ -52,13 +52,12 @@ async def test_request_id_is_echoed(client):
     assert response.headers["X-Request-Id"] == "abc-123"
 
 
-async def test_malformed_json_and_validation_errors_are_400_naming_the_field(aiohttp_client):
+async def test_malformed_json_and_validation_errors_are_400_naming_the_field(aiohttp_client, make_app):
     import dataclasses
 
     from aiohttp import web
 
     from patchbay.core.http.bodies import read_body
-    from patchbay.core.http.errors import error_middleware
 
     @dataclasses.dataclass
     class Body:
@@ -69,7 +68,7 @@ async def test_malformed_json_and_validation_errors_are_400_naming_the_field(aio
         body = await read_body(request, Body)
         return web.json_response({"name": body.name})
 
-    app = web.Application(middlewares=[error_middleware])
+    app = make_app()  # its request pipeline answers the errors
     app.router.add_post("/things", handler)
     client = await aiohttp_client(app)
     malformed = await client.post("/things", data="{not json", headers={"Content-Type": "application/json"})
@@ -81,15 +80,11 @@ async def test_malformed_json_and_validation_errors_are_400_naming_the_field(aio
     assert missing.status == 400 and "name" in (await missing.json())["message"]
 
 
-async def test_unhandled_error_is_500_without_a_stack_trace(aiohttp_client):
-    from aiohttp import web
-
-    from patchbay.core.http.errors import error_middleware
-
+async def test_unhandled_error_is_500_without_a_stack_trace(aiohttp_client, make_app):
     async def broken(request):
         raise RuntimeError("database password is hunter2")
 
-    app = web.Application(middlewares=[error_middleware])
+    app = make_app()
     app.router.add_get("/broken", broken)
     response = await (await aiohttp_client(app)).get("/broken")
     assert response.status == 500
@@ -110,15 +105,15 @@ async def test_health_reports_an_unreachable_database(aiohttp_client, make_app, 
     assert response.status == 503 and (await response.json())["status"] == "error"
 
 
-async def test_an_error_format_belongs_to_the_app_that_registered_it(aiohttp_client):
+async def test_an_error_format_belongs_to_the_app_that_registered_it(aiohttp_client, make_app):
     from aiohttp import web
 
-    from patchbay.core.http.errors import error_middleware, register_error_format
+    from patchbay.core.http.errors import register_error_format
 
     def plain(status, message, _request):
         return web.Response(status=status, text=f"{status} {message}")
 
-    apps = [web.Application(middlewares=[error_middleware]) for _ in range(2)]
+    apps = [make_app() for _ in range(2)]
     register_error_format(apps[0], "/x/", plain)
     clients = [await aiohttp_client(app) for app in apps]
     assert await (await clients[0].get("/x/missing")).text() == "404 Not Found"
