@@ -1,6 +1,7 @@
 """What several benchmarks share: free ports, CPU time of a process (and of its children, for
-``patchbay serve --processes N``), scratch PostgreSQL databases, serving an app in a process of its
-own on the event loop ``patchbay serve`` runs, and the ``--processes`` option."""
+``patchbay serve --processes N``), scratch PostgreSQL databases, the app built and served in a
+process of its own as ``patchbay serve`` builds it and on the event loop it runs, and the
+``--processes`` option."""
 
 from __future__ import annotations
 
@@ -115,6 +116,25 @@ async def pg_drop(admin: str, name: str) -> None:
 
 
 # -- a server in a process of its own ---------------------------------------------------------------
+
+
+def server_app(settings, plugins, **options) -> web.Application:
+    """The app as ``patchbay serve`` of the tree being measured runs it, with ``plugins`` beside the
+    installed packs (``patchbay.cli.main.server_app``: the garbage collector settled once started).
+    A tree from before that function: its ``create_app``, settled as its ``serve`` settled it."""
+    try:
+        from patchbay.cli.main import server_app as serve_builds
+    except ImportError:
+        from patchbay.core.app import create_app
+
+        app = create_app(settings, plugins=plugins, **options)
+        try:
+            from patchbay.cli.runtime import settle_garbage_collector
+        except ImportError:
+            return app
+        app.on_startup.append(settle_garbage_collector)
+        return app
+    return serve_builds(settings, plugins=plugins, **options)
 
 
 async def serve(app: web.Application, out, info=None, **runner_options) -> None:

@@ -5,16 +5,16 @@ upstream; prints both rates and their ratio.
 
     python benchmarks/mcp_tools.py [--seconds 10] [--concurrency 20] [--rounds 3] [--database-url postgresql+asyncpg://...]
 
-Processes: the upstream (a small aiohttp JSON API) and patchbay (``create_app`` as ``serve`` builds
-it, job workers on, access log off), each in its own process; the load comes from this process:
-one session of the official ``mcp`` client checks the tool call first; then ``--concurrency``
-keep-alive aiohttp clients send ``tools/call`` to ``/mcp`` (as the SDK's client sends it after the
-handshake; the server is stateless) and as many send the proxy call, so that the load generator
-costs the same on both sides and the rates compare the servers. Both paths do everything a real call does:
+Processes: the upstream (a small aiohttp JSON API) and patchbay (built as ``serve`` builds it, job
+workers on, access log off), each in its own process; the load comes from this process: one session
+of the official ``mcp`` client checks the tool call first; then ``--concurrency`` keep-alive aiohttp
+clients send ``tools/call`` to ``/mcp`` (as the SDK's client sends it after the handshake; the
+server is stateless) and as many send the proxy call, so that the load generator costs the same on
+both sides and the rates compare the servers. Both paths do everything a real call does:
 authentication (the MCP access token and its grant; the API key), the connection lookup and
-credential injection, the per-connection rate limit, the audit rows. The MCP path adds the
-JSON-RPC envelope, the SSE answer, the tool list derived from the grant and the per-token limit.
-Targets alternate each round; the ratio is the median of the per-round ratios.
+credential injection, the per-connection rate limit, the audit rows. The MCP path adds the JSON-RPC
+envelope, the SSE answer, the tool list derived from the grant and the per-token limit. Targets
+alternate each round; the ratio is the median of the per-round ratios.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from pathlib import Path
 
 import aiohttp
 import httpx2
-from _common import serve, start_process
+from _common import serve, server_app, start_process
 from aiohttp import web
 
 ITEM_PATH = "/items/1"
@@ -47,7 +47,6 @@ def _upstream(out) -> None:
 def _patchbay(upstream: str, data_dir: str, database_url: str | None, out) -> None:
     Path(data_dir).mkdir(parents=True, exist_ok=True)
     from patchbay import Provider, hookimpl
-    from patchbay.core.app import create_app
     from patchbay.core.appkeys import SERVICES
     from patchbay.core.connections.service import connect_with_api_key
     from patchbay.core.mcp.access import mint_access_token
@@ -66,7 +65,7 @@ def _patchbay(upstream: str, data_dir: str, database_url: str | None, out) -> No
     settings = load_settings({}, environ)
     settings.rate_limits = {**settings.rate_limits, "connect_api": "10000000/minute", "proxy": "10000000/minute"}
     settings.mcp.tool_calls_per_token = "10000000/minute"
-    app = create_app(settings, plugins=[BenchPack()])
+    app = server_app(settings, [BenchPack()])
 
     async def info(app: web.Application) -> dict[str, str]:
         services = app[SERVICES]

@@ -45,7 +45,7 @@ import tempfile
 from pathlib import Path
 
 import aiohttp
-from _common import add_processes_option, loop_name, serve, serve_loop, serve_processes, start_process, tree_cpu_seconds
+from _common import add_processes_option, loop_name, serve, serve_loop, serve_processes, server_app, start_process, tree_cpu_seconds
 from aiohttp import web
 from profiles import print_shares, start_py_spy, stop_py_spy
 from source_trees import package_folder
@@ -111,7 +111,6 @@ def _patchbay(
         sys.path.insert(0, source)
     Path(data_dir).mkdir(parents=True, exist_ok=True)
     from patchbay import Provider, hookimpl
-    from patchbay.core.app import create_app
     from patchbay.core.appkeys import SERVICES
     from patchbay.core.connections.service import connect_with_api_key
     from patchbay.core.http import middleware
@@ -169,9 +168,9 @@ def _patchbay(
         return {"headers": headers, "settings": {**changed, "(log file)": str(log_file)}, "event_loop": loop_name(new_loop)}
 
     if processes > 1:  # as `patchbay serve --processes N` runs them
-        serve_processes(lambda **options: create_app(settings, plugins=[BenchPack()], **options), processes, out, prepare)
+        serve_processes(lambda **options: server_app(settings, [BenchPack()], **options), processes, out, prepare)
         return
-    app = create_app(settings, plugins=[BenchPack()])
+    app = server_app(settings, [BenchPack()])
     if profile:
         import cProfile
         import time

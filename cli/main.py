@@ -8,7 +8,7 @@ import logging
 import os
 import signal
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import click
 from aiohttp import web
@@ -54,10 +54,13 @@ def _logging(level: str) -> None:
     configure_logging(level)
 
 
-def _app(settings, *, background: bool = True, migrate: bool = True) -> web.Application:
-    """The application, or a one-line CLI error naming a broken plugin."""
+def server_app(settings, *, plugins: Iterable[object] = (), background: bool = True, migrate: bool = True) -> web.Application:
+    """The application as ``serve`` runs it: ``create_app`` (``plugins``: packs registered beside
+    the installed ones) and the garbage collector settled once it has started
+    (:func:`~patchbay.cli.runtime.settle_garbage_collector`), or a one-line CLI error naming a
+    broken plugin. The benchmarks build their server with it, so that they measure what runs."""
     try:
-        app = create_app(settings, background=background, migrate=migrate)
+        app = create_app(settings, plugins=plugins, background=background, migrate=migrate)
     except PluginError as error:
         raise plugin_failure(error) from None
     app.on_startup.append(settle_garbage_collector)
@@ -159,7 +162,7 @@ def _announce(settings, first_start: bool, count: int = 1, *, event_loop: str) -
 
 def _serve_one(settings, first_start: bool, new_loop: Callable[[], asyncio.AbstractEventLoop]) -> None:
     """One process: the web server, its workers and the scheduler."""
-    app = _app(settings)
+    app = server_app(settings)
 
     async def announce(_app: web.Application) -> None:
         _announce(settings, first_start, event_loop=loop_name(asyncio.get_running_loop()))
@@ -187,7 +190,7 @@ def _serve_several(settings, first_start: bool, count: int, new_loop: Callable[[
         raise click.ClickException(f"cannot listen on {settings.host}:{settings.port}: {error.strerror or error}") from None
     metrics_sockets = _metrics_sockets(settings.metrics.listen, count) if settings.metrics.listen else []
     asyncio.run(_migrate(settings))  # once, before the processes start
-    app = _app(settings, background=False, migrate=False)
+    app = server_app(settings, background=False, migrate=False)
     _announce(settings, first_start, count, event_loop=loop_name(new_loop))
     if run_processes(app, sockets, count, metrics_sockets):
         raise click.ClickException("a server process failed to start (its error is above)")
