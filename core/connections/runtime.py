@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import itertools
 import logging
 import math
 import os
@@ -148,6 +149,7 @@ class AuditBuffer:
         #: rows dropped because the buffer was full while the database failed
         self.dropped = 0
         self._rows: list[AuditRow] = []
+        self._created_at = _timestamp_parameter(db.engine.dialect)
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
         self._flush_lock = asyncio.Lock()
@@ -179,7 +181,7 @@ class AuditBuffer:
                 status,
                 round(duration_ms, 3),
                 error,
-                time.time(),
+                self._created_at(time.time()),
                 client_id,
                 user_id,
             )
@@ -223,11 +225,10 @@ class AuditBuffer:
             try:
                 async with self._db.transaction() as session:
                     connection = await session.connection()
-                    prepare = _audit_parameters(connection.dialect)
                     start = 0
                     for size in insert_sizes(len(rows)):
-                        parameters = [value for row in rows[start : start + size] for value in prepare(row)]
-                        await connection.exec_driver_sql(_audit_insert(connection.dialect, size), tuple(parameters))
+                        parameters = tuple(itertools.chain.from_iterable(rows[start : start + size]))
+                        await connection.exec_driver_sql(_audit_insert(connection.dialect, size), parameters)
                         start += size
             except Exception:
                 self._rows[:0] = rows
@@ -246,7 +247,11 @@ class AuditBuffer:
 
 
 class AuditRow(typing.NamedTuple):
-    """One audit row as the buffer holds it: the driver-level insert's parameters, in its order."""
+    """One audit row as the buffer holds it: the driver-level insert's parameters, in its order, as
+    the driver takes them. ``created_at`` is the column's own value for the moment of the call
+    (:func:`_timestamp_parameter`); every other column takes its Python value as it is (text,
+    integers, floats, None: no column's bind conversion changes those), so a flush hands the rows
+    to the driver without touching them one by one."""
 
     id: str
     workspace_id: str
@@ -258,31 +263,12 @@ class AuditRow(typing.NamedTuple):
     status: int
     duration_ms: float
     error: str | None
-    created_at: float  # epoch seconds; the insert turns it into the column's value
+    created_at: Any  # the column's driver value (SQLite: text; PostgreSQL: an aware datetime)
     client_id: str | None
     user_id: str | None
 
 
 _PLACEHOLDERS = {"qmark": "?", "format": "%s", "pyformat": "%s"}
-
-
-@functools.lru_cache(maxsize=8)
-def _audit_parameters(dialect: Dialect) -> Callable[[AuditRow], tuple]:
-    """The function making one audit row's parameters for ``dialect``: the columns' own bind
-    conversions, without the ORM's per-row statement work, which cost more than the rest of a
-    proxied call's audit. Made once per dialect."""
-    table = ProxyCallLog.__table__
-    converters = [(index, table.c[name].type._cached_bind_processor(dialect)) for index, name in enumerate(AuditRow._fields)]
-    converters = [(index, convert) for index, convert in converters if convert is not None and AuditRow._fields[index] != "created_at"]
-    converters.append((AuditRow._fields.index("created_at"), _timestamp_parameter(dialect)))
-
-    def prepare(row: AuditRow) -> tuple:
-        parameters = list(row)
-        for index, convert in converters:
-            parameters[index] = convert(parameters[index])
-        return tuple(parameters)
-
-    return prepare
 
 
 def _timestamp_parameter(dialect: Dialect) -> Callable[[float], Any]:

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import func, select
-from sqlalchemy.dialects import sqlite
+from sqlalchemy.dialects import postgresql, sqlite
 
 from patchbay import Provider, hookimpl
 from patchbay.core.appkeys import SERVICES
@@ -110,3 +110,17 @@ def test_flushes_of_any_size_use_a_few_statement_lengths_only():
         assert sum(sizes) == count and sizes == sorted(sizes, reverse=True)
         lengths.update(sizes)
     assert lengths == {AUDIT_BATCH} | {1 << bit for bit in range(AUDIT_BATCH.bit_length()) if 1 << bit < AUDIT_BATCH}
+
+
+@pytest.mark.parametrize("dialect", [sqlite.dialect(), postgresql.asyncpg.dialect()], ids=["sqlite", "postgresql"])
+def test_the_buffered_values_are_the_ones_the_columns_bind(dialect):
+    """A flush hands the buffered rows to the driver as they are: each column's own bind conversion
+    leaves the values a row holds unchanged (``created_at`` is converted when the row is added)."""
+    values = {"status": [200, 0, 599], "duration_ms": [0.0, 1.5, 12345.678]}
+    for column in ProxyCallLog.__table__.columns:
+        if column.name == "created_at":
+            continue
+        convert = column.type._cached_bind_processor(dialect)
+        for value in values.get(column.name, ["", "text", "ws_0123-é"]) + [None]:
+            converted = convert(value) if convert is not None else value
+            assert converted == value and type(converted) is type(value), (column.name, value)
