@@ -74,7 +74,10 @@ _FRAMING = re.compile(r"[\r\n\0]")
 
 
 def _header_line(name: str, value: str) -> str:
-    if not name or ":" in name or _FRAMING.search(name) or _FRAMING.search(value):
+    # CR, LF and NUL are not printable: text that is all printable holds none (the usual case,
+    # checked without the expression)
+    framed = not (name.isprintable() and value.isprintable()) and (_FRAMING.search(name) or _FRAMING.search(value))
+    if framed or not name or ":" in name:
         raise BadHeader(f"header {name!r} has a character it may not have")
     return f"{name}: {value}\r\n"
 
