@@ -20,7 +20,7 @@ from patchbay.core.appkeys import REQUEST_ID
 from patchbay.core.http.client_address import client_address
 from patchbay.core.http.errors import ApiError
 from patchbay.core.ratelimit.limiter import parse_limit
-from patchbay.core.security.auth import authenticate
+from patchbay.core.security.auth import identify
 
 #: JSON string literal of a str, quoted and escaped as ``json.dumps`` does (the C encoder)
 _json_string = json_encoder.encode_basestring_ascii
@@ -61,7 +61,7 @@ async def throttle(request: web.Request, services) -> None:
     item = parse_limit(services.settings.rate_limits["connect_api"])
     if item is None:
         return
-    principal = await authenticate(request)
+    principal = await identify(request)  # the pipeline's first step that asks
     key = f"connect:ws:{principal.workspace_id}" if principal and principal.workspace_id else f"connect:ip:{client_address(request)}"
     decision = await services.rate_limiter.hit(key, item)
     if not decision.allowed:
