@@ -31,7 +31,9 @@ PATCHBAY_FOLDERS = ("core/", "plugins/", "providers/")
 
 def start_py_spy(pid: int, destination: Path, *, gil: bool = False) -> subprocess.Popen:
     """py-spy sampling ``pid`` at 200 Hz into ``destination`` (collapsed stacks) until
-    :func:`stop_py_spy`; ``gil`` keeps only the samples of the thread holding the GIL."""
+    :func:`stop_py_spy`; ``gil`` keeps only the samples of the thread holding the GIL. The folder of
+    ``destination`` is made when missing (py-spy would fail quietly and leave no profile)."""
+    destination.parent.mkdir(parents=True, exist_ok=True)
     command = [str(Path(sys.executable).parent / "py-spy"), "record", "--format", "raw", "--rate", "200", "--pid", str(pid), "--output", str(destination)]
     if gil:
         command.append("--gil")

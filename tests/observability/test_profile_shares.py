@@ -41,3 +41,12 @@ def test_counts_add_up_the_samples_of_each_place(profiles, tmp_path):
         f"{LOOP};log (core/http/middleware.py:103) 3\n{LOOP};_read_ready (asyncio/selector_events.py:1) 2\n{LOOP};log (core/http/middleware.py:110) 4\n"
     )
     assert profiles.counts(collapsed) == {"core.http.middleware": 7, "asyncio (no patchbay frame)": 2}
+
+
+def test_sampling_into_a_folder_not_made_yet_makes_it(profiles, tmp_path, monkeypatch):
+    started = []
+    monkeypatch.setattr(profiles.subprocess, "Popen", lambda command, **options: started.append(command))
+    destination = tmp_path / "new" / "proxy.txt"
+    profiles.start_py_spy(1234, destination)
+    assert destination.parent.is_dir()
+    assert started and started[0][started[0].index("--output") + 1] == str(destination)
