@@ -142,21 +142,25 @@ class RateLimiter:
         self._blocks: dict[str, _Block] = {}
         #: reserving writes under way: hits meanwhile wait for their block instead of writing too
         self._reserving: dict[str, asyncio.Future] = {}
-        self._storage_keys: dict[tuple[str, limits.RateLimitItem], str] = {}
+        #: id(item) -> (item, {key: storage key}): the item is held, so its id names no other object
+        #: meanwhile, and found without its ``__hash__`` (Python code hashing four fields)
+        self._storage_keys: dict[int, tuple[limits.RateLimitItem, dict[str, str]]] = {}
 
     async def hit(self, key: str, item: limits.RateLimitItem, cost: int = 1) -> Decision:
         """Count ``cost`` against ``item`` for ``key`` (refused hits count too, as in ``limits``'
         fixed window) and say whether the caller is still within the limit."""
-        storage_key = self._storage_keys.get((key, item))
+        known = self._storage_keys.get(id(item))
+        storage_key = known[1].get(key) if known is not None and known[0] is item else None
         if storage_key is None:
             storage_key = self._storage_key(key, item)
         while True:
             block = self._blocks.get(storage_key)
             now = time.time()
             if block is not None and now < block.reset and block.left >= cost:
+                # a block is reserved only while the stored count is at most half the limit, and
+                # the window has not ended: neither figure can fall below its floor here
                 block.left -= cost
-                used = block.stored - block.left
-                return Decision(True, item.amount, max(0, item.amount - used), max(1, math.ceil(block.reset - now)))
+                return Decision(True, item.amount, item.amount - block.stored + block.left, math.ceil(block.reset - now))
             reserving = self._reserving.get(storage_key)
             if reserving is None:
                 return await self._write(storage_key, item, cost, block, now)
@@ -184,9 +188,15 @@ class RateLimiter:
 
     def _storage_key(self, key: str, item: limits.RateLimitItem) -> str:
         """``item.key_for(key)``, remembered: the throttle asks for the same few keys on every request."""
-        if len(self._storage_keys) > MAX_LOCAL_KEYS:
-            self._storage_keys.clear()
-        storage_key = self._storage_keys[(key, item)] = item.key_for(key)
+        known = self._storage_keys.get(id(item))
+        if known is None or known[0] is not item:
+            if len(self._storage_keys) > MAX_LOCAL_KEYS:
+                self._storage_keys.clear()
+            known = self._storage_keys[id(item)] = (item, {})
+        keys = known[1]
+        if len(keys) > MAX_LOCAL_KEYS:
+            keys.clear()
+        storage_key = keys[key] = item.key_for(key)
         return storage_key
 
     def _prune(self, now: float) -> None:
