@@ -157,10 +157,9 @@ class RateLimiter:
             block = self._blocks.get(storage_key)
             now = time.time()
             if block is not None and now < block.reset and block.left >= cost:
-                # a block is reserved only while the stored count is at most half the limit, and
-                # the window has not ended: neither figure can fall below its floor here
                 block.left -= cost
-                return Decision(True, item.amount, item.amount - block.stored + block.left, math.ceil(block.reset - now))
+                # the window has not ended: its ceiling is at least one second
+                return Decision(True, item.amount, max(0, item.amount - block.stored + block.left), math.ceil(block.reset - now))
             reserving = self._reserving.get(storage_key)
             if reserving is None:
                 return await self._write(storage_key, item, cost, block, now)
