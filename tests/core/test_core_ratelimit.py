@@ -156,6 +156,20 @@ async def test_processes_sharing_the_counters_never_admit_more_than_the_limit():
     assert item.amount - 3 * item.amount // limiter_module.RESERVE_SHARE <= admitted <= item.amount
 
 
+async def test_the_remaining_count_stays_at_zero_or_more_when_other_processes_took_most_of_the_window():
+    shared = CountingStorage()
+    limiter = RateLimiter(shared)
+    item = parse_limit("100/minute")  # a block is 5 hits
+    for _ in range(6):  # the first hit reserves a block of 5; the next five use it up
+        await limiter.hit("k", item)
+    await shared.incr(item.key_for("k"), item.get_expiry(), amount=90)  # another process's hits: 96 stored
+    # the next write reserves its block from this process's own count (well below half the limit),
+    # so the stored count passes the limit while the block still has hits to give
+    decisions = [await limiter.hit("k", item) for _ in range(4)]
+    assert [d.allowed for d in decisions] == [True] * 4
+    assert all(d.remaining >= 0 for d in decisions), [d.remaining for d in decisions]
+
+
 async def test_hits_arriving_during_a_reserving_write_wait_for_its_block():
     """A burst makes one storage round trip, not one per hit."""
     storage = CountingStorage()
