@@ -65,6 +65,7 @@ def _patchbay(upstream: str, data_dir: str, database_url: str | None, out) -> No
     settings = load_settings({}, environ)
     settings.rate_limits = {**settings.rate_limits, "connect_api": "10000000/minute", "proxy": "10000000/minute"}
     settings.mcp.tool_calls_per_token = "10000000/minute"
+    settings.mcp.tool_calls_per_connection = "10000000/minute"  # one connection takes every call
     app = server_app(settings, [BenchPack()])
 
     async def info(app: web.Application) -> dict[str, str]:
