@@ -20,7 +20,6 @@ import math
 import os
 import random
 import time
-import typing
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -117,22 +116,46 @@ class ConnectionLimiter:
         self._blocked[connection_id] = max(until, self._blocked.get(connection_id, 0.0))
 
 
-#: Audit row ids must be unique, not secret: the random part comes from a generator seeded from the
-#: system's randomness once (and again in a forked child), sparing each call ``os.urandom``.
-_row_ids = random.Random()
-os.register_at_fork(after_in_child=_row_ids.seed)
-_RANDOM_B = (1 << 62) - 1
+class RowIds:
+    """Audit row ids: time-ordered UUID strings (version 7, RFC 9562), the millisecond of the call
+    then 74 random bits. The random bits are drawn once per millisecond, from a generator seeded
+    from the system's randomness once (and again in a forked child, :meth:`reseed`); the ids of one
+    millisecond then count up from them (RFC 9562's monotonic random, 6.2 method 2), so an id costs
+    one formatted integer instead of a draw and a whole UUID's formatting. Rows of one millisecond
+    sort in the order they were made, later milliseconds after them: the audit table's primary key
+    index grows at its end instead of taking each row on a random page (a page write per row once
+    the index outgrows the cache, on SQLite and PostgreSQL alike)."""
+
+    def __init__(self) -> None:
+        self._random = random.Random()
+        self.reseed()
+
+    def reseed(self) -> None:
+        self._random.seed()
+        self._millisecond = -1
+        self._prefix = ""
+        self._count = 0
+
+    def at(self, millisecond: int) -> str:
+        """The next id of a row made at ``millisecond`` (Unix time)."""
+        if millisecond != self._millisecond:
+            self._millisecond = millisecond
+            high = self._random.getrandbits(26)  # 12 bits of rand_a, the first 14 of rand_b
+            stamp = f"{millisecond:012x}"
+            self._prefix = f"{stamp[:8]}-{stamp[8:]}-7{high >> 14:03x}-{0x8000 | high & 0x3FFF:04x}-"
+            self._count = self._random.getrandbits(47)  # the last 48 bits, with room to count up
+        else:
+            self._count += 1
+        return f"{self._prefix}{self._count:012x}"
+
+
+_row_ids = RowIds()
+os.register_at_fork(after_in_child=_row_ids.reseed)
 
 
 def row_id() -> str:
-    """A time-ordered UUID string (version 7, RFC 9562): the millisecond of its making, then 74 random
-    bits. Rows of one millisecond come in any order, later ones after them: the audit table's
-    primary key index grows at its end instead of taking each row on a random page (a page write
-    per row once the index outgrows the cache, on SQLite and PostgreSQL alike)."""
-    random_bits = _row_ids.getrandbits(74)
-    value = (time.time_ns() // 1_000_000) << 80 | 0x7 << 76 | (random_bits >> 62) << 64 | 0b10 << 62 | random_bits & _RANDOM_B
-    digits = f"{value:032x}"
-    return f"{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:]}"
+    """An audit row id for a row made now (:class:`RowIds`)."""
+    return _row_ids.at(time.time_ns() // 1_000_000)
 
 
 class AuditBuffer:
@@ -148,7 +171,8 @@ class AuditBuffer:
         self.max_pending = max_pending
         #: rows dropped because the buffer was full while the database failed
         self.dropped = 0
-        self._rows: list[AuditRow] = []
+        #: the calls recorded and not written yet, as :meth:`add` records them (:data:`CALL_FIELDS`)
+        self._rows: list[tuple] = []
         self._created_at = _timestamp_parameter(db.engine.dialect)
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
@@ -169,27 +193,14 @@ class AuditBuffer:
         client_id: str | None = None,
         user_id: str | None = None,
     ) -> None:
-        self._rows.append(
-            AuditRow(
-                row_id(),
-                workspace_id,
-                connection_id,
-                provider,
-                source,
-                method,
-                path[:2000],
-                status,
-                round(duration_ms, 3),
-                error,
-                self._created_at(time.time()),
-                client_id,
-                user_id,
-            )
-        )
+        """Record one call, at this moment. Its row's id and column values are made when the row
+        is written (:func:`driver_rows`): the call's path pays for a tuple."""
+        self._rows.append((time.time(), workspace_id, connection_id, provider, source, method, path, status, duration_ms, error, client_id, user_id))
         metrics = self._metrics()
         if metrics is not None:  # the proxy's upstream latency per provider, for /metrics
             metrics.observe_upstream(provider, duration_ms / 1000)
-        self._bound()
+        if len(self._rows) > self.max_pending:
+            self._bound()
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._run())
         if len(self._rows) >= AUDIT_BATCH:
@@ -225,11 +236,12 @@ class AuditBuffer:
             try:
                 async with self._db.transaction() as session:
                     connection = await session.connection()
-                    start = 0
-                    for size in insert_sizes(len(rows)):
-                        parameters = tuple(itertools.chain.from_iterable(rows[start : start + size]))
-                        await connection.exec_driver_sql(_audit_insert(connection.dialect, size), parameters)
-                        start += size
+                    for columns, values in zip((LEAN_COLUMNS, COLUMNS), driver_rows(rows, self._created_at), strict=True):
+                        start = 0
+                        for size in insert_sizes(len(values)):
+                            parameters = tuple(itertools.chain.from_iterable(values[start : start + size]))
+                            await connection.exec_driver_sql(_audit_insert(connection.dialect, size, columns), parameters)
+                            start += size
             except Exception:
                 self._rows[:0] = rows
                 self._bound()
@@ -246,26 +258,31 @@ class AuditBuffer:
             log.exception("dropping %d proxy audit rows at shutdown", len(self._rows))
 
 
-class AuditRow(typing.NamedTuple):
-    """One audit row as the buffer holds it: the driver-level insert's parameters, in its order, as
-    the driver takes them. ``created_at`` is the column's own value for the moment of the call
-    (:func:`_timestamp_parameter`); every other column takes its Python value as it is (text,
-    integers, floats, None: no column's bind conversion changes those), so a flush hands the rows
-    to the driver without touching them one by one."""
+#: what :meth:`AuditBuffer.add` records of a call, in order
+CALL_FIELDS = ("epoch", "workspace_id", "connection_id", "provider", "source", "method", "path", "status", "duration_ms", "error", "client_id", "user_id")
+#: the columns of an audit row without an error, an OAuth client or a user: most proxied calls
+LEAN_COLUMNS = ("id", "workspace_id", "connection_id", "provider", "source", "method", "path", "status", "duration_ms", "created_at")
+#: every column of an audit row
+COLUMNS = (*LEAN_COLUMNS, "error", "client_id", "user_id")
 
-    id: str
-    workspace_id: str
-    connection_id: str
-    provider: str
-    source: str
-    method: str
-    path: str
-    status: int
-    duration_ms: float
-    error: str | None
-    created_at: Any  # the column's driver value (SQLite: text; PostgreSQL: an aware datetime)
-    client_id: str | None
-    user_id: str | None
+
+def driver_rows(calls: list[tuple], created_at: Callable[[float], Any]) -> tuple[list[tuple], list[tuple]]:
+    """The recorded ``calls`` as the driver-level inserts take them, in order: the rows of
+    :data:`LEAN_COLUMNS` (their three other columns are NULL: left to the column's default, since a
+    NULL parameter costs the SQLite driver an adaptation lookup), then those of :data:`COLUMNS`.
+    ``created_at`` is the column's driver value of a moment (:func:`_timestamp_parameter`); every
+    other value is the Python value as it is (text, integers, floats, None: no column's bind
+    conversion changes those)."""
+    lean: list[tuple] = []
+    full: list[tuple] = []
+    new_id = _row_ids.at
+    for epoch, workspace_id, connection_id, provider, source, method, path, status, duration_ms, error, client_id, user_id in calls:
+        row = (new_id(int(epoch * 1000)), workspace_id, connection_id, provider, source, method, path[:2000], status, round(duration_ms, 3), created_at(epoch))
+        if error is None and client_id is None and user_id is None:
+            lean.append(row)
+        else:
+            full.append((*row, error, client_id, user_id))
+    return lean, full
 
 
 _PLACEHOLDERS = {"qmark": "?", "format": "%s", "pyformat": "%s"}
@@ -309,14 +326,14 @@ def insert_sizes(count: int) -> list[int]:
     return sizes
 
 
-@functools.lru_cache(maxsize=64)
-def _audit_insert(dialect: Dialect, rows: int) -> str:
-    """The driver-level ``INSERT`` of ``rows`` audit rows in one statement (multi-row ``VALUES``).
+@functools.lru_cache(maxsize=128)
+def _audit_insert(dialect: Dialect, rows: int, columns: tuple[str, ...]) -> str:
+    """The driver-level ``INSERT`` of ``rows`` audit rows of ``columns`` in one statement (multi-row
+    ``VALUES``).
     One statement, not ``executemany``: SQLite's driver steps each row of an ``executemany``
     separately, taking the interpreter's lock back from the event loop's thread between rows, and
     those hand-overs cost the loop more than the insert itself."""
     table = ProxyCallLog.__table__
-    columns = AuditRow._fields
     count = len(columns) * rows
     if dialect.paramstyle in _PLACEHOLDERS:
         marks = [_PLACEHOLDERS[dialect.paramstyle]] * count

@@ -1,5 +1,6 @@
 """The access log and the process's log format: the JSON line is exactly what ``json.dumps`` makes
-of its fields (quotes, backslashes, non-ASCII and control characters in a path escaped alike), and
+of its fields (quotes, backslashes, non-ASCII and control characters in a path escaped alike) but
+for its two numbers' fixed decimals, and
 the formatter that makes each second's date once writes what ``logging.Formatter`` writes."""
 
 from __future__ import annotations
@@ -16,6 +17,12 @@ from patchbay.core.http import middleware
 from patchbay.core.http.middleware import LOG_FORMAT, BatchingHandler, JsonAccessLogger, LogFormatter, configure_logging, sole_batching_handler
 
 
+def _dumped(fields: dict) -> str:
+    """``json.dumps`` of an access line's fields, with its numbers as the line writes them."""
+    text = json.dumps({**fields, "ts": "<ts>", "duration_ms": "<duration>"})
+    return text.replace('"<ts>"', f"{fields['ts']:.3f}").replace('"<duration>"', f"{fields['duration_ms']:.2f}")
+
+
 async def test_the_access_line_is_the_json_dumps_text_of_its_fields(aiohttp_client, make_app, caplog):
     server = TestServer(make_app())
     await server.start_server(access_log_class=JsonAccessLogger)  # as `patchbay serve` runs it
@@ -25,12 +32,13 @@ async def test_the_access_line_is_the_json_dumps_text_of_its_fields(aiohttp_clie
     await client.get("/health")
     (odd, plain) = [record.getMessage() for record in caplog.records if record.name == "aiohttp.access"]
     fields = json.loads(odd)
-    assert odd == json.dumps(fields)
+    assert odd == _dumped(fields)
+    assert re.search(r'^\{"ts": \d+\.\d{3}, .*"duration_ms": \d+\.\d{2}, ', odd), odd
     assert list(fields) == ["ts", "request_id", "method", "path", "status", "duration_ms", "remote"]
     assert fields["path"] == '/connect/v1/providers/a"b\\cé✓\x01d'
     assert (fields["request_id"], fields["method"], fields["status"], fields["remote"]) == ("req-1", "GET", 401, "127.0.0.1")
     assert isinstance(fields["ts"], float) and isinstance(fields["duration_ms"], float)
-    assert plain == json.dumps(json.loads(plain))
+    assert plain == _dumped(json.loads(plain))
 
 
 def test_the_cached_date_reads_as_the_standard_formatter_writes_it():

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from patchbay.core.connections.runtime import AuditBuffer
+from patchbay.core.connections.runtime import CALL_FIELDS, AuditBuffer
 from patchbay.core.storage.db import Database
 
 
@@ -33,7 +33,7 @@ async def test_the_audit_buffer_stays_bounded_and_says_so_while_the_database_is_
         for n in range(120, 130):
             buffer.add(**_row(n))
         assert len(buffer._rows) == 50 and buffer.dropped == 80
-        assert buffer._rows[-1].path == "/129"  # the newest rows are kept
+        assert buffer._rows[-1][CALL_FIELDS.index("path")] == "/129"  # the newest rows are kept
         assert any(r.levelno == logging.WARNING and "dropped" in r.getMessage() for r in caplog.records)
     finally:
         await buffer.close()

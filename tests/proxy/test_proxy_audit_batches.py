@@ -91,6 +91,34 @@ async def test_each_row_keeps_the_moment_it_was_added(make_app, database_url):
         assert before - timedelta(microseconds=1) <= created <= after + timedelta(microseconds=1)
 
 
+@pytest.mark.both_databases
+async def test_rows_with_and_without_an_error_client_or_user_are_stored_as_recorded(make_app, database_url):
+    """Rows without an error, a client or a user take the insert that leaves those columns out."""
+    app = make_app(database_url=database_url)
+    async with app[SERVICES].running(migrate=False) as services:
+        workspace = await create_workspace_with_key(app)
+        buffer = services.connections.audit
+        recorded = [
+            {"path": "/plain", "status": 200, "error": None, "client_id": None, "user_id": None},
+            {"path": "/failed", "status": 502, "error": "Keyed is unreachable", "client_id": None, "user_id": None},
+            {"path": "/tool", "status": 200, "error": None, "client_id": "agent-app", "user_id": "end_user:u1"},
+            {"path": "/user-only", "status": 201, "error": None, "client_id": None, "user_id": "u2"},
+            {"path": "/plain-again", "status": 204, "error": None, "client_id": None, "user_id": None},
+        ]
+        for call in recorded:
+            buffer.add(workspace_id=workspace["workspace_id"], connection_id="c", provider="keyed", source="proxy", method="GET", duration_ms=2.5, **call)
+        await buffer.flush()
+        async with services.db.session() as session:
+            stored = (
+                await session.execute(
+                    select(
+                        ProxyCallLog.path, ProxyCallLog.status, ProxyCallLog.error, ProxyCallLog.client_id, ProxyCallLog.user_id, ProxyCallLog.duration_ms
+                    ).where(ProxyCallLog.connection_id == "c")
+                )
+            ).all()
+    assert sorted(stored) == sorted((c["path"], c["status"], c["error"], c["client_id"], c["user_id"], 2.5) for c in recorded)
+
+
 def test_the_sqlite_timestamp_text_is_the_one_sqlalchemy_stores_for_that_moment():
     dialect = sqlite.dialect()
     ours = _timestamp_parameter(dialect)
@@ -115,7 +143,7 @@ def test_flushes_of_any_size_use_a_few_statement_lengths_only():
 @pytest.mark.parametrize("dialect", [sqlite.dialect(), postgresql.asyncpg.dialect()], ids=["sqlite", "postgresql"])
 def test_the_buffered_values_are_the_ones_the_columns_bind(dialect):
     """A flush hands the buffered rows to the driver as they are: each column's own bind conversion
-    leaves the values a row holds unchanged (``created_at`` is converted when the row is added)."""
+    leaves the values a row holds unchanged (``created_at`` is converted as the row is made)."""
     values = {"status": [200, 0, 599], "duration_ms": [0.0, 1.5, 12345.678]}
     for column in ProxyCallLog.__table__.columns:
         if column.name == "created_at":

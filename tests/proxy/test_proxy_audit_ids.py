@@ -1,6 +1,7 @@
 """Audit row ids are time-ordered UUID strings (version 7) whose random part comes from a generator
-seeded once per process (no system call per row): unique, ordered by the millisecond they were
-made in, and a forked worker process does not repeat its parent's sequence."""
+seeded once per process (no system call per row) and counts up within a millisecond: unique,
+ordered by the millisecond they were made in, and a forked worker process does not repeat its
+parent's sequence."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import multiprocessing
 import time
 import uuid
 
-from patchbay.core.connections.runtime import row_id
+from patchbay.core.connections.runtime import RowIds, row_id
 
 
 def test_row_ids_are_distinct_version_7_uuid_strings_carrying_their_millisecond():
@@ -40,8 +41,19 @@ def test_a_forked_child_makes_other_row_ids_than_its_parent():
     assert len(child) == 5 and not set(child) & set(_five_ids())
 
 
-def test_the_buffered_audit_row_names_every_column_of_the_table():
-    from patchbay.core.connections.models import ProxyCallLog
-    from patchbay.core.connections.runtime import AuditRow
+def test_the_ids_of_one_millisecond_count_up_from_random_bits_drawn_for_it():
+    ids = RowIds()
+    first, second = ids.at(1_764_320_000_000), ids.at(1_764_320_000_000)
+    assert uuid.UUID(second).int == uuid.UUID(first).int + 1
+    assert ids.at(1_764_320_000_001) > second
+    other = RowIds()
+    assert other.at(1_764_320_000_000) not in (first, second)
 
-    assert sorted(AuditRow._fields) == sorted(column.name for column in ProxyCallLog.__table__.columns)
+
+def test_the_audit_inserts_name_every_column_of_the_table():
+    from patchbay.core.connections.models import ProxyCallLog
+    from patchbay.core.connections.runtime import COLUMNS, LEAN_COLUMNS
+
+    assert sorted(COLUMNS) == sorted(column.name for column in ProxyCallLog.__table__.columns)
+    left_out = set(COLUMNS) - set(LEAN_COLUMNS)
+    assert all(ProxyCallLog.__table__.c[name].nullable and ProxyCallLog.__table__.c[name].default is None for name in left_out)
