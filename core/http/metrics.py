@@ -65,9 +65,9 @@ class _Histograms:
     def __init__(self, name: str, documentation: str, labels: list[str]) -> None:
         self.name, self.documentation, self.labels = name, documentation, labels
         #: label values -> [count per bucket (the last one +Inf), sum]
-        self.series: dict[tuple[str, ...], list] = {}
+        self.series: dict[tuple, list] = {}
 
-    def observe(self, labels: tuple[str, ...], seconds: float) -> None:
+    def observe(self, labels: tuple, seconds: float) -> None:
         series = self.series.get(labels)
         if series is None:
             series = self.series[labels] = [[0] * (len(_LATENCY_BUCKETS) + 1), 0.0]
@@ -84,22 +84,27 @@ class _Histograms:
 
 class _Traffic:
     """The collector of this process's traffic: requests by method, route template and status,
-    their latency, and the proxy's upstream latency per provider. A request costs two dict updates
-    instead of a labelled Prometheus counter and histogram (each takes a lock and walks its buckets);
-    the families are built from the counts when ``/metrics`` is scraped."""
+    their latency, and the proxy's upstream latency per provider. An answer is one histogram
+    observation keyed by method, route and status, instead of a labelled Prometheus counter and
+    histogram (each takes a lock and walks its buckets); when ``/metrics`` is scraped, the request
+    counts are each key's observations and the latency histogram of a method and route adds its
+    statuses' up."""
 
     def __init__(self) -> None:
-        #: (method, route, status) -> requests answered
-        self.requests: dict[tuple[str, str, str], int] = {}
-        self.latency = _Histograms("patchbay_http_request_duration_seconds", "Time to answer an HTTP request.", ["method", "route"])
+        #: every answer's latency by method, route and status (the status is not a label of the latency histogram exposed)
+        self.answers = _Histograms("patchbay_http_request_duration_seconds", "Time to answer an HTTP request.", ["method", "route", "status"])
         self.upstream = _Histograms("patchbay_proxy_upstream_duration_seconds", "Time a provider took to answer a proxied call.", ["provider"])
 
     def collect(self) -> Iterator[CounterMetricFamily | HistogramMetricFamily]:
         requests = CounterMetricFamily("patchbay_http_requests", "HTTP requests answered, by route template and status.", labels=["method", "route", "status"])
-        for labels, count in list(self.requests.items()):
-            requests.add_metric(list(labels), count)
+        latency = _Histograms(self.answers.name, self.answers.documentation, ["method", "route"])
+        for (method, route, status), (counts, total) in list(self.answers.series.items()):
+            requests.add_metric([method, route, str(status)], sum(counts))
+            series = latency.series.setdefault((method, route), [[0] * len(counts), 0.0])
+            series[0] = [mine + theirs for mine, theirs in zip(series[0], counts, strict=True)]
+            series[1] += total
         yield requests
-        yield self.latency.family()
+        yield latency.family()
         yield self.upstream.family()
 
 
@@ -128,10 +133,7 @@ class Metrics:
         )
 
     def observe_request(self, method: str, route: str, status: int, seconds: float) -> None:
-        requests = self._traffic.requests
-        key = (method, route, str(status))
-        requests[key] = requests.get(key, 0) + 1
-        self._traffic.latency.observe((method, route), seconds)
+        self._traffic.answers.observe((method, route, status), seconds)
 
     def observe_upstream(self, provider: str, seconds: float) -> None:
         """A proxied call's time from its first send to the provider's answer."""
