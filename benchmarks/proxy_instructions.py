@@ -56,7 +56,7 @@ def _serve(kind: str, arguments: list[str], out: str) -> None:
         _naive_proxy(arguments[0], sink)
     else:  # patchbay: upstream, data dir, source tree or ""
         upstream, data_dir, source = arguments
-        _patchbay(upstream, data_dir, None, None, "api_key", None, source or None, sink)
+        _patchbay(upstream, data_dir, database_url=None, log_level=None, auth="api_key", profile=None, source=source or None, processes=1, out=sink)
 
 
 def _launch(name: str, kind: str, arguments: list[str], folder: Path, *, valgrind: bool) -> tuple[subprocess.Popen, Path]:
