@@ -97,6 +97,14 @@ class ConnectionLimiter:
         self._rate_limiter = rate_limiter
         self._blocked: dict[str, float] = {}
 
+    def acquire_now(self, connection_id: str) -> bool:
+        """True when the call may go now without asking the shared storage (no limit, or a hit
+        this process reserved; the hit is counted): the usual case, on every proxied call. False
+        leaves the decision to :meth:`acquire`."""
+        if connection_id in self._blocked:
+            return False
+        return self.item is None or self._rate_limiter().take_reserved(f"proxy:connection:{connection_id}", self.item)
+
     async def acquire(self, connection_id: str) -> float:
         """0 when the call may go now, else the seconds to wait."""
         blocked = self._blocked.get(connection_id)

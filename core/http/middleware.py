@@ -81,7 +81,10 @@ async def throttle(request: web.Request, services) -> None:
         return
     principal = await identify(request)  # the pipeline's first step that asks
     key = f"connect:ws:{principal.workspace_id}" if principal and principal.workspace_id else f"connect:ip:{client_address(request)}"
-    decision = await services.rate_limiter.hit(key, item)
+    limiter = services.rate_limiter
+    if limiter.take_reserved(key, item):
+        return
+    decision = await limiter.hit(key, item)
     if not decision.allowed:
         raise ApiError(429, "ThrottlerException: Too Many Requests", headers={"Retry-After": str(decision.retry_after)})
 

@@ -178,7 +178,8 @@ async def send(
         if state.status in ("invalid", "disconnected"):
             raise Conflict(f"Connection {state.id} is {state.status}; reconnect it")
         try:
-            await _acquire(services, state)
+            if not rt.limiter.acquire_now(state.id):
+                await _acquire(services, state)
         except Throttled as throttled:
             status = 429
             raise RateLimited("ThrottlerException: Too Many Requests", retry_after=throttled.retry_after) from None

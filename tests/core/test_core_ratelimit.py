@@ -177,3 +177,34 @@ async def test_hits_arriving_during_a_reserving_write_wait_for_its_block():
     item = parse_limit("1000/minute")
     decisions = await asyncio.gather(*(limiter.hit("k", item) for _ in range(40)))
     assert all(d.allowed for d in decisions) and storage.writes == 1
+
+
+async def test_a_hit_taken_from_the_reserved_block_counts_as_a_hit_and_never_passes_the_limit():
+    """``take_reserved`` answers only from a block this process reserved: it writes nothing, and the
+    hits it took leave the block as ``hit`` would have."""
+    storage = CountingStorage()
+    limiter = RateLimiter(storage)
+    item = parse_limit("100/minute")  # a block is 5 hits
+    assert not limiter.take_reserved("k", item)  # nothing reserved yet: ``hit`` must decide
+    assert (await limiter.hit("k", item)).allowed and storage.writes == 1  # the hit and a block of 5
+    assert [limiter.take_reserved("k", item) for _ in range(6)] == [True] * 5 + [False]
+    assert storage.writes == 1
+    assert (await limiter.hit("k", item)).remaining == 100 - 7 and storage.writes == 2  # the 7th hit wrote a new block
+    # one process taking from its blocks whenever it can admits exactly the limit
+    admitted = 7
+    for _ in range(150):
+        admitted += limiter.take_reserved("k", item) or (await limiter.hit("k", item)).allowed
+    assert admitted == 100
+
+
+async def test_a_proxied_call_takes_the_connection_limit_from_the_reserved_block(make_app):
+    app = make_app()
+    async with app[SERVICES].running(migrate=False) as services:
+        connections = services.connections.limiter
+        item = connections.item
+        assert not connections.acquire_now("c1")  # first call: the storage decides (and reserves)
+        assert await connections.acquire("c1") == 0
+        assert connections.acquire_now("c1")
+        connections.block("c1", 30)  # the provider asked for a pause: every call waits for it
+        assert not connections.acquire_now("c1") and 29 < await connections.acquire("c1") <= 30
+    assert item.amount // limiter_module.RESERVE_SHARE > 1
