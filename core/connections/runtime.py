@@ -126,8 +126,9 @@ class ConnectionLimiter:
 
 class RowIds:
     """Audit row ids: time-ordered UUID strings (version 7, RFC 9562), the millisecond of the call
-    then 74 random bits. The random bits are drawn once per millisecond, from a generator seeded
-    from the system's randomness once (and again in a forked child, :meth:`reseed`); the ids of one
+    then the 74 bits RFC 9562 leaves random. Those are drawn once per millisecond (73 of them: the
+    last 48 bits start below 2**47, leaving room to count), from a generator seeded from the
+    system's randomness once (and again in a forked child, :meth:`reseed`); the ids of one
     millisecond then count up from them (RFC 9562's monotonic random, 6.2 method 2), so an id costs
     one formatted integer instead of a draw and a whole UUID's formatting. Rows of one millisecond
     sort in the order they were made, later milliseconds after them: the audit table's primary key
