@@ -40,6 +40,8 @@ from patchbay.core.storage.db import Database
 
 RELOAD_SECONDS = 60
 ALGORITHM = "RS256"
+#: tokens whose signature this process remembers having verified with the keys loaded last
+VERIFIED_TOKENS = 4096
 
 
 class InvalidToken(ValueError):
@@ -168,6 +170,8 @@ class SigningKeys:
         self._loaded_at = 0.0
         self._forced_reload_at = 0.0
         self._threads = SigningThreads(os.cpu_count() or 1)
+        #: token -> its claims, for tokens that verified with the keys loaded last
+        self._verified: dict[str, dict[str, Any]] = {}
 
     async def ensure(self) -> None:
         """Create the first key if there is none, then load."""
@@ -210,6 +214,7 @@ class SigningKeys:
         public = [dict(row.public_jwk, kid=row.kid, alg=ALGORITHM, use="sig") for row in sorted(rows, key=lambda r: r.status)]
         self._jwks = {"keys": public}
         self._public = KeySet.import_key_set({"keys": public})
+        self._verified = {}  # a key no longer loaded verifies nothing, remembered or not
         self._loaded_at = time.monotonic()
 
     async def _fresh(self) -> None:
@@ -260,16 +265,28 @@ class SigningKeys:
         await self._fresh()
 
     async def verify(self, token: str) -> dict[str, Any]:
-        """The claims of a token signed by one of our keys (expiry and issuer are the caller's)."""
+        """The claims of a token signed by one of our keys (expiry and issuer are the caller's).
+
+        A token that verified is remembered, its exact text mapped to its claims, until the keys
+        are loaded again (every ``RELOAD_SECONDS``, or on a kid not seen yet): a client sending the
+        same access token on every call pays the RSA verification and the JWT parsing once a
+        minute, not per call. Only a token verified before, byte for byte, is answered from memory;
+        a refused token is checked again every time."""
         await self._fresh()
-        try:
-            return self._decode(token)
-        except InvalidToken:
-            if time.monotonic() - self._forced_reload_at < 1:  # forged kids must not hammer the database
-                raise
-            self._forced_reload_at = time.monotonic()
-            await self.load()  # a key rotated by another process
-            return self._decode(token)
+        claims = self._verified.get(token)
+        if claims is None:
+            try:
+                claims = self._decode(token)
+            except InvalidToken:
+                if time.monotonic() - self._forced_reload_at < 1:  # forged kids must not hammer the database
+                    raise
+                self._forced_reload_at = time.monotonic()
+                await self.load()  # a key rotated by another process
+                claims = self._decode(token)
+            if len(self._verified) >= VERIFIED_TOKENS:
+                self._verified.clear()
+            self._verified[token] = claims
+        return dict(claims)  # the caller's own copy: the remembered claims stay as verified
 
     def _decode(self, token: str) -> dict[str, Any]:
         try:

@@ -1,5 +1,7 @@
 """Secrets at rest, API keys, signing keys and the connect API's credentials."""
 
+import time
+
 import pytest
 from sqlalchemy import text
 
@@ -82,6 +84,40 @@ async def test_rotation_keeps_previous_key_verifying(database_url):
             await keys.verify(old_token)
     finally:
         await db.close()
+
+
+async def test_a_verified_token_is_remembered_byte_for_byte_until_the_keys_reload(database_url, monkeypatch):
+    db = Database(database_url)
+    try:
+        keys = SigningKeys(db, SecretBox(["s"]))
+        await keys.ensure()
+        token = await keys.sign({"sub": "a", "permissions": ["flows.view"]})
+        decoded = []
+        decode = keys._decode
+        monkeypatch.setattr(keys, "_decode", lambda value: decoded.append(value) or decode(value))
+        first = await keys.verify(token)
+        first["sub"] = "changed by the caller"
+        assert (await keys.verify(token))["sub"] == "a" and decoded == [token]  # remembered, and the caller's copy is its own
+        header, claims, signature = token.split(".")
+        for forged in (f"{header}.{claims}.{signature[:-2]}AA", f"{header}.{claims}.", f"{header}.{claims}.{signature}=", token + " "):
+            with pytest.raises(InvalidToken):  # the same header and claims under another signature verify anew, and fail
+                await keys.verify(forged)
+        await keys.load()
+        assert (await keys.verify(token))["sub"] == "a" and decoded.count(token) == 2  # a reload forgets what verified
+    finally:
+        await db.close()
+
+
+async def test_a_remembered_token_past_its_expiry_is_refused(client, workspace, monkeypatch):
+    from patchbay.core.security import service
+
+    app = client.server.app
+    token = await sign_access_token(app, {"sub": "u-expiring", "organization_id": workspace["workspace_id"]}, lifetime=60)
+    headers = {"Authorization": f"Bearer {token}"}
+    assert (await client.get("/connect/v1/providers", headers=headers)).status == 200  # verified, and remembered
+    later = time.time() + 61
+    monkeypatch.setattr(service.time, "time", lambda: later)
+    assert (await client.get("/connect/v1/providers", headers=headers)).status == 401
 
 
 async def test_another_process_rotation_is_picked_up_on_unknown_kid(client):
