@@ -65,7 +65,9 @@ class CredentialCaches:
     working within ``[identity] grant_check_seconds``)."""
 
     api_keys: SharedReads[str, Principal | None] = attrs.field(factory=SharedReads)
-    token_trust: dict[tuple[str, str | None, tuple[str | None, str | None] | None], tuple[float, frozenset[str] | None]] = attrs.field(factory=dict)
+    token_trust: SharedReads[tuple[str, str | None, tuple[str | None, str | None] | None], frozenset[str] | None] = attrs.field(
+        factory=lambda: SharedReads(limit=TOKEN_TRUST_LIMIT)
+    )
 
 
 def install(services: Services) -> None:
@@ -137,23 +139,21 @@ async def _connect_api_reach(services: Services, claims: dict[str, Any]) -> froz
     service = claims.get("sub") == client_id
     grant_id = None if service else claims.get("grant_id")  # every user token of the token endpoint names its grant
     member = None if service else (claims.get("organization_id"), claims.get("sub"))
-    cache = services.credential_caches.token_trust
-    key = (client_id, grant_id, member)
-    hit = cache.get(key)
-    ttl = services.settings.identity.grant_check_seconds
-    if hit is not None and time.monotonic() - hit[0] < ttl:
-        return hit[1]
+    read = functools.partial(_read_connect_api_reach, services, client_id, grant_id, member)
+    return await services.credential_caches.token_trust.get((client_id, grant_id, member), read)
+
+
+async def _read_connect_api_reach(services: Services, client_id: str, grant_id: Any, member: tuple[Any, Any] | None) -> tuple[frozenset[str] | None, float]:
+    """:func:`_connect_api_reach` read from the database, and how long it may be remembered (the
+    calls that miss it at once share this read)."""
     reach: frozenset[str] | None = None
     async with services.db.session() as session:
         trust = await session.scalar(select(OidcClient.trust).where(OidcClient.client_id == client_id))
-        if service and trust is not None:
+        if member is None and trust is not None:
             reach = ALL_PERMISSIONS
         elif trust in ("first_party", "platform") and await _grant_stands(session, client_id, grant_id):
             reach = await _member_reach(session, *member)
-    if len(cache) > TOKEN_TRUST_LIMIT:
-        cache.clear()
-    cache[key] = (time.monotonic(), reach)
-    return reach
+    return reach, services.settings.identity.grant_check_seconds
 
 
 async def _grant_stands(session, client_id: str, grant_id: Any) -> bool:

@@ -144,3 +144,24 @@ async def test_concurrent_first_starts_create_one_current_key(database_url):
     finally:
         for db in databases:
             await db.close()
+
+
+async def test_concurrent_calls_with_one_token_share_one_trust_read(client, workspace, monkeypatch):
+    """A burst of calls with a token whose trust this process has not checked yet (or checked too
+    long ago) makes one set of database reads, not one per call."""
+    import asyncio
+
+    from patchbay.core.security import service
+
+    token = await sign_access_token(client.server.app, {"sub": "u-burst", "organization_id": workspace["workspace_id"]})
+    reads = []
+    read = service._read_connect_api_reach
+
+    async def counted(*args):
+        reads.append(args[1:])
+        return await read(*args)
+
+    monkeypatch.setattr(service, "_read_connect_api_reach", counted)
+    responses = await asyncio.gather(*(client.get("/connect/v1/providers", headers={"Authorization": f"Bearer {token}"}) for _ in range(20)))
+    assert [response.status for response in responses] == [200] * 20
+    assert len(reads) == 1

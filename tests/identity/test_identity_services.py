@@ -63,6 +63,15 @@ async def test_signing_threads_closed_start_again_when_asked():
 async def test_each_app_has_its_own_credential_caches(make_app):
     first, second = make_app(), make_app()
     assert first[SERVICES].credential_caches is not second[SERVICES].credential_caches
-    first[SERVICES].credential_caches.token_trust[("client", None)] = (0.0, True)
+    reads = []
+
+    async def read():
+        reads.append(1)
+        return frozenset({"flows.view"}), 60
+
+    key = ("client", None, None)
+    assert await first[SERVICES].credential_caches.token_trust.get(key, read) == frozenset({"flows.view"})
+    await first[SERVICES].credential_caches.token_trust.get(key, read)
     credentials.forget_cached_api_keys(first[SERVICES])
-    assert not second[SERVICES].credential_caches.token_trust
+    await second[SERVICES].credential_caches.token_trust.get(key, read)
+    assert len(reads) == 2  # once for the first app (remembered there), once for the second
