@@ -42,6 +42,8 @@ if TYPE_CHECKING:
 API_KEY_CACHE_SECONDS = 5.0
 #: the most (client, grant) trust answers remembered; past it they are all forgotten
 TOKEN_TRUST_LIMIT = 10_000
+#: the most access tokens whose principal is remembered; past it they are all forgotten
+TOKEN_PRINCIPALS_LIMIT = 4096
 
 
 @attrs.frozen
@@ -65,6 +67,9 @@ class CredentialCaches:
     working within ``[identity] grant_check_seconds``)."""
 
     api_keys: SharedReads[str, Principal | None] = attrs.field(factory=SharedReads)
+    #: access token -> (the trust answer it was made under, its principal): made again when the
+    #: answer is read again; used only after the token verified (``token_principal``)
+    token_principals: dict[str, tuple[frozenset[str], Principal]] = attrs.field(factory=dict)
     token_trust: SharedReads[tuple[str, str | None, tuple[str | None, str | None] | None], frozenset[str] | None] = attrs.field(
         factory=lambda: SharedReads(limit=TOKEN_TRUST_LIMIT)
     )
@@ -187,8 +192,11 @@ async def token_principal(services: Services, token: str) -> Principal | None:
     reach = await _connect_api_reach(services, claims)
     if reach is None:
         return None
+    made = services.credential_caches.token_principals.get(token)
+    if made is not None and made[0] is reach:  # the same token, bounded by the same trust answer
+        return made[1]
     permissions = claims.get("permissions") or []
-    return Principal(
+    principal = Principal(
         "access_token",
         claims.get("organization_id"),
         frozenset(p for p in permissions if isinstance(p, str)) & reach,
@@ -196,6 +204,11 @@ async def token_principal(services: Services, token: str) -> Principal | None:
         client_id=claims.get("client_id") or claims.get("aud"),
         claims=claims,
     )
+    remembered = services.credential_caches.token_principals
+    if len(remembered) >= TOKEN_PRINCIPALS_LIMIT:
+        remembered.clear()
+    remembered[token] = (reach, principal)
+    return principal
 
 
 async def workspace_api_keys(services: Services, workspace_id: str) -> list[ApiKey]:

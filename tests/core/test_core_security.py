@@ -165,3 +165,26 @@ async def test_concurrent_calls_with_one_token_share_one_trust_read(client, work
     responses = await asyncio.gather(*(client.get("/connect/v1/providers", headers={"Authorization": f"Bearer {token}"}) for _ in range(20)))
     assert [response.status for response in responses] == [200] * 20
     assert len(reads) == 1
+
+
+async def test_a_tokens_principal_is_made_once_per_trust_answer(client, workspace):
+    from patchbay.core.security.service import token_principal
+    from patchbay.core.users.models import User
+    from patchbay.core.workspaces.service import add_member, set_member_role
+
+    services = client.server.app[SERVICES]
+    claims = {"sub": "u-again", "organization_id": workspace["workspace_id"], "permissions": ["flows.view", "flows.write"]}
+    token = await sign_access_token(client.server.app, claims)
+    first = await token_principal(services, token)
+    assert first is not None and first.permissions == frozenset({"flows.view", "flows.write"})
+    assert await token_principal(services, token) is first
+    services.credential_caches.token_trust.clear()  # read again, the same role: the same principal
+    assert await token_principal(services, token) is first
+    async with services.db.transaction() as session:
+        session.add(User(id="u-admin", email="u-admin@testing.invalid"))
+        await session.flush()
+        await add_member(session, workspace_id=workspace["workspace_id"], user_id="u-admin", role="admin")  # the workspace keeps an admin
+        await set_member_role(session, workspace_id=workspace["workspace_id"], user_id="u-again", role="viewer")
+    services.credential_caches.token_trust.clear()  # read again, another role: a principal made for it
+    assert (await token_principal(services, token)).permissions == frozenset({"flows.view"})
+    assert await token_principal(services, token + "x") is None  # another text verifies anew, and fails
