@@ -151,26 +151,30 @@ class RateLimiter:
         still holds them: True then, the hit counted and allowed (nothing awaited, no storage round
         trip). False leaves the decision to :meth:`hit`. For callers that need only the yes, on
         every request."""
-        block = self._blocks.get(self._storage_key(key, item))
-        if block is not None and block.left >= cost and time.time() < block.reset:
+        return self._take(self._storage_key(key, item), cost, time.time()) is not None
+
+    def _take(self, storage_key: str, cost: int, now: float) -> _Block | None:
+        """The key's reserved block after taking ``cost`` hits from it, when its window is still
+        open and it holds them; else None, nothing taken."""
+        block = self._blocks.get(storage_key)
+        if block is not None and now < block.reset and block.left >= cost:
             block.left -= cost
-            return True
-        return False
+            return block
+        return None
 
     async def hit(self, key: str, item: limits.RateLimitItem, cost: int = 1) -> Decision:
         """Count ``cost`` against ``item`` for ``key`` (refused hits count too, as in ``limits``'
         fixed window) and say whether the caller is still within the limit."""
         storage_key = self._storage_key(key, item)
         while True:
-            block = self._blocks.get(storage_key)
             now = time.time()
-            if block is not None and now < block.reset and block.left >= cost:
-                block.left -= cost
+            block = self._take(storage_key, cost, now)
+            if block is not None:
                 # the window has not ended: its ceiling is at least one second
                 return Decision(True, item.amount, max(0, item.amount - block.stored + block.left), math.ceil(block.reset - now))
             reserving = self._reserving.get(storage_key)
             if reserving is None:
-                return await self._write(storage_key, item, cost, block, now)
+                return await self._write(storage_key, item, cost, self._blocks.get(storage_key), now)
             await asyncio.shield(reserving)
 
     async def _write(self, storage_key: str, item: limits.RateLimitItem, cost: int, block: _Block | None, now: float) -> Decision:

@@ -154,7 +154,7 @@ async def _read_connect_api_reach(services: Services, client_id: str, grant_id: 
     reach: frozenset[str] | None = None
     async with services.db.session() as session:
         trust = await session.scalar(select(OidcClient.trust).where(OidcClient.client_id == client_id))
-        if member is None and trust is not None:
+        if member is None and trust is not None:  # the client's own token (client_credentials): no member to bound it
             reach = ALL_PERMISSIONS
         elif trust in ("first_party", "platform") and await _grant_stands(session, client_id, grant_id):
             reach = await _member_reach(session, *member)

@@ -146,25 +146,28 @@ async def test_concurrent_first_starts_create_one_current_key(database_url):
             await db.close()
 
 
-async def test_concurrent_calls_with_one_token_share_one_trust_read(client, workspace, monkeypatch):
+async def test_concurrent_calls_with_one_token_share_one_trust_read(client, workspace):
     """A burst of calls with a token whose trust this process has not checked yet (or checked too
     long ago) makes one set of database reads, not one per call."""
     import asyncio
 
-    from patchbay.core.security import service
+    from sqlalchemy import event
 
+    services = client.server.app[SERVICES]
     token = await sign_access_token(client.server.app, {"sub": "u-burst", "organization_id": workspace["workspace_id"]})
-    reads = []
-    read = service._read_connect_api_reach
+    trust_reads = []
 
-    async def counted(*args):
-        reads.append(args[1:])
-        return await read(*args)
+    def count(_connection, _cursor, statement, *_):
+        if "oidc_clients.trust" in statement:
+            trust_reads.append(statement)
 
-    monkeypatch.setattr(service, "_read_connect_api_reach", counted)
-    responses = await asyncio.gather(*(client.get("/connect/v1/providers", headers={"Authorization": f"Bearer {token}"}) for _ in range(20)))
+    event.listen(services.db.engine.sync_engine, "before_cursor_execute", count)
+    try:
+        responses = await asyncio.gather(*(client.get("/connect/v1/providers", headers={"Authorization": f"Bearer {token}"}) for _ in range(20)))
+    finally:
+        event.remove(services.db.engine.sync_engine, "before_cursor_execute", count)
     assert [response.status for response in responses] == [200] * 20
-    assert len(reads) == 1
+    assert len(trust_reads) == 1
 
 
 async def test_a_tokens_principal_is_made_once_per_trust_answer(client, workspace):
